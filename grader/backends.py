@@ -1,0 +1,146 @@
+"""Backends: where a stage's kernels run, and how the grader picks one.
+
+A backend names a track (which module of a stage it grades: the Triton or the cuTile one),
+the torch device its inputs live on, and a probe that says whether it can run on this
+machine and, if not, what to do about it. `auto` picks the best backend that can run here
+and records why, so the scorecard can say it.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+import platform
+import sys
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from grader.errors import BackendUnavailable
+
+AUTO = "auto"
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str
+    track: str  # the course.toml `modules` key this backend grades
+    device: str  # where inputs and outputs live
+    summary: str
+    probe: Callable[[], str | None]  # None when usable, else why not and the fix
+    interpret: bool = False  # Triton's interpreter instead of compiled kernels
+
+    def prepare(self) -> None:
+        """Set up the process before any kernel module is loaded.
+
+        Triton reads TRITON_INTERPRET when a kernel is decorated, so it must be set before a
+        submission is imported, and set to 0 for the GPU so a stray export cannot slow it down.
+        """
+        if self.track != "triton":
+            return
+        wanted = "1" if self.interpret else "0"
+        current = os.environ.get("TRITON_INTERPRET", "0")
+        if "triton" in sys.modules and current != wanted:
+            # triton.language's own helpers were decorated in the other mode at import time.
+            raise BackendUnavailable(
+                f"Triton was imported with TRITON_INTERPRET={current} before the grader set up "
+                f"the {self.name} backend. Set TRITON_INTERPRET={wanted} before importing "
+                "triton, or run `grade` in a fresh process."
+            )
+        os.environ["TRITON_INTERPRET"] = wanted
+
+
+@dataclass(frozen=True)
+class Selection:
+    backend: Backend
+    reason: str
+
+
+def _triton_missing() -> str | None:
+    if importlib.util.find_spec("triton") is None:
+        return (
+            "Triton is not installed. Install it with `pip install triton` "
+            "(Triton ships wheels for Linux; on macOS or Windows use WSL2, Colab or a Linux box)."
+        )
+    return None
+
+
+def _cuda_missing() -> str | None:
+    if not torch.cuda.is_available():
+        build = "a CPU-only build of PyTorch" if torch.version.cuda is None else "no CUDA GPU"
+        return (
+            f"needs a CUDA GPU, and this machine has {build}. "
+            "Use --backend triton-interpret to run kernels on the CPU."
+        )
+    major, _ = torch.cuda.get_device_capability()
+    if major < 8:
+        name = torch.cuda.get_device_name()
+        return f"{name} has compute capability {major}.x; the course kernels need 8.0 or newer."
+    return None
+
+
+def _probe_triton() -> str | None:
+    return _triton_missing() or _cuda_missing()
+
+
+BACKENDS: dict[str, Backend] = {
+    b.name: b
+    for b in [
+        Backend("triton", "triton", "cuda", "Triton kernels compiled for the GPU", _probe_triton),
+        Backend(
+            "triton-interpret",
+            "triton",
+            "cpu",
+            "Triton's interpreter: kernels run on the CPU, one program instance at a time",
+            _triton_missing,
+            interpret=True,
+        ),
+    ]
+}
+
+CHOICES = (AUTO, *BACKENDS)
+
+
+def select(name: str) -> Selection:
+    """The backend to grade with: the one named, or for `auto` the best one that runs here."""
+    if name == AUTO:
+        return _auto()
+    backend = BACKENDS.get(name)
+    if backend is None:
+        raise BackendUnavailable(f"Unknown backend '{name}'. Choose one of: {', '.join(CHOICES)}.")
+    why_not = backend.probe()
+    if why_not:
+        raise BackendUnavailable(f"Backend '{name}' cannot run here: {why_not}")
+    return Selection(backend, "chosen with --backend")
+
+
+def _auto() -> Selection:
+    interpret = BACKENDS["triton-interpret"]
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        return Selection(interpret, "TRITON_INTERPRET=1 is set in the environment")
+    why_not = _probe_triton()
+    if why_not is None:
+        return Selection(BACKENDS["triton"], f"CUDA GPU found: {torch.cuda.get_device_name()}")
+    missing = _triton_missing()
+    if missing:
+        raise BackendUnavailable(f"No backend can run here. {missing}")
+    return Selection(interpret, "no usable CUDA GPU, so Triton's interpreter runs on the CPU")
+
+
+def machine_info() -> dict[str, str | None]:
+    """Versions and hardware that a result depends on, for the scorecard and the JSON."""
+    try:
+        # Read from the metadata: importing triton here would fix its interpreter mode.
+        triton_version = importlib.metadata.version("triton")
+    except importlib.metadata.PackageNotFoundError:
+        triton_version = None
+    gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else None
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "triton": triton_version,
+        "gpu": gpu,
+        "cuda": torch.version.cuda,
+    }

@@ -1,0 +1,213 @@
+"""The `grade` command.
+
+    grade stage3            grade one stage (also `grade 3`, `grade softmax`, `grade 1 3`)
+    grade all               grade every stage
+    grade list              list the stages
+    grade skeletons         regenerate exercises/ from solutions/ (instructors)
+
+Exit codes: 0 every graded stage passes, 1 a stage fails (or is not started), 2 a usage or
+configuration error (the message says what to fix).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from grader import __version__, backends
+from grader.course import Course, Stage, find_course_file, load_course
+from grader.errors import GradeError
+from grader.grading import grade_stage
+from grader.progress import stage_progress
+from grader.results import Report, StageResult
+from grader.scorecard import make_console, render
+from grader.skeletons import make_exercise, todo_state
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class _GradeGroup(click.Group):
+    """`grade stage3` is short for `grade stage stage3`: unknown command names are stages."""
+
+    def resolve_command(self, ctx, args):
+        if args and args[0] not in self.commands and not args[0].startswith("-"):
+            return "stage", self.commands["stage"], args
+        return super().resolve_command(ctx, args)
+
+    def format_usage(self, ctx, formatter):
+        formatter.write_usage("grade", "[--course PATH] STAGE... | all | list | skeletons [OPTIONS]")
+
+
+@click.group(cls=_GradeGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--course", "course_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="course.toml to use (default: the nearest one at or above this folder).")
+@click.version_option(__version__, prog_name="grade")
+@click.pass_context
+def cli(ctx: click.Context, course_path: Path | None) -> None:
+    """Grade tilecourse stages against PyTorch and print a scorecard."""
+    ctx.obj = course_path
+
+
+def _course(ctx: click.Context) -> Course:
+    return load_course(ctx.obj or find_course_file())
+
+
+def _grading_options(command):
+    options = [
+        click.option("--backend", type=click.Choice(backends.CHOICES), default=backends.AUTO,
+                     show_default=True,
+                     help="Where kernels run: auto picks the Triton GPU backend when a CUDA GPU "
+                          "is present, else Triton's interpreter on the CPU."),
+        click.option("--solutions", is_flag=True,
+                     help="Grade the reference solutions instead of exercises/ (instructors)."),
+        click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
+                     help="Also write the full result as JSON to this file."),
+        click.option("-v", "--verbose", is_flag=True, help="Show every failing case."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+@cli.command("stage", hidden=True)
+@click.argument("selectors", nargs=-1, required=True)
+@_grading_options
+@click.pass_context
+def stage_command(ctx, selectors, **options) -> int:
+    """Grade the named stages."""
+    course = _course(ctx)
+    stages = list(dict.fromkeys(course.select(s) for s in selectors))
+    return _grade(course, stages, **options)
+
+
+@cli.command("all")
+@_grading_options
+@click.pass_context
+def all_command(ctx, **options) -> int:
+    """Grade every stage."""
+    course = _course(ctx)
+    return _grade(course, list(course.stages), **options)
+
+
+def _grade(course: Course, stages: list[Stage], backend: str, solutions: bool,
+           json_path: Path | None, verbose: bool) -> int:
+    console = make_console()
+    selection = backends.select(backend)
+    report = Report(
+        course=course.title,
+        target="solutions" if solutions else "exercises",
+        backend=selection.backend.name,
+        backend_reason=selection.reason,
+        machine=backends.machine_info(),
+        started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    )
+    start = time.perf_counter()
+    for stage in stages:
+        label = f"{stage.name} {stage.id} [{selection.backend.name}]"
+        with stage_progress(console, label, len(stage.cases)) as on_case:
+            result = grade_stage(course, stage, selection, solutions, on_case)
+        report.stages.append(result)
+    report.seconds = round(time.perf_counter() - start, 2)
+    render(report, console, verbose)
+    if json_path:
+        report.write_json(json_path)
+        console.print(f"wrote {json_path}")
+    return EXIT_OK if report.passed else EXIT_FAILED
+
+
+@cli.command("list")
+@click.pass_context
+def list_command(ctx) -> int:
+    """List the stages of the course."""
+    course = _course(ctx)
+    table = Table(title=course.title, title_justify="left")
+    for column in ("#", "Stage", "Title", "Function", "Cases", "Points", "Exercise"):
+        table.add_column(column)
+    for s in course.stages:
+        table.add_row(s.name, s.id, s.title, s.problem.signature, str(len(s.cases)),
+                      f"{s.points:g}", f"exercises/{s.modules['triton']}")
+    make_console().print(table)
+    return EXIT_OK
+
+
+@cli.command("skeletons")
+@click.option("--check", is_flag=True, help="Only report exercises that are out of date (exit 1).")
+@click.option("--force", is_flag=True,
+              help="Also replace exercises whose TODOs were filled in (the old file is kept as .bak).")
+@click.pass_context
+def skeletons_command(ctx, check: bool, force: bool) -> int:
+    """Regenerate exercises/ from the solution markers in solutions/ (instructors)."""
+    course = _course(ctx)
+    console = make_console()
+    stale = refused = 0
+    for stage in course.stages:
+        for track in stage.modules:
+            solution = course.module_path(stage, track, solutions=True)
+            exercise = course.module_path(stage, track, solutions=False)
+            if not solution.is_file():
+                raise GradeError(f"{solution} is missing: `grade skeletons` needs the solutions/ "
+                                 "folder, which the student handout does not include.")
+            wanted = make_exercise(solution.read_text(encoding="utf-8"), str(solution))
+            current = exercise.read_text(encoding="utf-8") if exercise.is_file() else None
+            if current == wanted:
+                continue
+            stale += 1
+            shown = exercise.relative_to(course.root)
+            if check:
+                console.print(f"out of date: {shown} (run `grade skeletons`)")
+                continue
+            if current is not None and not todo_state(current).not_started:
+                # Someone filled in TODOs here: never overwrite their work silently.
+                if not force:
+                    refused += 1
+                    console.print(f"kept {shown}: its TODOs are filled in (use --force to "
+                                  "replace it; the old file is kept as .bak)")
+                    continue
+                backup = _free_name(exercise.with_name(exercise.name + ".bak"))
+                backup.write_text(current, encoding="utf-8")
+                console.print(f"kept the old {shown} as {backup.name}")
+            exercise.parent.mkdir(parents=True, exist_ok=True)
+            exercise.write_text(wanted, encoding="utf-8")
+            console.print(f"wrote {shown}")
+    if check:
+        console.print("exercises are up to date" if not stale else f"{stale} exercises out of date")
+        return EXIT_FAILED if stale else EXIT_OK
+    return EXIT_FAILED if refused else EXIT_OK
+
+
+def _free_name(path: Path) -> Path:
+    """`path`, or `path.1`, `path.2`, ...: a backup never replaces an earlier backup."""
+    candidate, n = path, 0
+    while candidate.exists():
+        n += 1
+        candidate = path.with_name(f"{path.name}.{n}")
+    return candidate
+
+
+def main(args: list[str] | None = None) -> int:
+    """Entry point: run the CLI and turn errors into messages and exit codes."""
+    try:
+        code = cli.main(args=args, prog_name="grade", standalone_mode=False)
+    except GradeError as exc:
+        make_console(stderr=True).print(f"[bold red]error:[/] {escape(str(exc))}")
+        return exc.exit_code
+    except click.exceptions.Exit as exc:  # --help, --version
+        return exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        return EXIT_USAGE
+    except click.Abort:
+        click.echo("aborted", err=True)
+        return 130
+    return code if isinstance(code, int) else EXIT_OK
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,268 @@
+"""course.toml: the one place where a stage is described, loaded into typed dataclasses.
+
+Validation is strict on purpose: a typo in an instructor's course.toml must not silently
+drop a case or a tolerance. Every error names the file and the key path (for example
+`stages[3].cases[1].N`) and says what was expected.
+"""
+
+from __future__ import annotations
+
+import sys
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from grader.errors import CourseError, StageSelectionError
+from grader.problems import DTYPES, PROBLEMS, Problem
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+COURSE_FILE = "course.toml"
+TRACKS = ("triton",)  # tile languages a stage can be written in; cuTile joins later
+WHOLE_DIM = "*"  # tile spec entry: one program owns the whole dimension
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    atol: float
+    rtol: float
+
+
+@dataclass(frozen=True)
+class Case:
+    """One graded call: problem parameters, a dtype and the seed its inputs are drawn from."""
+
+    params: dict[str, Any]
+    dtype: str
+    seed: int
+
+    @property
+    def id(self) -> str:
+        shown = ",".join(f"{k}={v}" for k, v in self.params.items())
+        return f"{shown}-{self.dtype}"
+
+
+@dataclass(frozen=True)
+class Stage:
+    number: int
+    id: str
+    title: str
+    points: float
+    problem: Problem
+    modules: dict[str, str]  # track -> path below exercises/ and solutions/
+    tiles: dict[str, tuple]  # track -> per output dimension: constexpr name, int, or "*"
+    tolerance: dict[str, Tolerance]  # dtype name -> tolerance
+    cases: tuple[Case, ...]
+
+    @property
+    def name(self) -> str:
+        return f"stage{self.number}"
+
+
+@dataclass(frozen=True)
+class Course:
+    path: Path
+    title: str
+    stages: tuple[Stage, ...]
+
+    @property
+    def root(self) -> Path:
+        return self.path.parent
+
+    def module_path(self, stage: Stage, track: str, solutions: bool) -> Path:
+        folder = "solutions" if solutions else "exercises"
+        return self.root / folder / stage.modules[track]
+
+    def select(self, selector: str) -> Stage:
+        """Find a stage by `stage3`, `3` or `softmax`."""
+        key = selector.strip().lower()
+        for stage in self.stages:
+            if key in (stage.name, str(stage.number), stage.id):
+                return stage
+        known = ", ".join(f"{s.name} ({s.id})" for s in self.stages)
+        raise StageSelectionError(
+            f"There is no stage '{selector}'. Stages: {known}. "
+            "Name one as `grade stage3`, `grade 3` or `grade softmax`, or run `grade list`."
+        )
+
+
+def find_course_file(start: Path | None = None) -> Path:
+    """The course.toml in `start` or the nearest folder above it."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        candidate = folder / COURSE_FILE
+        if candidate.is_file():
+            return candidate
+    raise CourseError(
+        f"No {COURSE_FILE} found in {here} or any folder above it. Run `grade` from inside "
+        "the course folder, or pass --course PATH/TO/course.toml."
+    )
+
+
+def load_course(path: Path) -> Course:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CourseError(f"Cannot read {path}: {exc.strerror}.") from None
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise CourseError(f"{path} is not valid TOML: {exc}.") from None
+    checker = _Checker(path)
+    course = checker.course(raw)
+    checker.raise_if_errors()
+    return course
+
+
+class _Checker:
+    """Walks the parsed TOML, collecting every problem with its key path."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.errors: list[str] = []
+
+    def error(self, where: str, message: str) -> None:
+        self.errors.append(f"{where}: {message}")
+
+    def raise_if_errors(self) -> None:
+        if self.errors:
+            listed = "\n".join(f"  - {e}" for e in self.errors)
+            raise CourseError(f"{self.path} is invalid:\n{listed}")
+
+    def table(self, value, where: str, required: dict, optional: dict | None = None) -> dict:
+        """Check a table's keys and value types; returns the values that are well typed."""
+        optional = optional or {}
+        if not isinstance(value, dict):
+            self.error(where, f"expected a table, found {_kind(value)}")
+            return {}
+        allowed = {**required, **optional}
+        for key in value:
+            if key not in allowed:
+                self.error(f"{where}.{key}", f"unknown key; expected one of: {', '.join(allowed)}")
+        out = {}
+        for key, kinds in allowed.items():
+            if key not in value:
+                if key in required:
+                    self.error(f"{where}.{key}", "missing")
+                continue
+            if not _is(value[key], kinds):
+                self.error(f"{where}.{key}", f"expected {_names(kinds)}, found {_kind(value[key])}")
+                continue
+            out[key] = value[key]
+        return out
+
+    def course(self, raw: dict) -> Course:
+        top = self.table(raw, "(top level)", {"course": dict, "stages": list})
+        head = self.table(top.get("course", {}), "course", {"title": str}, {"description": str})
+        stages = tuple(
+            s
+            for i, entry in enumerate(top.get("stages", []))
+            if (s := self.stage(entry, i)) is not None
+        )
+        if "stages" in top and not stages and not self.errors:
+            self.error("stages", "the course has no stages")
+        ids = [s.id for s in stages]
+        for dup in sorted({i for i in ids if ids.count(i) > 1}):
+            self.error("stages", f"stage id '{dup}' appears more than once")
+        return Course(path=self.path.resolve(), title=head.get("title", ""), stages=stages)
+
+    def stage(self, raw, index: int) -> Stage | None:
+        where = f"stages[{index}]"
+        required = {"id": str, "title": str, "points": (int, float), "modules": dict,
+                    "tolerance": dict, "cases": list}
+        s = self.table(raw, where, required, optional={"tiles": dict})
+        problem = PROBLEMS.get(s.get("id", ""))
+        if "id" in s and problem is None:
+            self.error(f"{where}.id", f"unknown stage id '{s['id']}'; known: {', '.join(PROBLEMS)}")
+        if "points" in s and s["points"] < 0:
+            self.error(f"{where}.points", "must not be negative")
+        tracks = {t: str for t in TRACKS}
+        modules = self.table(s.get("modules", {}), f"{where}.modules", required=tracks)
+        tiles = self.table(s.get("tiles", {}), f"{where}.tiles", {}, {t: list for t in TRACKS})
+        for track, spec in tiles.items():
+            for j, dim in enumerate(spec):
+                if not (_is(dim, int) and dim >= 1) and not (isinstance(dim, str) and dim):
+                    self.error(f"{where}.tiles.{track}[{j}]",
+                               f"expected a constexpr name, '{WHOLE_DIM}' or a positive integer")
+        tolerance = self.tolerances(s.get("tolerance", {}), f"{where}.tolerance")
+        cases = []
+        for j, case in enumerate(s.get("cases", [])):
+            cases += self.cases(case, f"{where}.cases[{j}]", problem, tolerance, s.get("id"), j)
+        if "cases" in s and not s["cases"]:
+            self.error(f"{where}.cases", "a stage needs at least one case")
+        ids = [c.id for c in cases]
+        for dup in sorted({i for i in ids if ids.count(i) > 1}):
+            self.error(f"{where}.cases", f"case {dup} appears more than once")
+        if problem is None or any(key not in s for key in required):
+            return None
+        return Stage(
+            number=index + 1,
+            id=s["id"],
+            title=s["title"],
+            points=float(s["points"]),
+            problem=problem,
+            modules=modules,
+            tiles={k: tuple(v) for k, v in tiles.items()},
+            tolerance=tolerance,
+            cases=tuple(cases),
+        )
+
+    def tolerances(self, raw: dict, where: str) -> dict[str, Tolerance]:
+        tables = self.table(raw, where, required={}, optional={d: dict for d in DTYPES})
+        out = {}
+        for dtype, value in tables.items():
+            t = self.table(value, f"{where}.{dtype}", {"atol": (int, float), "rtol": (int, float)})
+            if len(t) == 2:
+                out[dtype] = Tolerance(float(t["atol"]), float(t["rtol"]))
+        return out
+
+    def cases(self, raw, where, problem: Problem | None, tolerance, stage_id, index) -> list[Case]:
+        if problem is None:
+            return []
+        params = {p.name: (float, int) if p.type is float else p.type for p in problem.params}
+        c = self.table(raw, where, required={"dtypes": list},
+                       optional={"seed": int, **params})
+        for p in problem.params:
+            if p.required and isinstance(raw, dict) and p.name not in raw:
+                self.error(f"{where}.{p.name}", f"missing ({p.doc or p.name})")
+            if p.type is int and p.name in c and c[p.name] < 1:
+                self.error(f"{where}.{p.name}", "must be at least 1")
+        dtypes = c.get("dtypes", [])
+        for dtype in dtypes:
+            if dtype not in DTYPES:
+                self.error(f"{where}.dtypes", f"unknown dtype {dtype!r}; known: {', '.join(DTYPES)}")
+            elif dtype not in tolerance:
+                self.error(f"{where}.dtypes",
+                           f"{dtype} has no tolerance; add [stages.tolerance.{dtype}] to this stage")
+        if "dtypes" in c and not dtypes:
+            self.error(f"{where}.dtypes", "list at least one dtype")
+        values = {p.name: c.get(p.name, None if p.required else p.default) for p in problem.params}
+        values = {k: (float(v) if problem.param(k).type is float and v is not None else v)
+                  for k, v in values.items()}
+        # A stable default seed: the same case draws the same inputs on every machine.
+        seed = c.get("seed", zlib.crc32(f"{stage_id}/{index}".encode()))
+        return [Case(params=values, dtype=d, seed=seed) for d in dtypes if d in DTYPES]
+
+
+def _is(value, kinds) -> bool:
+    kinds = kinds if isinstance(kinds, tuple) else (kinds,)
+    if isinstance(value, bool) and bool not in kinds:
+        return False  # TOML booleans are not numbers
+    return isinstance(value, kinds)
+
+
+def _names(kinds) -> str:
+    kinds = kinds if isinstance(kinds, tuple) else (kinds,)
+    words = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
+             dict: "a table", list: "an array"}
+    return " or ".join(dict.fromkeys(words[k] for k in kinds))
+
+
+def _kind(value) -> str:
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+            dict: "a table", list: "an array"}.get(type(value), type(value).__name__)

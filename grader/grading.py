@@ -1,0 +1,200 @@
+"""Grading a stage: load the submission, run its cases through pytest, collect a StageResult.
+
+pytest is driven programmatically on the grader's own check modules (grader/checks), with
+plugin autoloading off and the grader's own ini file, so neither installed plugins nor a
+student's configuration can change how a stage is checked. The plugin below feeds pytest
+the cases from course.toml and keeps the structured verdict of each one.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable
+
+import pytest
+import torch
+
+from grader.backends import Selection
+from grader.compare import Verdict, compare
+from grader.course import Case, Course, Stage
+from grader.problems import DTYPES, Call
+from grader.results import CaseResult, SpeedResult, StageResult, Status
+from grader.runner import Runner, SubmissionError
+from grader.skeletons import todo_state
+
+CHECKS = Path(__file__).parent / "checks"
+
+OnCase = Callable[[CaseResult], None]
+
+
+class StageCheck:
+    """Checks the cases of one stage against one loaded submission."""
+
+    def __init__(self, stage: Stage, selection: Selection, runner: Runner, hint: str = ""):
+        self.stage = stage
+        self.backend = selection.backend
+        self.runner = runner
+        self.hint = hint  # appended to failures, e.g. which TODOs are still unfilled
+        self.results: dict[str, CaseResult] = {}
+
+    def check(self, case: Case) -> Verdict:
+        start = time.perf_counter()
+        problem = self.stage.problem
+        generator = torch.Generator().manual_seed(case.seed)
+        call = _to_device(problem.make_call(case.params, DTYPES[case.dtype], generator),
+                          self.backend.device)
+        expected = problem.reference(call)  # before the call: a submission may scribble on inputs
+        outcome = self.runner.call(call.args, call.kwargs)
+        if outcome.error:
+            verdict = Verdict(False, f"raised {outcome.error}")
+        else:
+            verdict = compare(
+                outcome.output,
+                expected,
+                DTYPES[case.dtype],
+                self.backend.device,
+                self.stage.tolerance[case.dtype],
+                self.stage.tiles.get(self.backend.track),
+                outcome.launches,
+            )
+        if not verdict.passed and self.hint:
+            verdict.details.append(self.hint)
+        self.results[case.id] = CaseResult(
+            id=case.id,
+            dtype=case.dtype,
+            params=dict(case.params),
+            seed=case.seed,
+            passed=verdict.passed,
+            summary=verdict.summary,
+            details=verdict.details,
+            stats=verdict.stats,
+            seconds=round(time.perf_counter() - start, 3),
+        )
+        return verdict
+
+
+def _to_device(call: Call, device: str) -> Call:
+    def move(v):
+        return v.to(device) if isinstance(v, torch.Tensor) else v
+
+    return Call(tuple(move(a) for a in call.args), {k: move(v) for k, v in call.kwargs.items()})
+
+
+class _CasePlugin:
+    """Parametrizes the check modules with a stage's cases and reports each one as it ends."""
+
+    def __init__(self, check: StageCheck, on_case: OnCase | None):
+        self.check = check
+        self.on_case = on_case
+        self.failures: dict[str, str] = {}  # nodeid -> pytest's text, for checks that broke
+
+    @pytest.fixture
+    def grading(self) -> StageCheck:
+        return self.check
+
+    def pytest_generate_tests(self, metafunc):
+        if "case" in metafunc.fixturenames:
+            cases = self.check.stage.cases
+            metafunc.parametrize("case", cases, ids=[c.id for c in cases])
+
+    def pytest_runtest_logreport(self, report):
+        if report.failed and report.when != "call":
+            self.failures[report.nodeid] = str(report.longrepr)
+        if report.when == "call" or (report.failed and report.when == "setup"):
+            case_id = report.nodeid.rpartition("[")[2].rstrip("]")
+            result = self.check.results.get(case_id)
+            if result and self.on_case:
+                self.on_case(result)
+
+
+@contextmanager
+def _isolated_pytest():
+    # Plugins installed in the environment (xdist, randomly, ...) must not reorder or
+    # re-run grading; the grader loads exactly what it needs.
+    saved = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
+        else:
+            os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = saved
+
+
+def speed_status(selection: Selection) -> SpeedResult:
+    if selection.backend.device != "cuda":
+        return SpeedResult(False, "needs a GPU")
+    return SpeedResult(False, "no speed thresholds in course.toml")
+
+
+def grade_stage(
+    course: Course,
+    stage: Stage,
+    selection: Selection,
+    solutions: bool = False,
+    on_case: OnCase | None = None,
+    module: Path | None = None,
+) -> StageResult:
+    """Grade one stage; `module` overrides the exercise or solution file course.toml names."""
+    backend = selection.backend
+    path = module or course.module_path(stage, backend.track, solutions)
+    result = StageResult(
+        number=stage.number,
+        id=stage.id,
+        title=stage.title,
+        backend=backend.name,
+        module=_shown(path, course.root),
+        max_points=stage.points,
+        speed=speed_status(selection),
+    )
+    if not path.is_file():
+        result.message = f"{result.module} is missing; restore it from the course handout."
+        return result
+    todos = todo_state(path.read_text(encoding="utf-8"))
+    if todos.not_started:
+        result.status = Status.NOT_STARTED
+        numbers = ", ".join(str(n) for n in todos.todos)
+        result.message = f"fill in TODO {numbers} in {result.module}"
+        return result
+
+    backend.prepare()
+    runner = Runner(path, stage.problem.function)
+    try:
+        runner.load()
+    except SubmissionError as exc:
+        result.message = str(exc)
+        return result
+
+    hint = f"note: {result.module} {todos.describe()}" if todos.unfilled else ""
+    check = StageCheck(stage, selection, runner, hint)
+    plugin = _CasePlugin(check, on_case)
+    args = [
+        str(CHECKS / "test_correctness.py"),
+        "-c", str(CHECKS / "pytest.ini"),
+        "--rootdir", str(CHECKS),
+        "--import-mode=importlib",
+        "-p", "no:cacheprovider",
+        "-p", "no:terminal",
+        "-p", "no:warnings",
+    ]
+    with _isolated_pytest():
+        code = pytest.main(args, plugins=[plugin])
+    result.cases = [check.results[c.id] for c in stage.cases if c.id in check.results]
+    if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) or plugin.failures:
+        broken = "\n".join(plugin.failures.values())
+        result.message = f"the grader's checks could not run (pytest exit {int(code)}). {broken}"
+        result.status = Status.ERROR
+        return result
+    result.conclude(len(stage.cases))
+    return result
+
+
+def _shown(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)

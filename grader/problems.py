@@ -1,0 +1,187 @@
+"""What each stage computes: its parameters, how inputs are drawn, and the PyTorch reference.
+
+A problem is the contract between the course and a submission: the function name a module
+must export, the arguments it is called with, and the float32 result it must match. Which
+shapes, dtypes and tolerances are graded is course content and lives in course.toml; this
+module only knows how to turn one case of course.toml into tensors and a reference.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+
+DTYPES: dict[str, torch.dtype] = {
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+}
+
+
+REQUIRED = object()  # a Param default meaning "every case must give this"
+
+
+@dataclass(frozen=True)
+class Param:
+    """One knob of a case in course.toml (a size, a flag, an input scale)."""
+
+    name: str
+    type: type
+    default: Any = REQUIRED
+    doc: str = ""
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+
+@dataclass
+class Call:
+    """The arguments a submission is called with, and the shape of the result it owes."""
+
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+
+    def tensors(self) -> list[torch.Tensor]:
+        values = list(self.args) + list(self.kwargs.values())
+        return [v for v in values if isinstance(v, torch.Tensor)]
+
+
+@dataclass(frozen=True)
+class Problem:
+    id: str
+    function: str
+    signature: str
+    params: tuple[Param, ...]
+    make_call: Callable[[dict, torch.dtype, torch.Generator], Call]
+    reference: Callable[[Call], torch.Tensor]
+
+    def param(self, name: str) -> Param | None:
+        return next((p for p in self.params if p.name == name), None)
+
+
+def _randn(shape, dtype, gen, scale=1.0, shift=0.0) -> torch.Tensor:
+    # Drawn on the CPU from a seeded generator so a case is the same tensor on every machine.
+    return (torch.randn(shape, generator=gen, dtype=torch.float32) * scale + shift).to(dtype)
+
+
+def _f32(t: torch.Tensor) -> torch.Tensor:
+    return t.to(torch.float32)
+
+
+# --- stage problems ----------------------------------------------------------------------
+
+
+def _vector_add_call(p, dtype, gen):
+    return Call((_randn(p["n"], dtype, gen), _randn(p["n"], dtype, gen)))
+
+
+def _vector_add_ref(call):
+    x, y = call.args
+    return _f32(x) + _f32(y)
+
+
+def _fused_gelu_call(p, dtype, gen):
+    m, n = p["M"], p["N"]
+    return Call((_randn((m, n), dtype, gen), _randn(n, dtype, gen), _randn(n, dtype, gen)))
+
+
+def _fused_gelu_ref(call):
+    x, w, b = (_f32(t) for t in call.args)
+    return F.gelu(x * w + b, approximate="tanh")
+
+
+def _softmax_call(p, dtype, gen):
+    return Call((_randn((p["M"], p["N"]), dtype, gen, scale=p["scale"]),))
+
+
+def _softmax_ref(call):
+    return torch.softmax(_f32(call.args[0]), dim=-1)
+
+
+def _matmul_call(p, dtype, gen):
+    m, n, k = p["M"], p["N"], p["K"]
+    return Call((_randn((m, k), dtype, gen), _randn((k, n), dtype, gen)))
+
+
+def _matmul_ref(call):
+    a, b = call.args
+    # Exact float32 products: TF32 would hide the error budget we grant fp32 submissions.
+    return torch.matmul(_f32(a), _f32(b))
+
+
+def _attention_call(p, dtype, gen):
+    shape = (p["B"], p["H"], p["N"], p["D"])
+    q, k, v = (_randn(shape, dtype, gen) for _ in range(3))
+    kwargs = {"causal": p["causal"]}
+    if p["sm_scale"] is not None:
+        kwargs["sm_scale"] = p["sm_scale"]
+    return Call((q, k, v), kwargs)
+
+
+def _attention_ref(call):
+    q, k, v = (_f32(t) for t in call.args)
+    scale = call.kwargs.get("sm_scale") or 1.0 / math.sqrt(q.shape[-1])
+    return F.scaled_dot_product_attention(q, k, v, is_causal=call.kwargs["causal"], scale=scale)
+
+
+PROBLEMS: dict[str, Problem] = {
+    p.id: p
+    for p in [
+        Problem(
+            id="vector_add",
+            function="vector_add",
+            signature="vector_add(x, y) -> Tensor",
+            params=(Param("n", int, doc="length of x and y"),),
+            make_call=_vector_add_call,
+            reference=_vector_add_ref,
+        ),
+        Problem(
+            id="fused_gelu",
+            function="fused_gelu",
+            signature="fused_gelu(x, weight, bias) -> Tensor",
+            params=(Param("M", int, doc="rows of x"), Param("N", int, doc="columns of x")),
+            make_call=_fused_gelu_call,
+            reference=_fused_gelu_ref,
+        ),
+        Problem(
+            id="softmax",
+            function="softmax",
+            signature="softmax(x) -> Tensor",
+            params=(
+                Param("M", int, doc="rows"),
+                Param("N", int, doc="columns (the softmax axis)"),
+                Param("scale", float, 1.0, doc="standard deviation of the inputs"),
+            ),
+            make_call=_softmax_call,
+            reference=_softmax_ref,
+        ),
+        Problem(
+            id="matmul",
+            function="matmul",
+            signature="matmul(a, b) -> Tensor",
+            params=(Param("M", int), Param("N", int), Param("K", int)),
+            make_call=_matmul_call,
+            reference=_matmul_ref,
+        ),
+        Problem(
+            id="flash_attention",
+            function="flash_attention",
+            signature="flash_attention(q, k, v, causal=False, sm_scale=None) -> Tensor",
+            params=(
+                Param("B", int, doc="batch"),
+                Param("H", int, doc="heads"),
+                Param("N", int, doc="sequence length"),
+                Param("D", int, doc="head dimension"),
+                Param("causal", bool, False),
+                Param("sm_scale", float, None, doc="softmax scale; default 1/sqrt(D)"),
+            ),
+            make_call=_attention_call,
+            reference=_attention_ref,
+        ),
+    ]
+}

@@ -1,0 +1,103 @@
+"""Grading results: typed records, the stage verdict, and the versioned JSON written by --json.
+
+The JSON layout is documented by `result.schema.json` next to this file; bump SCHEMA when a
+field changes meaning or disappears, so CI scripts that read results can tell.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+SCHEMA = "tilecourse.result/1"
+
+
+class Status(str, Enum):
+    PASS = "PASS"
+    FAIL = "FAIL"
+    NOT_STARTED = "NOT STARTED"
+    ERROR = "ERROR"
+
+
+@dataclass
+class CaseResult:
+    id: str
+    dtype: str
+    params: dict[str, Any]
+    seed: int
+    passed: bool
+    summary: str
+    details: list[str] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+@dataclass
+class SpeedResult:
+    graded: bool
+    reason: str
+
+
+@dataclass
+class StageResult:
+    number: int
+    id: str
+    title: str
+    backend: str
+    module: str
+    max_points: float
+    status: Status = Status.ERROR
+    points: float = 0.0
+    message: str = ""
+    cases: list[CaseResult] = field(default_factory=list)
+    speed: SpeedResult = field(default_factory=lambda: SpeedResult(False, ""))
+
+    @property
+    def cases_passed(self) -> int:
+        return sum(c.passed for c in self.cases)
+
+    def conclude(self, total_cases: int) -> None:
+        """Status and points from the case results: points in proportion to cases passed."""
+        passed = self.cases_passed
+        self.status = Status.PASS if passed == total_cases and total_cases else Status.FAIL
+        self.points = round(self.max_points * passed / total_cases, 2) if total_cases else 0.0
+
+
+@dataclass
+class Report:
+    course: str
+    target: str  # "exercises" or "solutions"
+    backend: str
+    backend_reason: str
+    machine: dict[str, Any]
+    started_at: str
+    seconds: float = 0.0
+    stages: list[StageResult] = field(default_factory=list)
+
+    @property
+    def points(self) -> float:
+        return round(sum(s.points for s in self.stages), 2)
+
+    @property
+    def max_points(self) -> float:
+        return round(sum(s.max_points for s in self.stages), 2)
+
+    @property
+    def passed(self) -> bool:
+        return all(s.status is Status.PASS for s in self.stages)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        for stage in data["stages"]:
+            stage["status"] = Status(stage["status"]).value
+            stage["cases_passed"] = sum(c["passed"] for c in stage["cases"])
+        return {"schema": SCHEMA, **data, "points": self.points, "max_points": self.max_points,
+                "passed": self.passed}
+
+    def write_json(self, path: Path) -> None:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_json(), indent=2) + "\n", encoding="utf-8")

@@ -1,0 +1,91 @@
+"""The one boundary between the grader and student code.
+
+Everything that executes a submission goes through `Runner`: importing its module and
+calling its function. The grader draws the inputs and judges the outputs itself, so this
+boundary can later move into a child process without changing how results are checked.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import sys
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from grader.launches import Launch, record_launches
+from grader.poison import PoisonFreshAllocations
+
+_serial = itertools.count()
+
+
+class SubmissionError(Exception):
+    """The submission cannot be loaded; the message is meant for its author."""
+
+
+@dataclass
+class Outcome:
+    output: Any = None
+    error: str | None = None  # what the call raised, described for the student
+    launches: list[Launch] = field(default_factory=list)
+
+
+class Runner:
+    """Loads one submission module and calls its graded function."""
+
+    def __init__(self, path: Path, function: str):
+        self.path = Path(path).resolve()
+        self.function_name = function
+        self._function = None
+
+    def load(self) -> None:
+        if not self.path.is_file():
+            raise SubmissionError(f"{self.path} does not exist.")
+        # A fresh module name each time: two submissions of one stage never share state.
+        name = f"tilecourse_submission_{next(_serial)}_{self.path.stem}"
+        spec = importlib.util.spec_from_file_location(name, self.path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # triton's JIT looks its module up while compiling
+        try:
+            spec.loader.exec_module(module)
+        except SyntaxError as exc:
+            raise SubmissionError(
+                f"{self.path.name} has a syntax error at line {exc.lineno}: {exc.msg}."
+            ) from None
+        except Exception as exc:  # noqa: BLE001 - any import failure is the student's to see
+            raise SubmissionError(f"importing {self.path.name} failed: {describe(exc, self.path)}")
+        function = getattr(module, self.function_name, None)
+        if not callable(function):
+            raise SubmissionError(
+                f"{self.path.name} must define a function `{self.function_name}`; it does not."
+            )
+        self._function = function
+
+    def call(self, args: tuple, kwargs: dict) -> Outcome:
+        outcome = Outcome()
+        with PoisonFreshAllocations(), record_launches() as launches:
+            try:
+                outcome.output = self._function(*args, **kwargs)
+                if torch.cuda.is_available() and torch.cuda.is_initialized():
+                    torch.cuda.synchronize()  # surface asynchronous kernel faults here
+            except Exception as exc:  # noqa: BLE001 - a failing call is a graded outcome
+                outcome.error = describe(exc, self.path)
+        outcome.launches = launches
+        return outcome
+
+
+def describe(exc: BaseException, path: Path, max_lines: int = 25) -> str:
+    """`Type: message (at file:line)`, pointing at the deepest frame in the student's file."""
+    where = ""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == path]
+    if frames:
+        where = f" (at {path.name}, line {frames[-1].lineno})"
+    message = str(exc).strip()
+    lines = message.splitlines()
+    if len(lines) > max_lines:
+        message = "\n".join(lines[:max_lines] + [f"... ({len(lines) - max_lines} more lines)"])
+    return f"{type(exc).__name__}{where}: {message}" if message else f"{type(exc).__name__}{where}"

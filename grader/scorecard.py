@@ -1,0 +1,90 @@
+"""The scorecard: a rich table of stage results, then what to fix for each stage that failed."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from grader.results import Report, StageResult, Status
+
+STYLES = {
+    Status.PASS: "bold green",
+    Status.FAIL: "bold red",
+    Status.NOT_STARTED: "yellow",
+    Status.ERROR: "bold magenta",
+}
+FAILURES_SHOWN = 2  # per stage, unless --verbose
+
+
+def make_console(stderr: bool = False) -> Console:
+    """A console for the scorecard: the terminal's width, or 120 columns in a CI log."""
+    probe = Console(stderr=stderr)
+    width = None if probe.is_terminal else max(probe.width, 120)
+    return Console(stderr=stderr, highlight=False, width=width)
+
+
+def render(report: Report, console: Console, verbose: bool = False) -> None:
+    console.print(_table(report))
+    console.print(
+        f"backend: [bold]{report.backend}[/] ({report.backend_reason}); graded "
+        f"{report.target}/ in {report.seconds:.1f} s; {_versions(report.machine)}"
+    )
+    for stage in report.stages:
+        if stage.status is not Status.PASS:
+            _explain(stage, console, verbose)
+
+
+def _table(report: Report) -> Table:
+    table = Table(title=f"{report.course}: scorecard", title_justify="left")
+    table.add_column("#", justify="right")
+    table.add_column("Stage")
+    table.add_column("Backend")
+    table.add_column("Cases", justify="right")
+    table.add_column("Speed")
+    table.add_column("Points", justify="right")
+    table.add_column("Status")
+    for s in report.stages:
+        ran = s.status in (Status.PASS, Status.FAIL)
+        cases = f"{s.cases_passed}/{len(s.cases)}" if ran else "-"
+        speed = "graded" if s.speed.graded else f"not graded: {s.speed.reason}"
+        table.add_row(
+            str(s.number),
+            f"{s.id}",
+            s.backend,
+            cases,
+            Text(speed, style="dim"),
+            f"{_num(s.points)}/{_num(s.max_points)}",
+            Text(s.status.value, style=STYLES[s.status]),
+        )
+    table.add_section()
+    verdict = Status.PASS if report.passed else Status.FAIL
+    table.add_row("", "total", "", "", "", f"{_num(report.points)}/{_num(report.max_points)}",
+                  Text(verdict.value, style=STYLES[verdict]))
+    return table
+
+
+def _explain(stage: StageResult, console: Console, verbose: bool) -> None:
+    head = f"\n[{STYLES[stage.status]}]{stage.status.value}[/] stage{stage.number} {stage.id}"
+    console.print(f"{head} ({stage.module})", highlight=False)
+    if stage.message:
+        console.print(f"  {stage.message}", highlight=False, markup=False)
+    failed = [c for c in stage.cases if not c.passed]
+    for case in failed if verbose else failed[:FAILURES_SHOWN]:
+        console.print(f"  case {case.id} (seed {case.seed}): {case.summary}",
+                      highlight=False, markup=False)
+        for line in case.details:
+            console.print(f"    {line}", highlight=False, markup=False)
+    hidden = len(failed) - FAILURES_SHOWN
+    if hidden > 0 and not verbose:
+        console.print(f"  ... {hidden} more failing cases (--verbose shows all)")
+
+
+def _versions(machine: dict) -> str:
+    shown = [f"{k} {v}" for k, v in machine.items() if v and k != "gpu"]
+    gpu = machine.get("gpu")
+    return ", ".join(shown) + (f", GPU {gpu}" if gpu else ", no GPU")
+
+
+def _num(value: float) -> str:
+    return f"{value:g}"
