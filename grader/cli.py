@@ -83,7 +83,8 @@ def _grading_options(command):
 def stage_command(ctx, selectors, **options) -> int:
     """Grade the named stages."""
     course = _course(ctx)
-    stages = list(dict.fromkeys(course.select(s) for s in selectors))
+    chosen = {stage.id: stage for stage in map(course.select, selectors)}
+    stages = [s for s in course.stages if s.id in chosen]
     return _grade(course, stages, **options)
 
 

@@ -1,0 +1,102 @@
+"""The diagnostics a student sees for a wrong output."""
+
+import torch
+
+from grader.compare import compare
+from grader.course import Tolerance
+from grader.launches import Launch
+from grader.poison import PoisonFreshAllocations, never_written
+
+TOL = Tolerance(atol=1e-3, rtol=1e-3)
+
+
+def judge(out, ref, tiles=None, launches=(), dtype=None):
+    return compare(out, ref, dtype or out.dtype, "cpu", TOL, tiles, launches)
+
+
+def test_a_match_passes():
+    ref = torch.randn(10)
+    verdict = judge(ref.clone(), ref)
+    assert verdict.passed and verdict.stats["mismatched"] == 0
+
+
+def test_errors_are_counted_and_located():
+    ref = torch.zeros(4, 8)
+    out = ref.clone()
+    out[1, 2] = 0.5
+    out[3, 7] = -2.0
+    verdict = judge(out, ref)
+    assert not verdict.passed
+    assert verdict.summary.startswith("2 of 32 elements mismatch")
+    assert verdict.stats["max_abs_error"] == 2.0
+    assert "out[1, 2]: got 0.5, expected 0" in verdict.report
+    assert "out[3, 7]: got -2, expected 0" in verdict.report
+
+
+def test_nan_never_matches_even_a_nan_reference():
+    ref = torch.tensor([1.0, float("nan")])
+    out = torch.tensor([float("nan"), float("nan")])
+    verdict = judge(out, ref)
+    assert verdict.stats["mismatched"] == 2
+    assert "1 elements are NaN where a number was expected" in verdict.report
+
+
+def test_inf_is_reported():
+    verdict = judge(torch.tensor([float("inf"), 1.0]), torch.tensor([1.0, 1.0]))
+    assert "1 elements are Inf" in verdict.report
+
+
+def test_poison_marks_elements_never_written():
+    with PoisonFreshAllocations():
+        out = torch.empty(6, dtype=torch.float16)
+        out[:4] = 1.0
+    mask = never_written(out)
+    assert mask.tolist() == [False] * 4 + [True] * 2
+    # A NaN the kernel computed is not mistaken for an unwritten element.
+    assert not never_written(torch.full((2,), float("nan"), dtype=torch.float16)).any()
+    verdict = judge(out, torch.ones(6))
+    assert "2 elements were never written (first at [4])" in verdict.report
+    assert "out[4]: never written, expected 1" in verdict.report
+
+
+def test_poison_covers_every_graded_dtype():
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        with PoisonFreshAllocations():
+            fresh = [torch.empty(3, dtype=dtype), torch.empty_like(torch.ones(3, dtype=dtype)),
+                     torch.ones(3, dtype=dtype).new_empty(3)]
+        for t in fresh:
+            assert torch.isnan(t).all() and never_written(t).all(), dtype
+
+
+def test_tiles_come_from_the_launch_constants():
+    ref = torch.zeros(8, 8)
+    out = ref.clone()
+    out[6, 5] = 1.0
+    out[7, 7] = 1.0
+    launch = Launch("k", (2, 2), {"BLOCK_M": 4, "BLOCK_N": 4})
+    verdict = judge(out, ref, tiles=("BLOCK_M", "BLOCK_N"), launches=[launch])
+    assert "bad elements lie in 1 of 4 tiles (BLOCK_M=4 x BLOCK_N=4 per tile)" in verdict.report
+    assert "tile (1, 1): out[4:8, 4:8], 2 bad (the last tile along dim 0, 1)" in verdict.report
+
+
+def test_whole_dimension_and_single_index_tiles():
+    ref = torch.zeros(3, 10)
+    out = ref.clone()
+    out[1, 9] = 1.0
+    verdict = judge(out, ref, tiles=(1, "*"))
+    assert "tile (1, 0): out[1, :], 1 bad" in verdict.report
+
+
+def test_missing_launch_constant_is_said_not_guessed():
+    ref = torch.zeros(4)
+    verdict = judge(ref + 1, ref, tiles=("BLOCK_SIZE",), launches=[Launch("k", (1,), {"BLOCK": 4})])
+    assert "tiles not shown: no kernel launch passed BLOCK_SIZE" in verdict.report
+
+
+def test_wrong_type_shape_dtype_device():
+    ref = torch.zeros(4)
+    assert judge([0.0] * 4, ref, dtype=torch.float32).summary == "returned list, expected a torch.Tensor"
+    assert "returned shape (5,), expected (4,)" in judge(torch.zeros(5), ref).summary
+    verdict = compare(torch.zeros(4), ref, torch.float16, "cpu", TOL)
+    assert verdict.summary == "returned dtype float32, expected float16 (the input dtype)"
+    assert "expected it on cuda" in compare(torch.zeros(4), ref, torch.float32, "cuda", TOL).summary

@@ -1,0 +1,121 @@
+"""course.toml is loaded into typed dataclasses and every mistake is named by its key path."""
+
+import pytest
+
+from grader.course import Tolerance, load_course
+from grader.errors import CourseError
+
+MINIMAL = """
+[course]
+title = "mini"
+
+[[stages]]
+id = "vector_add"
+title = "Vector add"
+points = 10
+modules = { triton = "triton/stage1_vector_add.py" }
+tolerance.float32 = { atol = 1e-6, rtol = 0 }
+cases = [ { n = 5, dtypes = ["float32"] } ]
+"""
+
+
+def load_text(tmp_path, text):
+    path = tmp_path / "course.toml"
+    path.write_text(text, encoding="utf-8")
+    return load_course(path)
+
+
+def error_for(tmp_path, text) -> str:
+    with pytest.raises(CourseError) as info:
+        load_text(tmp_path, text)
+    return str(info.value)
+
+
+def test_the_course_file_loads(course):
+    assert [s.id for s in course.stages] == [
+        "vector_add", "fused_gelu", "softmax", "matmul", "flash_attention"]
+    assert [s.number for s in course.stages] == [1, 2, 3, 4, 5]
+    for stage in course.stages:
+        assert stage.cases, stage.id
+        for case in stage.cases:
+            assert case.dtype in stage.tolerance
+
+
+def test_every_stage_covers_float32_or_half_precision_as_the_course_promises(course):
+    for stage in course.stages:
+        dtypes = {c.dtype for c in stage.cases}
+        assert dtypes & {"float16", "bfloat16"}, stage.id
+        if stage.id != "flash_attention":
+            assert "float32" in dtypes, stage.id
+
+
+def test_minimal_course_gives_typed_values(tmp_path):
+    course = load_text(tmp_path, MINIMAL)
+    (stage,) = course.stages
+    assert stage.points == 10.0 and stage.name == "stage1"
+    assert stage.tolerance == {"float32": Tolerance(1e-6, 0.0)}
+    (case,) = stage.cases
+    assert case.params == {"n": 5} and case.dtype == "float32" and case.id == "n=5-float32"
+    assert isinstance(case.seed, int)
+
+
+def test_defaults_fill_optional_params_and_seed_is_stable(tmp_path, course):
+    softmax = course.select("softmax")
+    assert softmax.cases[0].params["scale"] == 1.0
+    again = load_course(course.path).select("softmax")
+    assert [c.seed for c in again.cases] == [c.seed for c in softmax.cases]
+
+
+@pytest.mark.parametrize(
+    "old, new, expected",
+    [
+        ('title = "Vector add"', 'title = "Vector add"\ncolour = "red"',
+         "stages[0].colour: unknown key"),
+        ('points = 10\n', '', "stages[0].points: missing"),
+        ('points = 10', 'points = "ten"', "stages[0].points: expected an integer or a number, found a string"),
+        ('points = 10', 'points = true', "stages[0].points: expected an integer or a number, found a boolean"),
+        ('{ n = 5, dtypes', '{ dtypes', "stages[0].cases[0].n: missing"),
+        ('n = 5', 'n = 5, m = 3', "stages[0].cases[0].m: unknown key"),
+        ('n = 5', 'n = 0', "stages[0].cases[0].n: must be at least 1"),
+        ('["float32"]', '["float8"]', "unknown dtype 'float8'"),
+        ('["float32"]', '["float16"]', "float16 has no tolerance"),
+        ('id = "vector_add"', 'id = "vector_sub"', "stages[0].id: unknown stage id 'vector_sub'"),
+        ('rtol = 0', 'rtl = 0', "stages[0].tolerance.float32.rtl: unknown key"),
+        ('triton = "triton/stage1_vector_add.py"', 'tritn = "x.py"', "stages[0].modules.triton: missing"),
+        ('[course]\ntitle = "mini"', '[course]', "course.title: missing"),
+        ('cases = [ { n = 5, dtypes = ["float32"] } ]', 'cases = []', "a stage needs at least one case"),
+        ('{ n = 5, dtypes = ["float32"] }', '{ n = 5, dtypes = ["float32"] }, { n = 5, dtypes = ["float32"] }',
+         "case n=5-float32 appears more than once"),
+    ],
+)
+def test_validation_errors_name_file_and_key_path(tmp_path, old, new, expected):
+    assert old in MINIMAL
+    message = error_for(tmp_path, MINIMAL.replace(old, new, 1))
+    assert str(tmp_path / "course.toml") in message
+    assert expected in message
+
+
+def test_several_errors_are_reported_together(tmp_path):
+    text = MINIMAL.replace("points = 10", 'points = "x"').replace("n = 5", "n = -1")
+    message = error_for(tmp_path, text)
+    assert "stages[0].points" in message and "stages[0].cases[0].n" in message
+
+
+def test_invalid_toml_is_reported_with_its_position(tmp_path):
+    message = error_for(tmp_path, MINIMAL + "\n[[stages]\n")
+    assert "is not valid TOML" in message and "line" in message
+
+
+def test_a_bad_course_file_exits_2_without_traceback(tmp_path, run_grade):
+    path = tmp_path / "course.toml"
+    path.write_text(MINIMAL.replace("points = 10", "points = -3"), encoding="utf-8")
+    code, out, err = run_grade("--course", str(path), "list")
+    assert code == 2
+    assert "stages[0].points: must not be negative" in err
+    assert "Traceback" not in out + err
+
+
+def test_a_missing_course_file_exits_2(tmp_path, run_grade, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_grade("list")
+    assert code == 2 and "No course.toml found" in err and "--course" in err

@@ -1,0 +1,152 @@
+"""Grading end to end on Triton's interpreter: the references pass, untouched skeletons are
+NOT STARTED, and every way a submission can break is reported without a traceback."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+import json_schema
+from grader.results import SCHEMA, Status
+
+SCHEMA_FILE = Path(__file__).resolve().parents[1] / "grader" / "result.schema.json"
+
+
+def load_result(path):
+    data = json.loads(Path(path).read_text())
+    problems = json_schema.errors(data, json.loads(SCHEMA_FILE.read_text()))
+    assert not problems, problems
+    return data
+
+
+@pytest.fixture(scope="module")
+def solutions_run(tmp_path_factory, course):
+    """One `grade all --solutions` run shared by the tests that read it."""
+    from grader.cli import main
+
+    out = tmp_path_factory.mktemp("solutions") / "result.json"
+    code = main(["--course", str(course.path), "all", "--solutions",
+                 "--backend", "triton-interpret", "--json", str(out)])
+    return code, load_result(out)
+
+
+def test_every_reference_passes_every_case(solutions_run, course):
+    code, data = solutions_run
+    failing = {s["id"]: [c["id"] + ": " + c["summary"] for c in s["cases"] if not c["passed"]]
+               for s in data["stages"] if s["status"] != "PASS"}
+    assert not failing
+    assert code == 0 and data["passed"]
+    assert [s["cases_passed"] for s in data["stages"]] == [len(s.cases) for s in course.stages]
+    assert data["points"] == data["max_points"] == sum(s.points for s in course.stages)
+
+
+def test_json_result_follows_the_schema(solutions_run):
+    _, data = solutions_run
+    assert data["schema"] == SCHEMA == json.loads(SCHEMA_FILE.read_text())["$id"]
+    assert data["target"] == "solutions" and data["backend"] == "triton-interpret"
+    case = data["stages"][0]["cases"][0]
+    assert case["stats"]["mismatched"] == 0 and case["stats"]["total"] >= 1
+    assert data["stages"][0]["speed"] == {"graded": False, "reason": "needs a GPU"}
+
+
+def test_schema_check_catches_a_broken_result(solutions_run):
+    _, data = solutions_run
+    schema = json.loads(SCHEMA_FILE.read_text())
+    broken = json.loads(json.dumps(data))
+    broken["stages"][0]["status"] = "GREAT"
+    del broken["points"]
+    problems = json_schema.errors(broken, schema)
+    assert any("status" in p for p in problems) and any("points: missing" in p for p in problems)
+
+
+def test_untouched_skeletons_are_not_started(run_grade, course, tmp_path):
+    out = tmp_path / "result.json"
+    code, stdout, stderr = run_grade("--course", str(course.path), "all",
+                                     "--backend", "triton-interpret", "--json", str(out))
+    data = load_result(out)
+    assert code == 1
+    assert [s["status"] for s in data["stages"]] == ["NOT STARTED"] * len(course.stages)
+    assert data["points"] == 0
+    assert all("fill in TODO 1" in s["message"] for s in data["stages"])
+    assert "NOT STARTED" in stdout and "Traceback" not in stdout + stderr
+
+
+@pytest.mark.parametrize("selector", ["stage3", "3", "softmax", "SOFTMAX"])
+def test_a_stage_can_be_named_three_ways(run_grade, course, tmp_path, selector):
+    out = tmp_path / "r.json"
+    code, _, _ = run_grade("--course", str(course.path), selector, "--solutions",
+                           "--backend", "triton-interpret", "--json", str(out))
+    assert code == 0
+    assert [s["id"] for s in load_result(out)["stages"]] == ["softmax"]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["stage9"], "There is no stage 'stage9'"),
+        (["all", "--backend", "cuda"], "Invalid value for '--backend'"),
+        (["all", "--backend", "triton"], "needs a CUDA GPU"),
+        (["all", "--frobnicate"], "No such option"),
+    ],
+)
+def test_usage_errors_exit_2_with_a_message(run_grade, course, args, message):
+    code, out, err = run_grade("--course", str(course.path), *args)
+    assert code == 2
+    assert message in out + err
+    assert "Traceback" not in out + err
+
+
+def test_list_and_help(run_grade, course):
+    code, out, _ = run_grade("--course", str(course.path), "list")
+    assert code == 0 and "flash_attention" in out and "stage5" in out
+    code, out, _ = run_grade("--help")
+    assert code == 0 and "STAGE" in out
+
+
+def test_auto_falls_back_to_the_interpreter_without_a_gpu(monkeypatch):
+    from grader import backends
+
+    monkeypatch.setattr(backends.torch.cuda, "is_available", lambda: False)
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    selection = backends.select("auto")
+    assert selection.backend.name == "triton-interpret"
+    assert "no usable CUDA GPU" in selection.reason
+
+
+VECTOR_ADD = (Path(__file__).resolve().parents[1] / "solutions/triton/stage1_vector_add.py").read_text()
+
+
+def test_a_syntax_error_is_an_error_with_its_line(grade_source):
+    result = grade_source("vector_add", VECTOR_ADD.replace("def vector_add(", "def vector_add((", 1))
+    assert result.status is Status.ERROR and result.points == 0
+    assert "syntax error at line" in result.message
+
+
+def test_a_missing_function_is_an_error(grade_source):
+    result = grade_source("vector_add", VECTOR_ADD.replace("def vector_add(", "def vector_plus(", 1))
+    assert result.status is Status.ERROR
+    assert "must define a function `vector_add`" in result.message
+
+
+def test_an_exception_fails_the_case_and_points_at_the_line(grade_source):
+    source = VECTOR_ADD.replace("    return out\n", "    raise ValueError('boom')\n", 1)
+    result = grade_source("vector_add", source)
+    assert result.status is Status.FAIL and result.cases_passed == 0
+    line = source.splitlines().index("    raise ValueError('boom')") + 1
+    assert result.cases[0].summary == f"raised ValueError (at vector_add_submission.py, line {line}): boom"
+
+
+def test_wrong_dtype_and_shape_are_named(grade_source):
+    result = grade_source("vector_add", VECTOR_ADD.replace("    return out\n", "    return out.float()\n"))
+    half = [c for c in result.cases if c.dtype == "float16"]
+    assert half and all("returned dtype float32, expected float16" in c.summary for c in half)
+    assert all(c.passed for c in result.cases if c.dtype == "float32")
+    assert result.status is Status.FAIL and 0 < result.points < result.max_points
+
+
+def test_a_half_done_stage_is_graded_and_names_the_open_todo(grade_source):
+    skeleton = (Path(__file__).resolve().parents[1] / "exercises/triton/stage1_vector_add.py").read_text()
+    started = skeleton.replace("grid = ...", "grid = (triton.cdiv(n_elements, BLOCK_SIZE),)")
+    result = grade_source("vector_add", started)
+    assert result.status is Status.FAIL
+    assert any("still unfilled: TODO 1" in line for line in result.cases[0].details)
