@@ -1,0 +1,138 @@
+"""Stage 5: FlashAttention forward, O = softmax(Q K^T * sm_scale) V, never storing N x N.
+
+q, k, v and the output are [B, H, N, D]. Program (pid_m, bh) owns a BLOCK_M x D tile
+of queries of one (batch, head) pair and produces the matching tile of O. It
+streams over the keys and values in tiles of BLOCK_N rows:
+
+    S = Q K_tile^T * scale         [BLOCK_M, BLOCK_N] scores, in registers only
+    P = exp(S - running max)       unnormalised probabilities
+    acc += P V_tile                [BLOCK_M, D] output accumulator
+
+This is stage 3's online softmax, one row per query. Each query row keeps a running
+max m_i and a running sum l_i of exp(scores - m_i). When a new key tile raises the
+max from m_i to m_new, everything accumulated so far was weighted by exp(. - m_i),
+so both l_i and acc are rescaled by alpha = exp(m_i - m_new) before the new tile is
+added. At the end, acc / l_i is the exact softmax-weighted sum: one pass over K and
+V, and memory use grows with N, not N^2.
+
+exp2 is cheaper than exp on the GPU. exp(x) = exp2(x * log2(e)), so log2(e) is
+folded into the score scale once and exp2 is used throughout. Scores, m_i, l_i and
+acc are fp32; P is cast to V's dtype for the second tensor-core product.
+
+Masks: key columns >= N get a score of -inf (their probability is exactly 0), and
+query rows >= N are computed but never stored. With causal=True, query i only sees
+keys j <= i: scores above the diagonal are set to -inf, and key tiles that lie
+entirely above the diagonal of this query tile are not visited at all.
+"""
+
+import math
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+__all__ = ["flash_attention"]
+
+
+@triton.jit
+def flash_attention_kernel(
+    q_ptr, k_ptr, v_ptr, o_ptr,
+    H, N_CTX, qk_scale,
+    stride_qb, stride_qh, stride_qn, stride_qd,
+    stride_kb, stride_kh, stride_kn, stride_kd,
+    stride_vb, stride_vh, stride_vn, stride_vd,
+    stride_ob, stride_oh, stride_on, stride_od,
+    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    IS_CAUSAL: tl.constexpr, DOT_IN_FP32: tl.constexpr,
+):
+    pid_m = tl.program_id(axis=0)
+    bh = tl.program_id(axis=1)
+    batch = bh // H
+    head = bh % H
+    q_base = q_ptr + batch * stride_qb + head * stride_qh
+    k_base = k_ptr + batch * stride_kb + head * stride_kh
+    v_base = v_ptr + batch * stride_vb + head * stride_vh
+    o_base = o_ptr + batch * stride_ob + head * stride_oh
+
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)  # query rows of this program
+    offs_d = tl.arange(0, HEAD_DIM)
+
+    # TODO 1: Load this program's Q tile [BLOCK_M, HEAD_DIM]; rows past N_CTX read 0.
+    #   Hint: pointer tile from offs_m and offs_d with the q strides, tl.load(mask=..., other=0.0).
+    q = ...
+    if DOT_IN_FP32:  # only under the CPU interpreter, see the wrapper
+        q = q.to(tl.float32)
+
+    m_i = tl.full((BLOCK_M,), float("-inf"), dtype=tl.float32)  # running row max
+    l_i = tl.zeros((BLOCK_M,), dtype=tl.float32)  # running row sum
+    acc = tl.zeros((BLOCK_M, HEAD_DIM), dtype=tl.float32)
+
+    # Causal: key tiles that start at or after the end of this query tile are fully
+    # masked, so the loop stops before them.
+    hi = N_CTX
+    if IS_CAUSAL:
+        hi = tl.minimum(hi, (pid_m + 1) * BLOCK_M)
+    for start_n in range(0, hi, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)  # key rows of this tile
+
+        # TODO 2: Load this tile of keys TRANSPOSED, as kt [HEAD_DIM, BLOCK_N], and the
+        #   tile of values v [BLOCK_N, HEAD_DIM]. Key rows past N_CTX read 0.
+        #   Hint: swap the roles of [:, None] and [None, :] to load K^T; tl.load(mask=..., other=0.0).
+        kt = ...
+        v = ...
+        if DOT_IN_FP32:
+            kt = kt.to(tl.float32)
+            v = v.to(tl.float32)
+
+        # TODO 3: Compute the scores s = (q @ kt) * qk_scale in fp32, then set to -inf
+        #   the scores of keys past N_CTX and, if IS_CAUSAL, of keys after the query
+        #   (key j > query i).
+        #   Hint: tl.dot, tl.where, compare offs_n[None, :] with offs_m[:, None].
+        s = ...
+
+        # TODO 4: Online softmax update: the new running max per row, the factor alpha
+        #   that rescales the old state, this tile's probabilities p, then the new l_i
+        #   and acc (acc rescaled by alpha, plus p @ v with p cast to v's dtype), and
+        #   finally m_i. The scale already holds log2(e), so use exp2.
+        #   Hint: tl.max(s, axis=1), tl.maximum, tl.exp2, tl.sum(p, axis=1), [:, None], tl.dot.
+        m_new = ...
+        alpha = ...
+        p = ...
+        l_i = ...
+        acc = ...
+        m_i = ...
+
+    # TODO 5: Normalise acc by the softmax sum and store the O tile in the output
+    #   dtype, only for query rows < N_CTX.
+    #   Hint: l_i[:, None], o_ptr.dtype.element_ty, tl.store(..., mask=...).
+    out = ...
+
+
+def flash_attention(q, k, v, causal=False, sm_scale=None):
+    """Return softmax(q @ k^T * sm_scale [+ causal mask]) @ v for [B, H, N, D] inputs."""
+    B, H, N, D = q.shape
+    if sm_scale is None:
+        sm_scale = 1.0 / math.sqrt(D)
+    out = torch.empty_like(q)
+    # Fold log2(e) into the scale so the kernel can use exp2.
+    qk_scale = sm_scale * 1.4426950408889634
+    BLOCK_M, BLOCK_N = 128, 64
+    # Triton's CPU interpreter keeps bf16 values as raw 16-bit integers and cannot
+    # feed them to tl.dot, so there the kernel upcasts the tiles to fp32 first (exact:
+    # a product of two bf16 values fits in fp32). On a GPU, bf16 goes to tl.dot as is.
+    interpreting = not q.is_cuda or os.environ.get("TRITON_INTERPRET", "0") == "1"
+    dot_in_fp32 = interpreting and q.dtype == torch.bfloat16
+    grid = (triton.cdiv(N, BLOCK_M), B * H)
+    flash_attention_kernel[grid](
+        q, k, v, out,
+        H, N, qk_scale,
+        q.stride(0), q.stride(1), q.stride(2), q.stride(3),
+        k.stride(0), k.stride(1), k.stride(2), k.stride(3),
+        v.stride(0), v.stride(1), v.stride(2), v.stride(3),
+        out.stride(0), out.stride(1), out.stride(2), out.stride(3),
+        HEAD_DIM=D, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, IS_CAUSAL=causal,
+        DOT_IN_FP32=dot_in_fp32,
+        num_warps=8 if D >= 64 else 4, num_stages=3,
+    )
+    return out

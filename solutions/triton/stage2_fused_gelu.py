@@ -1,0 +1,107 @@
+"""Stage 2: a fused epilogue, y = GELU_tanh(x * weight + bias), in one kernel pass.
+
+In PyTorch, `gelu(x * w + b)` runs three kernels and writes two temporaries to
+memory. Elementwise work like this is limited by memory traffic, not arithmetic,
+so fusing it into ONE kernel that reads x once and writes y once is the whole win.
+
+The tile is now 2-D. x is [M, N]; program (pid_m, pid_n) owns the BLOCK_M x BLOCK_N
+tile starting at row pid_m * BLOCK_M and column pid_n * BLOCK_N. A 2-D tile of
+pointers is built by broadcasting a column vector of row offsets against a row
+vector of column offsets (`rows[:, None]`, `cols[None, :]`), each scaled by its
+stride, so any memory layout works. The mask is 2-D too: a lane is live only if its
+row < M AND its column < N. weight and bias are [N] vectors, loaded once per tile
+and broadcast over the rows.
+
+Arithmetic is done in fp32 whatever the input dtype (fp16/bf16 lose too much in
+x^3 and tanh), and only the final result is cast back to x's dtype.
+
+tanh is built from exp: with e = exp(-2|u|), which never overflows,
+tanh(|u|) = (1 - e) / (1 + e), and tanh is odd, so the sign is put back at the end.
+GELU_tanh(z) = 0.5 * z * (1 + tanh(sqrt(2/pi) * (z + 0.044715 * z^3))).
+"""
+
+import torch
+import triton
+import triton.language as tl
+
+__all__ = ["fused_gelu"]
+
+
+@triton.jit
+def fused_gelu_kernel(
+    x_ptr, w_ptr, b_ptr, out_ptr,
+    M, N,
+    stride_xm, stride_xn,
+    stride_om, stride_on,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    pid_m = tl.program_id(axis=0)
+    pid_n = tl.program_id(axis=1)
+
+    # Step 1: Compute this program's row offsets and column offsets, and the 2-D mask
+    #   of lanes that lie inside the [M, N] matrix.
+    #   Hint: tl.arange, broadcasting with [:, None] and [None, :], combine with &.
+    # >>> solution
+    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    col_mask = cols < N
+    mask = (rows[:, None] < M) & col_mask[None, :]
+    # --- exercise
+    # rows = ...
+    # cols = ...
+    # col_mask = ...
+    # mask = ...
+    # <<<
+
+    # Step 2: Load the x tile and this tile's slice of weight and bias, all as fp32.
+    #   Hint: pointer tile x_ptr + rows[:, None] * stride_xm + cols[None, :] * stride_xn,
+    #   tl.load(..., mask=..., other=0.0), .to(tl.float32).
+    # >>> solution
+    x_ptrs = x_ptr + rows[:, None] * stride_xm + cols[None, :] * stride_xn
+    x = tl.load(x_ptrs, mask=mask, other=0.0).to(tl.float32)
+    w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
+    b = tl.load(b_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
+    # --- exercise
+    # x = ...
+    # w = ...
+    # b = ...
+    # <<<
+
+    # Step 3: Compute z = x * w + b (w and b broadcast over the rows), then
+    #   GELU_tanh(z), with tanh written via exp as in the module docstring.
+    #   Hint: [None, :] broadcasting, tl.exp, tl.abs, tl.where.
+    # >>> solution
+    z = x * w[None, :] + b[None, :]
+    u = 0.7978845608028654 * (z + 0.044715 * z * z * z)  # the constant is sqrt(2/pi)
+    e = tl.exp(-2.0 * tl.abs(u))  # in (0, 1]: no overflow for any u
+    tanh_abs = (1.0 - e) / (1.0 + e)
+    tanh_u = tl.where(u >= 0, tanh_abs, -tanh_abs)
+    y = 0.5 * z * (1.0 + tanh_u)
+    # --- exercise
+    # y = ...
+    # <<<
+
+    # Step 4: Store y, cast to the output's dtype, into the output tile (masked).
+    #   Hint: out_ptr.dtype.element_ty, tl.store(..., mask=...).
+    # >>> solution
+    out_ptrs = out_ptr + rows[:, None] * stride_om + cols[None, :] * stride_on
+    tl.store(out_ptrs, y.to(out_ptr.dtype.element_ty), mask=mask)
+    # --- exercise
+    # out_ptrs = ...
+    # <<<
+
+
+def fused_gelu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """Return GELU_tanh(x * weight + bias) for x [M, N] and weight, bias [N]."""
+    M, N = x.shape
+    out = torch.empty((M, N), device=x.device, dtype=x.dtype)
+    BLOCK_M, BLOCK_N = 32, 128
+    grid = (triton.cdiv(M, BLOCK_M), triton.cdiv(N, BLOCK_N))
+    fused_gelu_kernel[grid](
+        x, weight, bias, out,
+        M, N,
+        x.stride(0), x.stride(1),
+        out.stride(0), out.stride(1),
+        BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N,
+    )
+    return out

@@ -1,0 +1,99 @@
+"""Stage 3: row softmax, softmax(x)_j = exp(x_j - max(x)) / sum_k exp(x_k - max(x)).
+
+One program instance owns one whole row (grid = M). Subtracting the row maximum
+before exp is what makes softmax numerically stable: exp(x_j - max) is at most 1, so
+it cannot overflow, even when the inputs are in the hundreds (exp(100) overflows
+fp16 and exp(89) already overflows fp32).
+
+A row may be wider than one tile, so the program walks it in column blocks of
+BLOCK_N, in two passes:
+
+1. Online max and sum. Keep a running max m and a running sum l of exp(x - m) over
+   the blocks seen so far. When a new block raises the max from m to m_new, every
+   term already in l was computed against the old max, so rescale it:
+       l_new = l * exp(m - m_new) + sum(exp(x_block - m_new)).
+   After the last block, m is the row max and l the softmax denominator: one read.
+2. Normalise: read the row again and store exp(x - m) / l.
+
+Tail lanes (columns >= n_cols) are loaded as -inf: they never win the max and
+exp(-inf - m) = 0 adds nothing to the sum. All arithmetic is in fp32; only the
+stored result is cast back to the input dtype.
+"""
+
+import torch
+import triton
+import triton.language as tl
+
+__all__ = ["softmax"]
+
+
+@triton.jit
+def softmax_kernel(
+    x_ptr, out_ptr,
+    n_cols,
+    stride_xm, stride_xn,
+    stride_om, stride_on,
+    BLOCK_N: tl.constexpr,
+):
+    row = tl.program_id(axis=0)
+    x_row = x_ptr + row * stride_xm
+    out_row = out_ptr + row * stride_om
+
+    m_i = tl.full((), float("-inf"), dtype=tl.float32)  # running max
+    l_i = tl.full((), 0.0, dtype=tl.float32)  # running sum of exp(x - m_i)
+    for start in range(0, n_cols, BLOCK_N):
+        # Step 1: Load this column block of the row as fp32. Columns past n_cols
+        #   must not read memory and must never win the max, so they read -inf.
+        #   Hint: tl.arange, tl.load(..., mask=..., other=-float("inf")), .to(tl.float32).
+        # >>> solution
+        cols = start + tl.arange(0, BLOCK_N)
+        x = tl.load(x_row + cols * stride_xn, mask=cols < n_cols, other=-float("inf"))
+        x = x.to(tl.float32)
+        # --- exercise
+        # x = ...
+        # <<<
+
+        # Step 2: Online update: the new running max includes this block; rescale
+        #   the running sum from the old max to the new one, then add this block's
+        #   exp(x - new max).
+        #   Hint: tl.max(x, axis=0), tl.maximum, tl.exp, tl.sum(..., axis=0).
+        # >>> solution
+        m_new = tl.maximum(m_i, tl.max(x, axis=0))
+        l_i = l_i * tl.exp(m_i - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
+        m_i = m_new
+        # --- exercise
+        # m_i, l_i = ..., ...
+        # <<<
+
+    # Step 3: Second pass: reload each column block, normalise it with the final
+    #   max and sum, and store it (masked) in the output dtype.
+    #   Hint: loop over the row again; out_ptr.dtype.element_ty.
+    # >>> solution
+    for start in range(0, n_cols, BLOCK_N):
+        cols = start + tl.arange(0, BLOCK_N)
+        mask = cols < n_cols
+        x = tl.load(x_row + cols * stride_xn, mask=mask, other=-float("inf")).to(tl.float32)
+        y = tl.exp(x - m_i) / l_i
+        tl.store(out_row + cols * stride_on, y.to(out_ptr.dtype.element_ty), mask=mask)
+    # --- exercise
+    # for start in range(0, n_cols, BLOCK_N):
+    #     y = ...
+    # <<<
+
+
+def softmax(x: torch.Tensor) -> torch.Tensor:
+    """Return the softmax of a 2-D tensor over its last dimension."""
+    M, N = x.shape
+    out = torch.empty((M, N), device=x.device, dtype=x.dtype)
+    # One block covers a row of up to 4096 columns; wider rows loop over blocks.
+    BLOCK_N = min(triton.next_power_of_2(N), 4096)
+    num_warps = 8 if BLOCK_N >= 2048 else 4
+    softmax_kernel[(M,)](
+        x, out,
+        N,
+        x.stride(0), x.stride(1),
+        out.stride(0), out.stride(1),
+        BLOCK_N=BLOCK_N,
+        num_warps=num_warps,
+    )
+    return out

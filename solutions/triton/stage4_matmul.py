@@ -1,0 +1,140 @@
+"""Stage 4: tiled matrix multiplication, C = A @ B with A [M, K] and B [K, N].
+
+Program instance (pid_m, pid_n) owns one BLOCK_M x BLOCK_N tile of C. It walks the
+K dimension in steps of BLOCK_K: each step loads a BLOCK_M x BLOCK_K tile of A and a
+BLOCK_K x BLOCK_N tile of B and adds their product to an accumulator tile with
+`tl.dot`, which maps onto the GPU's tensor cores. Each element of A and B is thus
+read by a whole row or column of programs, but from fast on-chip memory per tile
+instead of once per multiply.
+
+Why fp32 accumulation: a dot product over K = 4096 sums 4096 terms. In fp16 the
+running sum soon gets large enough that each new term loses most of its bits
+(fp16 has a 10-bit mantissa), so the error grows with K. The accumulator is
+therefore fp32, and only the finished tile is rounded to the output dtype. fp32
+inputs use TF32 tensor cores (10-bit mantissa inputs, fp32 sums) on the GPU.
+
+Masks: M, N and K need not be multiples of the tile. Rows past M and columns past N
+are masked on load and store; along K, lanes past K load 0.0, which adds nothing to
+the dot product, so the last partial K step is still correct.
+
+Program order: consecutive programs run at the same time and share the L2 cache.
+Instead of sweeping C row by row, programs are numbered in groups of GROUP_M tile
+rows, column by column inside a group, so neighbouring programs reuse the same
+tiles of A and B from L2.
+
+All strides are passed to the kernel, so transposed or sliced inputs work as-is.
+"""
+
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+__all__ = ["matmul"]
+
+
+@triton.jit
+def matmul_kernel(
+    a_ptr, b_ptr, c_ptr,
+    M, N, K,
+    stride_am, stride_ak,
+    stride_bk, stride_bn,
+    stride_cm, stride_cn,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr, DOT_IN_FP32: tl.constexpr,
+):
+    # Grouped ordering: map the 1-D program id to a (pid_m, pid_n) tile of C.
+    pid = tl.program_id(axis=0)
+    tiles_m = tl.cdiv(M, BLOCK_M)
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    programs_per_group = GROUP_M * tiles_n
+    group = pid // programs_per_group
+    first_m = group * GROUP_M
+    group_rows = tl.minimum(tiles_m - first_m, GROUP_M)  # the last group may be short
+    local = pid - group * programs_per_group
+    pid_m = first_m + local % group_rows
+    pid_n = local // group_rows
+
+    # Step 1: Compute the row offsets (in M), column offsets (in N) and K offsets of
+    #   the first step, and the pointer tiles of A [BLOCK_M, BLOCK_K] and
+    #   B [BLOCK_K, BLOCK_N], using the strides.
+    #   Hint: tl.arange, broadcasting with [:, None] and [None, :].
+    # >>> solution
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak
+    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
+    # --- exercise
+    # offs_m = ...
+    # offs_n = ...
+    # offs_k = ...
+    # a_ptrs = ...
+    # b_ptrs = ...
+    # <<<
+
+    # The running sum of this C tile stays in fp32 whatever the input dtype.
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        # Step 2: Load the current A and B tiles. Mask rows past M, columns past N
+        #   and K lanes past K; masked lanes read 0.0 so they add nothing.
+        #   Hint: tl.load(ptrs, mask=..., other=0.0), compare offs_k against K - k0.
+        # >>> solution
+        k_mask = offs_k < K - k0
+        a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & k_mask[None, :], other=0.0)
+        b = tl.load(b_ptrs, mask=k_mask[:, None] & (offs_n[None, :] < N), other=0.0)
+        # --- exercise
+        # a = ...
+        # b = ...
+        # <<<
+        if DOT_IN_FP32:  # only under the CPU interpreter, see the wrapper
+            a = a.to(tl.float32)
+            b = b.to(tl.float32)
+
+        # Step 3: Multiply the tiles and add into acc (fp32 accumulation; fp32
+        #   inputs run as tf32), then move both pointer tiles BLOCK_K along K.
+        #   Hint: tl.dot with acc as its accumulator argument and input_precision="tf32";
+        #   stride_ak, stride_bk.
+        # >>> solution
+        acc = tl.dot(a, b, acc, input_precision="tf32")
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+        # --- exercise
+        # acc = ...
+        # <<<
+
+    # Step 4: Cast the finished tile to C's dtype and store it, masked to the
+    #   rows < M and columns < N.
+    #   Hint: c_ptr.dtype.element_ty, tl.store(..., mask=...).
+    # >>> solution
+    c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
+    c_mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=c_mask)
+    # --- exercise
+    # c_ptrs = ...
+    # <<<
+
+
+def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Return a @ b for a [M, K] and b [K, N] (fp16, bf16 or fp32)."""
+    M, K = a.shape
+    _, N = b.shape
+    c = torch.empty((M, N), device=a.device, dtype=a.dtype)
+    BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M = 128, 128, 32, 8
+    # Triton's CPU interpreter keeps bf16 values as raw 16-bit integers and cannot
+    # feed them to tl.dot, so there the kernel upcasts the tiles to fp32 first (exact:
+    # a product of two bf16 values fits in fp32). On a GPU, bf16 goes to tl.dot as is.
+    interpreting = not a.is_cuda or os.environ.get("TRITON_INTERPRET", "0") == "1"
+    dot_in_fp32 = interpreting and a.dtype == torch.bfloat16
+    grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N),)
+    matmul_kernel[grid](
+        a, b, c,
+        M, N, K,
+        a.stride(0), a.stride(1),
+        b.stride(0), b.stride(1),
+        c.stride(0), c.stride(1),
+        BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M,
+        DOT_IN_FP32=dot_in_fp32, num_warps=8, num_stages=3,
+    )
+    return c
