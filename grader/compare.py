@@ -79,13 +79,13 @@ def compare(
     if stats["never_written"]:
         first = _index(unwritten.nonzero()[0])
         details.append(
-            f"{stats['never_written']} elements were never written (first at {first}): "
+            f"{_elements(stats['never_written'], 'were')} never written (first at {first}): "
             "the grid or a store mask does not cover them"
         )
     if stats["nan"]:
-        details.append(f"{stats['nan']} elements are NaN where a number was expected")
+        details.append(f"{_elements(stats['nan'], 'are')} NaN where a number was expected")
     if stats["inf"]:
-        details.append(f"{stats['inf']} elements are Inf where a finite number was expected")
+        details.append(f"{_elements(stats['inf'], 'are')} Inf where a finite number was expected")
     details.append("first mismatches:")
     for idx in bad.nonzero()[:SHOW_INDICES]:
         i = tuple(idx.tolist())
@@ -144,12 +144,19 @@ def _tile_report(bad: torch.Tensor, spec, launches) -> list[str]:
             else f"{i * e}:{min((i + 1) * e, bad.shape[d])}"
             for d, (i, e) in enumerate(zip(tile, extents))
         )
-        last = [d for d, (i, n) in enumerate(zip(tile, n_tiles)) if i == n - 1 and n > 1]
+        last = [d for d, (i, n) in enumerate(zip(tile, n_tiles))
+                if i == n - 1 and n > 1 and isinstance(spec[d], str) and spec[d] != WHOLE_DIM]
         note = " (the last tile along dim " + ", ".join(map(str, last)) + ")" if last else ""
         lines.append(f"  tile {tuple(tile)}: out[{ranges}], {int(counts[t])} bad{note}")
     if len(tiles) > SHOW_TILES:
         lines.append(f"  ... and {len(tiles) - SHOW_TILES} more tiles")
     return lines
+
+
+def _elements(n: int, verb: str) -> str:
+    """'1 element was' / '3 elements were'."""
+    singular = {"are": "is", "were": "was"}[verb]
+    return f"1 element {singular}" if n == 1 else f"{n} elements {verb}"
 
 
 def _max(values: torch.Tensor, where: torch.Tensor) -> float | None:

@@ -20,6 +20,7 @@ import torch
 from grader.backends import Selection
 from grader.compare import Verdict, compare
 from grader.course import Case, Course, Stage
+from grader.poison import Guarded, guarded_copy
 from grader.problems import DTYPES, Call
 from grader.results import CaseResult, SpeedResult, StageResult, Status
 from grader.runner import Runner, SubmissionError
@@ -44,12 +45,16 @@ class StageCheck:
         start = time.perf_counter()
         problem = self.stage.problem
         generator = torch.Generator().manual_seed(case.seed)
-        call = _to_device(problem.make_call(case.params, DTYPES[case.dtype], generator),
-                          self.backend.device)
+        call = problem.make_call(case.params, DTYPES[case.dtype], generator)
+        call, inputs = _guarded_inputs(call, problem.arg_names, self.backend.device)
         expected = problem.reference(call)  # before the call: a submission may scribble on inputs
         outcome = self.runner.call(call.args, call.kwargs)
+        overruns = [g.describe() for g in inputs + outcome.allocations if g.overrun()]
         if outcome.error:
             verdict = Verdict(False, f"raised {outcome.error}")
+        elif overruns:
+            verdict = Verdict(False, "wrote out of bounds: " + "; ".join(overruns),
+                              ["a load or store is missing its mask, or its mask is too loose"])
         else:
             verdict = compare(
                 outcome.output,
@@ -76,11 +81,19 @@ class StageCheck:
         return verdict
 
 
-def _to_device(call: Call, device: str) -> Call:
-    def move(v):
-        return v.to(device) if isinstance(v, torch.Tensor) else v
+def _guarded_inputs(call: Call, names: list[str], device: str) -> tuple[Call, list[Guarded]]:
+    """Move the inputs to the device, each followed by a poisoned guard region."""
+    guards: list[Guarded] = []
 
-    return Call(tuple(move(a) for a in call.args), {k: move(v) for k, v in call.kwargs.items()})
+    def move(value, name):
+        if not isinstance(value, torch.Tensor):
+            return value
+        guards.append(guarded_copy(value.to(device), f"input `{name}`"))
+        return guards[-1].tensor
+
+    args = tuple(move(a, n) for a, n in zip(call.args, names))
+    kwargs = {k: move(v, k) for k, v in call.kwargs.items()}
+    return Call(args, kwargs), guards
 
 
 class _CasePlugin:

@@ -1,12 +1,19 @@
-"""Poisoned allocations: how the grader sees output elements that a kernel never wrote.
+"""Poisoned memory: how the grader sees elements a kernel never wrote, or wrote out of bounds.
 
 While a submission runs, every fresh floating-point allocation (`torch.empty`,
 `torch.empty_like`, ...) is filled with a NaN whose bit pattern arithmetic never produces.
 After the call, an output element that still holds that exact pattern was never stored to:
 a grid that is too small, a mask that is too strict, a tile the kernel skipped.
+
+Inputs and contiguous fresh allocations also get a poisoned guard region after their last
+element. A kernel with a missing mask reads poison there instead of foreign memory (which
+can crash Triton's interpreter) and any store past the end lands in the guard, where the
+grader finds it.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -20,6 +27,9 @@ _PATTERNS: dict[torch.dtype, tuple[torch.dtype, int]] = {
 }
 
 _FRESH = {torch.empty, torch.empty_like, torch.empty_strided, torch.Tensor.new_empty}
+
+# Guard elements after a tensor: enough for the overhang of one tile in any stage's kernel.
+GUARD_MIN = 1 << 14
 
 
 def poison_(tensor: torch.Tensor) -> torch.Tensor:
@@ -39,11 +49,55 @@ def never_written(tensor: torch.Tensor) -> torch.Tensor | None:
     return tensor.view(int_dtype) == bits
 
 
+@dataclass
+class Guarded:
+    """A tensor that is the front of a larger poisoned buffer."""
+
+    name: str
+    tensor: torch.Tensor
+    buffer: torch.Tensor
+
+    def overrun(self) -> int:
+        """How many guard elements past the tensor's end were written."""
+        return int((~never_written(self.buffer[self.tensor.numel():])).sum())
+
+    def describe(self) -> str:
+        n = self.overrun()
+        return (f"{n} of the elements just past the end of {self.name} "
+                f"({_dtype(self.tensor)}, {self.tensor.numel()} elements) were written")
+
+
+def guarded_copy(tensor: torch.Tensor, name: str) -> Guarded:
+    """A contiguous copy of `tensor` followed by a poisoned guard region."""
+    guarded = _guarded_empty(tensor.shape, tensor.dtype, tensor.device, name)
+    guarded.tensor.copy_(tensor)
+    return guarded
+
+
+def _guarded_empty(shape, dtype, device, name) -> Guarded:
+    numel = torch.Size(shape).numel()
+    buffer = poison_(torch.empty(numel + max(numel, GUARD_MIN), dtype=dtype, device=device))
+    return Guarded(name, buffer[:numel].view(shape), buffer)
+
+
 class PoisonFreshAllocations(TorchFunctionMode):
-    """Within this mode, uninitialised float tensors start out as poison."""
+    """Within this mode, uninitialised float tensors start out as poison, with a guard."""
+
+    def __init__(self):
+        super().__init__()
+        self.guarded: list[Guarded] = []
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         result = func(*args, **(kwargs or {}))
-        if func in _FRESH and isinstance(result, torch.Tensor):
-            poison_(result)
-        return result
+        if func not in _FRESH or not isinstance(result, torch.Tensor):
+            return result
+        if result.dtype not in _PATTERNS or not result.is_contiguous():
+            return poison_(result)
+        name = f"a tensor the submission allocated with {func.__name__}"
+        guarded = _guarded_empty(result.shape, result.dtype, result.device, name)
+        self.guarded.append(guarded)
+        return guarded.tensor
+
+
+def _dtype(tensor: torch.Tensor) -> str:
+    return str(tensor.dtype).removeprefix("torch.")

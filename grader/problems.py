@@ -60,6 +60,12 @@ class Problem:
     make_call: Callable[[dict, torch.dtype, torch.Generator], Call]
     reference: Callable[[Call], torch.Tensor]
 
+    @property
+    def arg_names(self) -> list[str]:
+        """Argument names, read from the signature: `f(q, k, causal=False)` -> q, k, causal."""
+        inside = self.signature[self.signature.index("(") + 1 : self.signature.index(")")]
+        return [part.split("=")[0].strip() for part in inside.split(",")]
+
     def param(self, name: str) -> Param | None:
         return next((p for p in self.params if p.name == name), None)
 

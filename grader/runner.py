@@ -11,6 +11,7 @@ import importlib.util
 import itertools
 import sys
 import traceback
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 import torch
 
 from grader.launches import Launch, record_launches
-from grader.poison import PoisonFreshAllocations
+from grader.poison import Guarded, PoisonFreshAllocations
 
 _serial = itertools.count()
 
@@ -32,6 +33,7 @@ class Outcome:
     output: Any = None
     error: str | None = None  # what the call raised, described for the student
     launches: list[Launch] = field(default_factory=list)
+    allocations: list[Guarded] = field(default_factory=list)  # fresh tensors, with guards
 
 
 class Runner:
@@ -67,7 +69,10 @@ class Runner:
 
     def call(self, args: tuple, kwargs: dict) -> Outcome:
         outcome = Outcome()
-        with PoisonFreshAllocations(), record_launches() as launches:
+        poison = PoisonFreshAllocations()
+        with poison, record_launches() as launches, warnings.catch_warnings():
+            # The interpreter's numpy warns on overflow; the verdict reports NaN/Inf itself.
+            warnings.simplefilter("ignore", RuntimeWarning)
             try:
                 outcome.output = self._function(*args, **kwargs)
                 if torch.cuda.is_available() and torch.cuda.is_initialized():
@@ -75,6 +80,7 @@ class Runner:
             except Exception as exc:  # noqa: BLE001 - a failing call is a graded outcome
                 outcome.error = describe(exc, self.path)
         outcome.launches = launches
+        outcome.allocations = poison.guarded
         return outcome
 
 

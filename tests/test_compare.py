@@ -38,12 +38,12 @@ def test_nan_never_matches_even_a_nan_reference():
     out = torch.tensor([float("nan"), float("nan")])
     verdict = judge(out, ref)
     assert verdict.stats["mismatched"] == 2
-    assert "1 elements are NaN where a number was expected" in verdict.report
+    assert "1 element is NaN where a number was expected" in verdict.report
 
 
 def test_inf_is_reported():
     verdict = judge(torch.tensor([float("inf"), 1.0]), torch.tensor([1.0, 1.0]))
-    assert "1 elements are Inf" in verdict.report
+    assert "1 element is Inf" in verdict.report
 
 
 def test_poison_marks_elements_never_written():
