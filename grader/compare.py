@@ -72,10 +72,10 @@ def compare(
         f"{n_bad} of {total} elements mismatch ({100 * n_bad / total:.3g}%); "
         f"tolerance atol={tolerance.atol:g}, rtol={tolerance.rtol:g}"
     )
-    details = [
-        f"max abs error {_fmt(stats['max_abs_error'])}, "
-        f"max rel error {_fmt(stats['max_rel_error'])} (over elements where both are finite)"
-    ]
+    details = []
+    if stats["max_abs_error"] is not None:
+        details.append(f"max abs error {_fmt(stats['max_abs_error'])}, max rel error "
+                       f"{_fmt(stats['max_rel_error'])} (over elements where both are finite)")
     if stats["never_written"]:
         first = _index(unwritten.nonzero()[0])
         details.append(

@@ -34,11 +34,10 @@ OnCase = Callable[[CaseResult], None]
 class StageCheck:
     """Checks the cases of one stage against one loaded submission."""
 
-    def __init__(self, stage: Stage, selection: Selection, runner: Runner, hint: str = ""):
+    def __init__(self, stage: Stage, selection: Selection, runner: Runner):
         self.stage = stage
         self.backend = selection.backend
         self.runner = runner
-        self.hint = hint  # appended to failures, e.g. which TODOs are still unfilled
         self.results: dict[str, CaseResult] = {}
 
     def check(self, case: Case) -> Verdict:
@@ -65,8 +64,6 @@ class StageCheck:
                 self.stage.tiles.get(self.backend.track),
                 outcome.launches,
             )
-        if not verdict.passed and self.hint:
-            verdict.details.append(self.hint)
         self.results[case.id] = CaseResult(
             id=case.id,
             dtype=case.dtype,
@@ -182,8 +179,9 @@ def grade_stage(
         result.message = str(exc)
         return result
 
-    hint = f"note: {result.module} {todos.describe()}" if todos.unfilled else ""
-    check = StageCheck(stage, selection, runner, hint)
+    if todos.unfilled:
+        result.message = f"{result.module} {todos.describe()}"
+    check = StageCheck(stage, selection, runner)
     plugin = _CasePlugin(check, on_case)
     args = [
         str(CHECKS / "test_correctness.py"),

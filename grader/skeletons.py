@@ -80,7 +80,12 @@ class TodoState:
         return bool(self.todos) and {n for n, _ in self.unfilled} >= set(self.todos)
 
     def describe(self) -> str:
-        shown = ", ".join(f"TODO {n} (line {line})" for n, line in self.unfilled)
+        lines: dict[int, list[str]] = {}
+        for n, line in self.unfilled:
+            lines.setdefault(n, []).append(str(line))
+        shown = ", ".join(
+            f"TODO {n} (line{'s' if len(at) > 1 else ''} {', '.join(at)})" for n, at in lines.items()
+        )
         return f"still unfilled: {shown}" if shown else "every TODO is filled in"
 
 

@@ -149,4 +149,5 @@ def test_a_half_done_stage_is_graded_and_names_the_open_todo(grade_source):
     started = skeleton.replace("grid = ...", "grid = (triton.cdiv(n_elements, BLOCK_SIZE),)")
     result = grade_source("vector_add", started)
     assert result.status is Status.FAIL
-    assert any("still unfilled: TODO 1" in line for line in result.cases[0].details)
+    assert "vector_add_submission.py still unfilled: TODO 1 (lines " in result.message
+    assert "TODO 2 (lines " in result.message and "TODO 3" not in result.message
