@@ -18,6 +18,7 @@ from typing import Callable
 
 import torch
 
+from grader import toolchain
 from grader.errors import BackendUnavailable
 
 AUTO = "auto"
@@ -33,13 +34,15 @@ class Backend:
     interpret: bool = False  # Triton's interpreter instead of compiled kernels
 
     def prepare(self) -> None:
-        """Set up the process before any kernel module is loaded.
+        """Set up the process before any kernel module is loaded."""
+        if self.track == "cutile":
+            toolchain.apply(toolchain.probe(gpu_arch()))  # e.g. drop a stale CUDA_HOME
+        elif self.track == "triton":
+            self._set_triton_mode()
 
-        Triton reads TRITON_INTERPRET when a kernel is decorated, so it must be set before a
-        submission is imported, and set to 0 for the GPU so a stray export cannot slow it down.
-        """
-        if self.track != "triton":
-            return
+    def _set_triton_mode(self) -> None:
+        # Triton reads TRITON_INTERPRET when a kernel is decorated, so it must be set before a
+        # submission is imported, and set to 0 for the GPU so a stray export cannot slow it.
         wanted = "1" if self.interpret else "0"
         current = os.environ.get("TRITON_INTERPRET", "0")
         if "triton" in sys.modules and current != wanted:
@@ -85,10 +88,64 @@ def _probe_triton() -> str | None:
     return _triton_missing() or _cuda_missing()
 
 
+CUTILE_MAJORS = (8, 9, 10, 11, 12)  # compute capabilities cuTile compiles for
+
+
+def gpu_arch() -> str | None:
+    """`sm_90` for the GPU in use, None without one."""
+    if not torch.cuda.is_available():
+        return None
+    major, minor = torch.cuda.get_device_capability()
+    return f"sm_{major}{minor}"
+
+
+def _probe_cutile() -> str | None:
+    if toolchain.cuda_tile_version() is None:
+        return f"cuda-tile is not installed. Install it with: {toolchain.INSTALL_FIX}"
+    if not torch.cuda.is_available():
+        build = "a CPU-only build of PyTorch" if torch.version.cuda is None else "no CUDA GPU"
+        return (
+            f"cuTile kernels run only on a CUDA GPU, and this machine has {build}. Here they "
+            "can be compile-checked with `grade compile`; the Triton track runs on the CPU "
+            "with --backend triton-interpret."
+        )
+    major, minor = torch.cuda.get_device_capability()
+    if major not in CUTILE_MAJORS:
+        return (
+            f"{torch.cuda.get_device_name()} has compute capability {major}.{minor}; cuTile "
+            "supports 8.x, 9.x, 10.x, 11.x and 12.x. Use --backend triton."
+        )
+    found = toolchain.inspect_toolchain()
+    if found.tileiras is None:
+        return (
+            "tileiras, the cuTile compiler, was not found. Install it with: "
+            "pip install 'cuda-tile[tileiras]'"
+        )
+    result = toolchain.probe(gpu_arch())
+    if not result.ok:
+        hint = ""
+        if found.cuda_home:
+            hint = (f" CUDA_HOME={found.cuda_home} (CUDA {found.cuda_home_version or '?'}) may "
+                    "be older than tileiras needs: unset it or point it at CUDA 13.3 or newer.")
+        return (f"tileiras ({found.tileiras}) cannot compile for {gpu_arch()}: "
+                f"{result.error}.{hint} Run `grade doctor` for details.")
+    return None
+
+
+def _cutile_note() -> str:
+    """Why cuTile grades, and any repair the grader made to the environment."""
+    note = f"cuda-tile {toolchain.cuda_tile_version()} compiles for {gpu_arch()}"
+    if toolchain.probe(gpu_arch()).drop_cuda_home:
+        note += "; CUDA_HOME is ignored for cuTile compiles: its toolkit is too old for tileiras"
+    return note
+
+
 BACKENDS: dict[str, Backend] = {
     b.name: b
     for b in [
         Backend("triton", "triton", "cuda", "Triton kernels compiled for the GPU", _probe_triton),
+        Backend("cutile", "cutile", "cuda", "cuTile kernels compiled by tileiras for the GPU",
+                _probe_cutile),
         Backend(
             "triton-interpret",
             "triton",
@@ -113,13 +170,19 @@ def select(name: str) -> Selection:
     why_not = backend.probe()
     if why_not:
         raise BackendUnavailable(f"Backend '{name}' cannot run here: {why_not}")
-    return Selection(backend, "chosen with --backend")
+    reason = "chosen with --backend"
+    if backend.track == "cutile":
+        reason += f"; {_cutile_note()}"
+    return Selection(backend, reason)
 
 
 def _auto() -> Selection:
     interpret = BACKENDS["triton-interpret"]
     if os.environ.get("TRITON_INTERPRET") == "1":
         return Selection(interpret, "TRITON_INTERPRET=1 is set in the environment")
+    if _probe_cutile() is None:
+        return Selection(BACKENDS["cutile"], f"{_cutile_note()} on {torch.cuda.get_device_name()}"
+                         " (use --backend triton for the Triton track)")
     why_not = _probe_triton()
     if why_not is None:
         return Selection(BACKENDS["triton"], f"CUDA GPU found: {torch.cuda.get_device_name()}")
@@ -141,6 +204,7 @@ def machine_info() -> dict[str, str | None]:
         "python": platform.python_version(),
         "torch": torch.__version__,
         "triton": triton_version,
+        "cuda_tile": toolchain.cuda_tile_version(),
         "gpu": gpu,
         "cuda": torch.version.cuda,
     }

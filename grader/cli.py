@@ -3,6 +3,8 @@
     grade stage3            grade one stage (also `grade 3`, `grade softmax`, `grade 1 3`)
     grade all               grade every stage
     grade list              list the stages
+    grade doctor            what this machine can grade, and how to fix what it cannot
+    grade compile all       compile the cuTile stages for sm_80/90/100/120 (no GPU needed)
     grade skeletons         regenerate exercises/ from solutions/ (instructors)
 
 Exit codes: 0 every graded stage passes, 1 a stage fails (or is not started), 2 a usage or
@@ -21,13 +23,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from grader import __version__, backends
-from grader.course import Course, Stage, find_course_file, load_course
+from grader import __version__, backends, compile_check, doctor, toolchain
+from grader.course import TRACKS, Course, Stage, find_course_file, load_course
 from grader.errors import GradeError
 from grader.grading import grade_stage
 from grader.progress import stage_progress
 from grader.results import Report, StageResult
-from grader.scorecard import make_console, render
+from grader.scorecard import make_console, render, render_compile
 from grader.skeletons import make_exercise, todo_state
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -42,7 +44,8 @@ class _GradeGroup(click.Group):
         return super().resolve_command(ctx, args)
 
     def format_usage(self, ctx, formatter):
-        formatter.write_usage("grade", "[--course PATH] STAGE... | all | list | skeletons [OPTIONS]")
+        formatter.write_usage(
+            "grade", "[--course PATH] STAGE... | all | list | doctor | compile | skeletons [OPTIONS]")
 
 
 @click.group(cls=_GradeGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -129,13 +132,49 @@ def list_command(ctx) -> int:
     """List the stages of the course."""
     course = _course(ctx)
     table = Table(title=course.title, title_justify="left")
-    for column in ("#", "Stage", "Title", "Function", "Cases", "Points", "Exercise"):
+    tracks = list(TRACKS)
+    for column in ("#", "Stage", "Title", "Cases", "Points", *(f"exercises/ ({t})" for t in tracks)):
         table.add_column(column)
     for s in course.stages:
-        table.add_row(s.name, s.id, s.title, s.problem.signature, str(len(s.cases)),
-                      f"{s.points:g}", f"exercises/{s.modules['triton']}")
+        table.add_row(s.name, s.id, s.title, str(len(s.cases)), f"{s.points:g}",
+                      *(s.modules[t] for t in tracks))
     make_console().print(table)
     return EXIT_OK
+
+
+@cli.command("doctor")
+def doctor_command() -> int:
+    """Show what this machine can grade: versions, GPU, and each backend with its fix."""
+    diagnosis = doctor.diagnose()
+    doctor.render(diagnosis, make_console())
+    return EXIT_OK if diagnosis.can_grade else EXIT_FAILED
+
+
+@cli.command("compile")
+@click.argument("selectors", nargs=-1)
+@click.option("--solutions", is_flag=True, help="Compile the reference solutions (instructors, CI).")
+@click.option("--arch", "archs", multiple=True, default=compile_check.ARCHS, show_default=True,
+              help="Target architecture; repeat for several.")
+@click.pass_context
+def compile_command(ctx, selectors, solutions: bool, archs: tuple[str, ...]) -> int:
+    """Compile the cuTile stages to cubins (needs cuda-tile and tileiras, not a GPU).
+
+    Name stages like `grade compile 3 softmax`, or `all` (the default). A stage that compiles
+    is reported as COMPILED: that is a build check, not a correctness pass.
+    """
+    course = _course(ctx)
+    if not toolchain.cuda_tile_version():
+        raise GradeError(f"`grade compile` needs cuda-tile. Install it with: {toolchain.INSTALL_FIX}")
+    wanted = [s for s in selectors if s != "all"]
+    chosen = {stage.id for stage in map(course.select, wanted)} if wanted else None
+    stages = [s for s in course.stages if chosen is None or s.id in chosen]
+    console = make_console()
+    results = []
+    for stage in stages:
+        console.print(f"compiling {stage.name} {stage.id} for {', '.join(archs)} ...", markup=False)
+        results.append(compile_check.compile_stage(course, stage, solutions, tuple(archs)))
+    render_compile(results, archs, console)
+    return EXIT_OK if all(r.status == "COMPILED" for r in results) else EXIT_FAILED
 
 
 @cli.command("skeletons")
@@ -197,7 +236,7 @@ def main(args: list[str] | None = None) -> int:
     try:
         code = cli.main(args=args, prog_name="grade", standalone_mode=False)
     except GradeError as exc:
-        make_console(stderr=True).print(f"[bold red]error:[/] {escape(str(exc))}")
+        make_console(stderr=True).print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True)
         return exc.exit_code
     except click.exceptions.Exit as exc:  # --help, --version
         return exc.exit_code

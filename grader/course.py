@@ -22,7 +22,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 COURSE_FILE = "course.toml"
-TRACKS = ("triton",)  # tile languages a stage can be written in; cuTile joins later
+TRACKS = ("triton", "cutile")  # the tile languages a stage is written in
 WHOLE_DIM = "*"  # tile spec entry: one program owns the whole dimension
 
 

@@ -2,12 +2,15 @@
 
 The grader uses the recorded launches to name the tile (program) an erroneous element
 belongs to, from the block sizes the kernel was really launched with. Recording hooks the
-one method every Triton launch goes through, compiled or interpreted, autotuned or not.
+one method every Triton launch goes through (compiled or interpreted, autotuned or not) and
+cuTile's `ct.launch`. Only languages the submission has already imported are hooked, so
+recording never imports a kernel language itself.
 """
 
 from __future__ import annotations
 
 import contextlib
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -19,41 +22,42 @@ class Launch:
     constants: dict[str, Any] = field(default_factory=dict)  # int and bool arguments by name
 
 
-def _launch_classes() -> list[type]:
+def _grid(grid) -> tuple[int, ...]:
+    return tuple(int(g) for g in (grid if isinstance(grid, (tuple, list)) else (grid,)))
+
+
+# --- Triton ----------------------------------------------------------------------------
+
+
+def _triton_classes() -> list[type]:
     classes = []
-    with contextlib.suppress(ImportError):
+    if "triton" in sys.modules:
+        from triton.runtime.interpreter import InterpretedFunction
         from triton.runtime.jit import JITFunction
 
-        classes.append(JITFunction)
-    with contextlib.suppress(ImportError):
-        from triton.runtime.interpreter import InterpretedFunction
-
-        classes.append(InterpretedFunction)
+        classes = [JITFunction, InterpretedFunction]
     return classes
 
 
-def _record(kernel, args, kwargs, grid) -> Launch:
-    names = list(getattr(kernel, "arg_names", []))
-    bound = dict(zip(names, args))
+def _triton_launch(kernel, args, kwargs, grid) -> Launch:
+    bound = dict(zip(getattr(kernel, "arg_names", []), args))
     bound.update(kwargs)
     if callable(grid):
         grid = grid(bound)
-    grid = tuple(int(g) for g in (grid if isinstance(grid, (tuple, list)) else (grid,)))
     constants = {k: v for k, v in bound.items() if isinstance(v, (int, bool))}
     name = getattr(getattr(kernel, "fn", None), "__name__", type(kernel).__name__)
-    return Launch(kernel=name, grid=grid, constants=constants)
+    return Launch(kernel=name, grid=_grid(grid), constants=constants)
 
 
 @contextlib.contextmanager
-def record_launches() -> Iterator[list[Launch]]:
-    launches: list[Launch] = []
-    originals = {cls: cls.run for cls in _launch_classes()}
+def _recording_triton(launches: list[Launch]) -> Iterator[None]:
+    originals = {cls: cls.run for cls in _triton_classes()}
 
     def wrap(original):
         def run(self, *args, grid, warmup, **kwargs):
             if not warmup:
                 with contextlib.suppress(Exception):  # recording must never break a launch
-                    launches.append(_record(self, args, kwargs, grid))
+                    launches.append(_triton_launch(self, args, kwargs, grid))
             return original(self, *args, grid=grid, warmup=warmup, **kwargs)
 
         return run
@@ -61,7 +65,54 @@ def record_launches() -> Iterator[list[Launch]]:
     for cls, original in originals.items():
         cls.run = wrap(original)
     try:
-        yield launches
+        yield
     finally:
         for cls, original in originals.items():
             cls.run = original
+
+
+# --- cuTile ----------------------------------------------------------------------------
+
+
+def cutile_parameters(kernel) -> list[tuple[str, bool]]:
+    """(name, is it a ct.Constant) for each parameter of a @ct.kernel."""
+    function = kernel._annotated_function
+    names = list(function.pysig.parameters)
+    return [(n, a.constant) for n, a in zip(names, function.parameter_annotations)]
+
+
+def cutile_name(kernel) -> str:
+    return kernel._annotated_function.pyfunc.__name__
+
+
+def _cutile_launch(grid, kernel, args) -> Launch:
+    constants = {name: value for (name, _), value in zip(cutile_parameters(kernel), args)
+                 if isinstance(value, (int, bool))}
+    return Launch(kernel=cutile_name(kernel), grid=_grid(grid), constants=constants)
+
+
+@contextlib.contextmanager
+def _recording_cutile(launches: list[Launch]) -> Iterator[None]:
+    ct = sys.modules.get("cuda.tile")
+    if ct is None:
+        yield
+        return
+    original = ct.launch
+
+    def launch(stream, grid, kernel, kernel_args, *args, **kwargs):
+        with contextlib.suppress(Exception):
+            launches.append(_cutile_launch(grid, kernel, kernel_args))
+        return original(stream, grid, kernel, kernel_args, *args, **kwargs)
+
+    ct.launch = launch
+    try:
+        yield
+    finally:
+        ct.launch = original
+
+
+@contextlib.contextmanager
+def record_launches() -> Iterator[list[Launch]]:
+    launches: list[Launch] = []
+    with _recording_triton(launches), _recording_cutile(launches):
+        yield launches

@@ -84,6 +84,30 @@ class Runner:
         return outcome
 
 
+    def capture_cutile(self, args: tuple, kwargs: dict) -> list[tuple[Any, tuple]]:
+        """Call the function with `ct.launch` captured instead of run: (kernel, arguments) of
+        each launch. Needs no GPU, so cuTile kernels can be compile-checked on a CPU."""
+        import cuda.tile as ct
+
+        captured: list[tuple[Any, tuple]] = []
+
+        def launch(stream, grid, kernel, kernel_args, *more, **options):
+            captured.append((kernel, tuple(kernel_args)))
+
+        saved = ct.launch, torch.cuda.current_stream
+        ct.launch, torch.cuda.current_stream = launch, lambda *a, **k: None
+        try:
+            self._function(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - reported to the student
+            raise SubmissionError(
+                f"calling {self.function_name} to capture its launches failed: "
+                f"{describe(exc, self.path)}"
+            ) from None
+        finally:
+            ct.launch, torch.cuda.current_stream = saved
+        return captured
+
+
 def describe(exc: BaseException, path: Path, max_lines: int = 25) -> str:
     """`Type: message (at file:line)`, pointing at the deepest frame in the student's file."""
     where = ""

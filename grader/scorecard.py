@@ -80,6 +80,30 @@ def _explain(stage: StageResult, console: Console, verbose: bool) -> None:
         console.print(f"  ... {hidden} more failing cases (--verbose shows all)")
 
 
+def render_compile(results, archs, console: Console) -> None:
+    """The table of `grade compile`: a build check per stage and architecture."""
+    table = Table(title="cuTile compile check (builds only: not a correctness pass)",
+                  title_justify="left")
+    for column in ("#", "Stage", "Kernels", *archs, "Status"):
+        table.add_column(column)
+    styles = {"COMPILED": "bold cyan", "FAILED": "bold red", "NOT STARTED": "yellow",
+              "ERROR": "bold magenta"}
+    for r in results:
+        cells = {b.arch: ("ok" if b.ok else "FAILED") + f" {b.seconds:.1f}s" for b in r.builds}
+        kernels = f"{len(r.kernels)} ({r.signatures} variants)" if r.kernels else "-"
+        table.add_row(str(r.number), r.id, kernels, *(cells.get(a, "-") for a in archs),
+                      Text(r.status, style=styles[r.status]))
+    console.print(table)
+    for r in results:
+        if r.status != "COMPILED":
+            console.print(f"\n{r.status} stage{r.number} {r.id} ({r.module})", markup=False)
+            if r.message:
+                console.print(f"  {r.message}", markup=False)
+            for build in r.builds:
+                if not build.ok:
+                    console.print(f"  {build.arch}: {build.error}", markup=False)
+
+
 def _versions(machine: dict) -> str:
     shown = [f"{k} {v}" for k, v in machine.items() if v and k != "gpu"]
     gpu = machine.get("gpu")

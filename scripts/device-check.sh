@@ -1,42 +1,53 @@
 #!/usr/bin/env bash
-# One call on a GPU machine that checks everything the GPU can check, with logs under $OUT.
-#   - the machine: GPU, driver, Python, torch, triton
-#   - `grade all --solutions` on the real Triton backend (every case must pass)
-#   - `grade all` on the untouched exercises (every stage must be NOT STARTED)
-#   - `--backend auto` must pick the GPU
-# Usage: OUT=some/folder scripts/device-check.sh   (the device tool sets OUT itself)
+# One call on a GPU machine that checks everything the GPU can check, with logs under $OUT:
+#   - the machine: GPU, driver, Python, torch, triton, cuda-tile
+#   - `grade doctor`
+#   - `grade all --solutions` on the Triton GPU backend and on cuTile (every case must pass)
+#   - `--backend auto` must pick cuTile when it works
+#   - cuTile with a stale CUDA_HOME (the machine's older toolkit) must still grade
+#   - `grade all` on the untouched exercises: every stage NOT STARTED
+# Usage on the device tool: carry [".device"], command: source .device/env.sh; scripts/device-check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-/opt/torch/.venv/bin/python3}
 [ -x "$PY" ] || PY=python3
 OUT=${OUT:-device-results}
 mkdir -p "$OUT"
+TMP=$(mktemp -d)  # the device tool brings back at most 8 files: keep the rest out of $OUT
 export PYTHONUNBUFFERED=1
 status=0
+grade() { "$PY" -m grader "$@"; }
+check() {  # check NAME EXPECTED_EXIT -- ARGS: run `grade ARGS`, append its output to $OUT/logs.txt, compare the exit code
+  local name=$1 want=$2; shift 3
+  local start=$(date +%s)
+  { echo "===== $name: grade $*"; grade "$@"; } > "$TMP/$name.log" 2>&1
+  local got=$?
+  cat "$TMP/$name.log" >> "$OUT/logs.txt"
+  local verdict=ok; [ "$got" -eq "$want" ] || { verdict="FAILED (exit $got, wanted $want)"; status=1; }
+  echo "== $name: grade $* -> $verdict, $(( $(date +%s) - start )) s"
+}
 
 {
   date -u +"%Y-%m-%dT%H:%M:%SZ"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   "$PY" -c 'import sys, torch, triton; print("python", sys.version.split()[0], "| torch", torch.__version__, "| triton", triton.__version__, "| cuda", torch.version.cuda)'
+  "$PY" -c 'import importlib.metadata as m; print("cuda-tile", m.version("cuda-tile"))' 2>&1
 } 2>&1 | tee "$OUT/machine.txt"
 
-echo "== grade all --solutions --backend triton"
-start=$(date +%s)
-"$PY" -m grader all --solutions --backend triton --json "$OUT/solutions.json" 2>&1 | tee "$OUT/solutions.log"
-[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-echo "(first run, cold compile caches: $(( $(date +%s) - start )) s)"
-
-echo "== grade all --solutions (auto, warm caches)"
-start=$(date +%s)
-"$PY" -m grader all --solutions --json "$OUT/solutions-auto.json" > "$OUT/solutions-auto.log" 2>&1 || status=1
-grep -q '"backend": "triton"' "$OUT/solutions-auto.json" || { echo "auto did not pick triton"; status=1; }
-echo "auto picked: $(grep -m1 backend_reason "$OUT/solutions-auto.json"); warm run $(( $(date +%s) - start )) s"
-
-echo "== grade all (untouched exercises)"
-"$PY" -m grader all --json "$OUT/exercises.json" > "$OUT/exercises.log" 2>&1
-[ $? -eq 1 ] || { echo "exercises: expected exit 1"; status=1; }
-n=$(grep -c '"status": "NOT STARTED"' "$OUT/exercises.json")
-echo "exercises NOT STARTED: $n"
-
+check doctor 0 -- doctor
+check triton 0 -- all --solutions --backend triton --json "$OUT/triton.json"
+check cutile 0 -- all --solutions --backend cutile --json "$OUT/cutile.json"
+check auto 0 -- all --solutions --json "$OUT/auto.json"
+"$PY" -c "import json,sys; d=json.load(open('$OUT/auto.json')); print('   auto picked', d['backend'], '-', d['backend_reason']); sys.exit(d['backend'] != 'cutile')" || status=1
+if [ -d /usr/local/cuda ]; then
+  CUDA_HOME=/usr/local/cuda check stale-cuda-home 0 -- 1 --solutions --backend cutile --json "$OUT/stale.json"
+  grep -o '"backend_reason": "[^"]*"' "$OUT/stale.json" | sed 's/^/   /'
+fi
+check exercises-triton 1 -- all --backend triton --json "$TMP/ex-triton.json"
+check exercises-cutile 1 -- all --backend cutile --json "$TMP/ex-cutile.json"
+for f in ex-triton ex-cutile; do
+  echo "   $f: $(grep -c '"status": "NOT STARTED"' "$TMP/$f.json") stages NOT STARTED"
+done
+for name in triton cutile; do echo "--- $name scorecard"; grep -v '^grading' "$TMP/$name.log"; done
 echo "device-check: $([ $status -eq 0 ] && echo OK || echo FAILED)"
 exit $status

@@ -13,7 +13,7 @@ title = "mini"
 id = "vector_add"
 title = "Vector add"
 points = 10
-modules = { triton = "triton/stage1_vector_add.py" }
+modules = { triton = "triton/stage1_vector_add.py", cutile = "cutile/stage1_vector_add.py" }
 tolerance.float32 = { atol = 1e-6, rtol = 0 }
 cases = [ { n = 5, dtypes = ["float32"] } ]
 """

@@ -1,0 +1,134 @@
+"""Compiling cuTile kernels without a GPU: the check that a stage builds for each architecture.
+
+cuTile cannot run a kernel without a GPU, but tileiras compiles one anywhere. The grader
+calls the stage's host wrapper on CPU tensors drawn from the course's cases, with
+`ct.launch` captured instead of run, turns each captured launch into a kernel signature,
+and exports a cubin per target architecture. A kernel that compiles is not a kernel that
+is correct: results of this check are reported as COMPILED, never as PASS.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from grader.course import Course, Stage
+from grader.launches import cutile_name, cutile_parameters
+from grader.problems import DTYPES
+from grader.runner import Runner, SubmissionError
+from grader.skeletons import todo_state
+
+ARCHS = ("sm_80", "sm_90", "sm_100", "sm_120")
+
+
+@dataclass
+class ArchBuild:
+    arch: str
+    ok: bool
+    seconds: float
+    error: str = ""
+
+
+@dataclass
+class CompileResult:
+    number: int
+    id: str
+    module: str
+    status: str = "ERROR"  # COMPILED, FAILED, NOT STARTED or ERROR
+    message: str = ""
+    kernels: list[str] = field(default_factory=list)
+    signatures: int = 0
+    builds: list[ArchBuild] = field(default_factory=list)
+
+
+def _constraint(value, constant: bool):
+    import cuda.tile as ct
+    from cuda.tile.compilation import ArrayConstraint, ConstantConstraint, ScalarConstraint
+
+    if constant:
+        return ConstantConstraint(value)
+    if isinstance(value, torch.Tensor):
+        dtypes = {torch.float32: ct.float32, torch.float16: ct.float16,
+                  torch.bfloat16: ct.bfloat16, torch.int32: ct.int32, torch.int64: ct.int64}
+        return ArrayConstraint(dtypes[value.dtype], value.dim(), index_dtype=ct.int32,
+                               stride_lower_bound_incl=0, alias_groups=(),
+                               may_alias_internally=False)
+    if isinstance(value, bool):
+        return ScalarConstraint(ct.bool_)
+    if isinstance(value, int):
+        return ScalarConstraint(ct.int32 if -(2**31) <= value < 2**31 else ct.int64)
+    if isinstance(value, float):
+        return ScalarConstraint(ct.float32)
+    raise TypeError(f"a kernel argument of type {type(value).__name__} cannot be compile-checked")
+
+
+def _describe(value, constant: bool) -> tuple:
+    """A hashable description of what a signature depends on, to compile each only once."""
+    if constant:
+        return ("const", value)
+    if isinstance(value, torch.Tensor):
+        return ("array", str(value.dtype), value.dim())
+    return ("scalar", type(value).__name__)
+
+
+def signatures(launches) -> dict[str, tuple[object, list]]:
+    """kernel name -> (kernel, [KernelSignature, ...]) without duplicates."""
+    from cuda.tile.compilation import CallingConvention, KernelSignature
+
+    found: dict[str, tuple[object, dict]] = {}
+    for kernel, args in launches:
+        params = cutile_parameters(kernel)
+        key = tuple(_describe(v, c) for (_, c), v in zip(params, args))
+        name = cutile_name(kernel)
+        kernel_entry = found.setdefault(name, (kernel, {}))
+        if key not in kernel_entry[1]:
+            constraints = [_constraint(v, c) for (_, c), v in zip(params, args)]
+            sig = KernelSignature(constraints, CallingConvention.cutile_python_v2())
+            kernel_entry[1][key] = sig.with_mangled_symbol(name)
+    return {name: (kernel, list(sigs.values())) for name, (kernel, sigs) in found.items()}
+
+
+def compile_stage(course: Course, stage: Stage, solutions: bool,
+                  archs: tuple[str, ...] = ARCHS) -> CompileResult:
+    from cuda.tile.compilation import export_kernel
+
+    path = course.module_path(stage, "cutile", solutions)
+    result = CompileResult(stage.number, stage.id, str(path.relative_to(course.root)))
+    if not path.is_file():
+        result.message = f"{result.module} is missing"
+        return result
+    if todo_state(path.read_text(encoding="utf-8")).not_started:
+        result.status = "NOT STARTED"
+        result.message = f"fill in the TODOs in {result.module}"
+        return result
+    runner = Runner(path, stage.problem.function)
+    launches = []
+    try:
+        runner.load()
+        for case in stage.cases:
+            generator = torch.Generator().manual_seed(case.seed)
+            call = stage.problem.make_call(case.params, DTYPES[case.dtype], generator)
+            launches += runner.capture_cutile(call.args, call.kwargs)
+    except SubmissionError as exc:
+        result.message = str(exc)
+        return result
+    if not launches:
+        result.message = f"{result.module} made no ct.launch call"
+        return result
+    by_kernel = signatures(launches)
+    result.kernels = sorted(by_kernel)
+    result.signatures = sum(len(sigs) for _, sigs in by_kernel.values())
+    for arch in archs:
+        start, errors = time.perf_counter(), []
+        for name, (kernel, sigs) in by_kernel.items():
+            try:
+                export_kernel(kernel, sigs, io.BytesIO(), gpu_code=arch, output_format="cubin")
+            except Exception as exc:  # noqa: BLE001 - the compiler's message is the result
+                errors.append(f"{name}: {type(exc).__name__}: {str(exc).strip()[:2000]}")
+        seconds = round(time.perf_counter() - start, 2)
+        result.builds.append(ArchBuild(arch, not errors, seconds, "\n".join(errors)))
+    result.status = "COMPILED" if all(b.ok for b in result.builds) else "FAILED"
+    return result

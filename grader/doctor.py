@@ -1,0 +1,139 @@
+"""`grade doctor`: what this machine can grade, and how to fix what it cannot."""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+
+import torch
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from grader import backends, toolchain
+
+# The architecture to compile-check for when there is no GPU to ask.
+DEFAULT_ARCH = "sm_90"
+
+_TRITON_SMOKE = """
+import torch, triton, triton.language as tl
+@triton.jit
+def k(x, n, B: tl.constexpr):
+    o = tl.arange(0, B)
+    tl.store(x + o, tl.load(x + o, mask=o < n) * 2, mask=o < n)
+x = torch.ones(5)
+k[(1,)](x, 5, B=8)
+assert x.tolist() == [2.0] * 5, x
+"""
+
+
+@dataclass
+class BackendStatus:
+    name: str
+    available: bool
+    detail: str  # why it can run, or why not and the fix
+
+
+@dataclass
+class Diagnosis:
+    facts: list[tuple[str, str]] = field(default_factory=list)
+    backends: list[BackendStatus] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def can_grade(self) -> bool:
+        return any(b.available for b in self.backends)
+
+
+def diagnose() -> Diagnosis:
+    d = Diagnosis()
+    info = backends.machine_info()
+    d.facts.append(("Python", f"{platform.python_version()} ({sys.executable})"))
+    d.facts.append(("torch", f"{torch.__version__} (CUDA build: {torch.version.cuda or 'none, CPU only'})"))
+    d.facts.append(("triton", info["triton"] or "not installed"))
+    if info["triton"]:
+        d.facts.append(("Triton interpreter", _interpreter_works()))
+    tc = toolchain.inspect_toolchain()
+    d.facts.append(("cuda-tile", tc.cuda_tile or "not installed"))
+    d.facts.append(("tileiras", f"{tc.tileiras} ({tc.tileiras_version})" if tc.tileiras else "not found"))
+    home = f"{tc.cuda_home} (CUDA {tc.cuda_home_version or 'version unknown'})" if tc.cuda_home else "not set"
+    d.facts.append(("CUDA_HOME", home))
+    arch = backends.gpu_arch()
+    if arch:
+        major, minor = torch.cuda.get_device_capability()
+        d.facts.append(("GPU", torch.cuda.get_device_name()))
+        d.facts.append(("compute capability", f"{major}.{minor} ({arch})"))
+        d.facts.append(("driver", _driver_version()))
+        d.facts.append(("CUDA runtime (torch)", torch.version.cuda or "?"))
+    else:
+        d.facts.append(("GPU", "none found by torch"))
+
+    if tc.cuda_tile and tc.tileiras:
+        result = toolchain.probe(arch or DEFAULT_ARCH)
+        verdict = "yes" if result.ok else f"no: {result.error}"
+        d.facts.append((f"tileiras compiles for {result.arch}", verdict))
+        if result.drop_cuda_home:
+            d.notes.append(
+                f"tileiras fails with CUDA_HOME={tc.cuda_home} set (CUDA {tc.cuda_home_version or '?'}) "
+                "and works without it: that toolkit's ptxas/libnvvm are older than tileiras needs, "
+                "which makes every compile fail with 'failed to compile Tile IR program'. The grader "
+                "ignores CUDA_HOME for cuTile; to fix it for your own scripts, `unset CUDA_HOME` or "
+                "point it at CUDA 13.3 or newer."
+            )
+        elif not arch and result.ok:
+            d.notes.append("cuTile kernels cannot run here, but they compile: `grade compile` "
+                           "checks that every cuTile stage builds for sm_80/90/100/120.")
+
+    for name, backend in backends.BACKENDS.items():
+        why_not = backend.probe()
+        d.backends.append(BackendStatus(name, why_not is None, why_not or backend.summary))
+    return d
+
+
+def _interpreter_works() -> str:
+    # A child process: the interpreter mode is fixed when triton is imported.
+    try:
+        run = subprocess.run([sys.executable, "-c", _TRITON_SMOKE], capture_output=True,
+                             text=True, timeout=120, env={**os.environ, "TRITON_INTERPRET": "1"})
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"could not be tried: {exc}"
+    if run.returncode == 0:
+        return "works"
+    last = (run.stderr.strip().splitlines() or ["no output"])[-1]
+    return f"fails: {last}"
+
+
+def _driver_version() -> str:
+    if shutil.which("nvidia-smi"):
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True)
+        if out.returncode == 0 and out.stdout.strip():
+            return out.stdout.strip().splitlines()[0]
+    return "unknown (nvidia-smi not found)"
+
+
+def render(d: Diagnosis, console: Console) -> None:
+    facts = Table(title="This machine", title_justify="left", show_header=False)
+    facts.add_column(style="bold")
+    facts.add_column()
+    for key, value in d.facts:
+        facts.add_row(key, escape(value))
+    console.print(facts)
+    table = Table(title="Backends", title_justify="left")
+    table.add_column("backend")
+    table.add_column("can grade")
+    table.add_column("why / fix")
+    for b in d.backends:
+        table.add_row(b.name, "[green]yes[/]" if b.available else "[red]no[/]", escape(b.detail))
+    console.print(table)
+    for note in d.notes:
+        console.print(f"note: {escape(note)}")
+    if d.can_grade:
+        chosen = backends.select(backends.AUTO)
+        console.print(f"`grade` will use [bold]{chosen.backend.name}[/]: {escape(chosen.reason)}")
+    else:
+        console.print("[bold red]No backend can grade on this machine[/]: see the fixes above.")

@@ -1,0 +1,160 @@
+"""The cuTile track on a machine without a GPU: backend selection and its messages, the
+tileiras probe (with the stale-CUDA_HOME repair), `grade doctor`, and the compile check."""
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from grader import backends, compile_check, toolchain
+from grader.errors import BackendUnavailable
+
+SOLUTIONS = Path(__file__).resolve().parents[1] / "solutions" / "cutile"
+
+
+@pytest.fixture(autouse=True)
+def fresh_probe(monkeypatch, tmp_path):
+    """Each test probes anew, with its own cache file."""
+    monkeypatch.setattr(toolchain, "CACHE_FILE", tmp_path / "probe.json")
+    real_probe = toolchain.probe
+    real_probe.cache_clear()
+    yield
+    real_probe.cache_clear()
+
+
+def fake_gpu(monkeypatch, capability=(9, 0), name="NVIDIA H200"):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: capability)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: name)
+
+
+def test_cutile_needs_a_gpu_and_says_what_to_do_instead(run_grade, course):
+    code, out, err = run_grade("--course", str(course.path), "all", "--backend", "cutile")
+    assert code == 2
+    assert "cuTile kernels run only on a CUDA GPU" in err
+    assert "`grade compile`" in err and "--backend triton-interpret" in err
+    assert "Traceback" not in out + err
+
+
+def test_missing_cuda_tile_names_the_install_command(monkeypatch):
+    monkeypatch.setattr(toolchain, "cuda_tile_version", lambda: None)
+    with pytest.raises(BackendUnavailable, match=r"cuda-tile is not installed.*pip install"):
+        backends.select("cutile")
+
+
+def test_unsupported_gpu_is_named(monkeypatch):
+    fake_gpu(monkeypatch, capability=(7, 5), name="Tesla T4")
+    with pytest.raises(BackendUnavailable, match=r"Tesla T4 has compute capability 7.5"):
+        backends.select("cutile")
+
+
+def test_missing_tileiras_is_named(monkeypatch):
+    fake_gpu(monkeypatch)
+    found = toolchain.inspect_toolchain()
+    monkeypatch.setattr(toolchain, "inspect_toolchain", lambda: found.__class__(
+        **{**found.__dict__, "tileiras": None}))
+    with pytest.raises(BackendUnavailable, match=r"tileiras, the cuTile compiler, was not found"):
+        backends.select("cutile")
+
+
+def broken_with_cuda_home(arch):
+    if os.environ.get("CUDA_HOME"):
+        raise RuntimeError("TileCompilerExecutionError: failed to compile Tile IR program (5)")
+
+
+def test_stale_cuda_home_is_detected_and_dropped(monkeypatch):
+    monkeypatch.setenv("CUDA_HOME", "/usr/local/cuda-13.0")
+    result = toolchain.probe("sm_90", broken_with_cuda_home)
+    assert result.ok and result.drop_cuda_home
+    assert "failed to compile Tile IR program" in result.error
+    assert os.environ["CUDA_HOME"] == "/usr/local/cuda-13.0"  # the probe itself changes nothing
+    toolchain.apply(result)
+    assert "CUDA_HOME" not in os.environ
+
+
+def test_a_broken_tileiras_is_reported_with_the_cuda_home_hint(monkeypatch):
+    monkeypatch.setenv("CUDA_HOME", "/usr/local/cuda-13.0")
+    fake_gpu(monkeypatch)
+
+    def always_broken(arch):
+        raise RuntimeError("failed to compile Tile IR program")
+
+    result = toolchain.probe("sm_90", always_broken)
+    assert not result.ok and not result.drop_cuda_home
+    monkeypatch.setattr(toolchain, "probe", lambda arch: result)
+    with pytest.raises(BackendUnavailable) as info:
+        backends.select("cutile")
+    message = str(info.value)
+    assert "cannot compile for sm_90" in message and "CUDA_HOME=/usr/local/cuda-13.0" in message
+    assert "grade doctor" in message
+
+
+def test_the_real_tileiras_compiles_here():
+    result = toolchain.probe("sm_90")
+    assert result.ok, result.error
+
+
+def test_auto_prefers_cutile_when_it_works(monkeypatch):
+    fake_gpu(monkeypatch)
+    monkeypatch.setattr(toolchain, "probe", lambda arch: toolchain.Probe(arch, True))
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    selection = backends.select("auto")
+    assert selection.backend.name == "cutile"
+    assert "compiles for sm_90" in selection.reason and "--backend triton" in selection.reason
+
+
+def test_auto_takes_triton_on_a_gpu_where_cutile_cannot_compile(monkeypatch):
+    fake_gpu(monkeypatch)
+    monkeypatch.setattr(toolchain, "probe", lambda arch: toolchain.Probe(arch, False, "broken"))
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    assert backends.select("auto").backend.name == "triton"
+
+
+def test_doctor_reports_every_backend(run_grade):
+    code, out, _ = run_grade("doctor")
+    assert code == 0
+    for text in ("torch", "triton", "cuda-tile", "tileiras", "CUDA_HOME", "GPU",
+                 "Triton interpreter", "tileiras compiles for sm_90"):
+        assert text in out
+    assert "triton-interpret" in out and "cutile" in out
+    assert "`grade` will use triton-interpret" in out
+
+
+def test_doctor_exits_1_when_nothing_can_grade(run_grade, monkeypatch):
+    monkeypatch.setattr(backends, "BACKENDS", {
+        name: b.__class__(**{**b.__dict__, "probe": lambda: "not here"})
+        for name, b in backends.BACKENDS.items()})
+    code, out, _ = run_grade("doctor")
+    assert code == 1 and "No backend can grade on this machine" in out
+
+
+def test_every_cutile_reference_compiles_for_every_target(course):
+    results = [compile_check.compile_stage(course, s, solutions=True) for s in course.stages]
+    for r in results:
+        assert r.status == "COMPILED", (r.id, r.message, [b.error for b in r.builds if not b.ok])
+        assert [b.arch for b in r.builds] == list(compile_check.ARCHS)
+        assert r.kernels and r.signatures >= 1
+
+
+def test_untouched_cutile_skeletons_are_not_compiled(run_grade, course):
+    code, out, _ = run_grade("--course", str(course.path), "compile", "1")
+    assert code == 1
+    assert "NOT STARTED" in out and "not a correctness pass" in out
+
+
+def test_a_kernel_that_does_not_compile_fails_with_the_compiler_message(course, tmp_path):
+    source = (SOLUTIONS / "stage1_vector_add.py").read_text()
+    # Tile dimensions must be powers of two.
+    broken = source.replace("shape=(TILE_SIZE,)", "shape=(TILE_SIZE - 1,)")
+    assert broken != source
+    path = tmp_path / "course"
+    (path / "solutions" / "cutile").mkdir(parents=True)
+    (path / "solutions" / "cutile" / "stage1_vector_add.py").write_text(broken)
+    (path / "course.toml").write_text(course.path.read_text())
+    from grader.course import load_course
+
+    mini = load_course(path / "course.toml")
+    result = compile_check.compile_stage(mini, mini.select("vector_add"), True, ("sm_90",))
+    assert result.status == "FAILED"
+    assert result.builds[0].error.startswith("vector_add_kernel:")
