@@ -1,0 +1,66 @@
+"""Stage 2: a fused epilogue, y = GELU_tanh(x * weight + bias), in one kernel pass.
+
+In PyTorch, `gelu(x * w + b)` runs three kernels and writes two temporaries to
+memory. Elementwise work like this is limited by memory traffic, not arithmetic,
+so fusing it into ONE kernel that reads x once and writes y once is the whole win.
+
+The tile is now 2-D. x is [M, N]; its tile space is a cdiv(M, TILE_M) x
+cdiv(N, TILE_N) grid of TILE_M x TILE_N tiles, and block (ct.bid(0), ct.bid(1))
+owns tile (bid_m, bid_n), i.e. rows from bid_m * TILE_M and columns from
+bid_n * TILE_N. You pass tile indices, never element offsets or strides: the array
+carries its shape and strides, so any memory layout works. weight and bias are [N]
+vectors; their tile number bid_n holds exactly the columns of this x tile. A
+(TILE_N,) tile broadcasts against a (TILE_M, TILE_N) tile like in NumPy, one copy
+per row.
+
+Edge tiles hang over the bottom or right edge of x. Loads pad the missing lanes
+(ZERO keeps the arithmetic on them harmless) and the store drops them again.
+
+Arithmetic is done in fp32 whatever the input dtype (fp16/bf16 lose too much in
+x^3 and tanh), and only the final result is cast back to the output's dtype.
+GELU_tanh(z) = 0.5 * z * (1 + tanh(sqrt(2/pi) * (z + 0.044715 * z^3))); cuTile has
+no erf, but it does have ct.tanh.
+"""
+
+import cuda.tile as ct
+import torch
+
+__all__ = ["fused_gelu"]
+
+
+@ct.kernel
+def fused_gelu_kernel(x, weight, bias, out, TILE_M: ct.Constant[int], TILE_N: ct.Constant[int]):
+    bid_m = ct.bid(0)
+    bid_n = ct.bid(1)
+
+    # TODO 1: Load this block's x tile [TILE_M, TILE_N] and the matching [TILE_N]
+    #   tiles of weight and bias, padding lanes outside the arrays with zeros, and
+    #   convert all three to fp32.
+    #   Hint: ct.load(array, index=(bid_m, bid_n), shape=(TILE_M, TILE_N),
+    #   padding_mode=ct.PaddingMode.ZERO), tile.astype(ct.float32).
+    xt = ...
+    w = ...
+    b = ...
+
+    # TODO 2: Compute z = x * w + b (w and b broadcast over the rows), then
+    #   y = GELU_tanh(z) as in the module docstring.
+    #   Hint: [None, :] (or plain broadcasting), ct.tanh.
+    y = ...
+
+    # TODO 3: Cast y to the output's dtype and store it into this block's tile of
+    #   out (lanes outside out are dropped).
+    #   Hint: out.dtype, tile.astype, ct.store(array, index=(...), tile=...).
+    out_tile = ...
+
+
+def fused_gelu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """Return GELU_tanh(x * weight + bias) for x [M, N] and weight, bias [N]."""
+    M, N = x.shape
+    out = torch.empty((M, N), device=x.device, dtype=x.dtype)
+    TILE_M, TILE_N = 32, 128
+    grid = (ct.cdiv(M, TILE_M), ct.cdiv(N, TILE_N))
+    ct.launch(
+        torch.cuda.current_stream(), grid, fused_gelu_kernel,
+        (x, weight, bias, out, TILE_M, TILE_N),
+    )
+    return out
