@@ -5,6 +5,7 @@
     grade list              list the stages
     grade doctor            what this machine can grade, and how to fix what it cannot
     grade compile all       compile the cuTile stages for sm_80/90/100/120 (no GPU needed)
+    grade calibrate         suggest speed thresholds from the references on this GPU (instructors)
     grade skeletons         regenerate exercises/ from solutions/ (instructors)
 
 Exit codes: 0 every graded stage passes, 1 a stage fails (or is not started), 2 a usage or
@@ -23,13 +24,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from grader import __version__, backends, compile_check, doctor, toolchain
+from grader import __version__, backends, compile_check, doctor, speed, toolchain
+from grader import calibrate as calibration
+from grader.backups import backup
 from grader.course import TRACKS, Course, Stage, find_course_file, load_course
 from grader.errors import GradeError
 from grader.grading import grade_stage
 from grader.progress import stage_progress
 from grader.results import Report, StageResult
-from grader.scorecard import make_console, render, render_compile
+from grader.scorecard import make_console, render, render_calibration, render_compile
 from grader.skeletons import make_exercise, todo_state
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -45,7 +48,7 @@ class _GradeGroup(click.Group):
 
     def format_usage(self, ctx, formatter):
         formatter.write_usage(
-            "grade", "[--course PATH] STAGE... | all | list | doctor | compile | skeletons [OPTIONS]")
+            "grade", "[--course PATH] STAGE... | all | list | doctor | compile | calibrate | skeletons [OPTIONS]")
 
 
 @click.group(cls=_GradeGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -73,6 +76,9 @@ def _grading_options(command):
         click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
                      help="Also write the full result as JSON to this file."),
         click.option("-v", "--verbose", is_flag=True, help="Show every failing case."),
+        click.option("--benchmark-json", type=click.Path(dir_okay=False, path_type=Path),
+                     help="Write pytest-benchmark's record of the timed speed cases (GPU only); "
+                          "compare two with `pytest-benchmark compare A.json B.json`."),
     ]
     for option in reversed(options):
         command = option(command)
@@ -101,7 +107,7 @@ def all_command(ctx, **options) -> int:
 
 
 def _grade(course: Course, stages: list[Stage], backend: str, solutions: bool,
-           json_path: Path | None, verbose: bool) -> int:
+           json_path: Path | None, verbose: bool, benchmark_json: Path | None) -> int:
     console = make_console()
     selection = backends.select(backend)
     report = Report(
@@ -113,11 +119,19 @@ def _grade(course: Course, stages: list[Stage], backend: str, solutions: bool,
         started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )
     start = time.perf_counter()
+    parts = []
     for stage in stages:
         label = f"{stage.name} {stage.id} [{selection.backend.name}]"
-        with stage_progress(console, label, len(stage.cases)) as on_case:
-            result = grade_stage(course, stage, selection, solutions, on_case)
+        timed = 0 if speed.not_graded_reason(stage, selection) else len(stage.speed.cases)
+        part = benchmark_json.with_name(f"{benchmark_json.name}.{stage.id}") if benchmark_json else None
+        parts += [part] if part else []
+        started = time.perf_counter()
+        with stage_progress(console, label, len(stage.cases) + timed) as on_case:
+            result = grade_stage(course, stage, selection, solutions, on_case, benchmark_json=part)
+        result.seconds = round(time.perf_counter() - started, 2)
         report.stages.append(result)
+    if benchmark_json:
+        speed.merge_benchmark_files(parts, benchmark_json)
     report.seconds = round(time.perf_counter() - start, 2)
     render(report, console, verbose)
     if json_path:
@@ -177,6 +191,40 @@ def compile_command(ctx, selectors, solutions: bool, archs: tuple[str, ...]) -> 
     return EXIT_OK if all(r.status == "COMPILED" for r in results) else EXIT_FAILED
 
 
+@cli.command("calibrate")
+@click.argument("selectors", nargs=-1)
+@click.option("--backend", "backend_names", multiple=True,
+              type=click.Choice([n for n, b in backends.BACKENDS.items() if b.device == "cuda"]),
+              help="GPU backend to calibrate (repeatable; default: every one that runs here).")
+@click.option("--margin", type=click.FloatRange(0.05, 1.0), default=0.8, show_default=True,
+              help="Threshold = margin x the reference's slowest speed-up.")
+@click.option("--write", is_flag=True, help="Write the thresholds into course.toml (after a backup).")
+@click.pass_context
+def calibrate_command(ctx, selectors, backend_names, margin: float, write: bool) -> int:
+    """Time the reference solutions on this GPU and suggest speed thresholds (instructors)."""
+    course = _course(ctx)
+    wanted = [s for s in selectors if s != "all"]
+    chosen = {stage.id for stage in map(course.select, wanted)} if wanted else None
+    stages = [s for s in course.stages if s.speed and (chosen is None or s.id in chosen)]
+    names = backend_names or [n for n, b in backends.BACKENDS.items()
+                              if b.device == "cuda" and b.probe() is None]
+    if not names:
+        raise GradeError("`grade calibrate` needs a GPU backend that runs here; "
+                         "`grade doctor` says what is missing.")
+    console = make_console()
+    found = []
+    for name in names:
+        selection = backends.select(name)
+        for stage in stages:
+            console.print(f"timing the {stage.id} reference on {name} ...", markup=False)
+            found.append(calibration.calibrate_stage(course, stage, selection, margin))
+    render_calibration(found, margin, console)
+    if write:
+        kept = calibration.write_thresholds(course.path, found)
+        console.print(f"wrote the thresholds into {course.path} (the old file is {kept.name})")
+    return EXIT_OK
+
+
 @cli.command("skeletons")
 @click.option("--check", is_flag=True, help="Only report exercises that are out of date (exit 1).")
 @click.option("--force", is_flag=True,
@@ -210,9 +258,8 @@ def skeletons_command(ctx, check: bool, force: bool) -> int:
                     console.print(f"kept {shown}: its TODOs are filled in (use --force to "
                                   "replace it; the old file is kept as .bak)")
                     continue
-                backup = _free_name(exercise.with_name(exercise.name + ".bak"))
-                backup.write_text(current, encoding="utf-8")
-                console.print(f"kept the old {shown} as {backup.name}")
+                kept = backup(exercise)
+                console.print(f"kept the old {shown} as {kept.name}")
             exercise.parent.mkdir(parents=True, exist_ok=True)
             exercise.write_text(wanted, encoding="utf-8")
             console.print(f"wrote {shown}")
@@ -220,15 +267,6 @@ def skeletons_command(ctx, check: bool, force: bool) -> int:
         console.print("exercises are up to date" if not stale else f"{stale} exercises out of date")
         return EXIT_FAILED if stale else EXIT_OK
     return EXIT_FAILED if refused else EXIT_OK
-
-
-def _free_name(path: Path) -> Path:
-    """`path`, or `path.1`, `path.2`, ...: a backup never replaces an earlier backup."""
-    candidate, n = path, 0
-    while candidate.exists():
-        n += 1
-        candidate = path.with_name(f"{path.name}.{n}")
-    return candidate
 
 
 def main(args: list[str] | None = None) -> int:

@@ -45,10 +45,11 @@ def compare(
     if problem:
         return Verdict(False, problem)
 
+    # Elementwise work stays on the output's device: GPU outputs can be large.
     unwritten = never_written(output)
-    got = output.detach().to("cpu", torch.float32)
-    want = expected.detach().to("cpu", torch.float32)
-    unwritten = torch.zeros_like(got, dtype=torch.bool) if unwritten is None else unwritten.cpu()
+    got = output.detach().to(torch.float32)
+    want = expected.detach().to(device=got.device, dtype=torch.float32)
+    unwritten = torch.zeros_like(got, dtype=torch.bool) if unwritten is None else unwritten
     err = (got - want).abs()
     # `<=` is False for NaN, so a NaN never counts as a match, whatever the reference says.
     bad = ~(err <= tolerance.atol + tolerance.rtol * want.abs())
@@ -125,7 +126,7 @@ def _tile_report(bad: torch.Tensor, spec, launches) -> list[str]:
             if not isinstance(value, int) or value < 1:
                 return [f"(tiles not shown: no kernel launch passed {entry})"]
             extents.append(value)
-    size = torch.tensor(extents)
+    size = torch.tensor(extents, device=bad.device)
     tile_ids = bad.nonzero() // size
     tiles, counts = torch.unique(tile_ids, dim=0, return_counts=True)
     n_tiles = [-(-s // e) for s, e in zip(bad.shape, extents)]
@@ -135,6 +136,7 @@ def _tile_report(bad: torch.Tensor, spec, launches) -> list[str]:
     for n in n_tiles:
         total_tiles *= n
     lines = [f"bad elements lie in {len(tiles)} of {total_tiles} tiles ({names} per tile):"]
+    tiles, counts = tiles.cpu(), counts.cpu()
     order = counts.argsort(descending=True)[:SHOW_TILES]
     for t in order:
         tile = tiles[t].tolist()

@@ -47,6 +47,25 @@ class Case:
 
 
 @dataclass(frozen=True)
+class Threshold:
+    """What a kernel must reach on the GPU for its speed points (None: not required)."""
+
+    min_speedup: float | None = None  # baseline time / kernel time
+    min_fraction: float | None = None  # achieved GB/s or TFLOP/s / the GPU's measured ceiling
+
+
+@dataclass(frozen=True)
+class Speed:
+    """How a stage's speed is graded: the cases timed, the baseline, thresholds per backend."""
+
+    points: float
+    baseline: str
+    seconds: float  # timing budget per case
+    cases: tuple[Case, ...]
+    thresholds: dict[str, Threshold]  # backend name -> threshold
+
+
+@dataclass(frozen=True)
 class Stage:
     number: int
     id: str
@@ -57,6 +76,7 @@ class Stage:
     tiles: dict[str, tuple]  # track -> per output dimension: constexpr name, int, or "*"
     tolerance: dict[str, Tolerance]  # dtype name -> tolerance
     cases: tuple[Case, ...]
+    speed: Speed | None = None
 
     @property
     def name(self) -> str:
@@ -175,7 +195,7 @@ class _Checker:
         where = f"stages[{index}]"
         required = {"id": str, "title": str, "points": (int, float), "modules": dict,
                     "tolerance": dict, "cases": list}
-        s = self.table(raw, where, required, optional={"tiles": dict})
+        s = self.table(raw, where, required, optional={"tiles": dict, "speed": dict})
         problem = PROBLEMS.get(s.get("id", ""))
         if "id" in s and problem is None:
             self.error(f"{where}.id", f"unknown stage id '{s['id']}'; known: {', '.join(PROBLEMS)}")
@@ -198,6 +218,8 @@ class _Checker:
         ids = [c.id for c in cases]
         for dup in sorted({i for i in ids if ids.count(i) > 1}):
             self.error(f"{where}.cases", f"case {dup} appears more than once")
+        speed = self.speed(s["speed"], f"{where}.speed", problem, tolerance, s.get("id")) \
+            if "speed" in s else None
         if problem is None or any(key not in s for key in required):
             return None
         return Stage(
@@ -210,7 +232,37 @@ class _Checker:
             tiles={k: tuple(v) for k, v in tiles.items()},
             tolerance=tolerance,
             cases=tuple(cases),
+            speed=speed,
         )
+
+    def speed(self, raw: dict, where: str, problem: Problem | None, tolerance, stage_id) -> Speed | None:
+        from grader.backends import BACKENDS  # late: backends imports torch
+
+        required = {"points": (int, float), "baseline": str, "cases": list, "thresholds": dict}
+        s = self.table(raw, where, required, {"seconds": (int, float)})
+        if problem is not None and "baseline" in s and s["baseline"] not in problem.baselines:
+            self.error(f"{where}.baseline", f"unknown baseline '{s['baseline']}'; "
+                       f"known for {problem.id}: {', '.join(problem.baselines)}")
+        gpu_backends = {name: dict for name, b in BACKENDS.items() if b.device == "cuda"}
+        thresholds = {}
+        tables = self.table(s.get("thresholds", {}), f"{where}.thresholds", {}, gpu_backends)
+        for backend, value in tables.items():
+            here = f"{where}.thresholds.{backend}"
+            t = self.table(value, here, {}, {"min_speedup": (int, float), "min_fraction": (int, float)})
+            if not value:
+                self.error(here, "give min_speedup, min_fraction or both")
+            for key, number in t.items():
+                if number <= 0:
+                    self.error(f"{here}.{key}", "must be positive")
+            thresholds[backend] = Threshold(**{k: float(v) for k, v in t.items()})
+        cases = []
+        for j, case in enumerate(s.get("cases", [])):
+            cases += self.cases(case, f"{where}.cases[{j}]", problem, tolerance, f"{stage_id}/speed", j)
+        if problem is None or any(key not in s for key in required):
+            return None
+        return Speed(points=float(s["points"]), baseline=s["baseline"],
+                     seconds=float(s.get("seconds", 3.0)), cases=tuple(cases),
+                     thresholds=thresholds)
 
     def tolerances(self, raw: dict, where: str) -> dict[str, Tolerance]:
         tables = self.table(raw, where, required={}, optional={d: dict for d in DTYPES})

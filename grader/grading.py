@@ -17,6 +17,7 @@ from typing import Callable
 import pytest
 import torch
 
+from grader import speed
 from grader.backends import Selection
 from grader.compare import Verdict, compare
 from grader.course import Case, Course, Stage
@@ -25,6 +26,7 @@ from grader.problems import DTYPES, Call
 from grader.results import CaseResult, SpeedResult, StageResult, Status
 from grader.runner import Runner, SubmissionError
 from grader.skeletons import todo_state
+from grader.speed import SpeedCheck
 
 CHECKS = Path(__file__).parent / "checks"
 
@@ -94,30 +96,45 @@ def _guarded_inputs(call: Call, names: list[str], device: str) -> tuple[Call, li
 
 
 class _CasePlugin:
-    """Parametrizes the check modules with a stage's cases and reports each one as it ends."""
+    """Parametrizes a check module with cases and reports each case as it ends."""
 
-    def __init__(self, check: StageCheck, on_case: OnCase | None):
-        self.check = check
+    def __init__(self, cases, results: dict, on_case: OnCase | None):
+        self.cases = cases
+        self.results = results  # case id -> result, filled by the check object
         self.on_case = on_case
         self.failures: dict[str, str] = {}  # nodeid -> pytest's text, for checks that broke
+
+    def pytest_generate_tests(self, metafunc):
+        if "case" in metafunc.fixturenames:
+            metafunc.parametrize("case", self.cases, ids=[c.id for c in self.cases])
+
+    def pytest_runtest_logreport(self, report):
+        if report.failed and report.when != "call":
+            self.failures[report.nodeid] = str(report.longrepr)
+        if report.when == "call":
+            result = self.results.get(report.nodeid.rpartition("[")[2].rstrip("]"))
+            if result is not None and self.on_case:
+                self.on_case(result)
+
+
+class _CorrectnessPlugin(_CasePlugin):
+    def __init__(self, check: StageCheck, on_case: OnCase | None):
+        super().__init__(check.stage.cases, check.results, on_case)
+        self.check = check
 
     @pytest.fixture
     def grading(self) -> StageCheck:
         return self.check
 
-    def pytest_generate_tests(self, metafunc):
-        if "case" in metafunc.fixturenames:
-            cases = self.check.stage.cases
-            metafunc.parametrize("case", cases, ids=[c.id for c in cases])
 
-    def pytest_runtest_logreport(self, report):
-        if report.failed and report.when != "call":
-            self.failures[report.nodeid] = str(report.longrepr)
-        if report.when == "call" or (report.failed and report.when == "setup"):
-            case_id = report.nodeid.rpartition("[")[2].rstrip("]")
-            result = self.check.results.get(case_id)
-            if result and self.on_case:
-                self.on_case(result)
+class _SpeedPlugin(_CasePlugin):
+    def __init__(self, check: SpeedCheck, on_case: OnCase | None):
+        super().__init__(check.speed.cases, check.results, on_case)
+        self.check = check
+
+    @pytest.fixture
+    def speed(self) -> SpeedCheck:
+        return self.check
 
 
 @contextmanager
@@ -135,10 +152,24 @@ def _isolated_pytest():
             os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = saved
 
 
-def speed_status(selection: Selection) -> SpeedResult:
-    if selection.backend.device != "cuda":
-        return SpeedResult(False, "needs a GPU")
-    return SpeedResult(False, "no speed thresholds in course.toml")
+def _run_checks(module: str, plugin: _CasePlugin, extra: list[str] = ()) -> str | None:
+    """Run one check module through pytest; returns why it broke, or None."""
+    args = [
+        str(CHECKS / module),
+        "-c", str(CHECKS / "pytest.ini"),
+        "--rootdir", str(CHECKS),
+        "--import-mode=importlib",
+        "-p", "no:cacheprovider",
+        "-p", "no:terminal",
+        "-p", "no:warnings",
+        *extra,
+    ]
+    with _isolated_pytest():
+        code = pytest.main(args, plugins=[plugin])
+    if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) or plugin.failures:
+        broken = "\n".join(plugin.failures.values())
+        return f"the grader's checks could not run (pytest exit {int(code)}). {broken}"
+    return None
 
 
 def grade_stage(
@@ -148,10 +179,16 @@ def grade_stage(
     solutions: bool = False,
     on_case: OnCase | None = None,
     module: Path | None = None,
+    benchmark_json: Path | None = None,
 ) -> StageResult:
-    """Grade one stage; `module` overrides the exercise or solution file course.toml names."""
+    """Grade one stage; `module` overrides the exercise or solution file course.toml names.
+
+    Speed is timed only after every correctness case passed; `benchmark_json` receives
+    pytest-benchmark's record of the timed cases.
+    """
     backend = selection.backend
     path = module or course.module_path(stage, backend.track, solutions)
+    no_speed = speed.not_graded_reason(stage, selection)
     result = StageResult(
         number=stage.number,
         id=stage.id,
@@ -159,8 +196,8 @@ def grade_stage(
         backend=backend.name,
         module=_shown(path, course.root),
         max_points=stage.points,
-        speed=speed_status(selection),
     )
+    result.speed = SpeedResult(False, no_speed or "needs all correctness cases to pass first")
     if not path.is_file():
         result.message = f"{result.module} is missing; restore it from the course handout."
         return result
@@ -182,25 +219,23 @@ def grade_stage(
     if todos.unfilled:
         result.message = f"{result.module} {todos.describe()}"
     check = StageCheck(stage, selection, runner)
-    plugin = _CasePlugin(check, on_case)
-    args = [
-        str(CHECKS / "test_correctness.py"),
-        "-c", str(CHECKS / "pytest.ini"),
-        "--rootdir", str(CHECKS),
-        "--import-mode=importlib",
-        "-p", "no:cacheprovider",
-        "-p", "no:terminal",
-        "-p", "no:warnings",
-    ]
-    with _isolated_pytest():
-        code = pytest.main(args, plugins=[plugin])
+    broken = _run_checks("test_correctness.py", _CorrectnessPlugin(check, on_case))
     result.cases = [check.results[c.id] for c in stage.cases if c.id in check.results]
-    if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) or plugin.failures:
-        broken = "\n".join(plugin.failures.values())
-        result.message = f"the grader's checks could not run (pytest exit {int(code)}). {broken}"
-        result.status = Status.ERROR
+    if broken:
+        result.message, result.status = broken, Status.ERROR
         return result
     result.conclude(len(stage.cases))
+    if no_speed or result.status is not Status.PASS:
+        return result
+
+    timer = SpeedCheck(stage, selection, runner)
+    extra = ["-p", "pytest_benchmark.plugin", "--benchmark-timer=grader.timing.replay_clock"]
+    if benchmark_json:
+        extra.append(f"--benchmark-json={benchmark_json}")
+    broken = _run_checks("test_speed.py", _SpeedPlugin(timer, on_case), extra)
+    result.speed = timer.summary()
+    if broken:
+        result.speed.reason = broken
     return result
 
 

@@ -52,6 +52,19 @@ class Call:
 
 
 @dataclass(frozen=True)
+class Work:
+    """The least a correct kernel must do: bytes moved (each input read once, each output
+    written once) and floating-point operations. Speed is judged against these."""
+
+    bytes: int
+    flops: int = 0
+
+    @property
+    def compute_bound(self) -> bool:
+        return self.flops > 0
+
+
+@dataclass(frozen=True)
 class Problem:
     id: str
     function: str
@@ -59,6 +72,9 @@ class Problem:
     params: tuple[Param, ...]
     make_call: Callable[[dict, torch.dtype, torch.Generator], Call]
     reference: Callable[[Call], torch.Tensor]
+    work: Callable[[dict, torch.dtype], Work]
+    # PyTorch implementations a submission is timed against, in the input dtype.
+    baselines: dict[str, Callable[[Call], torch.Tensor]] = field(default_factory=dict)
 
     @property
     def arg_names(self) -> list[str]:
@@ -135,6 +151,42 @@ def _attention_ref(call):
     return F.scaled_dot_product_attention(q, k, v, is_causal=call.kwargs["causal"], scale=scale)
 
 
+def _size(dtype: torch.dtype) -> int:
+    return torch.empty((), dtype=dtype).element_size()
+
+
+def _compiled(fn):
+    """torch.compile'd on first use, so importing the grader never compiles anything."""
+    cache = {}
+
+    def run(call):
+        if "fn" not in cache:
+            cache["fn"] = torch.compile(fn)
+        return cache["fn"](*call.args, **call.kwargs)
+
+    return run
+
+
+def _gelu_bias(x, w, b):
+    return F.gelu(x * w + b, approximate="tanh")
+
+
+def _softmax_last(x):
+    return torch.softmax(x, dim=-1)
+
+
+def _sdpa(call, backend=None):
+    q, k, v = call.args
+    scale = call.kwargs.get("sm_scale")
+    causal = call.kwargs["causal"]
+    if backend is None:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    with sdpa_kernel(getattr(SDPBackend, backend)):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
+
+
 PROBLEMS: dict[str, Problem] = {
     p.id: p
     for p in [
@@ -145,6 +197,8 @@ PROBLEMS: dict[str, Problem] = {
             params=(Param("n", int, doc="length of x and y"),),
             make_call=_vector_add_call,
             reference=_vector_add_ref,
+            work=lambda p, dt: Work(3 * p["n"] * _size(dt)),
+            baselines={"torch": lambda c: torch.add(*c.args)},
         ),
         Problem(
             id="fused_gelu",
@@ -153,6 +207,9 @@ PROBLEMS: dict[str, Problem] = {
             params=(Param("M", int, doc="rows of x"), Param("N", int, doc="columns of x")),
             make_call=_fused_gelu_call,
             reference=_fused_gelu_ref,
+            work=lambda p, dt: Work((2 * p["M"] * p["N"] + 2 * p["N"]) * _size(dt)),
+            baselines={"torch": lambda c: _gelu_bias(*c.args),
+                       "torch.compile": _compiled(_gelu_bias)},
         ),
         Problem(
             id="softmax",
@@ -165,6 +222,9 @@ PROBLEMS: dict[str, Problem] = {
             ),
             make_call=_softmax_call,
             reference=_softmax_ref,
+            work=lambda p, dt: Work(2 * p["M"] * p["N"] * _size(dt)),
+            baselines={"torch": lambda c: _softmax_last(*c.args),
+                       "torch.compile": _compiled(_softmax_last)},
         ),
         Problem(
             id="matmul",
@@ -173,6 +233,9 @@ PROBLEMS: dict[str, Problem] = {
             params=(Param("M", int), Param("N", int), Param("K", int)),
             make_call=_matmul_call,
             reference=_matmul_ref,
+            work=lambda p, dt: Work((p["M"] * p["K"] + p["K"] * p["N"] + p["M"] * p["N"]) * _size(dt),
+                                    2 * p["M"] * p["N"] * p["K"]),
+            baselines={"torch": lambda c: torch.matmul(*c.args)},
         ),
         Problem(
             id="flash_attention",
@@ -188,6 +251,13 @@ PROBLEMS: dict[str, Problem] = {
             ),
             make_call=_attention_call,
             reference=_attention_ref,
+            # Each of q, k, v read once and the output written once; 4*N*N*D flops per head
+            # (QK^T and PV), half of them skipped under a causal mask.
+            work=lambda p, dt: Work(
+                4 * p["B"] * p["H"] * p["N"] * p["D"] * _size(dt),
+                4 * p["B"] * p["H"] * p["N"] ** 2 * p["D"] // (2 if p["causal"] else 1)),
+            baselines={"torch": _sdpa,
+                       "sdpa-flash": lambda c: _sdpa(c, "FLASH_ATTENTION")},
         ),
     ]
 }

@@ -36,9 +36,33 @@ class CaseResult:
 
 
 @dataclass
+class SpeedCase:
+    """One timed comparison of the submission with its PyTorch baseline on the GPU."""
+
+    id: str
+    dtype: str
+    params: dict[str, Any]
+    passed: bool
+    summary: str
+    ms: float = 0.0  # median
+    baseline: str = ""
+    baseline_ms: float = 0.0
+    speedup: float = 0.0  # baseline_ms / ms
+    achieved: float = 0.0  # in `unit`
+    unit: str = ""
+    ceiling: float = 0.0
+    fraction: float = 0.0  # achieved / ceiling
+    repeats: int = 0
+    spread: float = 0.0  # interquartile range / median of the submission's times
+
+
+@dataclass
 class SpeedResult:
     graded: bool
     reason: str
+    points: float = 0.0
+    max_points: float = 0.0
+    cases: list[SpeedCase] = field(default_factory=list)
 
 
 @dataclass
@@ -54,10 +78,20 @@ class StageResult:
     message: str = ""
     cases: list[CaseResult] = field(default_factory=list)
     speed: SpeedResult = field(default_factory=lambda: SpeedResult(False, ""))
+    seconds: float = 0.0  # wall time of grading this stage, speed included
 
     @property
     def cases_passed(self) -> int:
         return sum(c.passed for c in self.cases)
+
+    @property
+    def total_points(self) -> float:
+        return round(self.points + self.speed.points, 2)
+
+    @property
+    def total_max_points(self) -> float:
+        """Correctness points, plus speed points where speed is graded on this machine."""
+        return round(self.max_points + (self.speed.max_points if self.speed.graded else 0), 2)
 
     def conclude(self, total_cases: int) -> None:
         """Status and points from the case results: points in proportion to cases passed."""
@@ -79,21 +113,25 @@ class Report:
 
     @property
     def points(self) -> float:
-        return round(sum(s.points for s in self.stages), 2)
+        return round(sum(s.total_points for s in self.stages), 2)
 
     @property
     def max_points(self) -> float:
-        return round(sum(s.max_points for s in self.stages), 2)
+        return round(sum(s.total_max_points for s in self.stages), 2)
 
     @property
     def passed(self) -> bool:
-        return all(s.status is Status.PASS for s in self.stages)
+        """Every stage correct, and fast enough wherever speed was graded."""
+        return all(s.status is Status.PASS and (not s.speed.graded or s.speed.points == s.speed.max_points)
+                   for s in self.stages)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
-        for stage in data["stages"]:
-            stage["status"] = Status(stage["status"]).value
-            stage["cases_passed"] = sum(c["passed"] for c in stage["cases"])
+        for stage, result in zip(data["stages"], self.stages):
+            stage["status"] = result.status.value
+            stage["cases_passed"] = result.cases_passed
+            stage["total_points"] = result.total_points
+            stage["total_max_points"] = result.total_max_points
         return {"schema": SCHEMA, **data, "points": self.points, "max_points": self.max_points,
                 "passed": self.passed}
 

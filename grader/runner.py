@@ -14,7 +14,7 @@ import traceback
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -83,6 +83,11 @@ class Runner:
         outcome.allocations = poison.guarded
         return outcome
 
+
+    def bound(self, args: tuple, kwargs: dict) -> Callable[[], Any]:
+        """A zero-argument call of the submission without instrumentation, for timing."""
+        function = self._function
+        return lambda: function(*args, **kwargs)
 
     def capture_cutile(self, args: tuple, kwargs: dict) -> list[tuple[Any, tuple]]:
         """Call the function with `ct.launch` captured instead of run: (kernel, arguments) of

@@ -25,13 +25,17 @@ def make_console(stderr: bool = False) -> Console:
 
 
 def render(report: Report, console: Console, verbose: bool = False) -> None:
+    """The scorecard, the speed table where speed was graded, then what to fix."""
     console.print(_table(report))
+    if any(s.speed.cases for s in report.stages):
+        console.print(_speed_table(report))
     console.print(
         f"backend: [bold]{report.backend}[/] ({report.backend_reason}); graded "
         f"{report.target}/ in {report.seconds:.1f} s; {_versions(report.machine)}"
     )
     for stage in report.stages:
-        if stage.status is not Status.PASS:
+        slow = [c for c in stage.speed.cases if not c.passed]
+        if stage.status is not Status.PASS or slow:
             _explain(stage, console, verbose)
 
 
@@ -47,14 +51,14 @@ def _table(report: Report) -> Table:
     for s in report.stages:
         ran = s.status in (Status.PASS, Status.FAIL)
         cases = f"{s.cases_passed}/{len(s.cases)}" if ran else "-"
-        speed = "graded" if s.speed.graded else f"not graded: {s.speed.reason}"
+        speed = _speed_cell(s)
         table.add_row(
             str(s.number),
             f"{s.id}",
             s.backend,
             cases,
             Text(speed, style="dim"),
-            f"{_num(s.points)}/{_num(s.max_points)}",
+            f"{_num(s.total_points)}/{_num(s.total_max_points)}",
             Text(s.status.value, style=STYLES[s.status]),
         )
     table.add_section()
@@ -64,17 +68,45 @@ def _table(report: Report) -> Table:
     return table
 
 
+def _speed_cell(s: StageResult) -> str:
+    if not s.speed.graded:
+        return f"not graded: {s.speed.reason}"
+    slowest = min(s.speed.cases, key=lambda c: c.speedup, default=None)
+    shown = f" (down to {slowest.speedup:.2f}x {slowest.baseline})" if slowest else ""
+    return f"{_num(s.speed.points)}/{_num(s.speed.max_points)}{shown}"
+
+
+def _speed_table(report: Report) -> Table:
+    table = Table(title="speed on the GPU (median of CUDA-event times, L2 flushed, interleaved "
+                        "with the baseline)", title_justify="left")
+    for column in ("Stage", "Case", "ms", "Baseline", "Speed-up", "Achieved", "Of limit",
+                   "Verdict"):
+        table.add_column(column, justify="right" if column not in ("Stage", "Case", "Baseline",
+                                                                   "Verdict") else "left")
+    for s in report.stages:
+        for c in s.speed.cases:
+            verdict = Text("fast enough" if c.passed else "too slow" if c.ms else "wrong",
+                           style="green" if c.passed else "red")
+            table.add_row(s.id, c.id, f"{c.ms:.4g}", f"{c.baseline} {c.baseline_ms:.4g} ms",
+                          f"{c.speedup:.2f}x", f"{c.achieved:g} {c.unit}",
+                          f"{100 * c.fraction:.0f}%", verdict)
+    return table
+
+
 def _explain(stage: StageResult, console: Console, verbose: bool) -> None:
     head = f"\n[{STYLES[stage.status]}]{stage.status.value}[/] stage{stage.number} {stage.id}"
     console.print(f"{head} ({stage.module})", highlight=False)
     if stage.message:
         console.print(f"  {stage.message}", highlight=False, markup=False)
     failed = [c for c in stage.cases if not c.passed]
-    for case in failed if verbose else failed[:FAILURES_SHOWN]:
+    for case in (failed if verbose else failed[:FAILURES_SHOWN]):
         console.print(f"  case {case.id} (seed {case.seed}): {case.summary}",
                       highlight=False, markup=False)
         for line in case.details:
             console.print(f"    {line}", highlight=False, markup=False)
+    for case in stage.speed.cases:
+        if not case.passed:
+            console.print(f"  speed {case.id}: {case.summary}", highlight=False, markup=False)
     hidden = len(failed) - FAILURES_SHOWN
     if hidden > 0 and not verbose:
         console.print(f"  ... {hidden} more failing cases (--verbose shows all)")
@@ -102,6 +134,21 @@ def render_compile(results, archs, console: Console) -> None:
             for build in r.builds:
                 if not build.ok:
                     console.print(f"  {build.arch}: {build.error}", markup=False)
+
+
+def render_calibration(found, margin: float, console: Console) -> None:
+    table = Table(title=f"speed thresholds from the references (margin {margin:g})",
+                  title_justify="left")
+    for column in ("Stage", "Backend", "Case", "ms", "Baseline", "Speed-up", "Of limit",
+                   "Suggested"):
+        table.add_column(column)
+    for cal in found:
+        for i, c in enumerate(cal.cases):
+            suggested = f"min_speedup = {cal.suggested.min_speedup:g}" if i == 0 else ""
+            table.add_row(cal.stage, cal.backend, c.id, f"{c.ms:.4g}",
+                          f"{c.baseline} {c.baseline_ms:.4g} ms", f"{c.speedup:.2f}x",
+                          f"{100 * c.fraction:.0f}%", suggested)
+    console.print(table)
 
 
 def _versions(machine: dict) -> str:

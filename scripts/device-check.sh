@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # One call on a GPU machine that checks everything the GPU can check, with logs under $OUT:
-#   - the machine: GPU, driver, Python, torch, triton, cuda-tile
-#   - `grade doctor`
-#   - `grade all --solutions` on the Triton GPU backend and on cuTile (every case must pass)
+#   - the machine: GPU, driver, Python, torch, triton, cuda-tile; `grade doctor`
+#   - `grade calibrate --write`: speed thresholds from the references on this GPU (the
+#     updated course.toml comes back as $OUT/course.toml)
+#   - `grade all --solutions` on the Triton GPU backend and on cuTile: every case must pass,
+#     speed included (pytest-benchmark records in $OUT/<backend>-bench.json)
 #   - `--backend auto` must pick cuTile when it works
 #   - cuTile with a stale CUDA_HOME (the machine's older toolkit) must still grade
 #   - `grade all` on the untouched exercises: every stage NOT STARTED
+#   - one stage graded again with warm caches (the overhead target: under 30 s)
 # Usage on the device tool: carry [".device"], command: source .device/env.sh; scripts/device-check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -35,19 +38,24 @@ check() {  # check NAME EXPECTED_EXIT -- ARGS: run `grade ARGS`, append its outp
 } 2>&1 | tee "$OUT/machine.txt"
 
 check doctor 0 -- doctor
-check triton 0 -- all --solutions --backend triton --json "$OUT/triton.json"
-check cutile 0 -- all --solutions --backend cutile --json "$OUT/cutile.json"
-check auto 0 -- all --solutions --json "$OUT/auto.json"
-"$PY" -c "import json,sys; d=json.load(open('$OUT/auto.json')); print('   auto picked', d['backend'], '-', d['backend_reason']); sys.exit(d['backend'] != 'cutile')" || status=1
+check calibrate 0 -- calibrate --write
+cp course.toml "$OUT/course.toml"
+for b in triton cutile; do
+  check "$b" 0 -- all --solutions --backend "$b" --json "$OUT/$b.json" --benchmark-json "$OUT/$b-bench.json"
+done
+check auto 0 -- 1 --solutions --json "$TMP/auto.json"
+"$PY" -c "import json,sys; d=json.load(open('$TMP/auto.json')); print('   auto picked', d['backend'], '-', d['backend_reason']); sys.exit(d['backend'] != 'cutile')" || status=1
 if [ -d /usr/local/cuda ]; then
-  CUDA_HOME=/usr/local/cuda check stale-cuda-home 0 -- 1 --solutions --backend cutile --json "$OUT/stale.json"
-  grep -o '"backend_reason": "[^"]*"' "$OUT/stale.json" | sed 's/^/   /'
+  CUDA_HOME=/usr/local/cuda check stale-cuda-home 0 -- 1 --solutions --backend cutile --json "$TMP/stale.json"
+  grep -o '"backend_reason": "[^"]*"' "$TMP/stale.json" | sed 's/^/   /'
 fi
 check exercises-triton 1 -- all --backend triton --json "$TMP/ex-triton.json"
 check exercises-cutile 1 -- all --backend cutile --json "$TMP/ex-cutile.json"
 for f in ex-triton ex-cutile; do
   echo "   $f: $(grep -c '"status": "NOT STARTED"' "$TMP/$f.json") stages NOT STARTED"
 done
-for name in triton cutile; do echo "--- $name scorecard"; grep -v '^grading' "$TMP/$name.log"; done
+check warm-stage5-cutile 0 -- 5 --solutions --backend cutile
+check warm-stage4-triton 0 -- 4 --solutions --backend triton
+for name in calibrate triton cutile; do echo "--- $name"; grep -v '^grading\|^timing' "$TMP/$name.log"; done
 echo "device-check: $([ $status -eq 0 ] && echo OK || echo FAILED)"
 exit $status

@@ -1,0 +1,23 @@
+"""Speed of one stage on the GPU: each speed case of course.toml timed against PyTorch.
+
+`grade` runs this module through pytest with pytest-benchmark and a plugin
+(grader.grading) that parametrizes `case` and provides `speed`. The timing happens in
+grader.timing (CUDA events, L2 flushed, interleaved with the baseline); pytest-benchmark
+receives the recorded samples through its timer hook and keeps, summarises and compares
+them (--benchmark-json).
+"""
+
+from grader.timing import ReplayClock
+
+
+def test_speed(speed, case, benchmark):
+    timed = speed.time(case)
+    clock = ReplayClock.current = ReplayClock(timed.samples_ms)
+    benchmark.group = speed.stage.id
+    benchmark.extra_info.update(
+        baseline=timed.case.baseline, baseline_ms=timed.case.baseline_ms,
+        speedup=timed.case.speedup, achieved=timed.case.achieved, unit=timed.case.unit,
+        fraction_of_limit=timed.case.fraction, spread=timed.case.spread,
+    )
+    benchmark.pedantic(clock.advance, rounds=len(timed.samples_ms), iterations=1, warmup_rounds=0)
+    assert timed.case.passed, timed.case.summary

@@ -1,0 +1,125 @@
+"""Timing GPU code the way kernel engineers do, side by side with a baseline.
+
+- CUDA events around each call, read back in batches, so the timed region holds GPU work
+  and launch overhead but not Python bookkeeping or synchronisation.
+- Warm-up calls first: they absorb JIT compilation and autotuning.
+- The L2 cache is flushed (a buffer twice its size is zeroed) before every timed call, so
+  no call profits from data a previous call left in L2. The flush is enqueued before the
+  start event, which keeps the GPU busy while the CPU launches the timed call.
+- Candidates are interleaved call by call (student, baseline, student, ...), so drift of
+  clocks, temperature or neighbours on a shared GPU hits both alike; verdicts use ratios.
+- Repeats go on until the interquartile range of every candidate is within `rel_spread` of
+  its median (after `min_repeats`), or until the time budget or `max_repeats` runs out.
+- The median is the figure reported.
+
+`ReplayClock` hands the recorded samples to pytest-benchmark (see grader/checks/test_speed.py),
+which keeps, summarises and compares them; the measurement itself happens here.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+
+BATCH = 10  # timed calls per candidate between synchronisations
+
+
+@dataclass
+class Samples:
+    """Per-call times of one candidate, in milliseconds."""
+
+    times_ms: list[float] = field(default_factory=list)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.times_ms)
+
+    @property
+    def spread(self) -> float:
+        """Interquartile range over the median: 0.02 means the middle half lies within 2%."""
+        if len(self.times_ms) < 4:
+            return float("inf")
+        q1, _, q3 = statistics.quantiles(self.times_ms, n=4)
+        return (q3 - q1) / self.median
+
+
+@dataclass(frozen=True)
+class Budget:
+    seconds: float = 5.0  # wall time for the timed loop of one comparison
+    warmup: int = 3
+    min_repeats: int = 20
+    max_repeats: int = 1000
+    rel_spread: float = 0.03
+
+
+class _L2Flush:
+    """Zeroing a buffer twice the size of L2 evicts whatever the last call left there."""
+
+    def __init__(self, device: torch.device):
+        l2 = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or 64 << 20
+        self.buffer = torch.empty(2 * l2 // 4, dtype=torch.int32, device=device)
+
+    def __call__(self) -> None:
+        self.buffer.zero_()
+
+
+def measure(candidates: dict[str, Callable[[], object]], budget: Budget = Budget()) -> dict[str, Samples]:
+    """Time each zero-argument callable on the current CUDA device, interleaved."""
+    device = torch.device("cuda", torch.cuda.current_device())
+    flush = _L2Flush(device)
+    for fn in candidates.values():
+        for _ in range(budget.warmup):
+            fn()
+    torch.cuda.synchronize()
+    samples = {name: Samples() for name in candidates}
+    deadline = time.perf_counter() + budget.seconds
+    while True:
+        events = {name: [] for name in candidates}
+        for _ in range(BATCH):
+            for name, fn in candidates.items():
+                flush()
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                fn()
+                end.record()
+                events[name].append((start, end))
+        torch.cuda.synchronize()
+        for name, pairs in events.items():
+            samples[name].times_ms += [s.elapsed_time(e) for s, e in pairs]
+        repeats = len(next(iter(samples.values())).times_ms)
+        settled = all(s.spread <= budget.rel_spread for s in samples.values())
+        if repeats >= budget.max_repeats or (repeats >= budget.min_repeats and settled):
+            break
+        if time.perf_counter() > deadline and repeats >= budget.min_repeats:
+            break
+    return samples
+
+
+class ReplayClock:
+    """A pytest-benchmark timer that replays recorded samples, one per round.
+
+    pytest-benchmark reads the timer before and after each round's target; `advance` (the
+    target) moves the clock by the next recorded sample, so the durations it records are
+    exactly the CUDA-event times measured by `measure`.
+    """
+
+    current: "ReplayClock | None" = None
+
+    def __init__(self, times_ms: list[float]):
+        self.times_s = [t / 1e3 for t in times_ms]
+        self.now = 0.0
+        self.index = 0
+
+    def advance(self) -> None:
+        self.now += self.times_s[self.index]
+        self.index += 1
+
+
+def replay_clock() -> float:
+    """The timer named in pytest-benchmark's --benchmark-timer option."""
+    clock = ReplayClock.current
+    return clock.now if clock else 0.0

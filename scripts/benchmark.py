@@ -1,0 +1,111 @@
+"""Reference kernels against PyTorch on the GPU, side by side in one run; prints one table.
+
+For each shape of the course's benchmark list, the Triton and cuTile references and the
+PyTorch implementations (eager, torch.compile, SDPA backends) are timed together by
+grader.timing.measure: CUDA events, L2 flushed before every call, calls interleaved, median
+reported. Every candidate's output is checked against the float32 reference first.
+
+Usage:  python scripts/benchmark.py [--only STAGE] [--markdown FILE] [--seconds S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from grader import ceilings, timing  # noqa: E402
+from grader.compare import compare  # noqa: E402
+from grader.course import load_course  # noqa: E402
+from grader.problems import DTYPES  # noqa: E402
+
+# The shapes kernel engineers quote, per stage: (params, dtype).
+SHAPES = {
+    "vector_add": [({"n": 2**26}, "float32")],
+    "fused_gelu": [({"M": 8192, "N": 8192}, "bfloat16"), ({"M": 8192, "N": 8192}, "float32")],
+    "softmax": [({"M": 8192, "N": 8192, "scale": 1.0}, "float32"),
+                ({"M": 4096, "N": 32768, "scale": 1.0}, "float32"),
+                ({"M": 8192, "N": 8192, "scale": 1.0}, "bfloat16")],
+    "matmul": [({"M": n, "N": n, "K": n}, dt) for n in (4096, 8192) for dt in ("bfloat16", "float16")],
+    "flash_attention": [({"B": 4, "H": 32, "N": 4096, "D": d, "causal": c, "sm_scale": None}, "bfloat16")
+                        for d in (64, 128) for c in (False, True)],
+}
+
+
+def load(path: Path, function: str):
+    spec = importlib.util.spec_from_file_location(f"bench_{path.parent.name}_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return getattr(module, function)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", action="append", help="stage id (repeatable)")
+    parser.add_argument("--markdown", type=Path, help="also write the table as Markdown")
+    parser.add_argument("--seconds", type=float, default=4.0, help="timing budget per shape")
+    parser.add_argument("--no-cutile", action="store_true")
+    args = parser.parse_args()
+
+    course = load_course(ROOT / "course.toml")
+    limits = ceilings.ceilings()
+    print(f"# {limits.gpu}: measured ceilings {limits.memory_gbps:g} GB/s, "
+          f"{limits.tflops} TFLOP/s; torch {torch.__version__}", flush=True)
+    rows = []
+    for stage in course.stages:
+        if args.only and stage.id not in args.only:
+            continue
+        problem = stage.problem
+        kernels = {"triton": load(course.module_path(stage, "triton", True), problem.function)}
+        if not args.no_cutile:
+            kernels["cutile"] = load(course.module_path(stage, "cutile", True), problem.function)
+        for params, dtype in SHAPES[stage.id]:
+            call = problem.make_call(params, DTYPES[dtype], torch.Generator().manual_seed(0))
+            call.args = tuple(a.cuda() for a in call.args)
+            expected = problem.reference(call)
+            candidates = {name: (lambda f=f: f(*call.args, **call.kwargs)) for name, f in kernels.items()}
+            candidates.update({name: (lambda b=b: b(call)) for name, b in problem.baselines.items()})
+            wrong = []
+            for name, fn in candidates.items():
+                verdict = compare(fn(), expected, DTYPES[dtype], "cuda", stage.tolerance[dtype])
+                if not verdict.passed:
+                    wrong.append(f"{name}: {verdict.summary}")
+            samples = timing.measure(candidates, timing.Budget(seconds=args.seconds))
+            work = problem.work(params, DTYPES[dtype])
+            ceiling, unit = limits.limit(work, dtype)
+            shape = ",".join(f"{k}={v}" for k, v in params.items() if v is not None)
+            torch_ms = samples["torch"].median
+            for name, s in samples.items():
+                rate = ceilings.achieved(work, s.median / 1e3)
+                rows.append((stage.id, shape, dtype, name, s.median, rate, unit, rate / ceiling,
+                             torch_ms / s.median, s.spread, len(s.times_ms)))
+                print(_row(rows[-1]), flush=True)
+            for line in wrong:
+                print(f"  WRONG {stage.id} {shape} {dtype}: {line}", flush=True)
+    if args.markdown:
+        header = ("| stage | shape | dtype | implementation | ms | achieved | of ceiling | "
+                  "vs torch | IQR/median | repeats |\n|---|---|---|---|---|---|---|---|---|---|\n")
+        body = "".join("| " + " | ".join(_cells(r)) + " |\n" for r in rows)
+        args.markdown.write_text(header + body)
+    return 0
+
+
+def _cells(r) -> list[str]:
+    stage, shape, dtype, name, ms, rate, unit, fraction, speedup, spread, n = r
+    return [stage, shape, dtype, name, f"{ms:.4f}", f"{rate:.0f} {unit}", f"{100 * fraction:.0f}%",
+            f"{speedup:.2f}x", f"{100 * spread:.1f}%", str(n)]
+
+
+def _row(r) -> str:
+    return "  ".join(f"{c:>14}" if i > 3 else f"{c:<16}" for i, c in enumerate(_cells(r)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

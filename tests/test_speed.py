@@ -1,0 +1,147 @@
+"""Speed grading, with the GPU timing replaced by fixed samples so it runs on a CPU.
+
+What is checked here is everything around the measurement: gating (GPU only, correctness
+first, thresholds per backend), verdicts and points, the pytest-benchmark record, the JSON
+and the scorecard. The measurement itself (grader/timing.py) runs on the GPU through
+scripts/device-check.sh.
+"""
+
+import dataclasses
+import json
+
+import pytest
+
+from grader import backends, ceilings, grading, speed, timing
+from grader.course import load_course
+from grader.results import Status
+
+COURSE = """
+[course]
+title = "speedy"
+
+[[stages]]
+id = "vector_add"
+title = "Vector add"
+points = 10
+modules = { triton = "triton/stage1_vector_add.py", cutile = "cutile/stage1_vector_add.py" }
+tolerance.float32 = { atol = 1e-6, rtol = 1e-6 }
+cases = [ { n = 100, dtypes = ["float32"] } ]
+
+[stages.speed]
+points = 4
+baseline = "torch"
+seconds = 1
+cases = [ { n = 3000, dtypes = ["float32"] }, { n = 5000, dtypes = ["float32"] } ]
+thresholds.triton = { min_speedup = THRESHOLD }
+"""
+
+FAKE_LIMITS = ceilings.Ceilings("Fake GPU", memory_gbps=1000.0, tflops={"float32": 100.0})
+
+
+@pytest.fixture
+def fake_gpu_timing(monkeypatch):
+    """Kernel 1 ms, baseline 2 ms, whatever runs: speed-up 2."""
+
+    def measure(candidates, budget=timing.Budget()):
+        for fn in candidates.values():
+            fn()
+        times = {"student": [1.0, 1.0, 1.1, 0.9], "baseline": [2.0, 2.0, 2.2, 1.8]}
+        return {name: timing.Samples(list(times[name])) for name in candidates}
+
+    monkeypatch.setattr(timing, "measure", measure)
+    monkeypatch.setattr(ceilings, "ceilings", lambda: FAKE_LIMITS)
+    monkeypatch.setattr(speed, "not_graded_reason", lambda stage, selection: None)
+    interpret = backends.select("triton-interpret")
+    # Named like the GPU backend so that course.toml's thresholds.triton applies.
+    return backends.Selection(dataclasses.replace(interpret.backend, name="triton"), "test")
+
+
+def grade(tmp_path, course_root, selection, threshold, benchmark_json=None, module=None):
+    path = tmp_path / "course.toml"
+    path.write_text(COURSE.replace("THRESHOLD", str(threshold)))
+    mini = load_course(path)
+    stage = mini.stages[0]
+    module = module or course_root / "solutions/triton/stage1_vector_add.py"
+    return grading.grade_stage(mini, stage, selection, module=module, benchmark_json=benchmark_json)
+
+
+def test_fast_enough_earns_the_speed_points(tmp_path, course, fake_gpu_timing):
+    record = tmp_path / "bench.json"
+    result = grade(tmp_path, course.root, fake_gpu_timing, 1.5, record)
+    assert result.status is Status.PASS
+    assert result.speed.graded and result.speed.points == 4 and result.speed.max_points == 4
+    assert result.total_points == 14 and result.total_max_points == 14
+    case = result.speed.cases[0]
+    assert case.passed and case.speedup == 2.0 and case.ms == 1.0 and case.baseline_ms == 2.0
+    # 3 * 3000 float32 elements = 36000 bytes in 1 ms = 0.036 GB/s of a 1000 GB/s ceiling.
+    assert case.unit == "GB/s" and case.achieved == pytest.approx(0.036, abs=0.05)
+    assert "2.00x" in case.summary
+
+    data = json.loads(record.read_text())
+    (first, second) = data["benchmarks"]
+    assert first["group"] == "vector_add" and first["stats"]["rounds"] == 4
+    assert first["stats"]["median"] == pytest.approx(1.0e-3)
+    assert first["extra_info"]["speedup"] == 2.0 and first["extra_info"]["baseline"] == "torch"
+
+
+def test_too_slow_gets_no_speed_points_and_says_why(tmp_path, course, fake_gpu_timing):
+    result = grade(tmp_path, course.root, fake_gpu_timing, 3)
+    assert result.status is Status.PASS and result.speed.graded
+    assert result.speed.points == 0 and result.total_max_points == 14
+    assert all("too slow" in c.summary and "needs 3x torch" in c.summary for c in result.speed.cases)
+
+
+def test_speed_waits_for_correctness(tmp_path, course, fake_gpu_timing):
+    source = (course.root / "solutions/triton/stage1_vector_add.py").read_text()
+    broken = tmp_path / "broken.py"
+    broken.write_text(source.replace("x + y", "x - y"))
+    result = grade(tmp_path, course.root, fake_gpu_timing, 1.5, module=broken)
+    assert result.status is Status.FAIL
+    assert not result.speed.graded and result.speed.reason == "needs all correctness cases to pass first"
+    assert result.total_max_points == 10
+
+
+def test_no_gpu_means_not_graded(course, interpret):
+    stage = course.select("matmul")
+    assert speed.not_graded_reason(stage, interpret) == "needs a GPU"
+
+
+def test_every_stage_has_speed_thresholds_for_both_gpu_backends(course):
+    for stage in course.stages:
+        assert stage.speed and stage.speed.cases, stage.id
+        assert set(stage.speed.thresholds) == {"triton", "cutile"}, stage.id
+        assert stage.speed.baseline in stage.problem.baselines
+
+
+def test_speed_section_is_validated(tmp_path):
+    path = tmp_path / "course.toml"
+    text = COURSE.replace("THRESHOLD", "1").replace('baseline = "torch"', 'baseline = "numpy"')
+    text = text.replace("thresholds.triton = { min_speedup = 1 }",
+                        "thresholds.triton = { min_speedup = 0 }\nthresholds.triton-interpret = { min_speedup = 1 }")
+    path.write_text(text)
+    with pytest.raises(Exception) as info:
+        load_course(path)
+    message = str(info.value)
+    assert "stages[0].speed.baseline: unknown baseline 'numpy'" in message
+    assert "stages[0].speed.thresholds.triton.min_speedup: must be positive" in message
+    assert "stages[0].speed.thresholds.triton-interpret: unknown key" in message
+
+
+def test_calibrate_writes_thresholds_in_place_and_keeps_a_backup(tmp_path, course):
+    from grader.calibrate import Calibration, write_thresholds
+    from grader.course import Threshold
+
+    path = tmp_path / "course.toml"
+    original = course.path.read_text()
+    path.write_text(original)
+    found = [Calibration("softmax", "triton", [], Threshold(min_speedup=1.35)),
+             Calibration("matmul", "cutile", [], Threshold(min_speedup=0.7))]
+    kept = write_thresholds(path, found)
+    assert kept.read_text() == original
+    updated = load_course(path)
+    assert updated.select("softmax").speed.thresholds["triton"].min_speedup == 1.35
+    assert updated.select("matmul").speed.thresholds["cutile"].min_speedup == 0.7
+    assert updated.select("matmul").speed.thresholds["triton"] == course.select("matmul").speed.thresholds["triton"]
+    # Everything else, comments included, is unchanged.
+    changed = [line for line in path.read_text().splitlines() if line not in original.splitlines()]
+    assert len(changed) == 2
