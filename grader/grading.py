@@ -8,9 +8,10 @@ the cases from course.toml and keeps the structured verdict of each one.
 
 from __future__ import annotations
 
+import io
 import os
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext, redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Callable
 
@@ -152,8 +153,13 @@ def _isolated_pytest():
             os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = saved
 
 
-def _run_checks(module: str, plugin: _CasePlugin, extra: list[str] = ()) -> str | None:
-    """Run one check module through pytest; returns why it broke, or None."""
+def _run_checks(module: str, plugin: _CasePlugin, extra: list[str] = (),
+                quiet: bool = False) -> str | None:
+    """Run one check module through pytest; returns why it broke, or None.
+
+    `quiet` swallows what pytest and its plugins print (pytest-benchmark announces the files
+    it writes); correctness runs keep it, so a student's debug prints still show.
+    """
     args = [
         str(CHECKS / module),
         "-c", str(CHECKS / "pytest.ini"),
@@ -164,7 +170,9 @@ def _run_checks(module: str, plugin: _CasePlugin, extra: list[str] = ()) -> str 
         "-p", "no:warnings",
         *extra,
     ]
-    with _isolated_pytest():
+    sink = io.StringIO()
+    with _isolated_pytest(), redirect_stdout(sink) if quiet else nullcontext(), \
+            redirect_stderr(sink) if quiet else nullcontext():
         code = pytest.main(args, plugins=[plugin])
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) or plugin.failures:
         broken = "\n".join(plugin.failures.values())
@@ -232,7 +240,7 @@ def grade_stage(
     extra = ["-p", "pytest_benchmark.plugin", "--benchmark-timer=grader.timing.replay_clock"]
     if benchmark_json:
         extra.append(f"--benchmark-json={benchmark_json}")
-    broken = _run_checks("test_speed.py", _SpeedPlugin(timer, on_case), extra)
+    broken = _run_checks("test_speed.py", _SpeedPlugin(timer, on_case), extra, quiet=True)
     result.speed = timer.summary()
     if broken:
         result.speed.reason = broken

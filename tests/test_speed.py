@@ -134,13 +134,16 @@ def test_calibrate_writes_thresholds_in_place_and_keeps_a_backup(tmp_path, cours
     path = tmp_path / "course.toml"
     original = course.path.read_text()
     path.write_text(original)
-    found = [Calibration("softmax", "triton", [], Threshold(min_speedup=1.35)),
-             Calibration("matmul", "cutile", [], Threshold(min_speedup=0.7))]
+    # Values that differ from what course.toml holds now, so that each line must change.
+    new_softmax = course.select("softmax").speed.thresholds["triton"].min_speedup + 0.05
+    new_matmul = course.select("matmul").speed.thresholds["cutile"].min_speedup + 0.05
+    found = [Calibration("softmax", "triton", [], Threshold(min_speedup=round(new_softmax, 2))),
+             Calibration("matmul", "cutile", [], Threshold(min_speedup=round(new_matmul, 2)))]
     kept = write_thresholds(path, found)
     assert kept.read_text() == original
     updated = load_course(path)
-    assert updated.select("softmax").speed.thresholds["triton"].min_speedup == 1.35
-    assert updated.select("matmul").speed.thresholds["cutile"].min_speedup == 0.7
+    assert updated.select("softmax").speed.thresholds["triton"].min_speedup == round(new_softmax, 2)
+    assert updated.select("matmul").speed.thresholds["cutile"].min_speedup == round(new_matmul, 2)
     assert updated.select("matmul").speed.thresholds["triton"] == course.select("matmul").speed.thresholds["triton"]
     # Everything else, comments included, is unchanged.
     changed = [line for line in path.read_text().splitlines() if line not in original.splitlines()]
