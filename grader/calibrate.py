@@ -37,10 +37,13 @@ def _floor(value: float, step: float = 0.05) -> float:
 def calibrate_stage(course: Course, stage: Stage, selection: Selection, margin: float) -> Calibration:
     selection.backend.prepare()
     runner = Runner(course.module_path(stage, selection.backend.track, solutions=True),
-                    stage.problem.function)
+                    stage.problem.function, selection.backend.device)
     runner.load()
-    check = SpeedCheck(stage, selection, runner, threshold=Threshold())
-    cases = [check.time(case).case for case in stage.speed.cases]
+    try:
+        check = SpeedCheck(stage, selection, runner, threshold=Threshold())
+        cases = [check.time(case).case for case in stage.speed.cases]
+    finally:
+        runner.close()
     wrong = [c.summary for c in cases if not c.passed]
     if wrong:
         raise RuntimeError(f"the {stage.id} reference is wrong on a speed case: {wrong[0]}")

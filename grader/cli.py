@@ -14,6 +14,7 @@ configuration error (the message says what to fix).
 
 from __future__ import annotations
 
+import secrets
 import sys
 import time
 from datetime import datetime, timezone
@@ -76,6 +77,11 @@ def _grading_options(command):
         click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
                      help="Also write the full result as JSON to this file."),
         click.option("-v", "--verbose", is_flag=True, help="Show every failing case."),
+        click.option("--seed", type=click.IntRange(0, 2**31 - 1),
+                     help="Draw the inputs from this seed (default: a fresh one, printed on the "
+                          "scorecard, so a failure can be reproduced)."),
+        click.option("--timeout", type=click.FloatRange(1), default=120, show_default=True,
+                     help="Seconds one call of a submission may take before it fails (timeout)."),
         click.option("--benchmark-json", type=click.Path(dir_okay=False, path_type=Path),
                      help="Write pytest-benchmark's record of the timed speed cases (GPU only); "
                           "compare two with `pytest-benchmark compare A.json B.json`."),
@@ -107,9 +113,11 @@ def all_command(ctx, **options) -> int:
 
 
 def _grade(course: Course, stages: list[Stage], backend: str, solutions: bool,
-           json_path: Path | None, verbose: bool, benchmark_json: Path | None) -> int:
+           json_path: Path | None, verbose: bool, benchmark_json: Path | None,
+           seed: int | None, timeout: float) -> int:
     console = make_console()
     selection = backends.select(backend)
+    seed = secrets.randbelow(2**31) if seed is None else seed
     report = Report(
         course=course.title,
         target="solutions" if solutions else "exercises",
@@ -117,6 +125,7 @@ def _grade(course: Course, stages: list[Stage], backend: str, solutions: bool,
         backend_reason=selection.reason,
         machine=backends.machine_info(),
         started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        seed=seed,
     )
     start = time.perf_counter()
     parts = []
@@ -127,7 +136,8 @@ def _grade(course: Course, stages: list[Stage], backend: str, solutions: bool,
         parts += [part] if part else []
         started = time.perf_counter()
         with stage_progress(console, label, len(stage.cases) + timed) as on_case:
-            result = grade_stage(course, stage, selection, solutions, on_case, benchmark_json=part)
+            result = grade_stage(course, stage, selection, solutions, on_case, benchmark_json=part,
+                                 seed=seed, timeout=timeout)
         result.seconds = round(time.perf_counter() - started, 2)
         report.stages.append(result)
     if benchmark_json:

@@ -18,7 +18,7 @@ import torch
 from grader.course import Course, Stage
 from grader.launches import cutile_name, cutile_parameters
 from grader.problems import DTYPES
-from grader.runner import Runner, SubmissionError
+from grader.submission import Submission, SubmissionError
 from grader.skeletons import todo_state
 
 ARCHS = ("sm_80", "sm_90", "sm_100", "sm_120")
@@ -104,7 +104,7 @@ def compile_stage(course: Course, stage: Stage, solutions: bool,
         result.status = "NOT STARTED"
         result.message = f"fill in the TODOs in {result.module}"
         return result
-    runner = Runner(path, stage.problem.function)
+    runner = Submission(path, stage.problem.function)  # in this process: only captures launches
     launches = []
     try:
         runner.load()

@@ -22,10 +22,10 @@ from grader import speed
 from grader.backends import Selection
 from grader.compare import Verdict, compare
 from grader.course import Case, Course, Stage
-from grader.poison import Guarded, guarded_copy
 from grader.problems import DTYPES, Call
 from grader.results import CaseResult, SpeedResult, StageResult, Status
-from grader.runner import Runner, SubmissionError
+from grader.runner import Outcome, Runner
+from grader.submission import SubmissionError
 from grader.skeletons import todo_state
 from grader.speed import SpeedCheck
 
@@ -34,44 +34,40 @@ CHECKS = Path(__file__).parent / "checks"
 OnCase = Callable[[CaseResult], None]
 
 
-class StageCheck:
-    """Checks the cases of one stage against one loaded submission."""
+def effective_seed(run_seed: int, case_seed: int) -> int:
+    """The seed a case's inputs are drawn from in this run (run seed 0: the course's own)."""
+    return (case_seed ^ run_seed) & 0x7FFFFFFF
 
-    def __init__(self, stage: Stage, selection: Selection, runner: Runner):
+
+# A second call of every case with fresh inputs: a submission that caches results fails.
+SECOND_DRAW = 0x5EED
+
+
+class StageCheck:
+    """Checks the cases of one stage against one submission running in a child process."""
+
+    def __init__(self, stage: Stage, selection: Selection, runner: Runner, run_seed: int = 0):
         self.stage = stage
         self.backend = selection.backend
         self.runner = runner
+        self.run_seed = run_seed
         self.results: dict[str, CaseResult] = {}
 
     def check(self, case: Case) -> Verdict:
         start = time.perf_counter()
-        problem = self.stage.problem
-        generator = torch.Generator().manual_seed(case.seed)
-        call = problem.make_call(case.params, DTYPES[case.dtype], generator)
-        call, inputs = _guarded_inputs(call, problem.arg_names, self.backend.device)
-        expected = problem.reference(call)  # before the call: a submission may scribble on inputs
-        outcome = self.runner.call(call.args, call.kwargs)
-        overruns = [g.describe() for g in inputs + outcome.allocations if g.overrun()]
-        if outcome.error:
-            verdict = Verdict(False, f"raised {outcome.error}")
-        elif overruns:
-            verdict = Verdict(False, "wrote out of bounds: " + "; ".join(overruns),
-                              ["a load or store is missing its mask, or its mask is too loose"])
-        else:
-            verdict = compare(
-                outcome.output,
-                expected,
-                DTYPES[case.dtype],
-                self.backend.device,
-                self.stage.tolerance[case.dtype],
-                self.stage.tiles.get(self.backend.track),
-                outcome.launches,
-            )
+        seed = effective_seed(self.run_seed, case.seed)
+        verdict = self._call_and_judge(case, seed)
+        if verdict.passed:
+            again = self._call_and_judge(case, seed ^ SECOND_DRAW)
+            if not again.passed:
+                verdict = Verdict(False, f"a second call with fresh inputs failed: {again.summary}",
+                                  again.details + ["results must be computed from the inputs "
+                                                   "of each call, never reused"], again.stats)
         self.results[case.id] = CaseResult(
             id=case.id,
             dtype=case.dtype,
             params=dict(case.params),
-            seed=case.seed,
+            seed=seed,
             passed=verdict.passed,
             summary=verdict.summary,
             details=verdict.details,
@@ -80,20 +76,47 @@ class StageCheck:
         )
         return verdict
 
+    def _call_and_judge(self, case: Case, seed: int) -> Verdict:
+        problem = self.stage.problem
+        dtype = DTYPES[case.dtype]
+        call = problem.make_call(case.params, dtype, torch.Generator().manual_seed(seed))
+        on_device = Call(tuple(_to(a, self.backend.device) for a in call.args), call.kwargs)
+        expected = problem.reference(on_device)
+        outcome = self.runner.call(problem.id, dict(case.params), case.dtype, seed)
+        problem_found = self._misconduct(call, outcome)
+        if problem_found:
+            return problem_found
+        return compare(outcome.output, expected, dtype, "cpu", self.stage.tolerance[case.dtype],
+                       self.stage.tiles.get(self.backend.track), outcome.launches)
 
-def _guarded_inputs(call: Call, names: list[str], device: str) -> tuple[Call, list[Guarded]]:
-    """Move the inputs to the device, each followed by a poisoned guard region."""
-    guards: list[Guarded] = []
+    def _misconduct(self, call: Call, outcome: Outcome) -> Verdict | None:
+        """Everything wrong with the call besides the numbers it returned."""
+        if outcome.error:
+            failed = outcome.error.startswith(("timed out", "crashed"))
+            return Verdict(False, outcome.error if failed else f"raised {outcome.error}")
+        if outcome.overruns:
+            return Verdict(False, "wrote out of bounds: " + "; ".join(outcome.overruns),
+                           ["a load or store is missing its mask, or its mask is too loose"])
+        for name, before, after in zip(outcome.input_names, call.tensors(), outcome.inputs_after):
+            if not torch.equal(before, after):
+                return Verdict(False, f"modified its {name}: a kernel must not write its inputs")
+        track = self.backend.track
+        if not any(launch.language == track for launch in outcome.launches):
+            language = {"triton": "Triton", "cutile": "cuTile"}.get(track, track)
+            return Verdict(False, f"launched no {language} kernel: the stage must be computed by "
+                                  "a kernel, not by PyTorch")
+        if outcome.torch_ops:
+            ops = ", ".join(f"aten::{op}" for op in outcome.torch_ops)
+            return Verdict(False, f"ran PyTorch's {ops}: the stage's work must be done by your "
+                                  "kernel, not by a PyTorch operator")
+        if outcome.output_device not in (None, torch.device(self.backend.device).type):
+            return Verdict(False, f"returned a tensor on {outcome.output_device}, expected it on "
+                                  f"{self.backend.device} like the inputs")
+        return None
 
-    def move(value, name):
-        if not isinstance(value, torch.Tensor):
-            return value
-        guards.append(guarded_copy(value.to(device), f"input `{name}`"))
-        return guards[-1].tensor
 
-    args = tuple(move(a, n) for a, n in zip(call.args, names))
-    kwargs = {k: move(v, k) for k, v in call.kwargs.items()}
-    return Call(args, kwargs), guards
+def _to(value, device: str):
+    return value.to(device) if isinstance(value, torch.Tensor) else value
 
 
 class _CasePlugin:
@@ -188,6 +211,8 @@ def grade_stage(
     on_case: OnCase | None = None,
     module: Path | None = None,
     benchmark_json: Path | None = None,
+    seed: int = 0,
+    timeout: float = 120.0,
 ) -> StageResult:
     """Grade one stage; `module` overrides the exercise or solution file course.toml names.
 
@@ -216,17 +241,26 @@ def grade_stage(
         result.message = f"fill in TODO {numbers} in {result.module}"
         return result
 
-    backend.prepare()
-    runner = Runner(path, stage.problem.function)
+    backend.prepare()  # before the child starts: it inherits the environment
+    solutions_dir = course.root / "solutions"
+    forbidden = None if path.resolve().is_relative_to(solutions_dir.resolve()) else solutions_dir
+    runner = Runner(path, stage.problem.function, backend.device, timeout, forbidden)
     try:
         runner.load()
     except SubmissionError as exc:
         result.message = str(exc)
         return result
+    try:
+        return _grade_loaded(stage, selection, runner, result, todos, on_case, benchmark_json, seed)
+    finally:
+        runner.close()
 
+
+def _grade_loaded(stage, selection, runner, result, todos, on_case, benchmark_json, seed):
+    no_speed = speed.not_graded_reason(stage, selection)
     if todos.unfilled:
         result.message = f"{result.module} {todos.describe()}"
-    check = StageCheck(stage, selection, runner)
+    check = StageCheck(stage, selection, runner, seed)
     broken = _run_checks("test_correctness.py", _CorrectnessPlugin(check, on_case))
     result.cases = [check.results[c.id] for c in stage.cases if c.id in check.results]
     if broken:
@@ -236,7 +270,7 @@ def grade_stage(
     if no_speed or result.status is not Status.PASS:
         return result
 
-    timer = SpeedCheck(stage, selection, runner)
+    timer = SpeedCheck(stage, selection, runner, run_seed=seed)
     extra = ["-p", "pytest_benchmark.plugin", "--benchmark-timer=grader.timing.replay_clock"]
     if benchmark_json:
         extra.append(f"--benchmark-json={benchmark_json}")

@@ -20,6 +20,7 @@ class Launch:
     kernel: str
     grid: tuple[int, ...]
     constants: dict[str, Any] = field(default_factory=dict)  # int and bool arguments by name
+    language: str = "triton"  # or "cutile"
 
 
 def _grid(grid) -> tuple[int, ...]:
@@ -88,7 +89,8 @@ def cutile_name(kernel) -> str:
 def _cutile_launch(grid, kernel, args) -> Launch:
     constants = {name: value for (name, _), value in zip(cutile_parameters(kernel), args)
                  if isinstance(value, (int, bool))}
-    return Launch(kernel=cutile_name(kernel), grid=_grid(grid), constants=constants)
+    return Launch(kernel=cutile_name(kernel), grid=_grid(grid), constants=constants,
+                  language="cutile")
 
 
 @contextlib.contextmanager

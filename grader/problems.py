@@ -75,6 +75,9 @@ class Problem:
     work: Callable[[dict, torch.dtype], Work]
     # PyTorch implementations a submission is timed against, in the input dtype.
     baselines: dict[str, Callable[[Call], torch.Tensor]] = field(default_factory=dict)
+    # ATen operators that would do the stage's work in PyTorch instead of a kernel; a
+    # submission that runs one of them fails (grader.submission watches the dispatcher).
+    torch_ops: frozenset[str] = frozenset()
 
     @property
     def arg_names(self) -> list[str]:
@@ -199,6 +202,7 @@ PROBLEMS: dict[str, Problem] = {
             reference=_vector_add_ref,
             work=lambda p, dt: Work(3 * p["n"] * _size(dt)),
             baselines={"torch": lambda c: torch.add(*c.args)},
+            torch_ops=frozenset({"add", "add_"}),
         ),
         Problem(
             id="fused_gelu",
@@ -210,6 +214,7 @@ PROBLEMS: dict[str, Problem] = {
             work=lambda p, dt: Work((2 * p["M"] * p["N"] + 2 * p["N"]) * _size(dt)),
             baselines={"torch": lambda c: _gelu_bias(*c.args),
                        "torch.compile": _compiled(_gelu_bias)},
+            torch_ops=frozenset({"gelu", "tanh", "erf", "mul", "add", "addcmul"}),
         ),
         Problem(
             id="softmax",
@@ -225,6 +230,7 @@ PROBLEMS: dict[str, Problem] = {
             work=lambda p, dt: Work(2 * p["M"] * p["N"] * _size(dt)),
             baselines={"torch": lambda c: _softmax_last(*c.args),
                        "torch.compile": _compiled(_softmax_last)},
+            torch_ops=frozenset({"_softmax", "softmax", "_log_softmax", "exp", "amax", "logsumexp", "sum"}),
         ),
         Problem(
             id="matmul",
@@ -236,6 +242,7 @@ PROBLEMS: dict[str, Problem] = {
             work=lambda p, dt: Work((p["M"] * p["K"] + p["K"] * p["N"] + p["M"] * p["N"]) * _size(dt),
                                     2 * p["M"] * p["N"] * p["K"]),
             baselines={"torch": lambda c: torch.matmul(*c.args)},
+            torch_ops=frozenset({"mm", "bmm", "addmm", "baddbmm", "matmul", "dot", "mv", "linear"}),
         ),
         Problem(
             id="flash_attention",
@@ -258,6 +265,10 @@ PROBLEMS: dict[str, Problem] = {
                 4 * p["B"] * p["H"] * p["N"] ** 2 * p["D"] // (2 if p["causal"] else 1)),
             baselines={"torch": _sdpa,
                        "sdpa-flash": lambda c: _sdpa(c, "FLASH_ATTENTION")},
+            torch_ops=frozenset({
+                "_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
+                "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_attention_math",
+                "scaled_dot_product_attention", "bmm", "mm", "baddbmm", "matmul", "_softmax"}),
         ),
     ]
 }

@@ -108,6 +108,7 @@ class Report:
     backend_reason: str
     machine: dict[str, Any]
     started_at: str
+    seed: int = 0  # the run's seed: `--seed` reproduces the inputs
     seconds: float = 0.0
     stages: list[StageResult] = field(default_factory=list)
 

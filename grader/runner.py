@@ -1,126 +1,142 @@
-"""The one boundary between the grader and student code.
+"""The one boundary between the grader and student code: a child process per submission.
 
-Everything that executes a submission goes through `Runner`: importing its module and
-calling its function. The grader draws the inputs and judges the outputs itself, so this
-boundary can later move into a child process without changing how results are checked.
+The parent (the grader) draws inputs, computes the reference and judges; the child
+(grader.worker) loads the submission and runs it. A submission that patches torch, pytest
+or the grader, prints fake results, hangs or crashes changes nothing in the parent:
+
+- every request has a time limit; past it the child is killed and the case fails (timeout);
+- a child that dies (segfault, abort, a CUDA error that poisons the context) fails the case
+  (crash); the next request starts a fresh child and loads the submission again.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import itertools
+import os
+import signal
+import socket
+import subprocess
 import sys
-import traceback
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-import torch
+from grader import worker
+from grader.launches import Launch
+from grader.submission import SubmissionError
 
-from grader.launches import Launch, record_launches
-from grader.poison import Guarded, PoisonFreshAllocations
-
-_serial = itertools.count()
-
-
-class SubmissionError(Exception):
-    """The submission cannot be loaded; the message is meant for its author."""
+# Errors after which a CUDA context is unusable: the child is replaced.
+_STICKY = ("CUDA error", "illegal memory access", "illegal instruction", "unspecified launch failure",
+           "device-side assert")
 
 
 @dataclass
 class Outcome:
-    output: Any = None
-    error: str | None = None  # what the call raised, described for the student
+    """What one call of the submission did, as the child reported it."""
+
+    output: Any = None  # a CPU tensor, or a description of what came back instead
+    output_device: str | None = None
+    error: str | None = None  # raised, timed out, or crashed, described for the student
     launches: list[Launch] = field(default_factory=list)
-    allocations: list[Guarded] = field(default_factory=list)  # fresh tensors, with guards
+    torch_ops: list[str] = field(default_factory=list)
+    overruns: list[str] = field(default_factory=list)
+    inputs_after: list[Any] = field(default_factory=list)
+    input_names: list[str] = field(default_factory=list)
 
 
 class Runner:
-    """Loads one submission module and calls its graded function."""
+    """Runs one submission in a child process."""
 
-    def __init__(self, path: Path, function: str):
+    def __init__(self, path: Path, function: str, device: str, timeout: float = 120.0,
+                 forbidden: Path | None = None):
         self.path = Path(path).resolve()
-        self.function_name = function
-        self._function = None
+        self.function = function
+        self.device = device
+        self.timeout = timeout
+        self.forbidden = forbidden
+        self._process: subprocess.Popen | None = None
+        self._sock: socket.socket | None = None
+
+    # --- lifecycle ------------------------------------------------------------------
+
+    def _start(self) -> None:
+        parent, child = socket.socketpair()
+        env = dict(os.environ)
+        package_root = str(Path(__file__).resolve().parents[1])
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "grader.worker", str(child.fileno()), str(self.forbidden or "")],
+            pass_fds=[child.fileno()], env=env, stdin=subprocess.DEVNULL,
+        )
+        child.close()
+        self._sock = parent
+
+    def close(self) -> None:
+        if self._sock is not None:
+            self._sock.close()
+        if self._process is not None and self._process.poll() is None:
+            self._process.kill()
+            self._process.wait()
+        self._process = self._sock = None
+
+    def __del__(self):
+        if hasattr(self, "_process"):  # not when __init__ itself failed
+            self.close()
 
     def load(self) -> None:
+        """Start the child and import the submission there; raises SubmissionError."""
         if not self.path.is_file():
             raise SubmissionError(f"{self.path} does not exist.")
-        # A fresh module name each time: two submissions of one stage never share state.
-        name = f"tilecourse_submission_{next(_serial)}_{self.path.stem}"
-        spec = importlib.util.spec_from_file_location(name, self.path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # triton's JIT looks its module up while compiling
-        try:
-            spec.loader.exec_module(module)
-        except SyntaxError as exc:
-            raise SubmissionError(
-                f"{self.path.name} has a syntax error at line {exc.lineno}: {exc.msg}."
-            ) from None
-        except Exception as exc:  # noqa: BLE001 - any import failure is the student's to see
-            raise SubmissionError(f"importing {self.path.name} failed: {describe(exc, self.path)}")
-        function = getattr(module, self.function_name, None)
-        if not callable(function):
-            raise SubmissionError(
-                f"{self.path.name} must define a function `{self.function_name}`; it does not."
-            )
-        self._function = function
+        self.close()
+        self._start()
+        status, value = self._request("load", path=str(self.path), function=self.function,
+                                      device=self.device)
+        if status != "ok":
+            self.close()
+            raise SubmissionError(value)
 
-    def call(self, args: tuple, kwargs: dict) -> Outcome:
-        outcome = Outcome()
-        poison = PoisonFreshAllocations()
-        with poison, record_launches() as launches, warnings.catch_warnings():
-            # The interpreter's numpy warns on overflow; the verdict reports NaN/Inf itself.
-            warnings.simplefilter("ignore", RuntimeWarning)
-            try:
-                outcome.output = self._function(*args, **kwargs)
-                if torch.cuda.is_available() and torch.cuda.is_initialized():
-                    torch.cuda.synchronize()  # surface asynchronous kernel faults here
-            except Exception as exc:  # noqa: BLE001 - a failing call is a graded outcome
-                outcome.error = describe(exc, self.path)
-        outcome.launches = launches
-        outcome.allocations = poison.guarded
+    def _request(self, op: str, **payload) -> tuple[str, Any]:
+        """Send one request; ("timeout" | "crash", message) when the child does not answer."""
+        if self._process is None:
+            self.load()
+        worker.send(self._sock, (op, payload))
+        self._sock.settimeout(self.timeout)
+        try:
+            return worker.receive(self._sock)
+        except (TimeoutError, socket.timeout):
+            self.close()
+            return "timeout", (f"timed out after {self.timeout:g} s (an endless loop, or a kernel "
+                               "that never finishes?)")
+        except (EOFError, ConnectionError):
+            code = self._process.wait()
+            self.close()
+            return "crash", f"crashed: the process running it died ({_exit_reason(code)})"
+
+    # --- requests -------------------------------------------------------------------
+
+    def call(self, problem_id: str, params: dict, dtype: str, seed: int) -> Outcome:
+        status, value = self._request("call", problem_id=problem_id, params=params, dtype=dtype,
+                                      seed=seed)
+        if status != "ok":
+            return Outcome(error=value)
+        outcome = Outcome(**value)
+        if outcome.error and any(s in outcome.error for s in _STICKY):
+            self.close()  # the next call gets a fresh CUDA context
         return outcome
 
+    def time(self, problem_id: str, params: dict, dtype: str, seed: int, baseline: str,
+             seconds: float) -> tuple[dict[str, list[float]] | None, Any, str | None]:
+        """(samples in ms per candidate, the last output, error)."""
+        status, value = self._request("time", problem_id=problem_id, params=params, dtype=dtype,
+                                      seed=seed, baseline=baseline, seconds=seconds)
+        if status != "ok":
+            return None, None, value
+        return value["samples"], value["output"], None
 
-    def bound(self, args: tuple, kwargs: dict) -> Callable[[], Any]:
-        """A zero-argument call of the submission without instrumentation, for timing."""
-        function = self._function
-        return lambda: function(*args, **kwargs)
 
-    def capture_cutile(self, args: tuple, kwargs: dict) -> list[tuple[Any, tuple]]:
-        """Call the function with `ct.launch` captured instead of run: (kernel, arguments) of
-        each launch. Needs no GPU, so cuTile kernels can be compile-checked on a CPU."""
-        import cuda.tile as ct
-
-        captured: list[tuple[Any, tuple]] = []
-
-        def launch(stream, grid, kernel, kernel_args, *more, **options):
-            captured.append((kernel, tuple(kernel_args)))
-
-        saved = ct.launch, torch.cuda.current_stream
-        ct.launch, torch.cuda.current_stream = launch, lambda *a, **k: None
+def _exit_reason(code: int) -> str:
+    if code is not None and code < 0:
         try:
-            self._function(*args, **kwargs)
-        except Exception as exc:  # noqa: BLE001 - reported to the student
-            raise SubmissionError(
-                f"calling {self.function_name} to capture its launches failed: "
-                f"{describe(exc, self.path)}"
-            ) from None
-        finally:
-            ct.launch, torch.cuda.current_stream = saved
-        return captured
-
-
-def describe(exc: BaseException, path: Path, max_lines: int = 25) -> str:
-    """`Type: message (at file:line)`, pointing at the deepest frame in the student's file."""
-    where = ""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == path]
-    if frames:
-        where = f" (at {path.name}, line {frames[-1].lineno})"
-    message = str(exc).strip()
-    lines = message.splitlines()
-    if len(lines) > max_lines:
-        message = "\n".join(lines[:max_lines] + [f"... ({len(lines) - max_lines} more lines)"])
-    return f"{type(exc).__name__}{where}: {message}" if message else f"{type(exc).__name__}{where}"
+            return f"signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"signal {-code}"
+    return f"exit code {code}"

@@ -31,7 +31,8 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
         console.print(_speed_table(report))
     console.print(
         f"backend: [bold]{report.backend}[/] ({report.backend_reason}); graded "
-        f"{report.target}/ in {report.seconds:.1f} s; {_versions(report.machine)}"
+        f"{report.target}/ in {report.seconds:.1f} s with seed {report.seed} (--seed {report.seed} "
+        f"reproduces the inputs); {_versions(report.machine)}"
     )
     for stage in report.stages:
         slow = [c for c in stage.speed.cases if not c.passed]

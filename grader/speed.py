@@ -18,9 +18,13 @@ from grader import timing
 from grader.backends import Selection
 from grader.compare import compare
 from grader.course import Case, Stage, Threshold
-from grader.problems import DTYPES
+from grader.problems import DTYPES, Call
 from grader.results import SpeedCase, SpeedResult
 from grader.runner import Runner
+
+
+PLAUSIBLE_FRACTION = 1.15  # above the measured ceiling by more than noise: impossible
+BASELINE_SLACK = 1.5  # the baseline next to the submission vs alone in the grader
 
 
 def merge_benchmark_files(parts: list[Path], out: Path) -> None:
@@ -60,51 +64,62 @@ class SpeedCheck:
     """Times the speed cases of one stage for one loaded submission."""
 
     def __init__(self, stage: Stage, selection: Selection, runner: Runner,
-                 threshold: Threshold | None = None):
+                 threshold: Threshold | None = None, run_seed: int = 0):
         assert stage.speed is not None
         self.stage = stage
         self.speed = stage.speed
         self.threshold = threshold or stage.speed.thresholds[selection.backend.name]
         self.runner = runner
+        self.run_seed = run_seed
         self.device = selection.backend.device
         self.results: dict[str, SpeedCase] = {}
 
     def time(self, case: Case) -> Timed:
         problem = self.stage.problem
-        generator = torch.Generator().manual_seed(case.seed)
-        call = problem.make_call(case.params, DTYPES[case.dtype], generator)
-        args = tuple(a.to(self.device) if isinstance(a, torch.Tensor) else a for a in call.args)
-        call.args = args
-        expected = problem.reference(call)
-        baseline = problem.baselines[self.speed.baseline]
-        student = self.runner.bound(call.args, call.kwargs)
-        outputs = []
-
-        def run_student():
-            outputs.append(student())
-            del outputs[:-1]  # keep only the latest output alive
-
-        samples = timing.measure({"student": run_student, "baseline": lambda: baseline(call)},
-                                 timing.Budget(seconds=self.speed.seconds))
+        dtype = DTYPES[case.dtype]
+        seed = (case.seed ^ self.run_seed) & 0x7FFFFFFF
+        samples, output, error = self.runner.time(problem.id, dict(case.params), case.dtype, seed,
+                                                  self.speed.baseline, self.speed.seconds)
+        result = SpeedCase(id=case.id, dtype=case.dtype, params=dict(case.params), passed=False,
+                           summary="", baseline=self.speed.baseline)
+        self.results[case.id] = result
+        if error:
+            result.summary = f"the timed calls failed: {error}"
+            return Timed(result, [])
+        call = problem.make_call(case.params, dtype, torch.Generator().manual_seed(seed))
+        call = Call(tuple(a.to(self.device) if isinstance(a, torch.Tensor) else a
+                          for a in call.args), call.kwargs)
         # The timed calls must compute the right thing too, not only the checked ones.
-        verdict = compare(outputs[-1], expected, DTYPES[case.dtype], self.device,
+        verdict = compare(output, problem.reference(call), dtype, "cpu",
                           self.stage.tolerance[case.dtype])
-        mine, theirs = samples["student"], samples["baseline"]
-        work = problem.work(case.params, DTYPES[case.dtype])
+        mine = timing.Samples(samples["student"])
+        theirs = timing.Samples(samples["baseline"])
+        work = problem.work(case.params, dtype)
         limits = ceilings_module.ceilings()
         ceiling, unit = limits.limit(work, case.dtype)
         rate = ceilings_module.achieved(work, mine.median / 1e3)
-        result = SpeedCase(
-            id=case.id, dtype=case.dtype, params=dict(case.params), passed=False, summary="",
-            ms=round(mine.median, 4), baseline=self.speed.baseline,
-            baseline_ms=round(theirs.median, 4), speedup=round(theirs.median / mine.median, 3),
-            achieved=round(rate, 1), unit=unit, ceiling=ceiling,
-            fraction=round(rate / ceiling, 3), repeats=len(mine.times_ms),
-            spread=round(mine.spread, 3),
-        )
-        result.passed, result.summary = self._verdict(result, verdict.passed, verdict.summary)
-        self.results[case.id] = result
+        result.ms = round(mine.median, 4)
+        result.baseline_ms = round(theirs.median, 4)
+        result.speedup = round(theirs.median / mine.median, 3)
+        result.achieved, result.unit, result.ceiling = round(rate, 1), unit, ceiling
+        result.fraction = round(rate / ceiling, 3)
+        result.repeats, result.spread = len(mine.times_ms), round(mine.spread, 3)
+        tampered = self._tampered(result, problem.baselines[self.speed.baseline], call)
+        result.passed, result.summary = self._verdict(result, verdict.passed, verdict.summary, tampered)
         return Timed(result, mine.times_ms)
+
+    def _tampered(self, r: SpeedCase, baseline, call) -> str | None:
+        """Figures that cannot be true: the timing in the submission's process was altered."""
+        if r.fraction > PLAUSIBLE_FRACTION:
+            return (f"{100 * r.fraction:.0f}% of the GPU's measured ceiling is not possible: the "
+                    "timing was altered")
+        # The baseline, timed here in the grader's own process, must take about as long.
+        own = timing.measure({"baseline": lambda: baseline(call)},
+                             timing.Budget(seconds=1.0, min_repeats=10))["baseline"].median
+        if r.baseline_ms > BASELINE_SLACK * own:
+            return (f"the baseline took {r.baseline_ms:.4g} ms next to the submission but "
+                    f"{own:.4g} ms in the grader: something slowed PyTorch down")
+        return None
 
     def summary(self) -> SpeedResult:
         """Speed points in proportion to the speed cases that were fast enough."""
@@ -114,12 +129,14 @@ class SpeedCheck:
         return SpeedResult(True, f"{passed}/{total} speed cases fast enough", points,
                            self.speed.points, cases)
 
-    def _verdict(self, r: SpeedCase, correct: bool, wrong: str) -> tuple[bool, str]:
+    def _verdict(self, r: SpeedCase, correct: bool, wrong: str, tampered: str | None) -> tuple[bool, str]:
         figures = (f"{r.ms:.4g} ms vs {r.baseline} {r.baseline_ms:.4g} ms: {r.speedup:.2f}x; "
                    f"{r.achieved:g} {r.unit} = {100 * r.fraction:.0f}% of the measured "
                    f"{r.ceiling:g} {r.unit}")
         if not correct:
             return False, f"the timed calls returned a wrong result: {wrong}"
+        if tampered:
+            return False, f"timing rejected: {tampered}"
         missed = []
         t = self.threshold
         if t.min_speedup is not None and r.speedup < t.min_speedup:

@@ -27,6 +27,12 @@ import torch
 
 BATCH = 10  # timed calls per candidate between synchronisations
 
+# Bound at import, before any submission is loaded: a submission that patches
+# torch.cuda.Event or its elapsed_time cannot change what is measured here.
+_Event = torch.cuda.Event
+_elapsed_time = torch.cuda.Event.elapsed_time
+_synchronize = torch.cuda.synchronize
+
 
 @dataclass
 class Samples:
@@ -74,7 +80,7 @@ def measure(candidates: dict[str, Callable[[], object]], budget: Budget = Budget
     for fn in candidates.values():
         for _ in range(budget.warmup):
             fn()
-    torch.cuda.synchronize()
+    _synchronize()
     samples = {name: Samples() for name in candidates}
     deadline = time.perf_counter() + budget.seconds
     while True:
@@ -82,14 +88,14 @@ def measure(candidates: dict[str, Callable[[], object]], budget: Budget = Budget
         for _ in range(BATCH):
             for name, fn in candidates.items():
                 flush()
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start, end = _Event(enable_timing=True), _Event(enable_timing=True)
                 start.record()
                 fn()
                 end.record()
                 events[name].append((start, end))
-        torch.cuda.synchronize()
+        _synchronize()
         for name, pairs in events.items():
-            samples[name].times_ms += [s.elapsed_time(e) for s, e in pairs]
+            samples[name].times_ms += [_elapsed_time(s, e) for s, e in pairs]
         repeats = len(next(iter(samples.values())).times_ms)
         settled = all(s.spread <= budget.rel_spread for s in samples.values())
         if repeats >= budget.max_repeats or (repeats >= budget.min_repeats and settled):

@@ -5,7 +5,7 @@ from collections import Counter
 
 import pytest
 
-from grader.runner import Runner
+from grader.submission import Submission
 from grader.skeletons import MarkerError, make_exercise, todo_state
 
 SOLUTION = '''\
@@ -97,7 +97,7 @@ def test_every_skeleton_is_untouched_and_imports(course):
         state = todo_state(exercise.read_text())
         assert state.not_started and len(state.todos) >= 2, exercise
         assert state.todos == tuple(range(1, len(state.todos) + 1)), exercise
-        Runner(exercise, stage.problem.function).load()  # raises if it does not import
+        Submission(exercise, stage.problem.function).load()  # raises if it does not import
 
 
 def test_every_solution_is_complete(course):

@@ -1,0 +1,163 @@
+"""The bad-submission corpus: each submission below tries to get points it has not earned, or
+breaks in a way that must not take the grader down. Each must fail with a message that
+names the problem, while the reference passes (see test_broken_kernels.py for the faults a
+student makes by accident: masks, grid, max subtraction, fp16 accumulator, causal mask).
+
+GPU-only members of the corpus (a patched CUDA timer, a kernel that faults on the GPU, the
+memory growth of flash attention) run on the H200 through scripts/device-check.sh.
+"""
+
+from pathlib import Path
+
+import pytest
+
+from grader.course import load_course
+from grader.grading import grade_stage
+from grader.results import Status
+
+ROOT = Path(__file__).resolve().parents[1]
+VECTOR_ADD = (ROOT / "solutions/triton/stage1_vector_add.py").read_text()
+MATMUL = (ROOT / "solutions/triton/stage4_matmul.py").read_text()
+
+ONE_CASE = """
+[course]
+title = "corpus"
+
+[[stages]]
+id = "vector_add"
+title = "Vector add"
+points = 10
+modules = { triton = "triton/stage1_vector_add.py", cutile = "cutile/stage1_vector_add.py" }
+tolerance.float32 = { atol = 1e-6, rtol = 1e-6 }
+cases = [ { n = 1000, dtypes = ["float32"] }, { n = 5, dtypes = ["float32"] } ]
+"""
+
+
+def wrapped(body: str) -> str:
+    """The reference vector_add with `body` run first inside the host function."""
+    marker = "    out = torch.empty_like(x)\n"
+    assert marker in VECTOR_ADD
+    return VECTOR_ADD.replace(marker, body + marker)
+
+
+@pytest.fixture
+def grade_small(tmp_path, interpret):
+    """Grade a vector_add submission on a two-case course, with a short time limit."""
+
+    def grade(source: str, timeout: float = 120.0):
+        (tmp_path / "course.toml").write_text(ONE_CASE)
+        course = load_course(tmp_path / "course.toml")
+        module = tmp_path / "submission.py"
+        module.write_text(source)
+        return grade_stage(course, course.stages[0], interpret, module=module, timeout=timeout)
+
+    return grade
+
+
+def only_failure(result) -> str:
+    return "\n".join(c.summary for c in result.cases if not c.passed)
+
+
+def test_the_reference_passes_on_the_small_course(grade_small):
+    assert grade_small(VECTOR_ADD).status is Status.PASS
+
+
+def test_a_torch_fallback_without_a_kernel_fails(grade_source):
+    source = VECTOR_ADD.replace("    out = torch.empty_like(x)\n", "    return x + y\n", 1)
+    result = grade_source("vector_add", source)
+    assert result.status is Status.FAIL and result.cases_passed == 0
+    assert all("launched no Triton kernel" in c.summary for c in result.cases)
+
+
+def test_a_kernel_launch_as_cover_for_a_torch_result_fails(grade_source):
+    source = MATMUL.replace("    return c\n", "    return torch.matmul(a, b)\n")
+    result = grade_source("matmul", source)
+    assert result.status is Status.FAIL and result.cases_passed == 0
+    assert all("ran PyTorch's aten::mm" in c.summary for c in result.cases)
+
+
+def test_a_result_cache_fails_on_fresh_inputs(grade_small):
+    source = wrapped(
+        "    global _cache\n"
+        "    _cache = globals().get('_cache') or {}\n"
+        "    if x.shape in _cache:\n"
+        "        return _cache[x.shape]\n"
+    ).replace("    return out\n", "    _cache[x.shape] = out\n    return out\n")
+    result = grade_small(source)
+    assert result.status is Status.FAIL
+    assert "a second call with fresh inputs failed" in only_failure(result)
+
+
+def test_a_kernel_that_writes_its_inputs_fails(grade_small):
+    source = VECTOR_ADD.replace("    tl.store(out_ptr + offsets, x + y, mask=mask)\n",
+                                "    tl.store(out_ptr + offsets, x + y, mask=mask)\n"
+                                "    tl.store(x_ptr + offsets, y, mask=mask)\n")
+    assert source != VECTOR_ADD
+    result = grade_small(source)
+    assert result.status is Status.FAIL
+    assert "modified its input `x`: a kernel must not write its inputs" in only_failure(result)
+
+
+def test_an_endless_loop_times_out_and_grading_goes_on(grade_small):
+    source = wrapped("    if x.numel() == 1000:\n        while True:\n            pass\n")
+    result = grade_small(source, timeout=5)
+    (looping, other) = result.cases
+    assert not looping.passed and looping.summary.startswith("timed out after 5 s")
+    assert other.passed, other.summary  # a fresh process graded the next case
+
+
+def test_a_crash_fails_the_case_and_grading_goes_on(grade_small):
+    source = wrapped("    if x.numel() == 1000:\n        import os, signal\n"
+                     "        os.kill(os.getpid(), signal.SIGSEGV)\n")
+    result = grade_small(source)
+    (crashed, other) = result.cases
+    assert not crashed.passed
+    assert crashed.summary == "crashed: the process running it died (signal SIGSEGV)"
+    assert other.passed, other.summary
+
+
+def test_patching_the_checks_changes_nothing(grade_small):
+    source = (
+        "import torch, pytest\n"
+        "torch.allclose = lambda *a, **k: True\n"
+        "torch.equal = lambda *a, **k: True\n"
+        "import grader.compare\n"
+        "grader.compare.compare = lambda *a, **k: None\n"
+        + VECTOR_ADD.replace("x + y, mask=mask)", "x - y, mask=mask)")
+    )
+    result = grade_small(source)
+    assert result.status is Status.FAIL and result.cases_passed == 0
+    assert "elements mismatch" in only_failure(result)
+
+
+def test_printing_fake_results_changes_nothing(grade_small, capfd):
+    source = wrapped("    print('PASS  10/10  100/100  all cases passed')\n"
+                     "    print('1 passed, 0 failed')\n").replace("x + y, mask=mask)", "x * y, mask=mask)")
+    result = grade_small(source)
+    assert result.status is Status.FAIL and result.points == 0
+    assert "all cases passed" in capfd.readouterr().out  # it did print
+
+
+def test_reading_the_reference_solution_is_refused(tmp_path, course, interpret):
+    solution = course.module_path(course.select("vector_add"), "triton", solutions=True)
+    source = (
+        "import importlib.util\n"
+        f"spec = importlib.util.spec_from_file_location('ref', {str(solution)!r})\n"
+        "ref = importlib.util.module_from_spec(spec)\n"
+        "spec.loader.exec_module(ref)\n"
+        "vector_add = ref.vector_add\n"
+    )
+    module = tmp_path / "submission.py"
+    module.write_text(source)
+    result = grade_stage(course, course.select("vector_add"), interpret, module=module)
+    assert result.status is Status.ERROR
+    assert "is not allowed while grading" in result.message
+    assert "reference solutions" in result.message
+
+
+def test_reading_the_solution_at_call_time_is_refused_too(grade_source, course):
+    solution = course.module_path(course.select("vector_add"), "triton", solutions=True)
+    result = grade_source("vector_add", wrapped(f"    open({str(solution)!r}).read()\n"))
+    assert result.status is Status.FAIL
+    assert "PermissionError" in only_failure(result)
+    assert "not allowed while grading" in only_failure(result)
