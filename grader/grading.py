@@ -23,7 +23,7 @@ from grader.backends import Selection
 from grader.compare import Verdict, compare
 from grader.course import Case, Course, Stage
 from grader.problems import DTYPES, Call
-from grader.results import CaseResult, SpeedResult, StageResult, Status
+from grader.results import CaseResult, CheckResult, SpeedResult, StageResult, Status
 from grader.runner import Outcome, Runner
 from grader.submission import SubmissionError
 from grader.skeletons import todo_state
@@ -113,6 +113,28 @@ class StageCheck:
             return Verdict(False, f"returned a tensor on {outcome.output_device}, expected it on "
                                   f"{self.backend.device} like the inputs")
         return None
+
+
+def memory_check(stage: Stage, selection: Selection, runner: Runner, seed: int) -> CheckResult:
+    """The extra memory of a call must grow with the problem as the stage intends."""
+    name = "memory growth"
+    if selection.backend.device != "cuda":
+        return CheckResult(name, False, False, "not graded: needs a GPU")
+    small, large, limit = stage.problem.memory_growth
+    dtype = next(iter(stage.tolerance))
+    sizes = []
+    for params in (small, large):
+        used, error = runner.memory(stage.problem.id, params, dtype, seed)
+        if error:
+            return CheckResult(name, True, False, f"could not be measured: {error}")
+        sizes.append(max(used, 1))
+    growth = sizes[1] / sizes[0]
+    shown = f"{sizes[0] / 2**20:.1f} MiB -> {sizes[1] / 2**20:.1f} MiB ({growth:.1f}x)"
+    changed = ", ".join(f"{k} {small[k]} -> {large[k]}" for k in small if small[k] != large[k])
+    if growth > limit:
+        return CheckResult(name, True, False, f"extra GPU memory grew {shown} for {changed}: more "
+                           f"than {limit:g}x means something of size N x N is being stored")
+    return CheckResult(name, True, True, f"extra GPU memory grew {shown} for {changed}")
 
 
 def _to(value, device: str):
@@ -266,6 +288,8 @@ def _grade_loaded(stage, selection, runner, result, todos, on_case, benchmark_js
     if broken:
         result.message, result.status = broken, Status.ERROR
         return result
+    if stage.problem.memory_growth:
+        result.checks.append(memory_check(stage, selection, runner, seed))
     result.conclude(len(stage.cases))
     if no_speed or result.status is not Status.PASS:
         return result

@@ -78,6 +78,9 @@ class Problem:
     # ATen operators that would do the stage's work in PyTorch instead of a kernel; a
     # submission that runs one of them fails (grader.submission watches the dispatcher).
     torch_ops: frozenset[str] = frozenset()
+    # On a GPU: (cases at a small and a large size, largest allowed growth of the peak extra
+    # memory of a call) - for a kernel whose memory must grow linearly, not quadratically.
+    memory_growth: tuple[dict, dict, float] | None = None
 
     @property
     def arg_names(self) -> list[str]:
@@ -269,6 +272,10 @@ PROBLEMS: dict[str, Problem] = {
                 "_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
                 "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_attention_math",
                 "scaled_dot_product_attention", "bmm", "mm", "baddbmm", "matmul", "_softmax"}),
+            # 4x the sequence length: 4x the memory for O(N*D), 16x for an N x N score matrix.
+            memory_growth=({"B": 1, "H": 8, "N": 1024, "D": 64, "causal": False, "sm_scale": None},
+                           {"B": 1, "H": 8, "N": 4096, "D": 64, "causal": False, "sm_scale": None},
+                           6.0),
         ),
     ]
 }

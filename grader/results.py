@@ -66,6 +66,16 @@ class SpeedResult:
 
 
 @dataclass
+class CheckResult:
+    """A stage-wide check beyond the cases, such as memory growth; graded=False: not run."""
+
+    name: str
+    graded: bool
+    passed: bool
+    message: str
+
+
+@dataclass
 class StageResult:
     number: int
     id: str
@@ -79,6 +89,7 @@ class StageResult:
     cases: list[CaseResult] = field(default_factory=list)
     speed: SpeedResult = field(default_factory=lambda: SpeedResult(False, ""))
     seconds: float = 0.0  # wall time of grading this stage, speed included
+    checks: list[CheckResult] = field(default_factory=list)
 
     @property
     def cases_passed(self) -> int:
@@ -94,10 +105,14 @@ class StageResult:
         return round(self.max_points + (self.speed.max_points if self.speed.graded else 0), 2)
 
     def conclude(self, total_cases: int) -> None:
-        """Status and points from the case results: points in proportion to cases passed."""
+        """Status and points from the case results: points in proportion to cases passed.
+        A failed stage-wide check (memory growth: the kernel is not what the stage asks
+        for) fails the stage."""
         passed = self.cases_passed
         self.status = Status.PASS if passed == total_cases and total_cases else Status.FAIL
         self.points = round(self.max_points * passed / total_cases, 2) if total_cases else 0.0
+        if any(c.graded and not c.passed for c in self.checks):
+            self.status, self.points = Status.FAIL, 0.0
 
 
 @dataclass

@@ -123,6 +123,12 @@ class Runner:
             self.close()  # the next call gets a fresh CUDA context
         return outcome
 
+    def memory(self, problem_id: str, params: dict, dtype: str, seed: int) -> tuple[int | None, str | None]:
+        """(peak extra bytes of one call, error)."""
+        status, value = self._request("memory", problem_id=problem_id, params=params, dtype=dtype,
+                                      seed=seed)
+        return (value, None) if status == "ok" else (None, value)
+
     def time(self, problem_id: str, params: dict, dtype: str, seed: int, baseline: str,
              seconds: float) -> tuple[dict[str, list[float]] | None, Any, str | None]:
         """(samples in ms per candidate, the last output, error)."""

@@ -38,6 +38,10 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
         slow = [c for c in stage.speed.cases if not c.passed]
         if stage.status is not Status.PASS or slow:
             _explain(stage, console, verbose)
+    for stage in report.stages:
+        for check in stage.checks:
+            if not check.graded:
+                console.print(f"[dim]{stage.id}: {check.name} {check.message}[/]", highlight=False)
 
 
 def _table(report: Report) -> Table:
@@ -105,6 +109,9 @@ def _explain(stage: StageResult, console: Console, verbose: bool) -> None:
                       highlight=False, markup=False)
         for line in case.details:
             console.print(f"    {line}", highlight=False, markup=False)
+    for check in stage.checks:
+        if check.graded and not check.passed:
+            console.print(f"  {check.name}: {check.message}", highlight=False, markup=False)
     for case in stage.speed.cases:
         if not case.passed:
             console.print(f"  speed {case.id}: {case.summary}", highlight=False, markup=False)

@@ -119,6 +119,19 @@ class _Worker:
             result["output"] = repr(type(output).__name__)
         return result
 
+    def memory(self, problem_id: str, params: dict, dtype: str, seed: int):
+        """Peak bytes allocated during one call, above what the inputs already hold."""
+        import torch
+
+        _, args, kwargs, _ = self._inputs(problem_id, params, dtype, seed)
+        self.submission.bound(args, kwargs)()  # warm-up: compilation allocates too
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_allocated()
+        self.submission.bound(args, kwargs)()
+        torch.cuda.synchronize()
+        return torch.cuda.max_memory_allocated() - before
+
     def time(self, problem_id: str, params: dict, dtype: str, seed: int, baseline: str,
              seconds: float):
         from grader import timing

@@ -9,6 +9,7 @@
 #   - cuTile with a stale CUDA_HOME (the machine's older toolkit) must still grade
 #   - `grade all` on the untouched exercises: every stage NOT STARTED
 #   - one stage graded again with warm caches (the overhead target: under 30 s)
+#   - the GPU-only part of the bad-submission corpus (scripts/gpu_corpus.py)
 # Usage on the device tool: carry [".device"], command: source .device/env.sh; scripts/device-check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -56,6 +57,9 @@ for f in ex-triton ex-cutile; do
 done
 check warm-stage5-cutile 0 -- 5 --solutions --backend cutile
 check warm-stage4-triton 0 -- 4 --solutions --backend triton
+echo "== gpu corpus"
+"$PY" scripts/gpu_corpus.py 2>&1 | tee "$TMP/corpus.log" | grep -v "^grading" || status=1
+cat "$TMP/corpus.log" >> "$OUT/logs.txt"
 for name in calibrate triton cutile; do echo "--- $name"; grep -v '^grading\|^timing' "$TMP/$name.log"; done
 echo "device-check: $([ $status -eq 0 ] && echo OK || echo FAILED)"
 exit $status

@@ -1,0 +1,118 @@
+"""The GPU-only part of the bad-submission corpus; run on a GPU machine, prints one table.
+
+Each submission is graded on the Triton GPU backend and must get the verdict listed, with
+a message that names the problem (the CPU part of the corpus is tests/test_integrity.py):
+
+- flash attention that also allocates an N x N buffer: memory growth check fails;
+- vector add that patches the CUDA event timer and runs its kernel 20 times: still too slow;
+- vector add that slows PyTorch's own add (the baseline) down: timing rejected;
+- vector add whose kernel faults on the GPU for one case: that case fails, the next passes.
+
+Usage:  python scripts/gpu_corpus.py     (exit code 1 if any verdict is not as expected)
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from grader import backends  # noqa: E402
+from grader.course import load_course  # noqa: E402
+from grader.grading import grade_stage  # noqa: E402
+
+VECTOR_ADD = (ROOT / "solutions/triton/stage1_vector_add.py").read_text()
+ATTENTION = (ROOT / "solutions/triton/stage5_flash_attention.py").read_text()
+
+COURSE = """
+[course]
+title = "gpu corpus"
+
+[[stages]]
+id = "vector_add"
+title = "Vector add"
+points = 10
+modules = { triton = "triton/stage1_vector_add.py", cutile = "cutile/stage1_vector_add.py" }
+tolerance.float32 = { atol = 1e-6, rtol = 1e-6 }
+cases = [ { n = 1000, dtypes = ["float32"] }, { n = 5, dtypes = ["float32"] } ]
+
+[stages.speed]
+points = 5
+baseline = "torch"
+seconds = 2
+cases = [ { n = 16777216, dtypes = ["float32"] } ]
+thresholds.triton = { min_speedup = 0.7 }
+"""
+
+
+def submissions() -> list[tuple[str, str, str, str]]:
+    """(name, stage, source, text the verdict must contain)."""
+    # Also allocates B x H x N x N floats: what flash attention exists to avoid.
+    alloc = "    out = torch.empty_like(q)\n"
+    assert alloc in ATTENTION
+    quadratic = ATTENTION.replace(alloc, alloc + "    scores = torch.empty(*q.shape[:3], q.shape[2], "
+                                                 "device=q.device)\n", 1)
+    timer = (
+        "import torch\n"
+        "torch.cuda.Event.elapsed_time = lambda self, end: 1e-6\n"
+        + VECTOR_ADD.replace("    return out\n",
+                             "    for _ in range(19):\n"
+                             "        vector_add_kernel[grid](x, y, out, n_elements, BLOCK_SIZE=BLOCK_SIZE)\n"
+                             "    return out\n")
+    )
+    slow_baseline = (
+        "import time, torch\n"
+        "_add = torch.add\n"
+        "def _slow_add(*args, **kwargs):\n"
+        "    time.sleep(0.002)\n"
+        "    return _add(*args, **kwargs)\n"
+        "torch.add = _slow_add\n" + VECTOR_ADD
+    )
+    launch = "    vector_add_kernel[grid](x, y, out, n_elements, BLOCK_SIZE=BLOCK_SIZE)\n"
+    assert launch in VECTOR_ADD
+    # For one case, a grid that runs 8 G elements past a 1000-element vector: a GPU fault.
+    fault = VECTOR_ADD.replace(launch, "    if n_elements == 1000:\n"
+                                       "        n_elements = 1 << 33\n"
+                                       "        grid = (triton.cdiv(n_elements, BLOCK_SIZE),)\n" + launch)
+    return [
+        ("N x N buffer in flash attention", "flash_attention", quadratic, "N x N is being stored"),
+        ("patched CUDA timer, 20x the work", "vector_add", timer, "too slow"),
+        ("PyTorch's add slowed down", "vector_add", slow_baseline, "something slowed PyTorch down"),
+        ("kernel faults on the GPU", "vector_add", fault, ""),
+    ]
+
+
+def main() -> int:
+    selection = backends.select("triton")
+    real = load_course(ROOT / "course.toml")
+    failures = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        (tmp / "course.toml").write_text(COURSE)
+        small = load_course(tmp / "course.toml")
+        for name, stage_id, source, expected in submissions():
+            module = tmp / f"{stage_id}_submission.py"
+            module.write_text(source)
+            course = small if stage_id == "vector_add" else real
+            result = grade_stage(course, course.select(stage_id), selection, module=module, timeout=120)
+            texts = [c.summary for c in result.cases] + [c.message for c in result.checks] \
+                + [c.summary for c in result.speed.cases] + [result.message, result.speed.reason]
+            if name == "kernel faults on the GPU":
+                first, second = result.cases
+                ok = not first.passed and second.passed
+                got = f"case 1: {first.summary[:120]} | case 2: {'PASS' if second.passed else second.summary}"
+            else:
+                hit = [t for t in texts if expected in t]
+                ok = bool(hit)
+                got = (hit or [t for t in texts if t] or ["(nothing)"])[0][:200]
+            failures += not ok
+            print(f"{'ok  ' if ok else 'FAIL'} {name:<34} {result.status.value:<11} {got}", flush=True)
+    print(f"gpu corpus: {'OK' if not failures else f'{failures} unexpected verdicts'}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
