@@ -6,6 +6,8 @@
     grade doctor            what this machine can grade, and how to fix what it cannot
     grade compile all       compile the cuTile stages for sm_80/90/100/120 (no GPU needed)
     grade calibrate         suggest speed thresholds from the references on this GPU (instructors)
+    grade release OUTDIR    build the student handout (instructors)
+    grade batch SUBMISSIONS grade a class, each submission isolated; write a gradebook
     grade skeletons         regenerate exercises/ from solutions/ (instructors)
 
 Exit codes: 0 every graded stage passes, 1 a stage fails (or is not started), 2 a usage or
@@ -25,13 +27,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from grader import __version__, backends, compile_check, doctor, speed, toolchain
+from grader import __version__, backends, batch, compile_check, doctor, release, speed, toolchain
 from grader import calibrate as calibration
 from grader.backups import backup
 from grader.course import TRACKS, Course, Stage, find_course_file, load_course
 from grader.errors import GradeError
 from grader.grading import grade_stage
-from grader.progress import stage_progress
+from grader.progress import batch_progress, stage_progress
 from grader.results import Report, StageResult
 from grader.scorecard import make_console, render, render_calibration, render_compile
 from grader.skeletons import make_exercise, todo_state
@@ -49,7 +51,8 @@ class _GradeGroup(click.Group):
 
     def format_usage(self, ctx, formatter):
         formatter.write_usage(
-            "grade", "[--course PATH] STAGE... | all | list | doctor | compile | calibrate | skeletons [OPTIONS]")
+            "grade", "[--course PATH] STAGE... | all | list | doctor | compile | calibrate | release | batch "
+            "| skeletons [OPTIONS]")
 
 
 @click.group(cls=_GradeGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -74,6 +77,9 @@ def _grading_options(command):
                           "is present, else Triton's interpreter on the CPU."),
         click.option("--solutions", is_flag=True,
                      help="Grade the reference solutions instead of exercises/ (instructors)."),
+        click.option("--submission", type=click.Path(exists=True, file_okay=False, path_type=Path),
+                     help="Grade the exercises in this folder instead of exercises/ (a folder "
+                          "laid out like exercises/, or one that contains exercises/)."),
         click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
                      help="Also write the full result as JSON to this file."),
         click.option("-v", "--verbose", is_flag=True, help="Show every failing case."),
@@ -113,14 +119,21 @@ def all_command(ctx, **options) -> int:
 
 
 def _grade(course: Course, stages: list[Stage], backend: str, solutions: bool,
-           json_path: Path | None, verbose: bool, benchmark_json: Path | None,
-           seed: int | None, timeout: float) -> int:
+           submission: Path | None, json_path: Path | None, verbose: bool,
+           benchmark_json: Path | None, seed: int | None, timeout: float) -> int:
     console = make_console()
+    if solutions and not (course.root / "solutions").is_dir():
+        raise GradeError(f"{course.root} has no solutions/ folder (a student handout?): "
+                         "--solutions needs the instructor's copy of the course.")
+    if solutions and submission:
+        raise GradeError("Use --solutions or --submission, not both.")
+    if submission and (submission / "exercises").is_dir():
+        submission = submission / "exercises"
     selection = backends.select(backend)
     seed = secrets.randbelow(2**31) if seed is None else seed
     report = Report(
         course=course.title,
-        target="solutions" if solutions else "exercises",
+        target="solutions" if solutions else str(submission) if submission else "exercises",
         backend=selection.backend.name,
         backend_reason=selection.reason,
         machine=backends.machine_info(),
@@ -136,8 +149,9 @@ def _grade(course: Course, stages: list[Stage], backend: str, solutions: bool,
         parts += [part] if part else []
         started = time.perf_counter()
         with stage_progress(console, label, len(stage.cases) + timed) as on_case:
-            result = grade_stage(course, stage, selection, solutions, on_case, benchmark_json=part,
-                                 seed=seed, timeout=timeout)
+            module = submission / stage.modules[selection.backend.track] if submission else None
+            result = grade_stage(course, stage, selection, solutions, on_case, module=module,
+                                 benchmark_json=part, seed=seed, timeout=timeout)
         result.seconds = round(time.perf_counter() - started, 2)
         report.stages.append(result)
     if benchmark_json:
@@ -232,6 +246,73 @@ def calibrate_command(ctx, selectors, backend_names, margin: float, write: bool)
     if write:
         kept = calibration.write_thresholds(course.path, found)
         console.print(f"wrote the thresholds into {course.path} (the old file is {kept.name})")
+    return EXIT_OK
+
+
+@cli.command("release")
+@click.argument("outdir", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--force", is_flag=True, help="Write into OUTDIR even if it is not empty.")
+@click.pass_context
+def release_command(ctx, outdir: Path, force: bool) -> int:
+    """Build the student handout in OUTDIR: no solutions/, no hidden cases (instructors)."""
+    course = _course(ctx)
+    written = release.release(course, outdir, force)
+    console = make_console()
+    console.print(f"wrote the handout to {outdir}: {len(written)} files, no solutions/, "
+                  f"no hidden cases; checked for reference code: none found")
+    console.print(f"students start with: cd {outdir} && pip install -e . && grade list")
+    return EXIT_OK
+
+
+@cli.command("batch")
+@click.argument("submissions", nargs=-1, required=True,
+                type=click.Path(exists=True, path_type=Path))
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path),
+              default=Path("grade-results"), show_default=True,
+              help="Folder for students/*.json, logs/ and gradebook.csv.")
+@click.option("--backend", type=click.Choice(backends.CHOICES), default=backends.AUTO,
+              show_default=True)
+@click.option("--jobs", type=click.IntRange(1), default=1, show_default=True,
+              help="Submissions graded at once on a CPU host (on a GPU host: one per GPU).")
+@click.option("--seed", type=click.IntRange(0, 2**31 - 1),
+              help="One seed for the whole class (default: a fresh one, printed).")
+@click.option("--timeout", type=click.FloatRange(1), default=120, show_default=True,
+              help="Seconds one call of a submission may take.")
+@click.option("--limit", type=click.FloatRange(1), default=1800, show_default=True,
+              help="Seconds one whole submission may take.")
+@click.option("--force", is_flag=True, help="Grade again submissions that already have a result.")
+@click.pass_context
+def batch_command(ctx, submissions, out: Path, backend: str, jobs: int, seed: int | None,
+                  timeout: float, limit: float, force: bool) -> int:
+    """Grade many submissions (folders or zips), each isolated; write a gradebook (instructors)."""
+    course = _course(ctx)
+    selection = backends.select(backend)  # fail early, with the fix, if it cannot run here
+    seed = secrets.randbelow(2**31) if seed is None else seed
+    found = batch.entries(list(submissions))
+    if not found:
+        raise GradeError("No submissions found: name folders or .zip files, or a folder of them.")
+    names = [e.name for e in found]
+    if len(set(names)) != len(names):
+        raise GradeError("Two submissions have the same name; rename one so results do not mix.")
+    gpus = []
+    if selection.backend.device == "cuda":
+        import torch
+
+        gpus = [str(i) for i in range(torch.cuda.device_count())]
+    options = ["--backend", selection.backend.name, "--seed", str(seed), "--timeout", str(timeout)]
+    console = make_console()
+    workers = f"{len(gpus)} GPU workers" if gpus else f"{jobs} CPU workers"
+    console.print(f"grading {len(found)} submissions with {selection.backend.name}, seed {seed}, "
+                  f"{workers}; results in {out}", markup=False)
+    todo = batch.pending(found, out, force)
+    with batch_progress(console, len(todo)) as on_done:
+        graded = batch.run(course, todo, out, options, jobs, gpus, limit, on_done)
+    gradebook = batch.write_gradebook(course, out, found)
+    failed = [g for g in graded if g.error]
+    for g in failed:
+        console.print(f"{g.name}: {g.error}", markup=False)
+    console.print(f"graded {len(graded)} now ({len(found) - len(graded)} already had results); "
+                  f"gradebook: {gradebook}")
     return EXIT_OK
 
 

@@ -7,6 +7,7 @@ drop a case or a tolerance. Every error names the file and the key path (for exa
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import zlib
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 COURSE_FILE = "course.toml"
+HIDDEN_FILE = "course.hidden.toml"  # instructor-only cases; `grade release` leaves it out
 TRACKS = ("triton", "cutile")  # the tile languages a stage is written in
 WHOLE_DIM = "*"  # tile spec entry: one program owns the whole dimension
 
@@ -39,9 +41,12 @@ class Case:
     params: dict[str, Any]
     dtype: str
     seed: int
+    hidden: int = 0  # instructor-only cases are numbered from 1; their inputs stay secret
 
     @property
     def id(self) -> str:
+        if self.hidden:
+            return f"hidden{self.hidden}-{self.dtype}"
         shown = ",".join(f"{k}={v}" for k, v in self.params.items())
         return f"{shown}-{self.dtype}"
 
@@ -88,6 +93,7 @@ class Course:
     path: Path
     title: str
     stages: tuple[Stage, ...]
+    hidden_file: Path | None = None  # course.hidden.toml, when the instructor has one
 
     @property
     def root(self) -> Path:
@@ -136,7 +142,47 @@ def load_course(path: Path) -> Course:
     checker = _Checker(path)
     course = checker.course(raw)
     checker.raise_if_errors()
+    hidden = path.with_name(HIDDEN_FILE)
+    if hidden.is_file():
+        course = _with_hidden_cases(course, hidden)
     return course
+
+
+def _with_hidden_cases(course: Course, path: Path) -> Course:
+    """Append the instructor's hidden cases (course.hidden.toml) to their stages.
+
+        seed = 8412                      # secret: mixed into every hidden case's seed
+        [[stages]]
+        id = "softmax"
+        cases = [ { M = 4099, N = 3001, dtypes = ["float32"] } ]
+    """
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise CourseError(f"{path} cannot be read as TOML: {exc}.") from None
+    checker = _Checker(path)
+    top = checker.table(raw, "(top level)", {"stages": list}, {"seed": int})
+    secret = top.get("seed", 0)
+    extra: dict[str, list[Case]] = {}
+    by_id = {s.id: s for s in course.stages}
+    for i, entry in enumerate(top.get("stages", [])):
+        where = f"stages[{i}]"
+        s = checker.table(entry, where, {"id": str, "cases": list})
+        stage = by_id.get(s.get("id"))
+        if "id" in s and stage is None:
+            checker.error(f"{where}.id", f"no stage '{s['id']}' in {COURSE_FILE}; known: {', '.join(by_id)}")
+            continue
+        for j, case in enumerate(s.get("cases", [])):
+            found = checker.cases(case, f"{where}.cases[{j}]", stage.problem if stage else None,
+                                  stage.tolerance if stage else {}, f"hidden/{s.get('id')}", j)
+            extra.setdefault(stage.id, []).extend(found)
+    checker.raise_if_errors()
+    stages = []
+    for stage in course.stages:
+        hidden = [Case(c.params, c.dtype, (c.seed ^ secret) & 0x7FFFFFFF, hidden=n)
+                  for n, c in enumerate(extra.get(stage.id, []), 1)]
+        stages.append(dataclasses.replace(stage, cases=stage.cases + tuple(hidden)))
+    return dataclasses.replace(course, stages=tuple(stages), hidden_file=path)
 
 
 class _Checker:

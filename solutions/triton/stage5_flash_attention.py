@@ -29,8 +29,10 @@ over key tiles lives in a helper, `attend_key_tiles`, that the kernel calls twic
 with MASKED=False over the tiles that are entirely visible (every key < N and, with
 causal=True, before this tile's first query), which load without bounds masks and keep
 every score; then with MASKED=True over the rest: the ragged last tile, or with
-causal=True the tile(s) on the diagonal. Query tiles are handed out last first, because with
-causal=True the last ones have the most keys to visit.
+causal=True the tile(s) on the diagonal. Query tiles are handed out last first, since
+with causal=True the last ones have the most keys to visit. The helper comes first in
+this file (Steps 1-3: one key tile at a time), then the kernel (Steps 4-5: the Q tile
+and the output).
 """
 
 import math
@@ -41,6 +43,79 @@ import triton
 import triton.language as tl
 
 __all__ = ["flash_attention"]
+
+
+@triton.jit
+def attend_key_tiles(
+    acc, l_i, m_i, q, k_base, v_base, offs_m, offs_d, lo, hi, N_CTX, qk_scale,
+    stride_kn, stride_kd, stride_vn, stride_vd,
+    BLOCK_N: tl.constexpr, MASKED: tl.constexpr, IS_CAUSAL: tl.constexpr,
+    DOT_IN_FP32: tl.constexpr,
+):
+    """Fold the key tiles starting at lo, lo + BLOCK_N, ... < hi into one query tile's
+    running (acc, l_i, m_i). MASKED=False promises that every key of these tiles is < N_CTX
+    and visible to every query of the tile, so nothing is masked."""
+    for start_n in range(lo, hi, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)  # key rows of this tile
+
+        # Step 1: Load this tile of keys TRANSPOSED, as kt [HEAD_DIM, BLOCK_N], and the
+        #   tile of values v [BLOCK_N, HEAD_DIM]. If MASKED, key rows past N_CTX read 0;
+        #   otherwise every row is in bounds, so load without a mask.
+        #   Hint: swap the roles of [:, None] and [None, :] to load K^T;
+        #   tl.load(ptrs, mask=..., other=0.0) or tl.load(ptrs).
+        # >>> solution
+        kt_ptrs = k_base + offs_n[None, :] * stride_kn + offs_d[:, None] * stride_kd
+        v_ptrs = v_base + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd
+        if MASKED:
+            kt = tl.load(kt_ptrs, mask=offs_n[None, :] < N_CTX, other=0.0)
+            v = tl.load(v_ptrs, mask=offs_n[:, None] < N_CTX, other=0.0)
+        else:
+            kt = tl.load(kt_ptrs)
+            v = tl.load(v_ptrs)
+        # --- exercise
+        # kt = ...
+        # v = ...
+        # <<<
+        if DOT_IN_FP32:
+            kt = kt.to(tl.float32)
+            v = v.to(tl.float32)
+
+        # Step 2: Compute the scores s = (q @ kt) * qk_scale in fp32, then, if MASKED,
+        #   set to -inf the scores of keys past N_CTX and, if IS_CAUSAL, of keys after
+        #   the query (key j > query i).
+        #   Hint: tl.dot, tl.where, compare offs_n[None, :] with offs_m[:, None].
+        # >>> solution
+        s = tl.dot(q, kt) * qk_scale
+        if MASKED:
+            visible = offs_n[None, :] < N_CTX
+            if IS_CAUSAL:
+                visible = visible & (offs_n[None, :] <= offs_m[:, None])
+            s = tl.where(visible, s, float("-inf"))
+        # --- exercise
+        # s = ...
+        # <<<
+
+        # Step 3: Online softmax update: the new running max per row, the factor alpha
+        #   that rescales the old state, this tile's probabilities p, then the new l_i
+        #   and acc (acc rescaled by alpha, plus p @ v with p cast to v's dtype), and
+        #   finally m_i. The scale already holds log2(e), so use exp2.
+        #   Hint: tl.max(s, axis=1), tl.maximum, tl.exp2, tl.sum(p, axis=1), [:, None], tl.dot.
+        # >>> solution
+        m_new = tl.maximum(m_i, tl.max(s, axis=1))
+        alpha = tl.exp2(m_i - m_new)
+        p = tl.exp2(s - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+        m_i = m_new
+        # --- exercise
+        # m_new = ...
+        # alpha = ...
+        # p = ...
+        # l_i = ...
+        # acc = ...
+        # m_i = ...
+        # <<<
+    return acc, l_i, m_i
 
 
 @triton.jit
@@ -68,7 +143,7 @@ def flash_attention_kernel(
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)  # query rows of this program
     offs_d = tl.arange(0, HEAD_DIM)
 
-    # Step 1: Load this program's Q tile [BLOCK_M, HEAD_DIM]; rows past N_CTX read 0.
+    # Step 4: Load this program's Q tile [BLOCK_M, HEAD_DIM]; rows past N_CTX read 0.
     #   Hint: pointer tile from offs_m and offs_d with the q strides, tl.load(mask=..., other=0.0).
     # >>> solution
     q_ptrs = q_base + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd
@@ -115,78 +190,6 @@ def flash_attention_kernel(
     # --- exercise
     # out = ...
     # <<<
-
-
-@triton.jit
-def attend_key_tiles(
-    acc, l_i, m_i, q, k_base, v_base, offs_m, offs_d, lo, hi, N_CTX, qk_scale,
-    stride_kn, stride_kd, stride_vn, stride_vd,
-    BLOCK_N: tl.constexpr, MASKED: tl.constexpr, IS_CAUSAL: tl.constexpr,
-    DOT_IN_FP32: tl.constexpr,
-):
-    """Fold the key tiles starting at lo, lo + BLOCK_N, ... < hi into one query tile's
-    running (acc, l_i, m_i). MASKED=False promises that every key of these tiles is < N_CTX
-    and visible to every query of the tile, so nothing is masked."""
-    for start_n in range(lo, hi, BLOCK_N):
-        offs_n = start_n + tl.arange(0, BLOCK_N)  # key rows of this tile
-
-        # Step 2: Load this tile of keys TRANSPOSED, as kt [HEAD_DIM, BLOCK_N], and the
-        #   tile of values v [BLOCK_N, HEAD_DIM]. If MASKED, key rows past N_CTX read 0;
-        #   otherwise every row is in bounds, so load without a mask.
-        #   Hint: swap the roles of [:, None] and [None, :] to load K^T; tl.load(mask=..., other=0.0).
-        # >>> solution
-        kt_ptrs = k_base + offs_n[None, :] * stride_kn + offs_d[:, None] * stride_kd
-        v_ptrs = v_base + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd
-        if MASKED:
-            kt = tl.load(kt_ptrs, mask=offs_n[None, :] < N_CTX, other=0.0)
-            v = tl.load(v_ptrs, mask=offs_n[:, None] < N_CTX, other=0.0)
-        else:
-            kt = tl.load(kt_ptrs)
-            v = tl.load(v_ptrs)
-        # --- exercise
-        # kt = ...
-        # v = ...
-        # <<<
-        if DOT_IN_FP32:
-            kt = kt.to(tl.float32)
-            v = v.to(tl.float32)
-
-        # Step 3: Compute the scores s = (q @ kt) * qk_scale in fp32, then, if MASKED,
-        #   set to -inf the scores of keys past N_CTX and, if IS_CAUSAL, of keys after
-        #   the query (key j > query i).
-        #   Hint: tl.dot, tl.where, compare offs_n[None, :] with offs_m[:, None].
-        # >>> solution
-        s = tl.dot(q, kt) * qk_scale
-        if MASKED:
-            visible = offs_n[None, :] < N_CTX
-            if IS_CAUSAL:
-                visible = visible & (offs_n[None, :] <= offs_m[:, None])
-            s = tl.where(visible, s, float("-inf"))
-        # --- exercise
-        # s = ...
-        # <<<
-
-        # Step 4: Online softmax update: the new running max per row, the factor alpha
-        #   that rescales the old state, this tile's probabilities p, then the new l_i
-        #   and acc (acc rescaled by alpha, plus p @ v with p cast to v's dtype), and
-        #   finally m_i. The scale already holds log2(e), so use exp2.
-        #   Hint: tl.max(s, axis=1), tl.maximum, tl.exp2, tl.sum(p, axis=1), [:, None], tl.dot.
-        # >>> solution
-        m_new = tl.maximum(m_i, tl.max(s, axis=1))
-        alpha = tl.exp2(m_i - m_new)
-        p = tl.exp2(s - m_new[:, None])
-        l_i = l_i * alpha + tl.sum(p, axis=1)
-        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
-        m_i = m_new
-        # --- exercise
-        # m_new = ...
-        # alpha = ...
-        # p = ...
-        # l_i = ...
-        # acc = ...
-        # m_i = ...
-        # <<<
-    return acc, l_i, m_i
 
 
 def flash_attention(q, k, v, causal=False, sm_scale=None):

@@ -1,0 +1,179 @@
+"""`grade batch`: a class's submissions graded one by one, each in its own process.
+
+A submission is a folder (a git checkout, say) or a zip. Its files overlay the course's
+exercises/: whatever it lacks stays the untouched skeleton (NOT STARTED). Each submission is
+graded by a separate `grade all --submission ...` process with a time limit, so one bad
+submission cannot affect another; on a GPU host one worker runs per GPU
+(CUDA_VISIBLE_DEVICES), on a CPU host `--jobs N` workers. Results: one JSON per student under
+OUT/students/, and OUT/gradebook.csv rebuilt from all of them. Graded students are skipped
+on the next run unless --force, so a batch can be resumed.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from grader.course import Course
+
+
+@dataclass
+class Entry:
+    name: str  # the student, from the folder or zip name
+    source: Path
+
+
+@dataclass
+class Graded:
+    name: str
+    json_path: Path | None
+    error: str = ""
+
+
+def entries(paths: list[Path]) -> list[Entry]:
+    """Submissions named on the command line: folders and zips, or a folder of them."""
+    found = []
+    for path in paths:
+        if path.is_dir() and not _looks_like_submission(path):
+            found += [Entry(_name(p), p) for p in sorted(path.iterdir())
+                      if p.is_dir() or p.suffix == ".zip"]
+        else:
+            found.append(Entry(_name(path), path))
+    return found
+
+
+def _looks_like_submission(path: Path) -> bool:
+    return (path / "exercises").is_dir() or (path / "triton").is_dir() or (path / "cutile").is_dir()
+
+
+def _name(path: Path) -> str:
+    return path.stem if path.suffix == ".zip" else path.name
+
+
+def unpack(entry: Entry, course: Course, into: Path) -> Path:
+    """The course's exercises overlaid with the submission's files; raises ValueError."""
+    exercises = into / "exercises"
+    shutil.copytree(course.root / "exercises", exercises)
+    if entry.source.suffix == ".zip":
+        source = into / "unzipped"
+        try:
+            with zipfile.ZipFile(entry.source) as archive:
+                for member in archive.namelist():
+                    target = (source / member).resolve()
+                    if not target.is_relative_to(source.resolve()):
+                        raise ValueError(f"the zip has an entry outside its folder: {member}")
+                archive.extractall(source)
+        except zipfile.BadZipFile:
+            raise ValueError(f"{entry.source.name} is not a valid zip file") from None
+    elif entry.source.is_dir():
+        source = entry.source
+    else:
+        raise ValueError(f"{entry.source} is neither a folder nor a .zip file")
+    root = _exercise_root(source)
+    if root is None:
+        raise ValueError("no exercises found: expected exercises/triton/... or triton/... "
+                         "(or cutile/...) inside the submission")
+    for file in root.rglob("*.py"):
+        target = exercises / file.relative_to(root)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(file, target)
+    return exercises
+
+
+def _exercise_root(source: Path) -> Path | None:
+    for candidate in [source, *sorted(p for p in source.rglob("*") if p.is_dir())]:
+        if (candidate / "exercises").is_dir():
+            return candidate / "exercises"
+        if (candidate / "triton").is_dir() or (candidate / "cutile").is_dir():
+            return candidate
+    return None
+
+
+def grade_one(entry: Entry, course: Course, out: Path, options: list[str], env: dict,
+              limit: float) -> Graded:
+    result = out / "students" / f"{entry.name}.json"
+    with tempfile.TemporaryDirectory(prefix="tilecourse-batch-") as tmp:
+        try:
+            exercises = unpack(entry, course, Path(tmp))
+        except (ValueError, OSError) as exc:
+            return Graded(entry.name, None, str(exc))
+        command = [sys.executable, "-m", "grader", "--course", str(course.path), "all",
+                   "--submission", str(exercises), "--json", str(result), *options]
+        log = out / "logs" / f"{entry.name}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with log.open("w") as handle:
+                subprocess.run(command, stdout=handle, stderr=subprocess.STDOUT, env=env,
+                               timeout=limit, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            return Graded(entry.name, None, f"grading took longer than {limit:g} s")
+    if not result.is_file():
+        return Graded(entry.name, None, f"no result was written; see {log}")
+    return Graded(entry.name, result)
+
+
+def pending(submissions: list[Entry], out: Path, force: bool) -> list[Entry]:
+    """The submissions without a result yet (all of them with `force`)."""
+    return [e for e in submissions if force or not (out / "students" / f"{e.name}.json").is_file()]
+
+
+def run(course: Course, todo: list[Entry], out: Path, options: list[str], jobs: int,
+        gpus: list[str], limit: float,
+        on_done: Callable[[Graded], None] = lambda g: None) -> list[Graded]:
+    """Grade each submission in `todo`; returns what happened to each one."""
+    (out / "students").mkdir(parents=True, exist_ok=True)
+    slots = gpus or [None] * max(1, jobs)
+    done: list[Graded] = []
+    with ThreadPoolExecutor(max_workers=len(slots)) as pool:
+        futures = {}
+        for i, entry in enumerate(todo):
+            env = dict(os.environ)
+            gpu = slots[i % len(slots)]
+            if gpu is not None:
+                env["CUDA_VISIBLE_DEVICES"] = gpu
+            futures[pool.submit(grade_one, entry, course, out, options, env, limit)] = entry
+        for future in as_completed(futures):
+            graded = future.result()
+            error_file = out / "students" / f"{graded.name}.error"
+            if graded.error:  # keep the reason with the results, so the gradebook shows it
+                error_file.write_text(graded.error + "\n")
+            else:
+                error_file.unlink(missing_ok=True)
+            done.append(graded)
+            on_done(graded)
+    return done
+
+
+def write_gradebook(course: Course, out: Path, submissions: list[Entry]) -> Path:
+    """OUT/gradebook.csv: one row per student, one column per stage, from the JSON files."""
+    path = out / "gradebook.csv"
+    stage_ids = [s.id for s in course.stages]
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["student", *stage_ids, "total", "max", "speed graded on", "seed", "error"])
+        for entry in submissions:
+            result = out / "students" / f"{entry.name}.json"
+            error_file = out / "students" / f"{entry.name}.error"
+            if not result.is_file():
+                error = error_file.read_text().strip() if error_file.is_file() else "not graded"
+                writer.writerow([entry.name, *[""] * len(stage_ids), "", "", "", "", error])
+                continue
+            data = json.loads(result.read_text())
+            points = {s["id"]: s["total_points"] for s in data["stages"]}
+            speed = any(s["speed"]["graded"] for s in data["stages"])
+            problems = "; ".join(f"{s['id']}: {s['message']}" for s in data["stages"]
+                                 if s["status"] == "ERROR")
+            writer.writerow([entry.name, *[points.get(i, "") for i in stage_ids], data["points"],
+                             data["max_points"], data["machine"]["gpu"] if speed else "",
+                             data["seed"], problems])
+    return path

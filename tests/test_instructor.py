@@ -1,0 +1,183 @@
+"""Instructor workflow: the student handout, hidden cases, grading a submission folder, and
+grading a class in a batch."""
+
+import csv
+import json
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from grader.course import load_course
+from grader.release import secret_lines
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def copy_course(tmp_path: Path) -> Path:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    for name in ("course.toml", "exercises", "solutions", "grader", "README.md", "pyproject.toml"):
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(source, tmp_path / name)
+    return tmp_path / "course.toml"
+
+
+HIDDEN = """
+seed = 4242
+[[stages]]
+id = "vector_add"
+cases = [ { n = 3001, dtypes = ["float32"] }, { n = 77, dtypes = ["float16"] } ]
+"""
+
+
+# --- the handout ------------------------------------------------------------------------
+
+
+def test_release_builds_a_handout_without_solutions_or_hidden_cases(tmp_path, run_grade):
+    course_file = copy_course(tmp_path / "course")
+    (course_file.parent / "course.hidden.toml").write_text(HIDDEN)
+    out = tmp_path / "handout"
+    code, stdout, _ = run_grade("--course", str(course_file), "release", str(out))
+    assert code == 0 and "no solutions/" in stdout
+    files = [p.relative_to(out) for p in out.rglob("*") if p.is_file()]
+    assert Path("course.toml") in files and Path("grader/cli.py") in files
+    assert Path("exercises/triton/stage3_softmax.py") in files
+    assert Path("exercises/cutile/stage5_flash_attention.py") in files
+    assert not [f for f in files if f.parts[0] in ("solutions", "tests", "scripts")]
+    assert not (out / "course.hidden.toml").exists()
+    # No line of reference code anywhere in the handout.
+    secret = secret_lines(sorted((ROOT / "solutions").rglob("*.py")))
+    for file in out.rglob("*"):
+        if file.is_file() and file.suffix in (".py", ".md", ".toml"):
+            text = {line.strip() for line in file.read_text().splitlines()}
+            assert not text & secret, file
+
+
+def test_grading_in_the_handout_reports_every_stage_not_started(tmp_path, run_grade, course):
+    out = tmp_path / "handout"
+    assert run_grade("--course", str(course.path), "release", str(out))[0] == 0
+    result = tmp_path / "r.json"
+    code, _, _ = run_grade("--course", str(out / "course.toml"), "all", "--backend",
+                           "triton-interpret", "--json", str(result))
+    data = json.loads(result.read_text())
+    assert code == 1
+    assert [s["status"] for s in data["stages"]] == ["NOT STARTED"] * len(course.stages)
+    code, _, err = run_grade("--course", str(out / "course.toml"), "all", "--solutions")
+    assert code == 2 and "no solutions/ folder" in err
+
+
+def test_release_never_overwrites_without_force(tmp_path, run_grade, course):
+    out = tmp_path / "handout"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    code, _, err = run_grade("--course", str(course.path), "release", str(out))
+    assert code == 2 and "is not empty" in err and "--force" in err
+    assert not (out / "course.toml").exists()
+    code, _, _ = run_grade("--course", str(course.path), "release", str(out), "--force")
+    assert code == 0 and (out / "course.toml").exists()
+    assert (out / "notes.txt").read_text() == "mine"  # --force adds, it never deletes
+
+
+def test_release_refuses_a_handout_that_would_leak(tmp_path, run_grade):
+    course_file = copy_course(tmp_path / "course")
+    exercise = course_file.parent / "exercises/triton/stage1_vector_add.py"
+    exercise.write_text(exercise.read_text() + "\n    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)\n")
+    code, _, err = run_grade("--course", str(course_file), "release", str(tmp_path / "out"))
+    assert code == 2 and "would contain reference code" in err
+    assert "offsets = pid * BLOCK_SIZE" in err
+
+
+# --- hidden cases -------------------------------------------------------------------------
+
+
+def test_hidden_cases_join_their_stage_with_secret_seeds(tmp_path):
+    course_file = copy_course(tmp_path)
+    public = load_course(course_file)
+    (tmp_path / "course.hidden.toml").write_text(HIDDEN)
+    full = load_course(course_file)
+    stage = full.select("vector_add")
+    hidden = [c for c in stage.cases if c.hidden]
+    assert len(stage.cases) == len(public.select("vector_add").cases) + 2
+    assert [c.id for c in hidden] == ["hidden1-float32", "hidden2-float16"]
+    assert "3001" not in " ".join(c.id for c in hidden)
+    assert full.hidden_file == tmp_path / "course.hidden.toml"
+
+
+def test_hidden_case_errors_name_the_hidden_file(tmp_path):
+    course_file = copy_course(tmp_path)
+    (tmp_path / "course.hidden.toml").write_text(HIDDEN.replace('id = "vector_add"', 'id = "sort"'))
+    with pytest.raises(Exception) as info:
+        load_course(course_file)
+    assert "course.hidden.toml" in str(info.value) and "no stage 'sort'" in str(info.value)
+
+
+def test_hidden_feedback_says_pass_or_fail_without_the_inputs(tmp_path, run_grade):
+    course_file = copy_course(tmp_path)
+    (tmp_path / "course.hidden.toml").write_text(HIDDEN)
+    # A kernel that is right only for lengths that fit one block: the hidden n=3001 fails.
+    solution = (tmp_path / "solutions/triton/stage1_vector_add.py").read_text()
+    broken = solution.replace("pid = tl.program_id(axis=0)", "pid = 0 * tl.program_id(axis=0)")
+    assert broken != solution
+    submission = tmp_path / "student"
+    (submission / "triton").mkdir(parents=True)
+    (submission / "triton/stage1_vector_add.py").write_text(broken)
+    result = tmp_path / "r.json"
+    code, out, _ = run_grade("--course", str(course_file), "1", "--submission", str(submission),
+                             "--backend", "triton-interpret", "--json", str(result), "-v")
+    cases = json.loads(result.read_text())["stages"][0]["cases"]
+    hidden = [c for c in cases if c["hidden"]]
+    assert code == 1 and len(hidden) == 2
+    failed = next(c for c in hidden if c["id"] == "hidden1-float32")
+    assert not failed["passed"] and failed["summary"] == "hidden case failed: wrong result"
+    assert failed["params"] == {} and failed["details"] == [] and failed["stats"] == {}
+    assert "3001" not in out and "hidden case failed: wrong result" in out
+
+
+# --- a class, in a batch ----------------------------------------------------------------------
+
+
+def test_batch_grades_folders_and_zips_and_keeps_going(tmp_path, run_grade, course):
+    solution = (ROOT / "solutions/triton/stage1_vector_add.py").read_text()
+    subs = tmp_path / "subs"
+    (subs / "ada/exercises/triton").mkdir(parents=True)
+    (subs / "ada/exercises/triton/stage1_vector_add.py").write_text(solution)
+    with zipfile.ZipFile(subs / "bob.zip", "w") as archive:
+        archive.writestr("bob-main/triton/stage1_vector_add.py",
+                         solution.replace("x + y, mask=mask)", "x - y, mask=mask)"))
+    (subs / "carol.zip").write_bytes(b"this is not a zip")
+    (subs / "dan").mkdir()
+    (subs / "dan/notes.txt").write_text("forgot to submit")
+    out = tmp_path / "results"
+    args = ("--course", str(course.path), "batch", str(subs), "--out", str(out),
+            "--backend", "triton-interpret", "--seed", "7", "--jobs", "2")
+    code, stdout, _ = run_grade(*args)
+    assert code == 0
+    rows = {r["student"]: r for r in csv.DictReader((out / "gradebook.csv").open())}
+    assert set(rows) == {"ada", "bob", "carol", "dan"}
+    assert float(rows["ada"]["vector_add"]) == course.select("vector_add").points
+    assert float(rows["bob"]["vector_add"]) == 0 and float(rows["ada"]["softmax"]) == 0
+    assert "not a valid zip" in rows["carol"]["error"]
+    assert "no exercises found" in rows["dan"]["error"]
+    assert rows["ada"]["seed"] == "7" and rows["ada"]["speed graded on"] == ""
+    assert json.loads((out / "students/ada.json").read_text())["stages"][0]["status"] == "PASS"
+
+    # Resumable: graded students are skipped; --force grades them again.
+    code, stdout, _ = run_grade(*args)
+    assert "graded 2 now (2 already had results)" in stdout
+    code, stdout, _ = run_grade(*args, "--force")
+    assert "graded 4 now (0 already had results)" in stdout
+
+
+def test_a_zip_cannot_write_outside_its_folder(tmp_path, course):
+    from grader import batch
+
+    archive = tmp_path / "eve.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("../../escaped.py", "x = 1")
+    with pytest.raises(ValueError, match="outside its folder"):
+        batch.unpack(batch.Entry("eve", archive), course, tmp_path / "work")
+    assert not (tmp_path / "escaped.py").exists()
