@@ -27,7 +27,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from grader.results import CaseResult, CheckResult, Report, SpeedCase, StageResult, Status
+from grader.results import (
+    CaseResult,
+    CheckResult,
+    Report,
+    SpeedCase,
+    StageResult,
+    Status,
+)
 
 HIDDEN_FAILED = "hidden case failed: wrong result"
 HIDDEN_PASSED = "passed"
@@ -361,8 +368,8 @@ def _gradescope_output(report: Report) -> str:
     """The submission-wide text: total, how it was graded, and what was not graded."""
     verdict = "PASS" if report.passed else "FAIL"
     lines = [f"{report.course}: {_num(report.points)}/{_num(report.max_points)} points ({verdict})",
-             f"backend {report.backend} ({report.backend_reason}); seed {report.seed}; "
-             f"{_versions(report.machine)}"]
+             (f"backend {report.backend} ({report.backend_reason}); seed {report.seed}; "
+             f"{_versions(report.machine)}")]
     for stage in report.stages:
         if stage.message and _ran(stage):
             lines.append(f"{_stage_name(stage)}: {stage.message}")
@@ -381,15 +388,15 @@ def _gradescope_output(report: Report) -> str:
 def write_markdown(report: Report, path: Path) -> None:
     """A scorecard for a CI job page: the table, what failed, and how it was graded."""
     verdict = "PASS" if report.passed else "FAIL"
-    lines = [f"## {_cell(report.course)}: {_num(report.points)}/{_num(report.max_points)} "
-             f"points, {verdict}", "", *_markdown_table(report)]
+    lines = [(f"## {_cell(report.course)}: {_num(report.points)}/{_num(report.max_points)} "
+             f"points, {verdict}"), "", *_markdown_table(report)]
     for stage in report.stages:
         if _needs_explaining(stage):
             lines += ["", *_markdown_failures(stage)]
-    lines += ["", f"Graded {_cell(report.target)}/ with backend `{report.backend}` "
+    lines += ["", (f"Graded {_cell(report.target)}/ with backend `{report.backend}` "
                   f"({_cell(report.backend_reason)}) and seed {report.seed} "
                   f"(`--seed {report.seed}` reproduces the inputs); "
-                  f"{_cell(_versions(report.machine))}."]
+                  f"{_cell(_versions(report.machine))}.")]
     _write(path, _clean("\n".join(lines)) + "\n")
 
 

@@ -36,7 +36,7 @@ check() {  # check NAME EXPECTED_EXIT -- ARGS: run `grade ARGS`, append its outp
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   "$PY" -c 'import sys, torch, triton; print("python", sys.version.split()[0], "| torch", torch.__version__, "| triton", triton.__version__, "| cuda", torch.version.cuda)'
   "$PY" -c 'import importlib.metadata as m; print("cuda-tile", m.version("cuda-tile"))' 2>&1
-} 2>&1 | tee "$OUT/machine.txt"
+} 2>&1
 
 check doctor 0 -- doctor
 check calibrate 0 -- calibrate --write

@@ -12,8 +12,15 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from grader import exports
-from grader.results import (CaseResult, CheckResult, Report, SpeedCase, SpeedResult,
-                            StageResult, Status)
+from grader.results import (
+    CaseResult,
+    CheckResult,
+    Report,
+    SpeedCase,
+    SpeedResult,
+    StageResult,
+    Status,
+)
 
 # What a hidden case must never reveal, in any export.
 SECRETS = ("SECRETPARAM", "31337", "HIDDENSUMMARY", "HIDDENDETAIL", "4242")
