@@ -74,7 +74,9 @@ def _stage_name(stage: StageResult) -> str:
 
 def _not_graded(message: str) -> str:
     # Check messages already begin with "not graded: ..."; speed reasons do not.
-    return message if message.startswith("not graded") else f"not graded: {message}"
+    if message.startswith("not graded"):
+        return message
+    return f"not graded: {message}" if message else "not graded"
 
 
 def _case_text(case: CaseResult) -> str:
@@ -415,6 +417,8 @@ def _markdown_table(report: Report) -> list[str]:
 
 
 def _speed_cell(s: StageResult) -> str:
+    if not _ran(s):  # nothing was timed, nor could it be
+        return "-"
     if not s.speed.graded:
         return _not_graded(s.speed.reason)
     return f"{_num(s.speed.points)}/{_num(s.speed.max_points)}"

@@ -116,9 +116,7 @@ class Runner:
     def call(self, problem_id: str, params: dict, dtype: str, seed: int) -> Outcome:
         status, value = self._request("call", problem_id=problem_id, params=params, dtype=dtype,
                                       seed=seed)
-        if status != "ok":
-            return Outcome(error=value)
-        outcome = Outcome(**value)
+        outcome = Outcome(**value) if status == "ok" else Outcome(error=value)
         if outcome.error and any(s in outcome.error for s in _STICKY):
             self.close()  # the next call gets a fresh CUDA context
         return outcome

@@ -8,7 +8,8 @@ a message that names the problem (the CPU part of the corpus is tests/test_integ
 - vector add that slows PyTorch's own add (the baseline) down: timing rejected;
 - vector add whose kernel faults on the GPU for one case: that case fails, the next passes.
 
-Usage:  python scripts/gpu_corpus.py     (exit code 1 if any verdict is not as expected)
+Usage:  python scripts/gpu_corpus.py [WORD]   (only submissions whose name contains WORD;
+        exit code 1 if any verdict is not as expected)
 """
 
 from __future__ import annotations
@@ -93,7 +94,10 @@ def main() -> int:
         tmp = Path(tmp)
         (tmp / "course.toml").write_text(COURSE)
         small = load_course(tmp / "course.toml")
+        wanted = sys.argv[1] if len(sys.argv) > 1 else ""
         for name, stage_id, source, expected in submissions():
+            if wanted not in name:
+                continue
             module = tmp / f"{stage_id}_submission.py"
             module.write_text(source)
             course = small if stage_id == "vector_add" else real
