@@ -27,7 +27,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from grader import __version__, backends, batch, compile_check, doctor, release, speed, toolchain
+from grader import (__version__, backends, batch, compile_check, doctor, exports, release, speed,
+                    toolchain)
 from grader import calibrate as calibration
 from grader.backups import backup
 from grader.course import TRACKS, Course, Stage, find_course_file, load_course
@@ -82,6 +83,13 @@ def _grading_options(command):
                           "laid out like exercises/, or one that contains exercises/)."),
         click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
                      help="Also write the full result as JSON to this file."),
+        click.option("--junit", "junit_path", type=click.Path(dir_okay=False, path_type=Path),
+                     help="Also write JUnit XML (one test case per graded check) for CI."),
+        click.option("--gradescope", "gradescope_path",
+                     type=click.Path(dir_okay=False, path_type=Path),
+                     help="Also write Gradescope's results.json."),
+        click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False, path_type=Path),
+                     help="Also write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY)."),
         click.option("-v", "--verbose", is_flag=True, help="Show every failing case."),
         click.option("--seed", type=click.IntRange(0, 2**31 - 1),
                      help="Draw the inputs from this seed (default: a fresh one, printed on the "
@@ -119,7 +127,8 @@ def all_command(ctx, **options) -> int:
 
 
 def _grade(course: Course, stages: list[Stage], backend: str, solutions: bool,
-           submission: Path | None, json_path: Path | None, verbose: bool,
+           submission: Path | None, json_path: Path | None, junit_path: Path | None,
+           gradescope_path: Path | None, markdown_path: Path | None, verbose: bool,
            benchmark_json: Path | None, seed: int | None, timeout: float) -> int:
     console = make_console()
     if solutions and not (course.root / "solutions").is_dir():
@@ -158,9 +167,12 @@ def _grade(course: Course, stages: list[Stage], backend: str, solutions: bool,
         speed.merge_benchmark_files(parts, benchmark_json)
     report.seconds = round(time.perf_counter() - start, 2)
     render(report, console, verbose)
-    if json_path:
-        report.write_json(json_path)
-        console.print(f"wrote {json_path}")
+    writers = [(json_path, lambda r, p: r.write_json(p)), (junit_path, exports.write_junit),
+               (gradescope_path, exports.write_gradescope), (markdown_path, exports.write_markdown)]
+    for path, write in writers:
+        if path:
+            write(report, path)
+            console.print(f"wrote {path}")
     return EXIT_OK if report.passed else EXIT_FAILED
 
 

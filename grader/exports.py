@@ -82,7 +82,12 @@ def _not_graded(message: str) -> str:
 def _case_text(case: CaseResult) -> str:
     """Everything about a case that a student needs to reproduce it; generic when hidden."""
     if is_hidden(case):
-        return HIDDEN_PASSED if case.passed else HIDDEN_FAILED
+        if case.passed:
+            return HIDDEN_PASSED
+        # The grader withholds everything but the kind of failure ("hidden case failed:
+        # timed out"); anything else is replaced by the generic text.
+        kind = case.summary if case.summary.startswith("hidden case failed: ") else HIDDEN_FAILED
+        return _clean(kind.splitlines()[0])
     inputs = [f"dtype {case.dtype}", *(f"{k}={v}" for k, v in case.params.items()),
               f"seed {case.seed}"]
     lines = [case.summary, *case.details, "inputs: " + ", ".join(inputs)]

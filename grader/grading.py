@@ -69,7 +69,7 @@ class StageCheck:
             id=case.id,
             dtype=case.dtype,
             params={} if case.hidden else dict(case.params),
-            seed=seed,
+            seed=0 if case.hidden else seed,  # the run's --seed reproduces it for instructors
             passed=verdict.passed,
             summary=verdict.summary,
             details=verdict.details,

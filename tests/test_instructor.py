@@ -181,3 +181,40 @@ def test_a_zip_cannot_write_outside_its_folder(tmp_path, course):
     with pytest.raises(ValueError, match="outside its folder"):
         batch.unpack(batch.Entry("eve", archive), course, tmp_path / "work")
     assert not (tmp_path / "escaped.py").exists()
+
+
+def test_batch_runs_one_worker_per_gpu(tmp_path, run_grade, course, monkeypatch):
+    """On a GPU host every GPU gets its own worker (CUDA_VISIBLE_DEVICES); no GPU is needed
+    to check the dispatch, so grading itself is replaced by a recorder here."""
+    import dataclasses
+    import threading
+
+    import torch
+
+    from grader import backends, batch
+
+    seen, lock, running, peak = [], threading.Lock(), [0], [0]
+
+    def fake_grade_one(entry, course, out, options, env, limit):
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+            seen.append((entry.name, env.get("CUDA_VISIBLE_DEVICES"), options))
+        threading.Event().wait(0.2)
+        with lock:
+            running[0] -= 1
+        return batch.Graded(entry.name, None, "recorded only")
+
+    gpu = backends.Selection(dataclasses.replace(backends.BACKENDS["triton"], probe=lambda: None), "test")
+    monkeypatch.setattr(backends, "select", lambda name: gpu)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(batch, "grade_one", fake_grade_one)
+    subs = tmp_path / "subs"
+    for name in ("a", "b", "c", "d"):
+        (subs / name / "triton").mkdir(parents=True)
+    code, stdout, _ = run_grade("--course", str(course.path), "batch", str(subs),
+                                "--out", str(tmp_path / "out"), "--seed", "3")
+    assert code == 0 and "2 GPU workers" in stdout
+    assert sorted(gpu for _, gpu, _ in seen) == ["0", "0", "1", "1"]
+    assert peak[0] == 2  # the two GPUs were used at the same time
+    assert all(opts[:2] == ["--backend", "triton"] and "3" in opts for _, _, opts in seen)
