@@ -9,17 +9,14 @@ the vendor's own library reaches on this GPU, with these drivers.
 
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import torch
 
-from grader import timing
+from grader import cache, timing
 from grader.problems import Work
 
-CACHE_FILE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "tilecourse" / "ceilings.json"
+CACHE_FILE = cache.ROOT / "ceilings.json"
 MATMUL_N = 8192
 COPY_BYTES = 1 << 30
 
@@ -47,7 +44,6 @@ def measure_ceilings() -> Ceilings:
     dst = torch.empty_like(src)
     copy = timing.measure({"copy": lambda: dst.copy_(src)})["copy"]
     memory_gbps = 2 * COPY_BYTES / (copy.median / 1e3) / 1e9
-    del src, dst
     tflops = {}
     saved = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = True
@@ -56,7 +52,7 @@ def measure_ceilings() -> Ceilings:
                             ("float32", torch.float32)):
             a = torch.randn(MATMUL_N, MATMUL_N, device="cuda").to(dtype)
             b = torch.randn(MATMUL_N, MATMUL_N, device="cuda").to(dtype)
-            t = timing.measure({"mm": lambda: torch.matmul(a, b)})["mm"]
+            t = timing.measure({"mm": lambda a=a, b=b: torch.matmul(a, b)})["mm"]
             tflops[name] = 2 * MATMUL_N**3 / (t.median / 1e3) / 1e12
     finally:
         torch.backends.cuda.matmul.allow_tf32 = saved
@@ -67,17 +63,9 @@ def measure_ceilings() -> Ceilings:
 def ceilings() -> Ceilings:
     """This GPU's ceilings, from the cache or measured now (about 10 seconds)."""
     key = f"{torch.cuda.get_device_name()} | torch {torch.__version__} | cuda {torch.version.cuda}"
-    try:
-        cached = json.loads(CACHE_FILE.read_text())
-    except (OSError, ValueError):
-        cached = {}
-    if key in cached:
-        return Ceilings(**cached[key])
+    cached = cache.lookup(CACHE_FILE, key)
+    if cached:
+        return Ceilings(**cached)
     found = measure_ceilings()
-    cached[key] = asdict(found)
-    try:
-        CACHE_FILE.parent.mkdir(parents=True, exist_ok=True)
-        CACHE_FILE.write_text(json.dumps(cached, indent=1))
-    except OSError:
-        pass  # measured again next time
+    cache.remember(CACHE_FILE, key, asdict(found))
     return found

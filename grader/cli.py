@@ -23,19 +23,27 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from grader import (__version__, backends, batch, compile_check, doctor, exports, release, speed,
-                    toolchain)
+from grader import (
+    __version__,
+    backends,
+    batch,
+    compile_check,
+    doctor,
+    exports,
+    release,
+    speed,
+    toolchain,
+)
 from grader import calibrate as calibration
 from grader.backups import backup
 from grader.course import TRACKS, Course, Stage, find_course_file, load_course
 from grader.errors import GradeError
 from grader.grading import grade_stage
 from grader.progress import batch_progress, stage_progress
-from grader.results import Report, StageResult
+from grader.results import Report
 from grader.scorecard import make_console, render, render_calibration, render_compile
 from grader.skeletons import make_exercise, todo_state
 

@@ -18,8 +18,8 @@ import torch
 from grader.course import Course, Stage
 from grader.launches import cutile_name, cutile_parameters
 from grader.problems import DTYPES
-from grader.submission import Submission, SubmissionError
 from grader.skeletons import todo_state
+from grader.submission import Submission, SubmissionError
 
 ARCHS = ("sm_80", "sm_90", "sm_100", "sm_120")
 
@@ -46,7 +46,11 @@ class CompileResult:
 
 def _constraint(value, constant: bool):
     import cuda.tile as ct
-    from cuda.tile.compilation import ArrayConstraint, ConstantConstraint, ScalarConstraint
+    from cuda.tile.compilation import (
+        ArrayConstraint,
+        ConstantConstraint,
+        ScalarConstraint,
+    )
 
     if constant:
         return ConstantConstraint(value)

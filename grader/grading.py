@@ -25,9 +25,9 @@ from grader.course import Case, Course, Stage
 from grader.problems import DTYPES, Call
 from grader.results import CaseResult, CheckResult, SpeedResult, StageResult, Status
 from grader.runner import Outcome, Runner
-from grader.submission import SubmissionError
 from grader.skeletons import todo_state
 from grader.speed import SpeedCheck
+from grader.submission import SubmissionError
 
 CHECKS = Path(__file__).parent / "checks"
 

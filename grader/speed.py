@@ -22,7 +22,6 @@ from grader.problems import DTYPES, Call
 from grader.results import SpeedCase, SpeedResult
 from grader.runner import Runner
 
-
 PLAUSIBLE_FRACTION = 1.15  # above the measured ceiling by more than noise: impossible
 BASELINE_SLACK = 1.5  # the baseline next to the submission vs alone in the grader
 

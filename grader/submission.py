@@ -78,7 +78,8 @@ class Submission:
                 f"{self.path.name} has a syntax error at line {exc.lineno}: {exc.msg}."
             ) from None
         except Exception as exc:  # noqa: BLE001 - any import failure is the student's to see
-            raise SubmissionError(f"importing {self.path.name} failed: {describe(exc, self.path)}")
+            raise SubmissionError(
+                f"importing {self.path.name} failed: {describe(exc, self.path)}") from None
         function = getattr(module, self.function_name, None)
         if not callable(function):
             raise SubmissionError(

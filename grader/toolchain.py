@@ -24,7 +24,9 @@ import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-CACHE_FILE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "tilecourse" / "cutile-probe.json"
+from grader import cache
+
+CACHE_FILE = cache.ROOT / "cutile-probe.json"
 INSTALL_FIX = "pip install -e '.[cutile]'  (or: pip install 'cuda-tile[tileiras]')"
 
 
@@ -73,7 +75,9 @@ def inspect_toolchain() -> Toolchain:
 
 def _tileiras_path() -> str | None:
     try:
-        from cuda.tile._compile import _find_compiler_bin  # private: the path cuTile will use
+        from cuda.tile._compile import (
+            _find_compiler_bin,  # private: the path cuTile will use
+        )
 
         return _find_compiler_bin().path
     except FileNotFoundError:
@@ -105,8 +109,13 @@ def _cuda_home_version(cuda_home: str) -> str | None:
 def compile_tiny_kernel(arch: str) -> None:
     """Compile a one-line kernel to a cubin for `arch`; raises what the compiler raised."""
     import cuda.tile as ct
-    from cuda.tile.compilation import (ArrayConstraint, CallingConvention, ConstantConstraint,
-                                       KernelSignature, export_kernel)
+    from cuda.tile.compilation import (
+        ArrayConstraint,
+        CallingConvention,
+        ConstantConstraint,
+        KernelSignature,
+        export_kernel,
+    )
 
     from grader.probe_kernel import tiny_kernel
 
@@ -123,12 +132,12 @@ def probe(arch: str, compile_fn=compile_tiny_kernel) -> Probe:
     toolchain = inspect_toolchain()
     key = json.dumps([arch, toolchain.cuda_tile, toolchain.tileiras, toolchain.tileiras_version,
                       toolchain.cuda_home])
-    cached = _read_cache().get(key)
+    cached = cache.lookup(CACHE_FILE, key)
     if cached:
         return Probe(**cached)
     result = _run_probe(arch, toolchain, compile_fn)
     if result.ok:  # failures are probed again: the user may be fixing them right now
-        _write_cache(key, result)
+        cache.remember(CACHE_FILE, key, asdict(result))
     return result
 
 
@@ -163,20 +172,3 @@ def apply(result: Probe) -> None:
 def _first_lines(exc: BaseException, n: int = 3) -> str:
     lines = [line for line in str(exc).splitlines() if line.strip()]
     return f"{type(exc).__name__}: " + " / ".join(lines[:n])
-
-
-def _read_cache() -> dict:
-    try:
-        return json.loads(CACHE_FILE.read_text())
-    except (OSError, ValueError):
-        return {}
-
-
-def _write_cache(key: str, result: Probe) -> None:
-    entries = _read_cache()
-    entries[key] = asdict(result)
-    try:
-        CACHE_FILE.parent.mkdir(parents=True, exist_ok=True)
-        CACHE_FILE.write_text(json.dumps(entries, indent=1))
-    except OSError:
-        pass  # a read-only home only costs a probe per run

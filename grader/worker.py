@@ -49,7 +49,9 @@ def _forbid_reading(root: Path) -> None:
     root = root.resolve()
 
     def hook(event, args):
-        if event in ("open", "os.listdir", "os.scandir") and args and isinstance(args[0], (str, bytes, os.PathLike)):
+        if event not in ("open", "os.listdir", "os.scandir") or not args:
+            return
+        if isinstance(args[0], (str, bytes, os.PathLike)):
             path = Path(os.fsdecode(args[0]))
             try:
                 inside = path.resolve().is_relative_to(root)

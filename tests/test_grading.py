@@ -4,9 +4,9 @@ NOT STARTED, and every way a submission can break is reported without a tracebac
 import json
 from pathlib import Path
 
+import json_schema
 import pytest
 
-import json_schema
 from grader.results import SCHEMA, Status
 
 SCHEMA_FILE = Path(__file__).resolve().parents[1] / "grader" / "result.schema.json"

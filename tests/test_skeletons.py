@@ -4,9 +4,9 @@ import shutil
 
 import pytest
 
-from grader.submission import Submission
 from grader.release import secret_lines
 from grader.skeletons import MarkerError, make_exercise, todo_state
+from grader.submission import Submission
 
 SOLUTION = '''\
 def kernel(x):
