@@ -78,6 +78,13 @@ def _course(ctx: click.Context) -> Course:
     return load_course(ctx.obj or find_course_file())
 
 
+def _stages(course: Course, selectors) -> list[Stage]:
+    """The stages named (`stage3`, `3`, `softmax`), in course order; none or `all`: every one."""
+    wanted = [s for s in selectors if s != "all"]
+    chosen = {stage.id for stage in map(course.select, wanted)}
+    return [s for s in course.stages if not wanted or s.id in chosen]
+
+
 def _grading_options(command):
     options = [
         click.option("--backend", type=click.Choice(backends.CHOICES), default=backends.AUTO,
@@ -120,8 +127,7 @@ def _grading_options(command):
 def stage_command(ctx, selectors, **options) -> int:
     """Grade the named stages."""
     course = _course(ctx)
-    chosen = {stage.id: stage for stage in map(course.select, selectors)}
-    stages = [s for s in course.stages if s.id in chosen]
+    stages = _stages(course, selectors)
     return _grade(course, stages, **options)
 
 
@@ -223,9 +229,7 @@ def compile_command(ctx, selectors, solutions: bool, archs: tuple[str, ...]) -> 
     course = _course(ctx)
     if not toolchain.cuda_tile_version():
         raise GradeError(f"`grade compile` needs cuda-tile. Install it with: {toolchain.INSTALL_FIX}")
-    wanted = [s for s in selectors if s != "all"]
-    chosen = {stage.id for stage in map(course.select, wanted)} if wanted else None
-    stages = [s for s in course.stages if chosen is None or s.id in chosen]
+    stages = _stages(course, selectors)
     console = make_console()
     results = []
     for stage in stages:
@@ -247,9 +251,7 @@ def compile_command(ctx, selectors, solutions: bool, archs: tuple[str, ...]) -> 
 def calibrate_command(ctx, selectors, backend_names, margin: float, write: bool) -> int:
     """Time the reference solutions on this GPU and suggest speed thresholds (instructors)."""
     course = _course(ctx)
-    wanted = [s for s in selectors if s != "all"]
-    chosen = {stage.id for stage in map(course.select, wanted)} if wanted else None
-    stages = [s for s in course.stages if s.speed and (chosen is None or s.id in chosen)]
+    stages = [s for s in _stages(course, selectors) if s.speed]
     names = backend_names or [n for n, b in backends.BACKENDS.items()
                               if b.device == "cuda" and b.probe() is None]
     if not names:

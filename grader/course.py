@@ -43,6 +43,10 @@ class Case:
     seed: int
     hidden: int = 0  # instructor-only cases are numbered from 1; their inputs stay secret
 
+    def seed_in_run(self, run_seed: int) -> int:
+        """The seed this case's inputs are drawn from in a run (run seed 0: the course's own)."""
+        return (self.seed ^ run_seed) & 0x7FFFFFFF
+
     @property
     def id(self) -> str:
         if self.hidden:
@@ -179,7 +183,7 @@ def _with_hidden_cases(course: Course, path: Path) -> Course:
     checker.raise_if_errors()
     stages = []
     for stage in course.stages:
-        hidden = [Case(c.params, c.dtype, (c.seed ^ secret) & 0x7FFFFFFF, hidden=n)
+        hidden = [Case(c.params, c.dtype, c.seed_in_run(secret), hidden=n)
                   for n, c in enumerate(extra.get(stage.id, []), 1)]
         stages.append(dataclasses.replace(stage, cases=stage.cases + tuple(hidden)))
     return dataclasses.replace(course, stages=tuple(stages), hidden_file=path)

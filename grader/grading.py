@@ -34,11 +34,6 @@ CHECKS = Path(__file__).parent / "checks"
 OnCase = Callable[[CaseResult], None]
 
 
-def effective_seed(run_seed: int, case_seed: int) -> int:
-    """The seed a case's inputs are drawn from in this run (run seed 0: the course's own)."""
-    return (case_seed ^ run_seed) & 0x7FFFFFFF
-
-
 # A second call of every case with fresh inputs: a submission that caches results fails.
 SECOND_DRAW = 0x5EED
 
@@ -55,7 +50,7 @@ class StageCheck:
 
     def check(self, case: Case) -> Verdict:
         start = time.perf_counter()
-        seed = effective_seed(self.run_seed, case.seed)
+        seed = case.seed_in_run(self.run_seed)
         verdict = self._call_and_judge(case, seed)
         if verdict.passed:
             again = self._call_and_judge(case, seed ^ SECOND_DRAW)

@@ -76,7 +76,7 @@ class SpeedCheck:
     def time(self, case: Case) -> Timed:
         problem = self.stage.problem
         dtype = DTYPES[case.dtype]
-        seed = (case.seed ^ self.run_seed) & 0x7FFFFFFF
+        seed = case.seed_in_run(self.run_seed)
         samples, output, error = self.runner.time(problem.id, dict(case.params), case.dtype, seed,
                                                   self.speed.baseline, self.speed.seconds)
         result = SpeedCase(id=case.id, dtype=case.dtype, params=dict(case.params), passed=False,
