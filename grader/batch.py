@@ -160,20 +160,23 @@ def write_gradebook(course: Course, out: Path, submissions: list[Entry]) -> Path
     stage_ids = [s.id for s in course.stages]
     with path.open("w", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["student", *stage_ids, "total", "max", "speed graded on", "seed", "error"])
+        writer.writerow(["student", *stage_ids, "total", "max", "speed graded on", "seed",
+                         "not started", "error"])
         for entry in submissions:
             result = out / "students" / f"{entry.name}.json"
             error_file = out / "students" / f"{entry.name}.error"
             if not result.is_file():
                 error = error_file.read_text().strip() if error_file.is_file() else "not graded"
-                writer.writerow([entry.name, *[""] * len(stage_ids), "", "", "", "", error])
+                writer.writerow([entry.name, *[""] * len(stage_ids), "", "", "", "", "", error])
                 continue
             data = json.loads(result.read_text())
             points = {s["id"]: s["total_points"] for s in data["stages"]}
             speed = any(s["speed"]["graded"] for s in data["stages"])
             problems = "; ".join(f"{s['id']}: {s['message']}" for s in data["stages"]
                                  if s["status"] == "ERROR")
+            # A stage whose file was missing from the submission kept the skeleton.
+            untouched = " ".join(s["id"] for s in data["stages"] if s["status"] == "NOT STARTED")
             writer.writerow([entry.name, *[points.get(i, "") for i in stage_ids], data["points"],
                              data["max_points"], data["machine"]["gpu"] if speed else "",
-                             data["seed"], problems])
+                             data["seed"], untouched, problems])
     return path

@@ -151,25 +151,29 @@ def test_batch_grades_folders_and_zips_and_keeps_going(tmp_path, run_grade, cour
     (subs / "carol.zip").write_bytes(b"this is not a zip")
     (subs / "dan").mkdir()
     (subs / "dan/notes.txt").write_text("forgot to submit")
+    (subs / "erin/triton").mkdir(parents=True)
+    (subs / "erin/triton/stage1_vector_add.py").write_text("def vector_add(x, y)\n    return x\n")
     out = tmp_path / "results"
     args = ("--course", str(course.path), "batch", str(subs), "--out", str(out),
             "--backend", "triton-interpret", "--seed", "7", "--jobs", "2")
     code, stdout, _ = run_grade(*args)
     assert code == 0
     rows = {r["student"]: r for r in csv.DictReader((out / "gradebook.csv").open())}
-    assert set(rows) == {"ada", "bob", "carol", "dan"}
+    assert set(rows) == {"ada", "bob", "carol", "dan", "erin"}
+    assert "vector_add: stage1_vector_add.py has a syntax error at line 1" in rows["erin"]["error"]
     assert float(rows["ada"]["vector_add"]) == course.select("vector_add").points
     assert float(rows["bob"]["vector_add"]) == 0 and float(rows["ada"]["softmax"]) == 0
     assert "not a valid zip" in rows["carol"]["error"]
     assert "no exercises found" in rows["dan"]["error"]
     assert rows["ada"]["seed"] == "7" and rows["ada"]["speed graded on"] == ""
+    assert rows["ada"]["not started"] == "fused_gelu softmax matmul flash_attention"
     assert json.loads((out / "students/ada.json").read_text())["stages"][0]["status"] == "PASS"
 
     # Resumable: graded students are skipped; --force grades them again.
     code, stdout, _ = run_grade(*args)
-    assert "graded 2 now (2 already had results)" in stdout
+    assert "graded 2 now (3 already had results)" in stdout
     code, stdout, _ = run_grade(*args, "--force")
-    assert "graded 4 now (0 already had results)" in stdout
+    assert "graded 5 now (0 already had results)" in stdout
 
 
 def test_a_zip_cannot_write_outside_its_folder(tmp_path, course):
