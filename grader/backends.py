@@ -22,6 +22,7 @@ from grader import toolchain
 from grader.errors import BackendUnavailable
 
 AUTO = "auto"
+SIMULATE = "TILECOURSE_CUTILE_SIM"  # read by grader.worker: run ct.launch in the simulator
 
 
 @dataclass(frozen=True)
@@ -31,12 +32,14 @@ class Backend:
     device: str  # where inputs and outputs live
     summary: str
     probe: Callable[[], str | None]  # None when usable, else why not and the fix
-    interpret: bool = False  # Triton's interpreter instead of compiled kernels
+    interpret: bool = False  # Triton's interpreter, or the cuTile simulator, on the CPU
 
     def prepare(self) -> None:
-        """Set up the process before any kernel module is loaded."""
+        """Set up the process (and the grading child it starts) before kernels are loaded."""
         if self.track == "cutile":
-            toolchain.apply(toolchain.probe(gpu_arch()))  # e.g. drop a stale CUDA_HOME
+            os.environ[SIMULATE] = "1" if self.interpret else "0"
+            if not self.interpret:
+                toolchain.apply(toolchain.probe(gpu_arch()))  # e.g. drop a stale CUDA_HOME
         elif self.track == "triton":
             self._set_triton_mode()
 
@@ -99,9 +102,15 @@ def gpu_arch() -> str | None:
     return f"sm_{major}{minor}"
 
 
-def _probe_cutile() -> str | None:
+def _cuda_tile_missing() -> str | None:
     if toolchain.cuda_tile_version() is None:
         return f"cuda-tile is not installed. Install it with: {toolchain.INSTALL_FIX}"
+    return None
+
+
+def _probe_cutile() -> str | None:
+    if toolchain.cuda_tile_version() is None:
+        return _cuda_tile_missing()
     if not torch.cuda.is_available():
         build = "a CPU-only build of PyTorch" if torch.version.cuda is None else "no CUDA GPU"
         return (
@@ -146,6 +155,9 @@ BACKENDS: dict[str, Backend] = {
         Backend("triton", "triton", "cuda", "Triton kernels compiled for the GPU", _probe_triton),
         Backend("cutile", "cutile", "cuda", "cuTile kernels compiled by tileiras for the GPU",
                 _probe_cutile),
+        Backend("cutile-sim", "cutile", "cpu",
+                "cuTile kernels run by the grader's simulator on the CPU, block by block",
+                _cuda_tile_missing, interpret=True),
         Backend(
             "triton-interpret",
             "triton",
@@ -160,29 +172,41 @@ BACKENDS: dict[str, Backend] = {
 CHOICES = (AUTO, *BACKENDS)
 
 
-def select(name: str) -> Selection:
-    """The backend to grade with: the one named, or for `auto` the best one that runs here."""
+def select(name: str, track: str | None = None) -> Selection:
+    """The backend to grade with: the one named, or for `auto` the best one that runs here
+    (for `track`, when given: the tile language the student works in)."""
     if name == AUTO:
-        return _auto()
+        return _auto(track)
     backend = BACKENDS.get(name)
     if backend is None:
         raise BackendUnavailable(f"Unknown backend '{name}'. Choose one of: {', '.join(CHOICES)}.")
+    if track and backend.track != track:
+        raise BackendUnavailable(f"Backend '{name}' grades the {backend.track} track, not {track}; "
+                                 f"leave out --track, or use --backend auto.")
     why_not = backend.probe()
     if why_not:
         raise BackendUnavailable(f"Backend '{name}' cannot run here: {why_not}")
     reason = "chosen with --backend"
-    if backend.track == "cutile":
+    if backend.track == "cutile" and not backend.interpret:
         reason += f"; {_cutile_note()}"
     return Selection(backend, reason)
 
 
-def _auto() -> Selection:
+def _auto(track: str | None = None) -> Selection:
+    if track == "cutile":
+        if _probe_cutile() is None:
+            return Selection(BACKENDS["cutile"], f"{_cutile_note()} on {torch.cuda.get_device_name()}")
+        missing = _cuda_tile_missing()
+        if missing:
+            raise BackendUnavailable(f"The cuTile track cannot be graded here: {missing}")
+        return Selection(BACKENDS["cutile-sim"], f"cuTile cannot run here ({_probe_cutile()}), so "
+                         "the grader's simulator runs the kernels on the CPU")
     interpret = BACKENDS["triton-interpret"]
-    if os.environ.get("TRITON_INTERPRET") == "1":
+    if track is None and os.environ.get("TRITON_INTERPRET") == "1":
         return Selection(interpret, "TRITON_INTERPRET=1 is set in the environment")
-    if _probe_cutile() is None:
+    if track is None and _probe_cutile() is None:
         return Selection(BACKENDS["cutile"], f"{_cutile_note()} on {torch.cuda.get_device_name()}"
-                         " (use --backend triton for the Triton track)")
+                         " (use --track triton for the Triton track)")
     why_not = _probe_triton()
     if why_not is None:
         return Selection(BACKENDS["triton"], f"CUDA GPU found: {torch.cuda.get_device_name()}")

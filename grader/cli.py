@@ -91,6 +91,10 @@ def _grading_options(command):
                      show_default=True,
                      help="Where kernels run: auto picks the Triton GPU backend when a CUDA GPU "
                           "is present, else Triton's interpreter on the CPU."),
+        click.option("--track", type=click.Choice(TRACKS),
+                     help="The tile language to grade (with --backend auto): on a GPU the "
+                          "compiled backend, on a CPU Triton's interpreter or the cuTile "
+                          "simulator."),
         click.option("--solutions", is_flag=True,
                      help="Grade the reference solutions instead of exercises/ (instructors)."),
         click.option("--submission", type=click.Path(exists=True, file_okay=False, path_type=Path),
@@ -140,7 +144,7 @@ def all_command(ctx, **options) -> int:
     return _grade(course, list(course.stages), **options)
 
 
-def _grade(course: Course, stages: list[Stage], backend: str, solutions: bool,
+def _grade(course: Course, stages: list[Stage], backend: str, track: str | None, solutions: bool,
            submission: Path | None, json_path: Path | None, junit_path: Path | None,
            gradescope_path: Path | None, markdown_path: Path | None, verbose: bool,
            benchmark_json: Path | None, seed: int | None, timeout: float) -> int:
@@ -152,7 +156,7 @@ def _grade(course: Course, stages: list[Stage], backend: str, solutions: bool,
         raise GradeError("Use --solutions or --submission, not both.")
     if submission and (submission / "exercises").is_dir():
         submission = submission / "exercises"
-    selection = backends.select(backend)
+    selection = backends.select(backend, track)
     seed = secrets.randbelow(2**31) if seed is None else seed
     report = Report(
         course=course.title,

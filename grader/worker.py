@@ -164,6 +164,10 @@ def main() -> None:
 
     from grader import poison, problems, submission, timing  # noqa: F401
 
+    if os.environ.get("TILECOURSE_CUTILE_SIM") == "1":
+        from grader import cutile_sim
+
+        cutile_sim.install()  # ct.launch runs kernels in the simulator, on the CPU
     if forbidden:
         _forbid_reading(Path(forbidden))
     worker = _Worker()

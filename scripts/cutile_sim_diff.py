@@ -1,0 +1,130 @@
+"""Differential test of the cuTile simulator against real cuTile; run on a GPU machine.
+
+For every cuTile reference, each broken variant below, the course's correctness cases and
+randomized shapes, the same host wrapper runs twice: with real `ct.launch` on the GPU, and
+with the simulator's launch on the CPU. Both outputs are judged against the float32 PyTorch
+reference with the stage's tolerance; the verdicts (pass/fail) must agree, and where both
+pass, the two outputs must agree within the stage's tolerance. Prints one line per variant
+and exits 1 on any disagreement.
+
+Usage:  source .device/env.sh; python3 scripts/cutile_sim_diff.py [--random N] [--only STAGE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import random
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import cuda.tile as ct  # noqa: E402
+
+from grader import cutile_sim  # noqa: E402
+from grader.compare import compare  # noqa: E402
+from grader.course import Case, load_course  # noqa: E402
+from grader.problems import DTYPES  # noqa: E402
+
+# (stage, name, old, new): faults a student makes in cuTile, applied to the references.
+VARIANTS = [
+    ("vector_add", "grid rounded down", "ct.cdiv(n_elements, TILE_SIZE)", "n_elements // TILE_SIZE"),
+    ("softmax", "undetermined padding", ", padding_mode=ct.PaddingMode.NEG_INF", ""),
+    ("matmul", "no zero padding along K", ", padding_mode=zero)", ")"),
+    ("flash_attention", "no causal mask", "visible = visible & (offs_n <= offs_m)", "visible = visible"),
+]
+
+RANDOM_SHAPES = {
+    "vector_add": lambda r: {"n": r.randint(1, 5000)},
+    "fused_gelu": lambda r: {"M": r.randint(1, 300), "N": r.randint(1, 2000)},
+    "softmax": lambda r: {"M": r.randint(1, 64), "N": r.randint(1, 6000), "scale": r.choice([1.0, 50.0])},
+    "matmul": lambda r: {"M": r.randint(1, 300), "N": r.randint(1, 300), "K": r.randint(1, 300)},
+    "flash_attention": lambda r: {"B": r.randint(1, 2), "H": r.randint(1, 3), "N": r.randint(1, 300),
+                                  "D": r.choice([16, 32, 64, 128]), "causal": r.random() < 0.5,
+                                  "sm_scale": None},
+}
+
+
+def load(source: str, name: str, function: str):
+    path = Path("/tmp") / f"cutile_diff_{name}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(f"cutile_diff_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return getattr(module, function)
+
+
+def run(fn, call, device: str, simulate: bool):
+    """(output on the CPU or None, error text or None)."""
+    args = tuple(a.to(device) if isinstance(a, torch.Tensor) else a for a in call.args)
+    real_launch = ct.launch
+    if simulate:
+        ct.launch = cutile_sim.launch
+    try:
+        out = fn(*args, **call.kwargs)
+        if device == "cuda":
+            torch.cuda.synchronize()
+        return out.detach().cpu(), None
+    except Exception as exc:  # noqa: BLE001 - a failing variant is a result
+        return None, f"{type(exc).__name__}: {str(exc).splitlines()[0][:120]}"
+    finally:
+        ct.launch = real_launch
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--random", type=int, default=3, help="random shapes per stage and dtype")
+    parser.add_argument("--only", action="append")
+    args = parser.parse_args()
+    course = load_course(ROOT / "course.toml")
+    rng = random.Random(20261130)
+    disagreements = 0
+    for stage in course.stages:
+        if args.only and stage.id not in args.only:
+            continue
+        reference = course.module_path(stage, "cutile", solutions=True).read_text()
+        variants = [("reference", reference)] + [
+            (name, reference.replace(old, new)) for sid, name, old, new in VARIANTS if sid == stage.id]
+        cases = list(stage.cases) + [
+            Case(RANDOM_SHAPES[stage.id](rng), dtype, rng.randrange(2**31))
+            for dtype in stage.tolerance for _ in range(args.random)]
+        for name, source in variants:
+            fn = load(source, f"{stage.id}_{name.replace(' ', '_')}", stage.problem.function)
+            agree, verdicts, notes = 0, {"real": 0, "sim": 0}, []
+            for case in cases:
+                dtype = DTYPES[case.dtype]
+                call = stage.problem.make_call(case.params, dtype, torch.Generator().manual_seed(case.seed))
+                expected = stage.problem.reference(call)
+                tol = stage.tolerance[case.dtype]
+                results = {}
+                for side, device, simulate in (("real", "cuda", False), ("sim", "cpu", True)):
+                    out, error = run(fn, call, device, simulate)
+                    ok = error is None and compare(out, expected, dtype, "cpu", tol).passed
+                    results[side] = (ok, out, error)
+                    verdicts[side] += ok
+                (real_ok, real_out, real_err), (sim_ok, sim_out, sim_err) = results["real"], results["sim"]
+                same = real_ok == sim_ok
+                if same and real_ok:
+                    same = compare(sim_out.to(dtype), real_out.float(), dtype, "cpu", tol).passed
+                if same:
+                    agree += 1
+                else:
+                    notes.append(f"{case.id}: real {'pass' if real_ok else real_err or 'fail'}, "
+                                 f"sim {'pass' if sim_ok else sim_err or 'fail'}")
+            disagreements += len(cases) - agree
+            status = "ok  " if agree == len(cases) else "DIFF"
+            print(f"{status} {stage.id:<16} {name:<24} {agree}/{len(cases)} agree; passed: "
+                  f"real {verdicts['real']}, sim {verdicts['sim']}", flush=True)
+            for note in notes[:5]:
+                print(f"       {note}", flush=True)
+    print(f"cutile-sim vs cuTile: {'OK' if not disagreements else f'{disagreements} disagreements'}")
+    return 1 if disagreements else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

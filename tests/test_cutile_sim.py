@@ -1,0 +1,154 @@
+"""The cuTile simulator (`--backend cutile-sim`): the cuTile track graded on a CPU.
+
+The references pass on it; kernels with cuTile-specific faults fail with a message that
+names them; what the simulator does not implement, or what cuTile rejects, is an error,
+never a silent wrong answer. (Agreement with real cuTile on a GPU is checked by
+scripts/cutile_sim_diff.py.)
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from grader import backends, cutile_sim
+from grader.results import Status
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTIONS = ROOT / "solutions" / "cutile"
+
+
+@pytest.fixture(scope="module")
+def simulated():
+    return backends.select("cutile-sim")
+
+
+@pytest.fixture
+def grade_cutile(course, simulated, tmp_path):
+    from grader.grading import grade_stage
+
+    def grade(stage_id: str, source: str):
+        module = tmp_path / f"{stage_id}_submission.py"
+        module.write_text(source)
+        return grade_stage(course, course.select(stage_id), simulated, module=module)
+
+    return grade
+
+
+def broken(stage_file: str, old: str, new: str, count: int = -1) -> str:
+    source = (SOLUTIONS / stage_file).read_text()
+    assert old in source, f"{stage_file} no longer contains {old!r}"
+    return source.replace(old, new, count)
+
+
+def failures(result) -> str:
+    return "\n".join(c.summary + "\n" + "\n".join(c.details) for c in result.cases if not c.passed)
+
+
+def test_every_cutile_reference_passes_on_the_simulator(run_grade, course, tmp_path):
+    out = tmp_path / "r.json"
+    code, _, _ = run_grade("--course", str(course.path), "all", "--solutions", "--backend",
+                           "cutile-sim", "--json", str(out))
+    data = json.loads(out.read_text())
+    assert code == 0, [(s["id"], s["message"]) for s in data["stages"] if s["status"] != "PASS"]
+    assert all(s["status"] == "PASS" and s["backend"] == "cutile-sim" for s in data["stages"])
+    assert all(s["speed"]["reason"] == "needs a GPU" for s in data["stages"])
+
+
+def test_the_cutile_track_on_a_cpu_goes_to_the_simulator(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    selection = backends.select("auto", track="cutile")
+    assert selection.backend.name == "cutile-sim"
+    assert "simulator runs the kernels on the CPU" in selection.reason
+    with pytest.raises(Exception, match="grades the cutile track, not triton"):
+        backends.select("cutile-sim", track="triton")
+
+
+def test_undetermined_padding_reads_as_poison(grade_cutile):
+    source = broken("stage3_softmax.py", ", padding_mode=ct.PaddingMode.NEG_INF", "")
+    result = grade_cutile("softmax", source)
+    assert result.status is Status.FAIL
+    assert "NaN where a number was expected" in failures(result)
+    # Rows that fill whole tiles never read padding, and still pass.
+    assert result.cases_passed > 0
+
+
+def test_grid_rounded_down_leaves_the_tail_unwritten(grade_cutile):
+    source = broken("stage1_vector_add.py", "ct.cdiv(n_elements, TILE_SIZE)", "n_elements // TILE_SIZE")
+    result = grade_cutile("vector_add", source)
+    assert result.status is Status.FAIL
+    assert "never written" in failures(result) and "TILE_SIZE=1024 per tile" in failures(result)
+
+
+def test_missing_causal_mask_fails_the_causal_cases(grade_cutile):
+    source = broken("stage5_flash_attention.py", "visible = visible & (offs_n <= offs_m)",
+                    "visible = visible")
+    result = grade_cutile("flash_attention", source)
+    bad = [c for c in result.cases if not c.passed]
+    assert bad and all(c.params["causal"] for c in bad)
+
+
+def test_matmul_without_zero_padding_along_k_fails(grade_cutile):
+    source = broken("stage4_matmul.py", ", padding_mode=zero)", ")")
+    result = grade_cutile("matmul", source)
+    assert result.status is Status.FAIL
+    assert "NaN where a number was expected" in failures(result)
+
+
+def test_a_tile_that_is_not_a_power_of_two_is_rejected(grade_cutile):
+    source = broken("stage1_vector_add.py", "TILE_SIZE = 1024", "TILE_SIZE = 1000")
+    result = grade_cutile("vector_add", source)
+    assert result.status is Status.FAIL
+    assert "tile dimensions must be powers of two, got (1000,)" in failures(result)
+
+
+def test_an_unsupported_api_is_named(grade_cutile):
+    source = broken("stage1_vector_add.py", "tile=x_tile + y_tile", "tile=ct.cumsum(x_tile, 0)")
+    result = grade_cutile("vector_add", source)
+    assert result.status is Status.FAIL
+    assert "ct.cumsum is not supported by the cuTile simulator" in failures(result)
+
+
+def test_storing_the_wrong_dtype_is_an_error(grade_cutile):
+    source = broken("stage3_softmax.py", "tile=y.astype(out.dtype)", "tile=y")
+    result = grade_cutile("softmax", source)
+    half = [c for c in result.cases if c.dtype != "float32"]
+    assert half and all(not c.passed for c in half)
+    assert "convert it with .astype(...) first" in failures(result)
+
+
+# --- the simulator's semantics, directly --------------------------------------------------
+
+
+def test_load_pads_and_store_drops_out_of_bounds():
+    array = torch.arange(6, dtype=torch.float32)
+    tile = cutile_sim.load(array, (1,), (4,), padding_mode=cutile_sim.PaddingMode.ZERO)
+    assert tile.data.tolist() == [4.0, 5.0, 0.0, 0.0]
+    poison = cutile_sim.load(array, (1,), (4,))
+    assert torch.isnan(poison.data[2:]).all()
+    target = torch.zeros(6)
+    cutile_sim.store(target, (1,), cutile_sim.full((4,), 7.0, cutile_sim.float32))
+    assert target.tolist() == [0, 0, 0, 0, 7, 7]
+
+
+def test_load_with_order_reads_the_transposed_tile():
+    array = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    tile = cutile_sim.load(array, (0, 0), (4, 4), order=(1, 0),
+                           padding_mode=cutile_sim.PaddingMode.ZERO)
+    assert tile.data[:, :3].tolist() == array.T.tolist()
+
+
+def test_mma_keeps_the_accumulator_dtype_and_never_converts_inputs():
+    a = cutile_sim.full((16, 16), 1.0, cutile_sim.bfloat16)
+    acc = cutile_sim.full((16, 16), 0.0, cutile_sim.float32)
+    assert cutile_sim.mma(a, a, acc).data.dtype == torch.float32
+    with pytest.raises(cutile_sim.SimulatorError, match="need an accumulator of"):
+        cutile_sim.mma(a, a, cutile_sim.full((16, 16), 0.0, cutile_sim.bfloat16))
+    with pytest.raises(cutile_sim.SimulatorError, match="convert them to one dtype"):
+        cutile_sim.mma(a, a.astype(cutile_sim.float16), acc)
+
+
+def test_tf32_keeps_ten_mantissa_bits():
+    x = cutile_sim.full((1,), 1.0 + 2.0**-12, cutile_sim.float32).astype(cutile_sim.tfloat32)
+    assert x.data.item() == 1.0 and x.dtype is cutile_sim.tfloat32
