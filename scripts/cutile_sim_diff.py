@@ -28,14 +28,20 @@ import cuda.tile as ct  # noqa: E402
 from grader import cutile_sim  # noqa: E402
 from grader.compare import compare  # noqa: E402
 from grader.course import Case, load_course  # noqa: E402
+from grader.poison import PoisonFreshAllocations  # noqa: E402
 from grader.problems import DTYPES  # noqa: E402
 
-# (stage, name, old, new): faults a student makes in cuTile, applied to the references.
+# (stage, name, old, new, undefined): faults a student makes in cuTile, applied to the
+# references. `undefined`: the fault relies on behaviour cuTile leaves undefined (padding
+# that is UNDETERMINED). The simulator makes it fail every time (poison), while a GPU may
+# happen to read harmless values: "real pass, sim fail" is then expected, not a disagreement.
 VARIANTS = [
-    ("vector_add", "grid rounded down", "ct.cdiv(n_elements, TILE_SIZE)", "n_elements // TILE_SIZE"),
-    ("softmax", "undetermined padding", ", padding_mode=ct.PaddingMode.NEG_INF", ""),
-    ("matmul", "no zero padding along K", ", padding_mode=zero)", ")"),
-    ("flash_attention", "no causal mask", "visible = visible & (offs_n <= offs_m)", "visible = visible"),
+    ("vector_add", "grid rounded down", "ct.cdiv(n_elements, TILE_SIZE)", "n_elements // TILE_SIZE",
+     False),
+    ("softmax", "undetermined padding", ", padding_mode=ct.PaddingMode.NEG_INF", "", True),
+    ("matmul", "no zero padding along K", ", padding_mode=zero)", ")", True),
+    ("flash_attention", "no causal mask", "visible = visible & (offs_n <= offs_m)",
+     "visible = visible", False),
 ]
 
 RANDOM_SHAPES = {
@@ -66,7 +72,10 @@ def run(fn, call, device: str, simulate: bool):
     if simulate:
         ct.launch = cutile_sim.launch
     try:
-        out = fn(*args, **call.kwargs)
+        # Outputs start as poison on both sides, as when grading: an element that is never
+        # written cannot pass by inheriting a right value from an earlier allocation.
+        with PoisonFreshAllocations():
+            out = fn(*args, **call.kwargs)
         if device == "cuda":
             torch.cuda.synchronize()
         return out.detach().cpu(), None
@@ -88,14 +97,15 @@ def main() -> int:
         if args.only and stage.id not in args.only:
             continue
         reference = course.module_path(stage, "cutile", solutions=True).read_text()
-        variants = [("reference", reference)] + [
-            (name, reference.replace(old, new)) for sid, name, old, new in VARIANTS if sid == stage.id]
+        variants = [("reference", reference, False)] + [
+            (name, reference.replace(old, new), undefined)
+            for sid, name, old, new, undefined in VARIANTS if sid == stage.id]
         cases = list(stage.cases) + [
             Case(RANDOM_SHAPES[stage.id](rng), dtype, rng.randrange(2**31))
             for dtype in stage.tolerance for _ in range(args.random)]
-        for name, source in variants:
+        for name, source, undefined in variants:
             fn = load(source, f"{stage.id}_{name.replace(' ', '_')}", stage.problem.function)
-            agree, verdicts, notes = 0, {"real": 0, "sim": 0}, []
+            agree, stricter, verdicts, notes = 0, 0, {"real": 0, "sim": 0}, []
             for case in cases:
                 dtype = DTYPES[case.dtype]
                 call = stage.problem.make_call(case.params, dtype, torch.Generator().manual_seed(case.seed))
@@ -113,12 +123,15 @@ def main() -> int:
                     same = compare(sim_out.to(dtype), real_out.float(), dtype, "cpu", tol).passed
                 if same:
                     agree += 1
+                elif undefined and real_ok and not sim_ok:
+                    stricter += 1  # undefined behaviour that happened to work on the GPU
                 else:
                     notes.append(f"{case.id}: real {'pass' if real_ok else real_err or 'fail'}, "
                                  f"sim {'pass' if sim_ok else sim_err or 'fail'}")
-            disagreements += len(cases) - agree
-            status = "ok  " if agree == len(cases) else "DIFF"
-            print(f"{status} {stage.id:<16} {name:<24} {agree}/{len(cases)} agree; passed: "
+            disagreements += len(cases) - agree - stricter
+            status = "ok  " if agree + stricter == len(cases) else "DIFF"
+            extra = f", {stricter} fail only in the simulator (undefined behaviour)" if stricter else ""
+            print(f"{status} {stage.id:<16} {name:<24} {agree}/{len(cases)} agree{extra}; passed: "
                   f"real {verdicts['real']}, sim {verdicts['sim']}", flush=True)
             for note in notes[:5]:
                 print(f"       {note}", flush=True)
