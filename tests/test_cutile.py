@@ -101,7 +101,8 @@ def test_auto_prefers_cutile_when_it_works(monkeypatch):
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     selection = backends.select("auto")
     assert selection.backend.name == "cutile"
-    assert "compiles for sm_90" in selection.reason and "--backend triton" in selection.reason
+    assert "compiles for sm_90" in selection.reason and "--track triton" in selection.reason
+    assert backends.select("auto", track="triton").backend.name == "triton"
 
 
 def test_auto_takes_triton_on_a_gpu_where_cutile_cannot_compile(monkeypatch):
