@@ -199,8 +199,10 @@ def _auto(track: str | None = None) -> Selection:
         missing = _cuda_tile_missing()
         if missing:
             raise BackendUnavailable(f"The cuTile track cannot be graded here: {missing}")
-        return Selection(BACKENDS["cutile-sim"], f"cuTile cannot run here ({_probe_cutile()}), so "
-                         "the grader's simulator runs the kernels on the CPU")
+        cause = ("no CUDA GPU" if not torch.cuda.is_available()
+                 else "cuTile cannot run on this GPU; `grade doctor` says why")
+        return Selection(BACKENDS["cutile-sim"], f"{cause}, so the grader's simulator runs the "
+                         "cuTile kernels on the CPU")
     interpret = BACKENDS["triton-interpret"]
     if track is None and os.environ.get("TRITON_INTERPRET") == "1":
         return Selection(interpret, "TRITON_INTERPRET=1 is set in the environment")

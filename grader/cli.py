@@ -201,11 +201,11 @@ def list_command(ctx) -> int:
     course = _course(ctx)
     table = Table(title=course.title, title_justify="left")
     tracks = list(TRACKS)
-    for column in ("#", "Stage", "Title", "Cases", "Points", *(f"exercises/ ({t})" for t in tracks)):
+    for column in ("#", "Stage", "Title", "Cases", "Points", *(f"exercises/{t}/" for t in tracks)):
         table.add_column(column)
     for s in course.stages:
         table.add_row(s.name, s.id, s.title, str(len(s.cases)), f"{s.points:g}",
-                      *(s.modules[t] for t in tracks))
+                      *(Path(s.modules[t]).name for t in tracks))
     make_console().print(table)
     return EXIT_OK
 
