@@ -152,3 +152,10 @@ def test_mma_keeps_the_accumulator_dtype_and_never_converts_inputs():
 def test_tf32_keeps_ten_mantissa_bits():
     x = cutile_sim.full((1,), 1.0 + 2.0**-12, cutile_sim.float32).astype(cutile_sim.tfloat32)
     assert x.data.item() == 1.0 and x.dtype is cutile_sim.tfloat32
+
+
+def test_a_torch_fallback_in_the_cutile_track_fails(grade_cutile):
+    source = broken("stage1_vector_add.py", "    out = torch.empty_like(x)\n", "    return x + y\n", 1)
+    result = grade_cutile("vector_add", source)
+    assert result.status is Status.FAIL and result.cases_passed == 0
+    assert all("launched no cuTile kernel" in c.summary for c in result.cases)
