@@ -23,7 +23,6 @@ import enum
 import itertools
 import math
 import types
-from typing import Any
 
 import torch
 

@@ -78,8 +78,7 @@ class StageCheck:
         problem = self.stage.problem
         dtype = DTYPES[case.dtype]
         call = problem.make_call(case.params, dtype, torch.Generator().manual_seed(seed))
-        on_device = Call(tuple(_to(a, self.backend.device) for a in call.args), call.kwargs)
-        expected = problem.reference(on_device)
+        expected = problem.reference(call.to(self.backend.device))
         outcome = self.runner.call(problem.id, dict(case.params), case.dtype, seed)
         problem_found = self._misconduct(call, outcome)
         if problem_found:
@@ -144,10 +143,6 @@ def _withheld(verdict: Verdict) -> Verdict:
              "ran PyTorch": "ran a PyTorch operator", "modified its": "modified its inputs"}
     kind = next((v for k, v in kinds.items() if verdict.summary.startswith(k)), "wrong result")
     return Verdict(False, f"hidden case failed: {kind}")
-
-
-def _to(value, device: str):
-    return value.to(device) if isinstance(value, torch.Tensor) else value
 
 
 class _CasePlugin:

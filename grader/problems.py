@@ -46,6 +46,13 @@ class Call:
     args: tuple
     kwargs: dict = field(default_factory=dict)
 
+    def to(self, device: str) -> "Call":
+        """The same call with its tensor arguments on `device`."""
+        def move(v):
+            return v.to(device) if isinstance(v, torch.Tensor) else v
+
+        return Call(tuple(move(a) for a in self.args), {k: move(v) for k, v in self.kwargs.items()})
+
     def tensors(self) -> list[torch.Tensor]:
         values = list(self.args) + list(self.kwargs.values())
         return [v for v in values if isinstance(v, torch.Tensor)]

@@ -18,7 +18,7 @@ from grader import timing
 from grader.backends import Selection
 from grader.compare import compare
 from grader.course import Case, Stage, Threshold
-from grader.problems import DTYPES, Call
+from grader.problems import DTYPES
 from grader.results import SpeedCase, SpeedResult
 from grader.runner import Runner
 
@@ -86,8 +86,7 @@ class SpeedCheck:
             result.summary = f"the timed calls failed: {error}"
             return Timed(result, [])
         call = problem.make_call(case.params, dtype, torch.Generator().manual_seed(seed))
-        call = Call(tuple(a.to(self.device) if isinstance(a, torch.Tensor) else a
-                          for a in call.args), call.kwargs)
+        call = call.to(self.device)
         # The timed calls must compute the right thing too, not only the checked ones.
         verdict = compare(output, problem.reference(call), dtype, "cpu",
                           self.stage.tolerance[case.dtype])

@@ -67,8 +67,7 @@ def main() -> int:
         if not args.no_cutile:
             kernels["cutile"] = load(course.module_path(stage, "cutile", True), problem.function)
         for params, dtype in SHAPES[stage.id]:
-            call = problem.make_call(params, DTYPES[dtype], torch.Generator().manual_seed(0))
-            call.args = tuple(a.cuda() for a in call.args)
+            call = problem.make_call(params, DTYPES[dtype], torch.Generator().manual_seed(0)).to("cuda")
             expected = problem.reference(call)
             candidates = {name: (lambda f=f: f(*call.args, **call.kwargs)) for name, f in kernels.items()}
             candidates.update({name: (lambda b=b: b(call)) for name, b in problem.baselines.items()})

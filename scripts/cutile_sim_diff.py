@@ -67,7 +67,7 @@ def load(source: str, name: str, function: str):
 
 def run(fn, call, device: str, simulate: bool):
     """(output on the CPU or None, error text or None)."""
-    args = tuple(a.to(device) if isinstance(a, torch.Tensor) else a for a in call.args)
+    call = call.to(device)
     real_launch = ct.launch
     if simulate:
         ct.launch = cutile_sim.launch
@@ -75,7 +75,7 @@ def run(fn, call, device: str, simulate: bool):
         # Outputs start as poison on both sides, as when grading: an element that is never
         # written cannot pass by inheriting a right value from an earlier allocation.
         with PoisonFreshAllocations():
-            out = fn(*args, **call.kwargs)
+            out = fn(*call.args, **call.kwargs)
         if device == "cuda":
             torch.cuda.synchronize()
         return out.detach().cpu(), None
