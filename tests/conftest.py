@@ -32,15 +32,31 @@ def interpret():
 
 
 @pytest.fixture
-def grade_source(course, interpret, tmp_path):
+def grade_source(course, tmp_path):
     """Grade `source` as the submission for a stage; returns the StageResult."""
 
-    def grade(stage_id: str, source: str):
+    def grade(stage_id: str, source: str, backend: str = "triton-interpret"):
         module = tmp_path / f"{stage_id}_submission.py"
         module.write_text(source, encoding="utf-8")
-        return grade_stage(course, course.select(stage_id), interpret, module=module)
+        return grade_stage(course, course.select(stage_id), backends.select(backend), module=module)
 
     return grade
+
+
+def vector_add_course(cases: str, extra: str = "") -> str:
+    """A one-stage course.toml: vector add in float32 with these cases, then `extra`."""
+    return f"""
+[course]
+title = "small"
+
+[[stages]]
+id = "vector_add"
+title = "Vector add"
+points = 10
+modules = {{ triton = "triton/stage1_vector_add.py", cutile = "cutile/stage1_vector_add.py" }}
+tolerance.float32 = {{ atol = 1e-6, rtol = 1e-6 }}
+cases = {cases}
+{extra}"""
 
 
 @pytest.fixture

@@ -19,21 +19,9 @@ ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions" / "cutile"
 
 
-@pytest.fixture(scope="module")
-def simulated():
-    return backends.select("cutile-sim")
-
-
 @pytest.fixture
-def grade_cutile(course, simulated, tmp_path):
-    from grader.grading import grade_stage
-
-    def grade(stage_id: str, source: str):
-        module = tmp_path / f"{stage_id}_submission.py"
-        module.write_text(source)
-        return grade_stage(course, course.select(stage_id), simulated, module=module)
-
-    return grade
+def grade_cutile(grade_source):
+    return lambda stage_id, source: grade_source(stage_id, source, backend="cutile-sim")
 
 
 def broken(stage_file: str, old: str, new: str, count: int = -1) -> str:

@@ -10,6 +10,7 @@ memory growth of flash attention) run on the H200 through scripts/device-check.s
 from pathlib import Path
 
 import pytest
+from conftest import vector_add_course
 
 from grader.course import load_course
 from grader.grading import grade_stage
@@ -19,18 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 VECTOR_ADD = (ROOT / "solutions/triton/stage1_vector_add.py").read_text()
 MATMUL = (ROOT / "solutions/triton/stage4_matmul.py").read_text()
 
-ONE_CASE = """
-[course]
-title = "corpus"
-
-[[stages]]
-id = "vector_add"
-title = "Vector add"
-points = 10
-modules = { triton = "triton/stage1_vector_add.py", cutile = "cutile/stage1_vector_add.py" }
-tolerance.float32 = { atol = 1e-6, rtol = 1e-6 }
-cases = [ { n = 1000, dtypes = ["float32"] }, { n = 5, dtypes = ["float32"] } ]
-"""
+ONE_CASE = vector_add_course('[ { n = 1000, dtypes = ["float32"] }, { n = 5, dtypes = ["float32"] } ]')
 
 
 def wrapped(body: str) -> str:

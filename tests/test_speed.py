@@ -10,31 +10,21 @@ import dataclasses
 import json
 
 import pytest
+from conftest import vector_add_course
 
 from grader import backends, ceilings, grading, speed, timing
 from grader.course import load_course
 from grader.results import Status
 from grader.runner import Runner
 
-COURSE = """
-[course]
-title = "speedy"
-
-[[stages]]
-id = "vector_add"
-title = "Vector add"
-points = 10
-modules = { triton = "triton/stage1_vector_add.py", cutile = "cutile/stage1_vector_add.py" }
-tolerance.float32 = { atol = 1e-6, rtol = 1e-6 }
-cases = [ { n = 100, dtypes = ["float32"] } ]
-
+COURSE = vector_add_course('[ { n = 100, dtypes = ["float32"] } ]', """
 [stages.speed]
 points = 4
 baseline = "torch"
 seconds = 1
 cases = [ { n = 3000, dtypes = ["float32"] }, { n = 5000, dtypes = ["float32"] } ]
 thresholds.triton = { min_speedup = THRESHOLD }
-"""
+""")
 
 FAKE_LIMITS = ceilings.Ceilings("Fake GPU", memory_gbps=1000.0, tflops={"float32": 100.0})
 
