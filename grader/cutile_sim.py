@@ -396,6 +396,11 @@ maximum = _pairwise(torch.maximum, builtins.max)
 minimum = _pairwise(torch.minimum, builtins.min)
 
 
+def truediv(x, y, rounding_mode=None, flush_to_zero=False):
+    """x / y; the GPU's approximate rounding is within the course's tolerances, so exact here."""
+    return x / y
+
+
 def where(condition, x, y) -> Tile:
     cond = _as_tensor(condition).bool()
     xs, ys = _as_tensor(x), _as_tensor(y)
@@ -471,8 +476,8 @@ _API = (
     "float16 bfloat16 float32 float64 int8 int16 int32 int64 uint8 bool_ tfloat32 "
     "PaddingMode RoundingMode Constant Tile bid num_blocks cdiv num_tiles load store gather "
     "scatter full zeros ones arange astype reshape permute transpose expand_dims broadcast_to "
-    "exp exp2 log log2 sqrt rsqrt tanh sin cos floor ceil abs maximum minimum where isnan "
-    "sum max min mma matmul"
+    "exp exp2 log log2 sqrt rsqrt tanh sin cos floor ceil abs maximum minimum truediv where "
+    "isnan sum max min mma matmul"
 ).split()
 
 
@@ -500,11 +505,21 @@ def _kernel_function(kernel):
 
 
 def _rebind(function: types.FunctionType) -> types.FunctionType:
-    """The kernel's function, with every global that is the cuda.tile module replaced."""
-    real = {name for name, value in function.__globals__.items()
-            if isinstance(value, types.ModuleType) and value.__name__ == "cuda.tile"}
-    scope = dict(function.__globals__)
-    scope.update({name: namespace for name in real})
+    """The kernel's function, with every global that is the cuda.tile module replaced.
+
+    Helper functions of the kernel's module (tile code a kernel calls) are rebound into
+    the same scope, so that their `ct.` calls are simulated too."""
+    module_globals = function.__globals__
+    scope = dict(module_globals)
+    for name, value in module_globals.items():
+        if isinstance(value, types.ModuleType) and value.__name__ == "cuda.tile":
+            scope[name] = namespace
+        elif isinstance(value, types.FunctionType) and value.__globals__ is module_globals:
+            scope[name] = _clone(value, scope)
+    return _clone(function, scope)
+
+
+def _clone(function: types.FunctionType, scope: dict) -> types.FunctionType:
     return types.FunctionType(function.__code__, scope, function.__name__,
                               function.__defaults__, function.__closure__)
 

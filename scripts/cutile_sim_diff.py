@@ -38,10 +38,19 @@ from grader.problems import DTYPES  # noqa: E402
 VARIANTS = [
     ("vector_add", "grid rounded down", "ct.cdiv(n_elements, TILE_SIZE)", "n_elements // TILE_SIZE",
      False),
+    ("fused_gelu", "bias left out", "z = xt * w[None, :] + b[None, :]", "z = xt * w[None, :]", False),
+    ("fused_gelu", "tile index transposed", "ct.store(out, index=(bid_m, bid_n)",
+     "ct.store(out, index=(bid_n, bid_m)", False),
     ("softmax", "undetermined padding", ", padding_mode=ct.PaddingMode.NEG_INF", "", True),
+    ("softmax", "no max subtraction", "p = ct.exp2((xt - ct.max(xt, axis=1, keepdims=True)) * LOG2E)",
+     "p = ct.exp2(xt * LOG2E)", False),
     ("matmul", "no zero padding along K", ", padding_mode=zero)", ")", True),
+    ("matmul", "one K step only", "for k in range(num_k_tiles):", "for k in range(1):", False),
     ("flash_attention", "no causal mask", "visible = visible & (offs_n <= offs_m)",
      "visible = visible", False),
+    ("flash_attention", "acc not rescaled", "vt, acc * alpha)", "vt, acc)", False),
+    ("flash_attention", "ragged tile unmasked", "unmasked = n_ctx // TILE_N",
+     "unmasked = ct.cdiv(n_ctx, TILE_N)", False),
 ]
 
 RANDOM_SHAPES = {
@@ -97,6 +106,9 @@ def main() -> int:
         if args.only and stage.id not in args.only:
             continue
         reference = course.module_path(stage, "cutile", solutions=True).read_text()
+        for sid, name, old, _, _ in VARIANTS:
+            if sid == stage.id and old not in reference:
+                raise SystemExit(f"variant {name!r}: {old!r} is not in the {sid} reference")
         variants = [("reference", reference, False)] + [
             (name, reference.replace(old, new), undefined)
             for sid, name, old, new, undefined in VARIANTS if sid == stage.id]

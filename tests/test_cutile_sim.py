@@ -147,3 +147,22 @@ def test_a_torch_fallback_in_the_cutile_track_fails(grade_cutile):
     result = grade_cutile("vector_add", source)
     assert result.status is Status.FAIL and result.cases_passed == 0
     assert all("launched no cuTile kernel" in c.summary for c in result.cases)
+
+
+def _diff_script_variants():
+    """The broken variants of scripts/cutile_sim_diff.py (the GPU differential test)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("cutile_sim_diff", ROOT / "scripts" / "cutile_sim_diff.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.VARIANTS
+
+
+@pytest.mark.parametrize("variant", _diff_script_variants(), ids=lambda v: f"{v[0]}: {v[1]}")
+def test_each_broken_variant_of_the_gpu_differential_fails_on_the_simulator(variant, grade_cutile, course):
+    stage_id, _, old, new, _ = variant
+    stage = course.select(stage_id)
+    source = broken(course.module_path(stage, "cutile", solutions=True).name, old, new)
+    result = grade_cutile(stage_id, source)
+    assert result.status is Status.FAIL, f"{variant[1]} passed on the simulator"

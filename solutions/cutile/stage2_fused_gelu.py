@@ -5,13 +5,20 @@ memory. Elementwise work like this is limited by memory traffic, not arithmetic,
 so fusing it into ONE kernel that reads x once and writes y once is the whole win.
 
 The tile is now 2-D. x is [M, N]; its tile space is a cdiv(M, TILE_M) x
-cdiv(N, TILE_N) grid of TILE_M x TILE_N tiles, and block (ct.bid(0), ct.bid(1))
-owns tile (bid_m, bid_n), i.e. rows from bid_m * TILE_M and columns from
-bid_n * TILE_N. You pass tile indices, never element offsets or strides: the array
-carries its shape and strides, so any memory layout works. weight and bias are [N]
-vectors; their tile number bid_n holds exactly the columns of this x tile. A
-(TILE_N,) tile broadcasts against a (TILE_M, TILE_N) tile like in NumPy, one copy
-per row.
+cdiv(N, TILE_N) grid of TILE_M x TILE_N tiles, and each block owns one tile
+(bid_m, bid_n), i.e. rows from bid_m * TILE_M and columns from bid_n * TILE_N. You
+pass tile indices, never element offsets or strides: the array carries its shape
+and strides, so any memory layout works. weight and bias are [N] vectors; their tile
+number bid_n holds exactly the columns of this x tile. A (TILE_N,) tile broadcasts
+against a (TILE_M, TILE_N) tile like in NumPy, one copy per row.
+
+The grid is 1-D and the tiles are numbered row by row: block ct.bid(0) = pid owns
+tile (pid // tiles_n, pid % tiles_n). Blocks start roughly in order of pid, so blocks
+running together read neighbouring tiles of the same rows and the memory system sees
+one stream of ascending addresses (on an H200, about 5% faster than numbering the
+tiles column by column). Wide, short tiles (1 x 1024 for fp32, 2 x 2048 for bf16:
+4 and 8 KiB) and `occupancy=8` (eight blocks per SM, many loads in flight) were the
+fastest shapes measured there.
 
 Edge tiles hang over the bottom or right edge of x. Loads pad the missing lanes
 (ZERO keeps the arithmetic on them harmless) and the store drops them again.
@@ -35,13 +42,14 @@ import torch
 __all__ = ["fused_gelu"]
 
 
-@ct.kernel
+@ct.kernel(occupancy=8)
 def fused_gelu_kernel(
     x, weight, bias, out,
     TILE_M: ct.Constant[int], TILE_N: ct.Constant[int], FAST_TANH: ct.Constant[bool],
 ):
-    bid_m = ct.bid(0)
-    bid_n = ct.bid(1)
+    tiles_n = ct.cdiv(x.shape[1], TILE_N)
+    bid_m = ct.bid(0) // tiles_n  # tiles numbered row by row: see the docstring
+    bid_n = ct.bid(0) % tiles_n
 
     # Step 1: Load this block's x tile [TILE_M, TILE_N] and the matching [TILE_N]
     #   tiles of weight and bias, padding lanes outside the arrays with zeros, and
@@ -90,10 +98,10 @@ def fused_gelu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> tor
     """Return GELU_tanh(x * weight + bias) for x [M, N] and weight, bias [N]."""
     M, N = x.shape
     out = torch.empty((M, N), device=x.device, dtype=x.dtype)
-    TILE_M, TILE_N = 32, 128
+    TILE_M, TILE_N = (1, 1024) if x.element_size() == 4 else (2, 2048)
     # The approximate tanh is accurate enough only for a bf16 result (see above).
     fast_tanh = out.dtype == torch.bfloat16
-    grid = (ct.cdiv(M, TILE_M), ct.cdiv(N, TILE_N))
+    grid = (ct.cdiv(M, TILE_M) * ct.cdiv(N, TILE_N),)
     ct.launch(
         torch.cuda.current_stream(), grid, fused_gelu_kernel,
         (x, weight, bias, out, TILE_M, TILE_N, fast_tanh),
