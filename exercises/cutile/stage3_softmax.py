@@ -91,14 +91,12 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     """Return the softmax of a 2-D tensor over its last dimension."""
     M, N = x.shape
     out = torch.empty((M, N), device=x.device, dtype=x.dtype)
-    # On a GPU, a row of up to 32768 columns is one tile (the next power of two >= N);
-    # wider rows take the two-pass path in tiles of 16384. Without a GPU (the compile
-    # check) rows wider than 4096 take the two-pass path, so that both paths get compiled.
-    one_tile_max = 32768 if x.is_cuda else 4096
-    if N <= one_tile_max:
+    # A row of up to 32768 columns is one tile (the next power of two >= N); wider rows
+    # take the two-pass path in tiles of 16384.
+    if N <= 32768:
         TILE_N, one_tile = 1 << (N - 1).bit_length(), True
     else:
-        TILE_N, one_tile = min(16384, one_tile_max), False
+        TILE_N, one_tile = 16384, False
     kernel = softmax_kernel_4_per_sm if TILE_N <= 8192 else softmax_kernel
     ct.launch(torch.cuda.current_stream(), (M,), kernel, (x, out, TILE_N, one_tile))
     return out

@@ -24,16 +24,19 @@ Edge tiles hang over the bottom or right edge of x. Loads pad the missing lanes
 (ZERO keeps the arithmetic on them harmless) and the store drops them again.
 
 Arithmetic is done in fp32 whatever the input dtype (fp16/bf16 lose too much in
-x^3 and tanh), and only the final result is cast back to the output's dtype.
-GELU_tanh(z) = 0.5 * z * (1 + tanh(sqrt(2/pi) * (z + 0.044715 * z^3))); cuTile has
-no erf, but it does have ct.tanh.
+x^3), and only the final result is cast back to the output's dtype.
 
-The exact fp32 tanh is a sequence of instructions, and with bf16 data (half the bytes
-of fp32 per element) that arithmetic rather than memory traffic limits the kernel
-(about 1.5x slower on an H200). The GPU also has a one-instruction tanh
-(rounding_mode=ct.RoundingMode.APPROX), good to about 2^-11 relative: finer than a
-bf16 result can show (8 bits of mantissa), far too coarse for fp32. So the kernel
-takes FAST_TANH, which the wrapper sets for bf16 outputs only.
+GELU_tanh(z) = 0.5 * z * (1 + tanh(u)) with u = sqrt(2/pi) * (z + 0.044715 * z^3).
+Since 0.5 * (1 + tanh(u)) = 1 / (1 + exp(-2u)) (the logistic sigmoid of 2u), this is
+y = z / (1 + exp(-2u)): one exp2 and one division per element. For u very negative
+exp(-2u) overflows to inf and y becomes 0 (the right limit); for u very positive it
+is 0 and y = z. With bf16 data (half the bytes of fp32 per element) the arithmetic,
+not memory traffic, comes close to limiting the kernel, so it uses the GPU's fast
+forms for every dtype: `flush_to_zero=True` (results too small for a normal float
+become 0) and `rounding_mode=ct.RoundingMode.APPROX` for the division (within 2
+units in the last place of fp32, far finer than the course's tolerances). With the
+exact tanh instead (ct.tanh, a longer instruction sequence) the bf16 kernel ran
+14-17% slower on an H200.
 """
 
 import cuda.tile as ct
@@ -45,7 +48,7 @@ __all__ = ["fused_gelu"]
 @ct.kernel(occupancy=8)
 def fused_gelu_kernel(
     x, weight, bias, out,
-    TILE_M: ct.Constant[int], TILE_N: ct.Constant[int], FAST_TANH: ct.Constant[bool],
+    TILE_M: ct.Constant[int], TILE_N: ct.Constant[int],
 ):
     tiles_n = ct.cdiv(x.shape[1], TILE_N)
     bid_m = ct.bid(0) // tiles_n  # tiles numbered row by row: see the docstring
@@ -69,17 +72,16 @@ def fused_gelu_kernel(
     # <<<
 
     # Step 2: Compute z = x * w + b (w and b broadcast over the rows), then
-    #   y = GELU_tanh(z) as in the module docstring, with the one-instruction tanh
-    #   if FAST_TANH.
-    #   Hint: [None, :] (or plain broadcasting), ct.tanh(u, rounding_mode=ct.RoundingMode.APPROX).
+    #   y = GELU_tanh(z) in its sigmoid form from the module docstring, with the
+    #   fast exp2 and division.
+    #   Hint: [None, :] (or plain broadcasting); exp(x) = exp2(x * log2(e));
+    #   ct.exp2(..., flush_to_zero=True);
+    #   ct.truediv(a, b, rounding_mode=ct.RoundingMode.APPROX, flush_to_zero=True).
     # >>> solution
     z = xt * w[None, :] + b[None, :]
     u = 0.7978845608028654 * (z + 0.044715 * z * z * z)  # the constant is sqrt(2/pi)
-    if FAST_TANH:
-        tanh_u = ct.tanh(u, rounding_mode=ct.RoundingMode.APPROX)
-    else:
-        tanh_u = ct.tanh(u)
-    y = 0.5 * z * (1.0 + tanh_u)
+    e = ct.exp2(u * (-2.0 * 1.4426950408889634), flush_to_zero=True)  # exp(-2u)
+    y = ct.truediv(z, 1.0 + e, rounding_mode=ct.RoundingMode.APPROX, flush_to_zero=True)
     # --- exercise
     # y = ...
     # <<<
@@ -99,11 +101,9 @@ def fused_gelu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> tor
     M, N = x.shape
     out = torch.empty((M, N), device=x.device, dtype=x.dtype)
     TILE_M, TILE_N = (1, 1024) if x.element_size() == 4 else (2, 2048)
-    # The approximate tanh is accurate enough only for a bf16 result (see above).
-    fast_tanh = out.dtype == torch.bfloat16
     grid = (ct.cdiv(M, TILE_M) * ct.cdiv(N, TILE_N),)
     ct.launch(
         torch.cuda.current_stream(), grid, fused_gelu_kernel,
-        (x, weight, bias, out, TILE_M, TILE_N, fast_tanh),
+        (x, weight, bias, out, TILE_M, TILE_N),
     )
     return out
