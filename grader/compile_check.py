@@ -95,6 +95,28 @@ def signatures(launches) -> dict[str, tuple[object, list]]:
     return {name: (kernel, list(sigs.values())) for name, (kernel, sigs) in found.items()}
 
 
+# tileiras 13.4 has been seen to abort now and then on a kernel it compiles fine on the
+# next try ("double free or corruption", return code -6). A compiler killed by a signal
+# says nothing about the source, so such a build is tried again before it counts.
+CRASH_RETRIES = 2
+
+
+def _compiler_crashed(exc: Exception) -> bool:
+    """tileiras ended by a signal (cuTile reports a negative return code), not a rejection."""
+    return type(exc).__name__ == "CompilerExecutionError" and str(exc).startswith("Return code -")
+
+
+def build(export_kernel, kernel, sigs, arch: str) -> None:
+    """Compile one kernel's signatures for `arch`; raise the compiler's error if it fails."""
+    for attempt in range(CRASH_RETRIES + 1):
+        try:
+            export_kernel(kernel, sigs, io.BytesIO(), gpu_code=arch, output_format="cubin")
+            return
+        except Exception as exc:
+            if not _compiler_crashed(exc) or attempt == CRASH_RETRIES:
+                raise
+
+
 def compile_stage(course: Course, stage: Stage, solutions: bool,
                   archs: tuple[str, ...] = ARCHS) -> CompileResult:
     from cuda.tile.compilation import export_kernel
@@ -129,9 +151,10 @@ def compile_stage(course: Course, stage: Stage, solutions: bool,
         start, errors = time.perf_counter(), []
         for name, (kernel, sigs) in by_kernel.items():
             try:
-                export_kernel(kernel, sigs, io.BytesIO(), gpu_code=arch, output_format="cubin")
+                build(export_kernel, kernel, sigs, arch)
             except Exception as exc:  # noqa: BLE001 - the compiler's message is the result
-                errors.append(f"{name}: {type(exc).__name__}: {str(exc).strip()[:2000]}")
+                crashed = f" (the compiler crashed on all {CRASH_RETRIES + 1} tries)" if _compiler_crashed(exc) else ""
+                errors.append(f"{name}: {type(exc).__name__}: {str(exc).strip()[:2000]}{crashed}")
         seconds = round(time.perf_counter() - start, 2)
         result.builds.append(ArchBuild(arch, not errors, seconds, "\n".join(errors)))
     result.status = "COMPILED" if all(b.ok for b in result.builds) else "FAILED"

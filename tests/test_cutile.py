@@ -159,3 +159,39 @@ def test_a_kernel_that_does_not_compile_fails_with_the_compiler_message(course, 
     result = compile_check.compile_stage(mini, mini.select("vector_add"), True, ("sm_90",))
     assert result.status == "FAILED"
     assert result.builds[0].error.startswith("vector_add_kernel:")
+
+
+class CompilerExecutionError(Exception):
+    """Stands in for cuTile's exception of that name (tileiras exited with an error)."""
+
+
+def fake_compiler(outcomes):
+    """An export_kernel that raises the given exceptions in turn, then succeeds."""
+    calls = []
+
+    def export_kernel(*args, **kwargs):
+        calls.append(args)
+        if len(calls) <= len(outcomes):
+            raise outcomes[len(calls) - 1]
+
+    return export_kernel, calls
+
+
+def test_a_compiler_crash_is_tried_again():
+    crash = CompilerExecutionError("Return code -6\ndouble free or corruption (!prev)")
+    export_kernel, calls = fake_compiler([crash])
+    compile_check.build(export_kernel, "kernel", [], "sm_90")
+    assert len(calls) == 2
+
+
+def test_a_compiler_that_keeps_crashing_or_rejects_the_source_fails():
+    crash = CompilerExecutionError("Return code -11\nsegmentation fault")
+    export_kernel, calls = fake_compiler([crash] * (compile_check.CRASH_RETRIES + 1))
+    with pytest.raises(CompilerExecutionError):
+        compile_check.build(export_kernel, "kernel", [], "sm_90")
+    assert len(calls) == compile_check.CRASH_RETRIES + 1
+    # A rejection (positive return code) is the source's fault: reported at once.
+    export_kernel, calls = fake_compiler([CompilerExecutionError("Return code 1\nerror: bad tile")])
+    with pytest.raises(CompilerExecutionError):
+        compile_check.build(export_kernel, "kernel", [], "sm_90")
+    assert len(calls) == 1
