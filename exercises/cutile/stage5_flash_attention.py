@@ -148,6 +148,9 @@ def flash_attention(q, k, v, causal=False, sm_scale=None):
     B, H, N, D = q.shape
     if sm_scale is None:
         sm_scale = 1.0 / math.sqrt(D)
+    if not sm_scale > 0:
+        raise ValueError(f"sm_scale must be positive (the kernel takes the row max before "
+                         f"scaling), got {sm_scale}")
     out = torch.empty_like(q)
     # Fold log2(e) into the scale so the kernel can use exp2.
     qk_scale = float(sm_scale) * 1.4426950408889634
