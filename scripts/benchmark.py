@@ -1,9 +1,10 @@
 """Reference kernels against PyTorch on the GPU, side by side in one run; prints one table.
 
-For each shape of the course's benchmark list, the Triton and cuTile references and the
-PyTorch implementations (eager, torch.compile, SDPA backends) are timed together by
-grader.timing.measure: CUDA events, L2 flushed before every call, calls interleaved, median
-reported. Every candidate's output is checked against the float32 reference first.
+For each shape (every speed case in course.toml, plus the few shapes in EXTRA below that
+the course does not time), the Triton and cuTile references and the PyTorch implementations
+(eager, torch.compile, SDPA backends) are timed together by grader.timing.measure: CUDA
+events, L2 flushed before every call, calls interleaved, median reported. Every candidate's
+output is checked against the float32 reference first.
 
 Usage:  python scripts/benchmark.py [--only STAGE] [--markdown FILE] [--seconds S]
 """
@@ -11,7 +12,6 @@ Usage:  python scripts/benchmark.py [--only STAGE] [--markdown FILE] [--seconds 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -24,26 +24,24 @@ from grader import ceilings, timing  # noqa: E402
 from grader.compare import compare  # noqa: E402
 from grader.course import load_course  # noqa: E402
 from grader.problems import DTYPES  # noqa: E402
+from grader.submission import Submission  # noqa: E402
 
-# The shapes kernel engineers quote, per stage: (params, dtype).
-SHAPES = {
-    "vector_add": [({"n": 2**26}, "float32")],
-    "fused_gelu": [({"M": 8192, "N": 8192}, "bfloat16"), ({"M": 8192, "N": 8192}, "float32")],
-    "softmax": [({"M": 8192, "N": 8192, "scale": 1.0}, "float32"),
-                ({"M": 4096, "N": 32768, "scale": 1.0}, "float32"),
-                ({"M": 8192, "N": 8192, "scale": 1.0}, "bfloat16")],
-    "matmul": [({"M": n, "N": n, "K": n}, dt) for n in (4096, 8192) for dt in ("bfloat16", "float16")],
-    "flash_attention": [({"B": 4, "H": 32, "N": 4096, "D": d, "causal": c, "sm_scale": None}, "bfloat16")
-                        for d in (64, 128) for c in (False, True)],
+# Shapes kernel engineers also quote that course.toml does not time, per stage: (params,
+# dtype). Parameters left out take the problem's defaults, as in course.toml.
+EXTRA = {
+    "matmul": [({"M": 8192, "N": 8192, "K": 8192}, dt) for dt in ("bfloat16", "float16")],
+    "flash_attention": [({"B": 4, "H": 32, "N": 4096, "D": 64, "causal": c}, "bfloat16")
+                        for c in (False, True)],
 }
 
 
-def load(path: Path, function: str):
-    spec = importlib.util.spec_from_file_location(f"bench_{path.parent.name}_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return getattr(module, function)
+def shapes(stage) -> list[tuple[dict, str]]:
+    """(params, dtype) of each shape benchmarked for a stage: its speed cases, then EXTRA."""
+    listed = [(case.params, case.dtype) for case in (stage.speed.cases if stage.speed else ())]
+    problem = stage.problem
+    for params, dtype in EXTRA.get(stage.id, []):
+        listed.append(({p.name: params.get(p.name, p.default) for p in problem.params}, dtype))
+    return listed
 
 
 def main() -> int:
@@ -63,13 +61,15 @@ def main() -> int:
         if args.only and stage.id not in args.only:
             continue
         problem = stage.problem
-        kernels = {"triton": load(course.module_path(stage, "triton", True), problem.function)}
-        if not args.no_cutile:
-            kernels["cutile"] = load(course.module_path(stage, "cutile", True), problem.function)
-        for params, dtype in SHAPES[stage.id]:
+        tracks = ["triton"] + ([] if args.no_cutile else ["cutile"])
+        kernels = {}
+        for track in tracks:
+            kernels[track] = Submission(course.module_path(stage, track, True), problem.function)
+            kernels[track].load()
+        for params, dtype in shapes(stage):
             call = problem.make_call(params, DTYPES[dtype], torch.Generator().manual_seed(0)).to("cuda")
             expected = problem.reference(call)
-            candidates = {name: (lambda f=f: f(*call.args, **call.kwargs)) for name, f in kernels.items()}
+            candidates = {name: k.bound(call.args, call.kwargs) for name, k in kernels.items()}
             candidates.update({name: (lambda b=b: b(call)) for name, b in problem.baselines.items()})
             wrong = []
             for name, fn in candidates.items():

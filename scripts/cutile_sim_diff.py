@@ -13,7 +13,6 @@ Usage:  source .device/env.sh; python3 scripts/cutile_sim_diff.py [--random N] [
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import random
 import sys
 from pathlib import Path
@@ -27,9 +26,10 @@ import cuda.tile as ct  # noqa: E402
 
 from grader import cutile_sim  # noqa: E402
 from grader.compare import compare  # noqa: E402
-from grader.course import Case, load_course  # noqa: E402
+from grader.course import Case, Stage, load_course  # noqa: E402
 from grader.poison import PoisonFreshAllocations  # noqa: E402
 from grader.problems import DTYPES  # noqa: E402
+from grader.submission import Submission  # noqa: E402
 
 # (stage, name, old, new, undefined): faults a student makes in cuTile, applied to the
 # references. `undefined`: the fault relies on behaviour cuTile leaves undefined (padding
@@ -53,28 +53,32 @@ VARIANTS = [
      "unmasked = ct.cdiv(n_ctx, TILE_N)", False),
 ]
 
+# Randomized parameters per stage; the ones left out take the problem's defaults.
 RANDOM_SHAPES = {
     "vector_add": lambda r: {"n": r.randint(1, 5000)},
     "fused_gelu": lambda r: {"M": r.randint(1, 300), "N": r.randint(1, 2000)},
     "softmax": lambda r: {"M": r.randint(1, 64), "N": r.randint(1, 6000), "scale": r.choice([1.0, 50.0])},
     "matmul": lambda r: {"M": r.randint(1, 300), "N": r.randint(1, 300), "K": r.randint(1, 300)},
     "flash_attention": lambda r: {"B": r.randint(1, 2), "H": r.randint(1, 3), "N": r.randint(1, 300),
-                                  "D": r.choice([16, 32, 64, 128]), "causal": r.random() < 0.5,
-                                  "sm_scale": None},
+                                  "D": r.choice([16, 32, 64, 128]), "causal": r.random() < 0.5},
 }
 
 
-def load(source: str, name: str, function: str):
+def random_params(stage: Stage, rng: random.Random) -> dict:
+    """Random parameters for one case of `stage`, in its problem's order, defaults filled."""
+    drawn = RANDOM_SHAPES[stage.id](rng)
+    return {p.name: drawn.get(p.name, p.default) for p in stage.problem.params}
+
+
+def load(source: str, name: str, function: str) -> Submission:
     path = Path("/tmp") / f"cutile_diff_{name}.py"
     path.write_text(source)
-    spec = importlib.util.spec_from_file_location(f"cutile_diff_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return getattr(module, function)
+    submission = Submission(path, function)
+    submission.load()
+    return submission
 
 
-def run(fn, call, device: str, simulate: bool):
+def run(submission: Submission, call, device: str, simulate: bool):
     """(output on the CPU or None, error text or None)."""
     call = call.to(device)
     real_launch = ct.launch
@@ -84,7 +88,7 @@ def run(fn, call, device: str, simulate: bool):
         # Outputs start as poison on both sides, as when grading: an element that is never
         # written cannot pass by inheriting a right value from an earlier allocation.
         with PoisonFreshAllocations():
-            out = fn(*call.args, **call.kwargs)
+            out = submission.bound(call.args, call.kwargs)()
         if device == "cuda":
             torch.cuda.synchronize()
         return out.detach().cpu(), None
@@ -113,10 +117,10 @@ def main() -> int:
             (name, reference.replace(old, new), undefined)
             for sid, name, old, new, undefined in VARIANTS if sid == stage.id]
         cases = list(stage.cases) + [
-            Case(RANDOM_SHAPES[stage.id](rng), dtype, rng.randrange(2**31))
+            Case(random_params(stage, rng), dtype, rng.randrange(2**31))
             for dtype in stage.tolerance for _ in range(args.random)]
         for name, source, undefined in variants:
-            fn = load(source, f"{stage.id}_{name.replace(' ', '_')}", stage.problem.function)
+            submission = load(source, f"{stage.id}_{name.replace(' ', '_')}", stage.problem.function)
             agree, stricter, verdicts, notes = 0, 0, {"real": 0, "sim": 0}, []
             for case in cases:
                 dtype = DTYPES[case.dtype]
@@ -125,7 +129,7 @@ def main() -> int:
                 tol = stage.tolerance[case.dtype]
                 results = {}
                 for side, device, simulate in (("real", "cuda", False), ("sim", "cpu", True)):
-                    out, error = run(fn, call, device, simulate)
+                    out, error = run(submission, call, device, simulate)
                     ok = error is None and compare(out, expected, dtype, "cpu", tol).passed
                     results[side] = (ok, out, error)
                     verdicts[side] += ok

@@ -8,7 +8,8 @@
 #   - `--backend auto` must pick cuTile when it works
 #   - cuTile with a stale CUDA_HOME (the machine's older toolkit) must still grade
 #   - `grade all` on the untouched exercises: every stage NOT STARTED
-#   - one stage graded again with warm caches (the overhead target: under 30 s)
+#   - two stages graded again with warm caches, 5 on cuTile and 4 on Triton (the overhead
+#     target: under 30 s each)
 #   - the GPU-only part of the bad-submission corpus (scripts/gpu_corpus.py)
 # Usage on the device tool: carry [".device"], command: source .device/env.sh; scripts/device-check.sh
 set -uo pipefail
@@ -18,6 +19,7 @@ PY=${PYTHON:-/opt/torch/.venv/bin/python3}
 OUT=${OUT:-device-results}
 mkdir -p "$OUT"
 TMP=$(mktemp -d)  # the device tool brings back at most 8 files: keep the rest out of $OUT
+trap 'rm -rf "$TMP"' EXIT
 export PYTHONUNBUFFERED=1
 status=0
 grade() { "$PY" -m grader "$@"; }

@@ -14,39 +14,38 @@ Usage:  python scripts/gpu_corpus.py [WORD]   (only submissions whose name conta
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import tempfile
+import zlib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from grader import backends  # noqa: E402
-from grader.course import load_course  # noqa: E402
+from grader.course import Case, Course, Threshold, load_course  # noqa: E402
 from grader.grading import grade_stage  # noqa: E402
 
 VECTOR_ADD = (ROOT / "solutions/triton/stage1_vector_add.py").read_text()
 ATTENTION = (ROOT / "solutions/triton/stage5_flash_attention.py").read_text()
 
-COURSE = """
-[course]
-title = "gpu corpus"
 
-[[stages]]
-id = "vector_add"
-title = "Vector add"
-points = 10
-modules = { triton = "triton/stage1_vector_add.py", cutile = "cutile/stage1_vector_add.py" }
-tolerance.float32 = { atol = 1e-6, rtol = 1e-6 }
-cases = [ { n = 1000, dtypes = ["float32"] }, { n = 5, dtypes = ["float32"] } ]
+def small_course(real: Course, folder: Path) -> Course:
+    """The course's vector_add stage alone, rooted in `folder` (where the submissions are
+    written): two small float32 cases, one 16 M-element speed case timed for 2 s, and a
+    looser threshold, on Triton only. Seeds are the ones course.toml would give these cases."""
+    stage = real.select("vector_add")
 
-[stages.speed]
-points = 5
-baseline = "torch"
-seconds = 2
-cases = [ { n = 16777216, dtypes = ["float32"] } ]
-thresholds.triton = { min_speedup = 0.7 }
-"""
+    def case(n: int, key: str) -> Case:
+        return Case({"n": n}, "float32", zlib.crc32(f"vector_add/{key}".encode()))
+
+    speed = dataclasses.replace(stage.speed, seconds=2.0, cases=(case(2**24, "speed/0"),),
+                                thresholds={"triton": Threshold(min_speedup=0.7)})
+    stage = dataclasses.replace(stage, tiles={}, tolerance={"float32": stage.tolerance["float32"]},
+                                cases=(case(1000, "0"), case(5, "1")), speed=speed)
+    return dataclasses.replace(real, path=folder / "course.toml", title="gpu corpus",
+                               stages=(stage,), hidden_file=None)
 
 
 def submissions() -> list[tuple[str, str, str, str]]:
@@ -92,8 +91,7 @@ def main() -> int:
     failures = 0
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        (tmp / "course.toml").write_text(COURSE)
-        small = load_course(tmp / "course.toml")
+        small = small_course(real, tmp)
         wanted = sys.argv[1] if len(sys.argv) > 1 else ""
         for name, stage_id, source, expected in submissions():
             if wanted not in name:
