@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
+
+_BACKUP = re.compile(r".+\.bak(\.[0-9]+)?")
 
 
 def free_name(path: Path) -> Path:
@@ -20,3 +23,8 @@ def backup(path: Path) -> Path:
     target = free_name(path.with_name(path.name + ".bak"))
     shutil.copy2(path, target)
     return target
+
+
+def is_backup(name: str) -> bool:
+    """Whether a file name is one that `backup` writes: `NAME.bak` or `NAME.bak.N`."""
+    return _BACKUP.fullmatch(name) is not None

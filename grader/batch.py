@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from grader.course import Course
+from grader.course import TRACKS, Course
 
 
 @dataclass
@@ -53,7 +53,12 @@ def entries(paths: list[Path]) -> list[Entry]:
 
 
 def _looks_like_submission(path: Path) -> bool:
-    return (path / "exercises").is_dir() or (path / "triton").is_dir() or (path / "cutile").is_dir()
+    return (path / "exercises").is_dir() or _has_track(path)
+
+
+def _has_track(path: Path) -> bool:
+    """Whether `path` holds a folder per tile language, as exercises/ does."""
+    return any((path / track).is_dir() for track in TRACKS)
 
 
 def _name(path: Path) -> str:
@@ -81,8 +86,10 @@ def unpack(entry: Entry, course: Course, into: Path) -> Path:
         raise ValueError(f"{entry.source} is neither a folder nor a .zip file")
     root = _exercise_root(source)
     if root is None:
-        raise ValueError("no exercises found: expected exercises/triton/... or triton/... "
-                         "(or cutile/...) inside the submission")
+        first, *rest = TRACKS
+        also = "".join(f" (or {track}/...)" for track in rest)
+        raise ValueError(f"no exercises found: expected exercises/{first}/... or {first}/..."
+                         f"{also} inside the submission")
     for file in root.rglob("*.py"):
         target = exercises / file.relative_to(root)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -94,7 +101,7 @@ def _exercise_root(source: Path) -> Path | None:
     for candidate in [source, *sorted(p for p in source.rglob("*") if p.is_dir())]:
         if (candidate / "exercises").is_dir():
             return candidate / "exercises"
-        if (candidate / "triton").is_dir() or (candidate / "cutile").is_dir():
+        if _has_track(candidate):
             return candidate
     return None
 

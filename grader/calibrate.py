@@ -47,10 +47,7 @@ def calibrate_stage(course: Course, stage: Stage, selection: Selection, margin: 
     wrong = [c.summary for c in cases if not c.passed]
     if wrong:
         raise RuntimeError(f"the {stage.id} reference is wrong on a speed case: {wrong[0]}")
-    suggested = Threshold(
-        min_speedup=_floor(margin * min(c.speedup for c in cases)),
-        min_fraction=None,
-    )
+    suggested = Threshold(min_speedup=_floor(margin * min(c.speedup for c in cases)))
     return Calibration(stage.id, selection.backend.name, cases, suggested)
 
 

@@ -35,6 +35,7 @@ from grader.results import (
     StageResult,
     Status,
 )
+from grader.scorecard import _num, _versions
 
 HIDDEN_FAILED = "hidden case failed: wrong result"
 HIDDEN_PASSED = "passed"
@@ -62,10 +63,6 @@ def _clean(text: object) -> str:
 def _first_line(text: str) -> str:
     line = next((part for part in text.splitlines() if part.strip()), "")
     return line if len(line) <= MESSAGE_CHARS else line[:MESSAGE_CHARS - 3] + "..."
-
-
-def _num(value: float) -> str:
-    return f"{value:g}"
 
 
 def _stage_name(stage: StageResult) -> str:
@@ -109,16 +106,15 @@ def _ran(stage: StageResult) -> bool:
     return stage.status in (Status.PASS, Status.FAIL)
 
 
-def _versions(machine: dict[str, Any]) -> str:
-    shown = [f"{k} {v}" for k, v in machine.items() if v and k != "gpu"]
-    gpu = machine.get("gpu")
-    return ", ".join(shown) + (f", GPU {gpu}" if gpu else ", no GPU")
+def _target(path: Path) -> Path:
+    """`path` with its folder created: every export is written through this."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def _write(path: Path, text: str) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    _target(path).write_text(text, encoding="utf-8")
 
 
 # ----------------------------------------------------------------------------- JUnit
@@ -132,9 +128,7 @@ def write_junit(report: Report, path: Path) -> None:
                 report.seconds)
     root.extend(suites)
     ET.indent(root)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+    ET.ElementTree(root).write(_target(path), encoding="utf-8", xml_declaration=True)
 
 
 def _junit_suite(report: Report, stage: StageResult) -> ET.Element:

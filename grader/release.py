@@ -12,11 +12,12 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from grader.backups import is_backup
 from grader.course import HIDDEN_FILE, Course
 from grader.errors import GradeError
+from grader.skeletons import regions
 
 COPIED = ("exercises", "grader", "course.toml", "README.md", "pyproject.toml", ".gitignore")
-_MARKERS = ("# >>> solution", "# --- exercise", "# <<<")
 
 
 class ReleaseError(GradeError):
@@ -41,8 +42,8 @@ def release(course: Course, out: Path, force: bool = False) -> list[Path]:
         files = [source] if source.is_file() else sorted(p for p in source.rglob("*") if p.is_file())
         for file in files:
             relative = file.relative_to(course.root)
-            if "__pycache__" in relative.parts or file.suffix in (".pyc", ".bak") \
-                    or relative.name == HIDDEN_FILE or ".bak." in relative.name:
+            if "__pycache__" in relative.parts or file.suffix == ".pyc" \
+                    or relative.name == HIDDEN_FILE or is_backup(relative.name):
                 continue
             target = out / relative
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -58,18 +59,19 @@ def release(course: Course, out: Path, force: bool = False) -> list[Path]:
 MIN_LENGTH = 16  # shorter lines (`return out`) are too generic to count as a leak
 
 
-def split_solution(source: str) -> tuple[set[str], set[str]]:
-    """(code lines inside `# >>> solution` regions, lines a student sees in the exercise)."""
-    hidden, visible, part = set(), set(), "code"
-    for line in source.splitlines():
-        marker = line.strip()
-        if marker in _MARKERS:
-            part = {"# >>> solution": "solution", "# --- exercise": "exercise"}.get(marker, "code")
-        elif part == "solution":
-            if marker and not marker.startswith("#"):
-                hidden.add(marker)
+def split_solution(source: str, origin: str = "<solution>") -> tuple[set[str], set[str]]:
+    """(code lines inside `# >>> solution` regions, lines a student sees in the exercise).
+
+    Raises MarkerError for markers out of order, as `grade skeletons` does.
+    """
+    hidden, visible = set(), set()
+    for part, _, line in regions(source, origin):
+        line = line.strip()
+        if part == "solution":
+            if line and not line.startswith("#"):
+                hidden.add(line)
         else:
-            visible.add(marker.removeprefix("#").strip() if part == "exercise" else marker)
+            visible.add(line.removeprefix("#").strip() if part == "exercise" else line)
     return hidden, visible
 
 
@@ -77,7 +79,7 @@ def secret_lines(solution_files: list[Path]) -> set[str]:
     """Lines of reference code that no exercise shows (given code, placeholders)."""
     hidden, visible = set(), set()
     for path in solution_files:
-        h, v = split_solution(path.read_text(encoding="utf-8"))
+        h, v = split_solution(path.read_text(encoding="utf-8"), str(path))
         hidden |= h
         visible |= v
     return {line for line in hidden - visible if len(line) >= MIN_LENGTH}

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from grader.errors import GradeError
@@ -32,9 +33,14 @@ class MarkerError(GradeError):
     """A solution file's >>> / --- / <<< markers are out of order."""
 
 
-def make_exercise(solution: str, origin: str = "<solution>") -> str:
-    """The student skeleton for a solution source."""
-    out: list[str] = []
+def regions(solution: str, origin: str = "<solution>") -> Iterator[tuple[str, int, str]]:
+    """(part, line number, line) for each line of a solution that is not a marker.
+
+    The part is "code" (outside the blocks, shared by solution and exercise), "solution"
+    (the reference lines of a block) or "exercise" (its commented placeholder). Lines keep
+    their line endings. Raises MarkerError, as it reaches them, for markers out of order and
+    for a block left open at the end.
+    """
     state = "code"
     expected = {BEGIN: "code", SPLIT: "solution", END: "exercise"}
     following = {BEGIN: "solution", SPLIT: "exercise", END: "code"}
@@ -47,12 +53,20 @@ def make_exercise(solution: str, origin: str = "<solution>") -> str:
                     f"each block is '{BEGIN}', solution lines, '{SPLIT}', placeholder, '{END}'."
                 )
             state = following[marker]
-        elif state == "exercise":
-            out.append(_uncomment(line, origin, lineno))
-        elif state == "code":
-            out.append(_STEP.sub(r"\1# TODO \2:", line))
+        else:
+            yield state, lineno, line
     if state != "code":
         raise MarkerError(f"{origin}: a '{BEGIN}' block is not closed with '{END}'.")
+
+
+def make_exercise(solution: str, origin: str = "<solution>") -> str:
+    """The student skeleton for a solution source."""
+    out: list[str] = []
+    for part, lineno, line in regions(solution, origin):
+        if part == "exercise":
+            out.append(_uncomment(line, origin, lineno))
+        elif part == "code":
+            out.append(_STEP.sub(r"\1# TODO \2:", line))
     return "".join(out)
 
 
