@@ -14,17 +14,21 @@ from __future__ import annotations
 import csv
 import json
 import os
+import queue
 import shutil
 import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from grader.course import TRACKS, Course
+
+MACOS_FORKS = "__MACOSX"  # a macOS zip's copies of file metadata, mirroring the real folders
+GRADED_EXIT_CODES = (0, 1)  # `grade all` graded the submission (passed or not)
 
 
 @dataclass
@@ -91,6 +95,8 @@ def unpack(entry: Entry, course: Course, into: Path) -> Path:
         raise ValueError(f"no exercises found: expected exercises/{first}/... or {first}/..."
                          f"{also} inside the submission")
     for file in root.rglob("*.py"):
+        if MACOS_FORKS in file.relative_to(root).parts:
+            continue
         target = exercises / file.relative_to(root)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(file, target)
@@ -98,7 +104,13 @@ def unpack(entry: Entry, course: Course, into: Path) -> Path:
 
 
 def _exercise_root(source: Path) -> Path | None:
-    for candidate in [source, *sorted(p for p in source.rglob("*") if p.is_dir())]:
+    """The shallowest folder that is, or holds, the exercises (outside __MACOSX/)."""
+    def depth(path: Path) -> int:
+        return len(path.relative_to(source).parts)
+
+    folders = [p for p in source.rglob("*")
+               if p.is_dir() and MACOS_FORKS not in p.relative_to(source).parts]
+    for candidate in [source, *sorted(folders, key=lambda p: (depth(p), str(p)))]:
         if (candidate / "exercises").is_dir():
             return candidate / "exercises"
         if _has_track(candidate):
@@ -109,24 +121,43 @@ def _exercise_root(source: Path) -> Path | None:
 def grade_one(entry: Entry, course: Course, out: Path, options: list[str], env: dict,
               limit: float) -> Graded:
     result = out / "students" / f"{entry.name}.json"
+    # The grader writes to a scratch name, renamed only once it has finished: a run that
+    # crashes or times out leaves no result (nor half of one). An earlier result (--force)
+    # is removed first, so that it can never stand in for this run.
+    fresh = result.with_name(f"{entry.name}.json.partial")
+    result.unlink(missing_ok=True)
+    fresh.unlink(missing_ok=True)
     with tempfile.TemporaryDirectory(prefix="tilecourse-batch-") as tmp:
         try:
             exercises = unpack(entry, course, Path(tmp))
         except (ValueError, OSError) as exc:
             return Graded(entry.name, None, str(exc))
         command = [sys.executable, "-m", "grader", "--course", str(course.path), "all",
-                   "--submission", str(exercises), "--json", str(result), *options]
+                   "--submission", str(exercises), "--json", str(fresh), *options]
         log = out / "logs" / f"{entry.name}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         try:
             with log.open("w") as handle:
-                subprocess.run(command, stdout=handle, stderr=subprocess.STDOUT, env=env,
-                               timeout=limit, stdin=subprocess.DEVNULL)
+                finished = subprocess.run(command, stdout=handle, stderr=subprocess.STDOUT,
+                                          env=env, timeout=limit, stdin=subprocess.DEVNULL,
+                                          check=False)
         except subprocess.TimeoutExpired:
+            fresh.unlink(missing_ok=True)
             return Graded(entry.name, None, f"grading took longer than {limit:g} s")
-    if not result.is_file():
-        return Graded(entry.name, None, f"no result was written; see {log}")
+    if finished.returncode not in GRADED_EXIT_CODES or not _whole_json(fresh):
+        fresh.unlink(missing_ok=True)
+        return Graded(entry.name, None, f"no result was written (exit code "
+                                        f"{finished.returncode}); see {log}")
+    os.replace(fresh, result)
     return Graded(entry.name, result)
+
+
+def _whole_json(path: Path) -> bool:
+    """Whether `path` holds a complete JSON object (not one cut short by a crash)."""
+    try:
+        return isinstance(json.loads(path.read_text(encoding="utf-8")), dict)
+    except (OSError, ValueError):
+        return False
 
 
 def pending(submissions: list[Entry], out: Path, force: bool) -> list[Entry]:
@@ -140,15 +171,23 @@ def run(course: Course, todo: list[Entry], out: Path, options: list[str], jobs: 
     """Grade each submission in `todo`; returns what happened to each one."""
     (out / "students").mkdir(parents=True, exist_ok=True)
     slots = gpus or [None] * max(1, jobs)
-    done: list[Graded] = []
-    with ThreadPoolExecutor(max_workers=len(slots)) as pool:
-        futures = {}
-        for i, entry in enumerate(todo):
+    free: queue.SimpleQueue[str | None] = queue.SimpleQueue()  # GPUs no submission is using
+    for slot in slots:
+        free.put(slot)
+
+    def grade_on_a_free_gpu(entry: Entry) -> Graded:
+        gpu = free.get()  # one per worker, so there is always one free
+        try:
             env = dict(os.environ)
-            gpu = slots[i % len(slots)]
             if gpu is not None:
                 env["CUDA_VISIBLE_DEVICES"] = gpu
-            futures[pool.submit(grade_one, entry, course, out, options, env, limit)] = entry
+            return grade_one(entry, course, out, options, env, limit)
+        finally:
+            free.put(gpu)
+
+    done: list[Graded] = []
+    with ThreadPoolExecutor(max_workers=len(slots)) as pool:
+        futures = {pool.submit(grade_on_a_free_gpu, entry): entry for entry in todo}
         for future in as_completed(futures):
             graded = future.result()
             error_file = out / "students" / f"{graded.name}.error"

@@ -255,6 +255,10 @@ def compile_command(ctx, selectors, solutions: bool, archs: tuple[str, ...]) -> 
 def calibrate_command(ctx, selectors, backend_names, margin: float, write: bool) -> int:
     """Time the reference solutions on this GPU and suggest speed thresholds (instructors)."""
     course = _course(ctx)
+    if not (course.root / "solutions").is_dir():
+        raise GradeError(f"{course.root} has no solutions/ folder (a student handout?): "
+                         "`grade calibrate` times the reference solutions, so it needs the "
+                         "instructor's copy of the course.")
     stages = [s for s in _stages(course, selectors) if s.speed]
     names = backend_names or [n for n, b in backends.BACKENDS.items()
                               if b.device == "cuda" and b.probe() is None]

@@ -222,3 +222,211 @@ def test_batch_runs_one_worker_per_gpu(tmp_path, run_grade, course, monkeypatch)
     assert sorted(gpu for _, gpu, _ in seen) == ["0", "0", "1", "1"]
     assert peak[0] == 2  # the two GPUs were used at the same time
     assert all(opts[:2] == ["--backend", "triton"] and "3" in opts for _, _, opts in seen)
+
+
+def test_batch_never_runs_two_submissions_on_one_gpu(tmp_path, course, monkeypatch):
+    """A worker that finishes early takes the GPU that was freed, not the next one in turn
+    (which may still be busy)."""
+    import threading
+
+    from grader import batch
+
+    lock, busy, clashes, used = threading.Lock(), {}, [], []
+    seconds = {"a": 0.01, "b": 0.5}  # b holds its GPU while a, c, d and e go through
+
+    def fake_grade_one(entry, course, out, options, env, limit):
+        gpu = env.get("CUDA_VISIBLE_DEVICES")
+        with lock:
+            if busy.get(gpu):
+                clashes.append((entry.name, gpu))
+            busy[gpu] = True
+            used.append(gpu)
+        threading.Event().wait(seconds.get(entry.name, 0.05))
+        with lock:
+            busy[gpu] = False
+        return batch.Graded(entry.name, None, "recorded only")
+
+    monkeypatch.setattr(batch, "grade_one", fake_grade_one)
+    todo = [batch.Entry(name, tmp_path / name) for name in "abcde"]
+    graded = batch.run(course, todo, tmp_path / "out", [], 1, ["0", "1"], 60)
+    assert sorted(g.name for g in graded) == list("abcde")
+    assert not clashes
+    assert set(used) == {"0", "1"}
+
+
+def _fake_grader(behaviour):
+    """A stand-in for the `grade all` subprocess: `behaviour(json_path)` returns its exit code."""
+    import subprocess
+
+    def fake_run(command, **kwargs):
+        json_path = Path(command[command.index("--json") + 1])
+        return subprocess.CompletedProcess(command, behaviour(json_path))
+
+    return fake_run
+
+
+@pytest.mark.parametrize("failure", ["timeout", "crash", "killed", "cut short"])
+def test_batch_force_never_keeps_an_old_result_for_a_failed_run(tmp_path, course, monkeypatch,
+                                                                 failure):
+    import subprocess
+
+    from grader import batch
+
+    submission = tmp_path / "ada/triton"
+    submission.mkdir(parents=True)
+    out = tmp_path / "out"
+    (out / "students").mkdir(parents=True)
+    old = out / "students/ada.json"
+    old.write_text('{"old": true}')
+
+    def fail(json_path):
+        if failure == "timeout":
+            json_path.write_text('{"stages": [')
+            raise subprocess.TimeoutExpired("grade", 5)
+        if failure == "killed":
+            json_path.write_text('{"stages": [')
+            return -9  # killed while writing
+        if failure == "cut short":
+            json_path.write_text('{"stages": [')
+            return 1  # a traceback while writing (disk full, say)
+        return 1  # exited without writing anything
+
+    monkeypatch.setattr(batch.subprocess, "run", _fake_grader(fail))
+    entry = batch.Entry("ada", tmp_path / "ada")
+    assert batch.pending([entry], out, force=True) == [entry]
+    [graded] = batch.run(course, [entry], out, [], 1, [], 5)
+    assert graded.error and graded.json_path is None
+    assert not old.exists()
+    assert sorted(p.name for p in (out / "students").iterdir()) == ["ada.error"]
+    batch.write_gradebook(course, out, [entry])
+    rows = list(csv.DictReader((out / "gradebook.csv").open()))
+    assert rows[0]["student"] == "ada" and rows[0]["total"] == "" and rows[0]["error"]
+
+    # A run that finishes replaces the result, and the error goes.
+    def succeed(json_path):
+        json_path.write_text('{"new": true}')
+        return 0
+
+    monkeypatch.setattr(batch.subprocess, "run", _fake_grader(succeed))
+    [graded] = batch.run(course, [entry], out, [], 1, [], 5)
+    assert not graded.error and json.loads(old.read_text()) == {"new": True}
+    assert sorted(p.name for p in (out / "students").iterdir()) == ["ada.json"]
+
+
+def test_batch_finds_the_real_exercises_not_a_macos_copy(tmp_path, course):
+    from grader import batch
+
+    archive = tmp_path / "bob.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        # What macOS's "Compress" adds: metadata files that mirror the real folders, and
+        # that sort before them.
+        z.writestr("__MACOSX/bob/exercises/triton/._stage1_vector_add.py", "\x00\x05\x16\x07")
+        z.writestr("__MACOSX/bob/exercises/triton/stage1_vector_add.py", "mac metadata")
+        z.writestr("bob/exercises/triton/stage1_vector_add.py", "# bob's kernel\n")
+    exercises = batch.unpack(batch.Entry("bob", archive), course, tmp_path / "work")
+    assert (exercises / "triton/stage1_vector_add.py").read_text() == "# bob's kernel\n"
+    assert not list(exercises.rglob("__MACOSX")) and not list(exercises.rglob("._*"))
+
+    # The shallowest folder wins over one that merely sorts first.
+    folder = tmp_path / "carol"
+    (folder / "a/old/exercises/triton").mkdir(parents=True)
+    (folder / "a/old/exercises/triton/stage1_vector_add.py").write_text("# old\n")
+    (folder / "z/exercises/triton").mkdir(parents=True)
+    (folder / "z/exercises/triton/stage1_vector_add.py").write_text("# new\n")
+    exercises = batch.unpack(batch.Entry("carol", folder), course, tmp_path / "work2")
+    assert (exercises / "triton/stage1_vector_add.py").read_text() == "# new\n"
+
+
+CALIBRATE_COURSE = """[course]
+title = "t"
+
+[[stages]]
+id = "vector_add"
+speed.points = 5   # a speed table written with dotted keys, no [stages.speed] header
+speed.thresholds.triton = { min_speedup = 0.5 }
+
+[[stages]]
+id = "softmax"
+
+[stages.speed]
+points = 5
+thresholds.triton = { min_fraction = 0.4 }  # set by hand; keep
+# the next stage
+"""
+
+
+def test_calibrate_writes_only_into_the_stages_own_speed_table(tmp_path):
+    from grader.calibrate import Calibration, write_thresholds
+    from grader.course import Threshold
+    from grader.errors import GradeError
+
+    path = tmp_path / "course.toml"
+    path.write_text(CALIBRATE_COURSE)
+
+    def cal(stage, backend, value):
+        return Calibration(stage, backend, [], Threshold(min_speedup=value))
+
+    # vector_add has no [stages.speed] of its own: softmax's must not be written instead.
+    with pytest.raises(GradeError, match="vector_add stage has no \\[stages.speed\\] table"):
+        write_thresholds(path, [cal("softmax", "cutile", 1.5), cal("vector_add", "triton", 0.9)])
+    with pytest.raises(GradeError, match='no \\[\\[stages\\]\\] entry has id = "sort"'):
+        write_thresholds(path, [cal("sort", "triton", 0.9)])
+    assert path.read_text() == CALIBRATE_COURSE and list(tmp_path.iterdir()) == [path]
+
+    # In its own table: the value is set, the hand-written key and comment stay, and a new
+    # backend's line goes at the end of the table, before the comment about the next stage.
+    kept = write_thresholds(path, [cal("softmax", "triton", 0.85), cal("softmax", "cutile", 1.5)])
+    assert kept.read_text() == CALIBRATE_COURSE
+    assert path.read_text() == CALIBRATE_COURSE.replace(
+        "thresholds.triton = { min_fraction = 0.4 }  # set by hand; keep\n",
+        "thresholds.triton = { min_speedup = 0.85, min_fraction = 0.4 }  # set by hand; keep\n"
+        "thresholds.cutile = { min_speedup = 1.5 }\n")
+
+    # A layout it cannot edit in place (a [stages.speed.thresholds.*] table) is left alone.
+    nested = CALIBRATE_COURSE.replace("thresholds.triton = { min_fraction = 0.4 }",
+                                      "[stages.speed.thresholds.triton]\nmin_fraction = 0.4")
+    path.write_text(nested)
+    with pytest.raises(GradeError, match="cannot edit safely.*by hand:\n  softmax: thresholds"):
+        write_thresholds(path, [cal("softmax", "triton", 0.85)])
+    assert path.read_text() == nested
+
+
+def test_calibrate_says_what_is_wrong_without_a_traceback(tmp_path, run_grade, course,
+                                                         monkeypatch):
+    from types import SimpleNamespace
+
+    from grader import calibrate
+    from grader.errors import GradeError
+
+    # In a student handout there is nothing to time.
+    course_file = copy_course(tmp_path / "handout")
+    shutil.rmtree(course_file.parent / "solutions")
+    code, _, err = run_grade("--course", str(course_file), "calibrate")
+    assert code == 2 and "no solutions/ folder" in err and "Traceback" not in err
+
+    # A reference that computes the wrong thing cannot set a threshold.
+    class FakeRunner:
+        def __init__(self, *args):
+            pass
+
+        def load(self):
+            pass
+
+        def close(self):
+            pass
+
+    class WrongCheck:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def time(self, case):
+            return SimpleNamespace(case=SimpleNamespace(passed=False, speedup=1.0,
+                                                        summary="wrong result at [3]"))
+
+    monkeypatch.setattr(calibrate, "Runner", FakeRunner)
+    monkeypatch.setattr(calibrate, "SpeedCheck", WrongCheck)
+    backend = SimpleNamespace(prepare=lambda: None, track="triton", device="cuda", name="triton")
+    with pytest.raises(GradeError, match="vector_add reference .* is wrong on a speed case.*"
+                                         "wrong result at \\[3\\]"):
+        calibrate.calibrate_stage(course, course.select("vector_add"),
+                                  SimpleNamespace(backend=backend), 0.8)
