@@ -109,8 +109,8 @@ def _cuda_tile_missing() -> str | None:
 
 
 def _probe_cutile() -> str | None:
-    if toolchain.cuda_tile_version() is None:
-        return _cuda_tile_missing()
+    if missing := _cuda_tile_missing():
+        return missing
     if not torch.cuda.is_available():
         build = "a CPU-only build of PyTorch" if torch.version.cuda is None else "no CUDA GPU"
         return (
@@ -126,16 +126,13 @@ def _probe_cutile() -> str | None:
         )
     found = toolchain.inspect_toolchain()
     if found.tileiras is None:
-        return (
-            "tileiras, the cuTile compiler, was not found. Install it with: "
-            "pip install 'cuda-tile[tileiras]'"
-        )
+        return f"tileiras, the cuTile compiler, was not found. Install it with: {toolchain.INSTALL_FIX}"
     result = toolchain.probe(gpu_arch())
     if not result.ok:
         hint = ""
         if found.cuda_home:
             hint = (f" CUDA_HOME={found.cuda_home} (CUDA {found.cuda_home_version or '?'}) may "
-                    "be older than tileiras needs: unset it or point it at CUDA 13.3 or newer.")
+                    f"be older than tileiras needs: unset it or point it at {toolchain.TILEIRAS_CUDA}.")
         return (f"tileiras ({found.tileiras}) cannot compile for {gpu_arch()}: "
                 f"{result.error}.{hint} Run `grade doctor` for details.")
     return None

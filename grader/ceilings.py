@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 import torch
 
 from grader import cache, timing
-from grader.problems import Work
+from grader.problems import DTYPES, Work
 
 CACHE_FILE = cache.ROOT / "ceilings.json"
 MATMUL_N = 8192
@@ -48,8 +48,7 @@ def measure_ceilings() -> Ceilings:
     saved = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = True
     try:
-        for name, dtype in (("bfloat16", torch.bfloat16), ("float16", torch.float16),
-                            ("float32", torch.float32)):
+        for name, dtype in DTYPES.items():
             a = torch.randn(MATMUL_N, MATMUL_N, device="cuda").to(dtype)
             b = torch.randn(MATMUL_N, MATMUL_N, device="cuda").to(dtype)
             t = timing.measure({"mm": lambda a=a, b=b: torch.matmul(a, b)})["mm"]

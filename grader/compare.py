@@ -26,6 +26,7 @@ class Verdict:
     summary: str
     details: list[str] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
+    kind: str = "wrong result"  # of a failure, in a few words: all a hidden case reveals
 
     @property
     def report(self) -> str:

@@ -75,6 +75,16 @@ class Speed:
 
 
 @dataclass(frozen=True)
+class MemoryGrowth:
+    """On a GPU: the peak extra memory of a call at `large` may be at most `max_growth` times
+    that at `small` - for a kernel whose memory must grow linearly, not quadratically."""
+
+    small: Case
+    large: Case
+    max_growth: float
+
+
+@dataclass(frozen=True)
 class Stage:
     number: int
     id: str
@@ -86,6 +96,7 @@ class Stage:
     tolerance: dict[str, Tolerance]  # dtype name -> tolerance
     cases: tuple[Case, ...]
     speed: Speed | None = None
+    memory_growth: MemoryGrowth | None = None
 
     @property
     def name(self) -> str:
@@ -245,7 +256,8 @@ class _Checker:
         where = f"stages[{index}]"
         required = {"id": str, "title": str, "points": (int, float), "modules": dict,
                     "tolerance": dict, "cases": list}
-        s = self.table(raw, where, required, optional={"tiles": dict, "speed": dict})
+        s = self.table(raw, where, required,
+                       optional={"tiles": dict, "speed": dict, "memory_growth": dict})
         problem = PROBLEMS.get(s.get("id", ""))
         if "id" in s and problem is None:
             self.error(f"{where}.id", f"unknown stage id '{s['id']}'; known: {', '.join(PROBLEMS)}")
@@ -270,6 +282,8 @@ class _Checker:
             self.error(f"{where}.cases", f"case {dup} appears more than once")
         speed = self.speed(s["speed"], f"{where}.speed", problem, tolerance, s.get("id")) \
             if "speed" in s else None
+        growth = self.memory_growth(s["memory_growth"], f"{where}.memory_growth", problem,
+                                    tolerance, s.get("id")) if "memory_growth" in s else None
         if problem is None or any(key not in s for key in required):
             return None
         return Stage(
@@ -283,6 +297,7 @@ class _Checker:
             tolerance=tolerance,
             cases=tuple(cases),
             speed=speed,
+            memory_growth=growth,
         )
 
     def speed(self, raw: dict, where: str, problem: Problem | None, tolerance, stage_id) -> Speed | None:
@@ -313,6 +328,19 @@ class _Checker:
         return Speed(points=float(s["points"]), baseline=s["baseline"],
                      seconds=float(s.get("seconds", 3.0)), cases=tuple(cases),
                      thresholds=thresholds)
+
+    def memory_growth(self, raw: dict, where: str, problem: Problem | None, tolerance,
+                      stage_id) -> MemoryGrowth | None:
+        required = {"small": dict, "large": dict, "dtype": str, "max_growth": (int, float)}
+        m = self.table(raw, where, required)
+        if "max_growth" in m and m["max_growth"] <= 1:
+            self.error(f"{where}.max_growth", "must be above 1")
+        sizes = [self.cases({**m[key], "dtypes": [m["dtype"]]}, f"{where}.{key}", problem,
+                            tolerance, f"{stage_id}/memory", 0)
+                 for key in ("small", "large") if key in m and "dtype" in m]
+        if problem is None or len(m) < len(required) or not all(sizes):
+            return None
+        return MemoryGrowth(sizes[0][0], sizes[1][0], float(m["max_growth"]))
 
     def tolerances(self, raw: dict, where: str) -> dict[str, Tolerance]:
         tables = self.table(raw, where, required={}, optional={d: dict for d in DTYPES})

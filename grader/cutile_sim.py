@@ -163,7 +163,7 @@ class Tile:
         return float(self.data.item())
 
 
-def _binary(name: str, op):
+def _binary(op):
     def method(self, other):
         return Tile(op(self.data, _data(other)))
 
@@ -179,13 +179,13 @@ for _name, _op in {
     "and": torch.bitwise_and, "or": torch.bitwise_or, "xor": torch.bitwise_xor,
     "lshift": torch.bitwise_left_shift, "rshift": torch.bitwise_right_shift,
 }.items():
-    _forward, _reverse = _binary(_name, _op)
+    _forward, _reverse = _binary(_op)
     setattr(Tile, f"__{_name}__", _forward)
     setattr(Tile, f"__r{_name}__", _reverse)
 
 for _name, _op in {"lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge,
                    "eq": torch.eq, "ne": torch.ne}.items():
-    setattr(Tile, f"__{_name}__", _binary(_name, _op)[0])
+    setattr(Tile, f"__{_name}__", _binary(_op)[0])
 
 Tile.__neg__ = lambda self: Tile(-self.data)
 Tile.__invert__ = lambda self: Tile(~self.data)
@@ -231,8 +231,7 @@ _POISON_INT = {torch.int32: -0x21524111, torch.int64: -0x21524111, torch.int16: 
                torch.int8: -0x21}
 
 
-def _padding_value(mode, dtype: torch.dtype):
-    mode = PaddingMode(getattr(mode, "value", mode)) if not isinstance(mode, PaddingMode) else mode
+def _padding_value(mode: PaddingMode, dtype: torch.dtype):
     if mode is PaddingMode.UNDETERMINED:
         return math.nan if dtype.is_floating_point else _POISON_INT.get(dtype, 0)
     return {PaddingMode.ZERO: 0.0, PaddingMode.NEG_ZERO: -0.0, PaddingMode.NAN: math.nan,
@@ -421,7 +420,7 @@ def _reduce(op):
         axes = (axis,) if isinstance(axis, int) else tuple(axis)
         result = value
         for a in sorted((a % value.dim() for a in axes), reverse=True):
-            result = op(result, a, keepdim=keepdims) if keepdims else op(result, a)
+            result = op(result, a, keepdim=keepdims)
         return Tile(result)
 
     return apply
@@ -443,7 +442,7 @@ def mma(a, b, acc) -> Tile:
     for name, t in (("a", a), ("b", b), ("acc", acc)):
         if not isinstance(t, Tile):
             raise SimulatorError(f"ct.mma: {name} must be a tile")
-    if a.dtype is not b.dtype and a.dtype != b.dtype:
+    if a.dtype != b.dtype:
         raise SimulatorError(f"ct.mma: a is {a.dtype} and b is {b.dtype}; convert them to one "
                              "dtype first (ct.mma never converts its inputs)")
     allowed = {float16: (float16, float32), bfloat16: (float32,), tfloat32: (float32,),

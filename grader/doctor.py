@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from grader import backends, toolchain
+from grader.compile_check import ARCHS
 
 # The architecture to compile-check for when there is no GPU to ask.
 DEFAULT_ARCH = "sm_90"
@@ -82,11 +83,11 @@ def diagnose() -> Diagnosis:
                 "and works without it: that toolkit's ptxas/libnvvm are older than tileiras needs, "
                 "which makes every compile fail with 'failed to compile Tile IR program'. The grader "
                 "ignores CUDA_HOME for cuTile; to fix it for your own scripts, `unset CUDA_HOME` or "
-                "point it at CUDA 13.3 or newer."
+                f"point it at {toolchain.TILEIRAS_CUDA}."
             )
         elif not arch and result.ok:
             d.notes.append("cuTile kernels cannot run here, but they compile: `grade compile` "
-                           "checks that every cuTile stage builds for sm_80/90/100/120.")
+                           f"checks that every cuTile stage builds for {', '.join(ARCHS)}.")
 
     for name, backend in backends.BACKENDS.items():
         why_not = backend.probe()

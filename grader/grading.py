@@ -77,7 +77,7 @@ class StageCheck:
     def _call_and_judge(self, case: Case, seed: int) -> Verdict:
         problem = self.stage.problem
         dtype = DTYPES[case.dtype]
-        call = problem.make_call(case.params, dtype, torch.Generator().manual_seed(seed))
+        call = problem.draw(case.params, case.dtype, seed)
         expected = problem.reference(call.to(self.backend.device))
         outcome = self.runner.call(problem.id, dict(case.params), case.dtype, seed)
         problem_found = self._misconduct(call, outcome)
@@ -89,23 +89,27 @@ class StageCheck:
     def _misconduct(self, call: Call, outcome: Outcome) -> Verdict | None:
         """Everything wrong with the call besides the numbers it returned."""
         if outcome.error:
-            failed = outcome.error.startswith(("timed out", "crashed"))
-            return Verdict(False, outcome.error if failed else f"raised {outcome.error}")
+            for kind in ("timed out", "crashed"):
+                if outcome.error.startswith(kind):
+                    return Verdict(False, outcome.error, kind=kind)
+            return Verdict(False, f"raised {outcome.error}", kind="raised an exception")
         if outcome.overruns:
             return Verdict(False, "wrote out of bounds: " + "; ".join(outcome.overruns),
-                           ["a load or store is missing its mask, or its mask is too loose"])
+                           ["a load or store is missing its mask, or its mask is too loose"],
+                           kind="wrote out of bounds")
         for name, before, after in zip(outcome.input_names, call.tensors(), outcome.inputs_after):
             if not torch.equal(before, after):
-                return Verdict(False, f"modified its {name}: a kernel must not write its inputs")
+                return Verdict(False, f"modified its {name}: a kernel must not write its inputs",
+                               kind="modified its inputs")
         track = self.backend.track
         if not any(launch.language == track for launch in outcome.launches):
             language = {"triton": "Triton", "cutile": "cuTile"}.get(track, track)
             return Verdict(False, f"launched no {language} kernel: the stage must be computed by "
-                                  "a kernel, not by PyTorch")
+                                  "a kernel, not by PyTorch", kind="launched no kernel")
         if outcome.torch_ops:
             ops = ", ".join(f"aten::{op}" for op in outcome.torch_ops)
             return Verdict(False, f"ran PyTorch's {ops}: the stage's work must be done by your "
-                                  "kernel, not by a PyTorch operator")
+                                  "kernel, not by a PyTorch operator", kind="ran a PyTorch operator")
         if outcome.output_device not in (None, torch.device(self.backend.device).type):
             return Verdict(False, f"returned a tensor on {outcome.output_device}, expected it on "
                                   f"{self.backend.device} like the inputs")
@@ -117,11 +121,11 @@ def memory_check(stage: Stage, selection: Selection, runner: Runner, seed: int) 
     name = "memory growth"
     if selection.backend.device != "cuda":
         return CheckResult(name, False, False, "not graded: needs a GPU")
-    small, large, limit = stage.problem.memory_growth
-    dtype = next(iter(stage.tolerance))
+    rule = stage.memory_growth
+    small, large, limit = rule.small.params, rule.large.params, rule.max_growth
     sizes = []
-    for params in (small, large):
-        used, error = runner.memory(stage.problem.id, params, dtype, seed)
+    for case in (rule.small, rule.large):
+        used, error = runner.memory(stage.problem.id, dict(case.params), case.dtype, seed)
         if error:
             return CheckResult(name, True, False, f"could not be measured: {error}")
         sizes.append(max(used, 1))
@@ -159,12 +163,13 @@ class _CasePlugin:
             metafunc.parametrize("case", self.cases, ids=[c.id for c in self.cases])
 
     def pytest_runtest_logreport(self, report):
-        if report.failed and report.when != "call":
-            self.failures[report.nodeid] = str(report.longrepr)
-        if report.when == "call":
-            result = self.results.get(report.nodeid.rpartition("[")[2].rstrip("]"))
-            if result is not None and self.on_case:
-                self.on_case(result)
+        if report.when != "call":
+            if report.failed:
+                self.failures[report.nodeid] = str(report.longrepr)
+            return
+        result = self.results.get(report.nodeid.rpartition("[")[2].rstrip("]"))
+        if result is not None and self.on_case:
+            self.on_case(result)
 
 
 class _CorrectnessPlugin(_CasePlugin):
@@ -277,13 +282,13 @@ def grade_stage(
         result.message = str(exc)
         return result
     try:
-        return _grade_loaded(stage, selection, runner, result, todos, on_case, benchmark_json, seed)
+        return _grade_loaded(stage, selection, runner, result, todos, on_case, benchmark_json, seed,
+                             no_speed)
     finally:
         runner.close()
 
 
-def _grade_loaded(stage, selection, runner, result, todos, on_case, benchmark_json, seed):
-    no_speed = speed.not_graded_reason(stage, selection)
+def _grade_loaded(stage, selection, runner, result, todos, on_case, benchmark_json, seed, no_speed):
     if todos.unfilled:
         result.message = f"{result.module} {todos.describe()}"
     check = StageCheck(stage, selection, runner, seed)
@@ -292,7 +297,7 @@ def _grade_loaded(stage, selection, runner, result, todos, on_case, benchmark_js
     if broken:
         result.message, result.status = broken, Status.ERROR
         return result
-    if stage.problem.memory_growth:
+    if stage.memory_growth:
         result.checks.append(memory_check(stage, selection, runner, seed))
     result.conclude(len(stage.cases))
     if no_speed or result.status is not Status.PASS:

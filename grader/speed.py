@@ -11,8 +11,6 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
-
 from grader import ceilings as ceilings_module
 from grader import timing
 from grader.backends import Selection
@@ -85,7 +83,7 @@ class SpeedCheck:
         if error:
             result.summary = f"the timed calls failed: {error}"
             return Timed(result, [])
-        call = problem.make_call(case.params, dtype, torch.Generator().manual_seed(seed))
+        call = problem.draw(case.params, case.dtype, seed)
         call = call.to(self.device)
         # The timed calls must compute the right thing too, not only the checked ones.
         verdict = compare(output, problem.reference(call), dtype, "cpu",

@@ -82,10 +82,10 @@ class _Worker:
         import torch
 
         from grader.poison import guarded_copy
-        from grader.problems import DTYPES, PROBLEMS
+        from grader.problems import PROBLEMS
 
         problem = PROBLEMS[problem_id]
-        call = problem.make_call(params, DTYPES[dtype], torch.Generator().manual_seed(seed))
+        call = problem.draw(params, dtype, seed)
         guards = []
 
         def move(value, name):
@@ -163,8 +163,9 @@ def main() -> None:
     import torch  # noqa: F401
 
     from grader import poison, problems, submission, timing  # noqa: F401
+    from grader.backends import SIMULATE
 
-    if os.environ.get("TILECOURSE_CUTILE_SIM") == "1":
+    if os.environ.get(SIMULATE) == "1":
         from grader import cutile_sim
 
         cutile_sim.install()  # ct.launch runs kernels in the simulator, on the CPU

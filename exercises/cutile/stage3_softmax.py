@@ -9,7 +9,7 @@ The block views its row as 1 x TILE_N tiles: tile (row, j) of x, loaded with sha
 (1, TILE_N), holds columns [j * TILE_N, (j + 1) * TILE_N) of that row, and there are
 cdiv(N, TILE_N) of them (ct.num_tiles).
 
-When the whole row fits in one tile (ONE_TILE, rows of up to 32768 columns on a GPU),
+When the whole row fits in one tile (ONE_TILE, rows of up to 32768 columns),
 the block reads it once, keeps it in registers, and writes the result: one read and
 one write per element, the least memory traffic softmax can have.
 

@@ -69,8 +69,8 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     out = torch.empty((M, N), device=x.device, dtype=x.dtype)
     # On a GPU one block covers a whole row of up to 32768 columns: each loop then runs
     # once, and the second pass finds the row still on chip instead of reading DRAM again.
-    # Wider rows loop over blocks. The CPU interpreter keeps blocks of at most 4096 so that
-    # rows wider than that (the N = 5000 case) walk several blocks and test the online update.
+    # Wider rows loop over blocks (the N = 40000 case). The CPU interpreter keeps blocks of
+    # at most 4096, so there the N = 5000 case walks several blocks as well.
     BLOCK_N = min(triton.next_power_of_2(N), 32768 if x.is_cuda else 4096)
     # About 2 KiB of the row per warp (16 fp32 or 32 bf16 values per thread), 4 to 32 warps.
     num_warps = min(32, max(4, BLOCK_N * x.element_size() // 2048))
