@@ -17,7 +17,6 @@ import torch
 
 from grader.course import Course, Stage
 from grader.launches import cutile_name, cutile_parameters
-from grader.problems import DTYPES
 from grader.skeletons import todo_state
 from grader.submission import Submission, SubmissionError
 
@@ -69,15 +68,6 @@ def _constraint(value, constant: bool):
     raise TypeError(f"a kernel argument of type {type(value).__name__} cannot be compile-checked")
 
 
-def _describe(value, constant: bool) -> tuple:
-    """A hashable description of what a signature depends on, to compile each only once."""
-    if constant:
-        return ("const", value)
-    if isinstance(value, torch.Tensor):
-        return ("array", str(value.dtype), value.dim())
-    return ("scalar", type(value).__name__)
-
-
 def signatures(launches) -> dict[str, tuple[object, list]]:
     """kernel name -> (kernel, [KernelSignature, ...]) without duplicates."""
     from cuda.tile.compilation import CallingConvention, KernelSignature
@@ -85,7 +75,8 @@ def signatures(launches) -> dict[str, tuple[object, list]]:
     found: dict[str, tuple[object, dict]] = {}
     for kernel, args in launches:
         params = cutile_parameters(kernel)
-        key = tuple(_describe(v, c) for (_, c), v in zip(params, args))
+        # Constants are keyed by value: their constraint objects cannot be hashed.
+        key = tuple(("const", v) if c else _constraint(v, c) for (_, c), v in zip(params, args))
         name = cutile_name(kernel)
         kernel_entry = found.setdefault(name, (kernel, {}))
         if key not in kernel_entry[1]:
@@ -135,8 +126,7 @@ def compile_stage(course: Course, stage: Stage, solutions: bool,
     try:
         runner.load()
         for case in stage.cases:
-            generator = torch.Generator().manual_seed(case.seed)
-            call = stage.problem.make_call(case.params, DTYPES[case.dtype], generator)
+            call = stage.problem.draw(case.params, case.dtype, case.seed)
             launches += runner.capture_cutile(call.args, call.kwargs)
     except SubmissionError as exc:
         result.message = str(exc)

@@ -186,6 +186,7 @@ def _with_hidden_cases(course: Course, path: Path) -> Course:
         stage = by_id.get(s.get("id"))
         if "id" in s and stage is None:
             checker.error(f"{where}.id", f"no stage '{s['id']}' in {COURSE_FILE}; known: {', '.join(by_id)}")
+        if stage is None:  # the error about its id is already recorded
             continue
         for j, case in enumerate(s.get("cases", [])):
             found = checker.cases(case, f"{where}.cases[{j}]", stage.problem if stage else None,
@@ -323,6 +324,8 @@ class _Checker:
         cases = []
         for j, case in enumerate(s.get("cases", [])):
             cases += self.cases(case, f"{where}.cases[{j}]", problem, tolerance, f"{stage_id}/speed", j)
+        if "cases" in s and not s["cases"]:
+            self.error(f"{where}.cases", "a speed table needs at least one case")
         if problem is None or any(key not in s for key in required):
             return None
         return Speed(points=float(s["points"]), baseline=s["baseline"],

@@ -57,7 +57,8 @@ class StageCheck:
             if not again.passed:
                 verdict = Verdict(False, f"a second call with fresh inputs failed: {again.summary}",
                                   again.details + ["results must be computed from the inputs "
-                                                   "of each call, never reused"], again.stats)
+                                                   "of each call, never reused"], again.stats,
+                                  again.kind)
         if case.hidden:
             verdict = _withheld(verdict)
         self.results[case.id] = CaseResult(
@@ -142,11 +143,7 @@ def _withheld(verdict: Verdict) -> Verdict:
     """A hidden case's verdict says pass or fail and the kind of failure, nothing more."""
     if verdict.passed:
         return Verdict(True, "hidden case passed")
-    kinds = {"timed out": "timed out", "crashed": "crashed", "raised": "raised an exception",
-             "wrote out of bounds": "wrote out of bounds", "launched no": "launched no kernel",
-             "ran PyTorch": "ran a PyTorch operator", "modified its": "modified its inputs"}
-    kind = next((v for k, v in kinds.items() if verdict.summary.startswith(k)), "wrong result")
-    return Verdict(False, f"hidden case failed: {kind}")
+    return Verdict(False, f"hidden case failed: {verdict.kind}", kind=verdict.kind)
 
 
 class _CasePlugin:
@@ -168,7 +165,10 @@ class _CasePlugin:
                 self.failures[report.nodeid] = str(report.longrepr)
             return
         result = self.results.get(report.nodeid.rpartition("[")[2].rstrip("]"))
-        if result is not None and self.on_case:
+        if result is None:
+            if report.failed:  # the check itself broke before it could judge the case
+                self.failures[report.nodeid] = str(report.longrepr)
+        elif self.on_case:
             self.on_case(result)
 
 

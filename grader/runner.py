@@ -97,7 +97,10 @@ class Runner:
     def _request(self, op: str, **payload) -> tuple[str, Any]:
         """Send one request; ("timeout" | "crash", message) when the child does not answer."""
         if self._process is None:
-            self.load()
+            try:  # a restart after a timeout or crash
+                self.load()
+            except SubmissionError as exc:
+                return "crash", f"crashed: could not be restarted after an earlier failure: {exc}"
         worker.send(self._sock, (op, payload))
         self._sock.settimeout(self.timeout)
         try:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import importlib.util
-import io
 import json
 import os
 import shutil
@@ -27,6 +26,8 @@ from pathlib import Path
 from grader import cache
 
 CACHE_FILE = cache.ROOT / "cutile-probe.json"
+# The CUDA toolkit a CUDA_HOME must hold for tileiras (its ptxas and libnvvm).
+TILEIRAS_CUDA = "CUDA 13.3 or newer"
 INSTALL_FIX = "pip install -e '.[cutile]'  (or: pip install 'cuda-tile[tileiras]')"
 
 
@@ -108,22 +109,14 @@ def _cuda_home_version(cuda_home: str) -> str | None:
 
 def compile_tiny_kernel(arch: str) -> None:
     """Compile a one-line kernel to a cubin for `arch`; raises what the compiler raised."""
-    import cuda.tile as ct
-    from cuda.tile.compilation import (
-        ArrayConstraint,
-        CallingConvention,
-        ConstantConstraint,
-        KernelSignature,
-        export_kernel,
-    )
+    import torch
+    from cuda.tile.compilation import export_kernel
 
+    from grader import compile_check  # late: it imports the course machinery
     from grader.probe_kernel import tiny_kernel
 
-    array = ArrayConstraint(ct.float32, 1, index_dtype=ct.int32, stride_lower_bound_incl=0,
-                            alias_groups=(), may_alias_internally=False)
-    signature = KernelSignature([array, ConstantConstraint(16)],
-                                CallingConvention.cutile_python_v2()).with_mangled_symbol("tiny_kernel")
-    export_kernel(tiny_kernel, [signature], io.BytesIO(), gpu_code=arch, output_format="cubin")
+    (kernel, sigs), = compile_check.signatures([(tiny_kernel, (torch.empty(16), 16))]).values()
+    compile_check.build(export_kernel, kernel, sigs, arch)
 
 
 @functools.cache

@@ -1,0 +1,72 @@
+"""The parent side of a grading run: what a failing child turns into, case by case.
+
+A case must never drop out of the results: a child that cannot be restarted is a crash of
+that case, and a hidden case tells the kind of failure even when it came on the second call.
+"""
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from grader.grading import StageCheck
+from grader.launches import Launch
+from grader.runner import Outcome, Runner
+from grader.submission import SubmissionError
+
+
+def test_a_child_that_cannot_be_restarted_is_a_crash_of_the_case(tmp_path, monkeypatch):
+    module = tmp_path / "submission.py"
+    module.write_text("def vector_add(x, y):\n    return x + y\n")
+    runner = Runner(module, "vector_add", "cpu", timeout=5.0)
+
+    def failing_load():
+        raise SubmissionError("it cannot be imported any more")
+
+    monkeypatch.setattr(runner, "load", failing_load)  # as after a timeout killed the child
+    outcome = runner.call("vector_add", {"n": 4}, "float32", seed=1)
+    assert outcome.error.startswith("crashed")
+    assert "it cannot be imported any more" in outcome.error
+
+
+@dataclass
+class ScriptedRunner:
+    """Answers each call with the next outcome from a list, like a child would."""
+
+    outcomes: list
+    calls: list = field(default_factory=list)
+
+    def call(self, problem_id, params, dtype, seed):
+        self.calls.append(seed)
+        outcome = self.outcomes[len(self.calls) - 1]
+        return outcome(problem_id, params, dtype, seed) if callable(outcome) else outcome
+
+
+def correct(problem_id, params, dtype, seed):
+    """The right answer, with a launch of the track's language, as a good kernel returns."""
+    from grader.problems import PROBLEMS
+
+    call = PROBLEMS[problem_id].draw(params, dtype, seed)
+    output = PROBLEMS[problem_id].reference(call).to(call.args[0].dtype)
+    launch = Launch(kernel="vector_add_kernel", grid=(1,), language="triton")
+    return Outcome(output=output, output_device="cpu", launches=[launch],
+                   inputs_after=list(call.tensors()), input_names=["x", "y"])
+
+
+def test_a_hidden_case_names_the_failure_of_its_second_call(course, interpret):
+    stage = course.select("vector_add")
+    hidden = dataclasses.replace(stage.cases[0], hidden=1)
+    timed_out = Outcome(error="timed out after 5 s (an endless loop, or a kernel that never finishes?)")
+    runner = ScriptedRunner([correct, timed_out])
+    check = StageCheck(stage, interpret, runner)
+    verdict = check.check(hidden)
+    assert len(runner.calls) == 2
+    assert not verdict.passed
+    assert verdict.summary == "hidden case failed: timed out"
+    assert check.results[hidden.id].summary == "hidden case failed: timed out"
+
+
+def test_a_visible_case_passes_when_both_calls_are_right(course, interpret):
+    stage = course.select("vector_add")
+    runner = ScriptedRunner([correct, correct])
+    verdict = StageCheck(stage, interpret, runner).check(stage.cases[0])
+    assert verdict.passed, verdict.report
+    assert len(runner.calls) == 2 and runner.calls[0] != runner.calls[1]
