@@ -8,6 +8,7 @@ import os
 
 os.environ["TRITON_INTERPRET"] = "1"
 
+import shutil  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
@@ -19,6 +20,8 @@ from grader.grading import grade_stage  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 COURSE_FILE = ROOT / "course.toml"
+# What a copy of the course holds: enough to grade, release and regenerate skeletons.
+COURSE_PARTS = ("course.toml", "exercises", "solutions", "grader", "README.md", "pyproject.toml")
 
 
 @pytest.fixture(scope="session")
@@ -33,14 +36,64 @@ def interpret():
 
 @pytest.fixture
 def grade_source(course, tmp_path):
-    """Grade `source` as the submission for a stage; returns the StageResult."""
+    """Grade `source` as the submission for a stage; returns the StageResult.
 
-    def grade(stage_id: str, source: str, backend: str = "triton-interpret"):
+    `backend` is a backend name or a ready Selection; `course_toml`, when given, is the text
+    of a one-off course.toml to grade against instead of the real one; other keyword
+    arguments (timeout, benchmark_json, ...) go to grade_stage.
+    """
+
+    def grade(stage_id: str, source: str, backend="triton-interpret", course_toml=None, **options):
+        graded = course
+        if course_toml is not None:
+            (tmp_path / "course.toml").write_text(course_toml, encoding="utf-8")
+            graded = load_course(tmp_path / "course.toml")
+        selection = backends.select(backend) if isinstance(backend, str) else backend
         module = tmp_path / f"{stage_id}_submission.py"
         module.write_text(source, encoding="utf-8")
-        return grade_stage(course, course.select(stage_id), backends.select(backend), module=module)
+        return grade_stage(graded, graded.select(stage_id), selection, module=module, **options)
 
     return grade
+
+
+def broken(track: str, stage_file: str, old: str, new: str, count: int | None = 1) -> str:
+    """The reference solution `solutions/<track>/<stage_file>` with every `old` replaced by
+    `new`. `old` must occur exactly `count` times (None: at least once), so that a test fails
+    loudly, rather than grading the unbroken reference, once a solution is rewritten."""
+    source = (ROOT / "solutions" / track / stage_file).read_text()
+    found = source.count(old)
+    if count is None:
+        assert found, f"{track}/{stage_file} no longer contains {old!r}"
+    else:
+        assert found == count, f"{track}/{stage_file} contains {old!r} {found} times, not {count}"
+    return source.replace(old, new)
+
+
+def failing(result) -> list:
+    """The cases of a StageResult that did not pass."""
+    return [c for c in result.cases if not c.passed]
+
+
+def case_text(case, details: bool = True) -> str:
+    """A case's summary, and its diagnostic details unless details=False."""
+    return "\n".join([case.summary, *(case.details if details else ())])
+
+
+def failure_text(result, details: bool = True) -> str:
+    """What the failing cases of a StageResult report, one after another."""
+    return "\n".join(case_text(c, details) for c in failing(result))
+
+
+def copy_course(dest: Path, parts=COURSE_PARTS) -> Path:
+    """Copy this course (the `parts` of it) into `dest`; returns the copy's course.toml."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in parts:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(source, dest / name)
+    return dest / "course.toml"
 
 
 def vector_add_course(cases: str, extra: str = "") -> str:

@@ -59,7 +59,7 @@ def test_minimal_course_gives_typed_values(tmp_path):
     assert isinstance(case.seed, int)
 
 
-def test_defaults_fill_optional_params_and_seed_is_stable(tmp_path, course):
+def test_defaults_fill_optional_params_and_seed_is_stable(course):
     softmax = course.select("softmax")
     assert softmax.cases[0].params["scale"] == 1.0
     again = load_course(course.path).select("softmax")

@@ -2,15 +2,14 @@
 tileiras probe (with the stale-CUDA_HOME repair), `grade doctor`, and the compile check."""
 
 import os
-from pathlib import Path
 
 import pytest
 import torch
+from conftest import broken, copy_course
 
 from grader import backends, compile_check, toolchain
+from grader.course import load_course
 from grader.errors import BackendUnavailable
-
-SOLUTIONS = Path(__file__).resolve().parents[1] / "solutions" / "cutile"
 
 
 @pytest.fixture(autouse=True)
@@ -144,18 +143,13 @@ def test_untouched_cutile_skeletons_are_not_compiled(run_grade, course):
     assert "NOT STARTED" in out and "not a correctness pass" in out
 
 
-def test_a_kernel_that_does_not_compile_fails_with_the_compiler_message(course, tmp_path):
-    source = (SOLUTIONS / "stage1_vector_add.py").read_text()
+def test_a_kernel_that_does_not_compile_fails_with_the_compiler_message(tmp_path):
+    course_file = copy_course(tmp_path / "course", parts=("course.toml", "solutions"))
     # Tile dimensions must be powers of two.
-    broken = source.replace("shape=(TILE_SIZE,)", "shape=(TILE_SIZE - 1,)")
-    assert broken != source
-    path = tmp_path / "course"
-    (path / "solutions" / "cutile").mkdir(parents=True)
-    (path / "solutions" / "cutile" / "stage1_vector_add.py").write_text(broken)
-    (path / "course.toml").write_text(course.path.read_text())
-    from grader.course import load_course
-
-    mini = load_course(path / "course.toml")
+    (course_file.parent / "solutions/cutile/stage1_vector_add.py").write_text(
+        broken("cutile", "stage1_vector_add.py", "shape=(TILE_SIZE,), padding_mode",
+               "shape=(TILE_SIZE - 1,), padding_mode", count=2))
+    mini = load_course(course_file)
     result = compile_check.compile_stage(mini, mini.select("vector_add"), True, ("sm_90",))
     assert result.status == "FAILED"
     assert result.builds[0].error.startswith("vector_add_kernel:")

@@ -11,27 +11,18 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import broken, failing, failure_text
 
 from grader import backends, cutile_sim
+from grader.errors import BackendUnavailable
 from grader.results import Status
 
 ROOT = Path(__file__).resolve().parents[1]
-SOLUTIONS = ROOT / "solutions" / "cutile"
 
 
 @pytest.fixture
 def grade_cutile(grade_source):
     return lambda stage_id, source: grade_source(stage_id, source, backend="cutile-sim")
-
-
-def broken(stage_file: str, old: str, new: str, count: int = -1) -> str:
-    source = (SOLUTIONS / stage_file).read_text()
-    assert old in source, f"{stage_file} no longer contains {old!r}"
-    return source.replace(old, new, count)
-
-
-def failures(result) -> str:
-    return "\n".join(c.summary + "\n" + "\n".join(c.details) for c in result.cases if not c.passed)
 
 
 def test_every_cutile_reference_passes_on_the_simulator(run_grade, course, tmp_path):
@@ -40,6 +31,7 @@ def test_every_cutile_reference_passes_on_the_simulator(run_grade, course, tmp_p
                            "cutile-sim", "--json", str(out))
     data = json.loads(out.read_text())
     assert code == 0, [(s["id"], s["message"]) for s in data["stages"] if s["status"] != "PASS"]
+    assert [s["id"] for s in data["stages"]] == [s.id for s in course.stages]
     assert all(s["status"] == "PASS" and s["backend"] == "cutile-sim" for s in data["stages"])
     assert all(s["speed"]["reason"] == "needs a GPU" for s in data["stages"])
 
@@ -49,61 +41,30 @@ def test_the_cutile_track_on_a_cpu_goes_to_the_simulator(monkeypatch):
     selection = backends.select("auto", track="cutile")
     assert selection.backend.name == "cutile-sim"
     assert selection.reason.startswith("no CUDA GPU, so the grader's simulator runs")
-    with pytest.raises(Exception, match="grades the cutile track, not triton"):
+    with pytest.raises(BackendUnavailable, match="grades the cutile track, not triton"):
         backends.select("cutile-sim", track="triton")
 
 
-def test_undetermined_padding_reads_as_poison(grade_cutile):
-    source = broken("stage3_softmax.py", ", padding_mode=ct.PaddingMode.NEG_INF", "")
-    result = grade_cutile("softmax", source)
-    assert result.status is Status.FAIL
-    assert "NaN where a number was expected" in failures(result)
-    # Rows that fill whole tiles never read padding, and still pass.
-    assert result.cases_passed > 0
-
-
-def test_grid_rounded_down_leaves_the_tail_unwritten(grade_cutile):
-    source = broken("stage1_vector_add.py", "ct.cdiv(n_elements, TILE_SIZE)", "n_elements // TILE_SIZE")
-    result = grade_cutile("vector_add", source)
-    assert result.status is Status.FAIL
-    assert "never written" in failures(result) and "TILE_SIZE=1024 per tile" in failures(result)
-
-
-def test_missing_causal_mask_fails_the_causal_cases(grade_cutile):
-    source = broken("stage5_flash_attention.py", "visible = visible & (offs_n <= offs_m)",
-                    "visible = visible")
-    result = grade_cutile("flash_attention", source)
-    bad = [c for c in result.cases if not c.passed]
-    assert bad and all(c.params["causal"] for c in bad)
-
-
-def test_matmul_without_zero_padding_along_k_fails(grade_cutile):
-    source = broken("stage4_matmul.py", ", padding_mode=zero)", ")")
-    result = grade_cutile("matmul", source)
-    assert result.status is Status.FAIL
-    assert "NaN where a number was expected" in failures(result)
-
-
 def test_a_tile_that_is_not_a_power_of_two_is_rejected(grade_cutile):
-    source = broken("stage1_vector_add.py", "TILE_SIZE = 1024", "TILE_SIZE = 1000")
+    source = broken("cutile", "stage1_vector_add.py", "TILE_SIZE = 1024", "TILE_SIZE = 1000")
     result = grade_cutile("vector_add", source)
     assert result.status is Status.FAIL
-    assert "tile dimensions must be powers of two, got (1000,)" in failures(result)
+    assert "tile dimensions must be powers of two, got (1000,)" in failure_text(result)
 
 
 def test_an_unsupported_api_is_named(grade_cutile):
-    source = broken("stage1_vector_add.py", "tile=x_tile + y_tile", "tile=ct.cumsum(x_tile, 0)")
+    source = broken("cutile", "stage1_vector_add.py", "tile=x_tile + y_tile", "tile=ct.cumsum(x_tile, 0)")
     result = grade_cutile("vector_add", source)
     assert result.status is Status.FAIL
-    assert "ct.cumsum is not supported by the cuTile simulator" in failures(result)
+    assert "ct.cumsum is not supported by the cuTile simulator" in failure_text(result)
 
 
 def test_storing_the_wrong_dtype_is_an_error(grade_cutile):
-    source = broken("stage3_softmax.py", "tile=y.astype(out.dtype)", "tile=y")
+    source = broken("cutile", "stage3_softmax.py", "tile=y.astype(out.dtype)", "tile=y", count=2)
     result = grade_cutile("softmax", source)
     half = [c for c in result.cases if c.dtype != "float32"]
     assert half and all(not c.passed for c in half)
-    assert "convert it with .astype(...) first" in failures(result)
+    assert "convert it with .astype(...) first" in failure_text(result)
 
 
 # --- the simulator's semantics, directly --------------------------------------------------
@@ -143,9 +104,9 @@ def test_tf32_keeps_ten_mantissa_bits():
 
 
 def test_a_torch_fallback_in_the_cutile_track_fails(grade_cutile):
-    source = broken("stage1_vector_add.py", "    out = torch.empty_like(x)\n", "    return x + y\n", 1)
+    source = broken("cutile", "stage1_vector_add.py", "    out = torch.empty_like(x)\n", "    return x + y\n")
     result = grade_cutile("vector_add", source)
-    assert result.status is Status.FAIL and result.cases_passed == 0
+    assert result.status is Status.FAIL and result.cases_passed == 0 and result.cases
     assert all("launched no cuTile kernel" in c.summary for c in result.cases)
 
 
@@ -159,10 +120,40 @@ def _diff_script_variants():
     return module.VARIANTS
 
 
-@pytest.mark.parametrize("variant", _diff_script_variants(), ids=lambda v: f"{v[0]}: {v[1]}")
+VARIANTS = _diff_script_variants()
+
+# What the failing cases of a variant must report, beyond failing: the simulator names the
+# fault, not only that the result is wrong.
+MESSAGES = {
+    "undetermined padding": ["NaN where a number was expected"],  # padding reads as poison
+    "grid rounded down": ["never written", "TILE_SIZE=1024 per tile"],
+    "no zero padding along K": ["NaN where a number was expected"],
+}
+# Rows that fill whole tiles never read padding, and still pass.
+SOME_CASES_PASS = {"undetermined padding"}
+# Variants whose failing cases must all be of one kind: {name: (kind, test of a case)}.
+FAILING_CASES_ARE = {"no causal mask": ("causal", lambda c: c.params["causal"])}
+
+
+def test_the_expected_messages_name_existing_variants():
+    named = set(MESSAGES) | SOME_CASES_PASS | set(FAILING_CASES_ARE)
+    assert named <= {name for _, name, _, _, _ in VARIANTS}
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: f"{v[0]}: {v[1]}")
 def test_each_broken_variant_of_the_gpu_differential_fails_on_the_simulator(variant, grade_cutile, course):
-    stage_id, _, old, new, _ = variant
+    stage_id, name, old, new, _ = variant
     stage = course.select(stage_id)
-    source = broken(course.module_path(stage, "cutile", solutions=True).name, old, new)
+    source = broken("cutile", course.module_path(stage, "cutile", solutions=True).name, old, new,
+                    count=None)
     result = grade_cutile(stage_id, source)
-    assert result.status is Status.FAIL, f"{variant[1]} passed on the simulator"
+    assert result.status is Status.FAIL, f"{name} passed on the simulator"
+    report = failure_text(result)
+    for fragment in MESSAGES.get(name, []):
+        assert fragment in report, (name, fragment)
+    if name in SOME_CASES_PASS:
+        assert result.cases_passed > 0, name
+    if name in FAILING_CASES_ARE:
+        kind, is_kind = FAILING_CASES_ARE[name]
+        bad = failing(result)
+        assert bad and all(is_kind(c) for c in bad), f"{name}: a case that is not {kind} failed"

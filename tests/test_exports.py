@@ -30,11 +30,8 @@ ERROR_MESSAGE = "the grader's checks could not run (pytest exit 3).\nTraceback: 
 
 
 def case(id, passed, summary="max abs error 0", hidden=False, **params):
-    result = CaseResult(id=id, dtype="float32", params=params or {"n": 100}, seed=7,
-                        passed=passed, summary=summary, seconds=0.25)
-    if hidden:
-        result.hidden = True  # set as an attribute: works with or without a `hidden` field
-    return result
+    return CaseResult(id=id, dtype="float32", params=params or {"n": 100}, seed=7,
+                      passed=passed, summary=summary, seconds=0.25, hidden=hidden)
 
 
 def speed_case(id, passed):
@@ -175,7 +172,7 @@ def test_junit_outcomes(junit):
 
 def test_junit_suite_names_and_properties(junit, report):
     root = ET.parse(junit).getroot()
-    for suite, stage in zip(root.findall("testsuite"), report.stages):
+    for suite, stage in zip(root.findall("testsuite"), report.stages, strict=True):
         assert suite.get("name") == f"stage{stage.number} {stage.id} [triton-interpret]"
         props = {p.get("name"): p.get("value") for p in suite.find("properties")}
         assert props["backend"] == "triton-interpret" and props["seed"] == "1234"
@@ -298,7 +295,7 @@ def test_gradescope_rounding_remainders(tmp_path, total, max_points):
         assert all(t["score"] == 0 for t in tests if t["status"] == "failed")
 
 
-def test_gradescope_hidden_case(gradescope, tmp_path, report):
+def test_gradescope_hidden_case(gradescope):
     (hidden,) = [t for t in gradescope["tests"] if HIDDEN_ID in t["name"]]
     assert hidden["visibility"] == "after_published"
     assert hidden["output"] == "hidden case failed: wrong result"

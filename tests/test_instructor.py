@@ -8,23 +8,11 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from conftest import ROOT, copy_course
 
 from grader.course import load_course
+from grader.errors import CourseError
 from grader.release import secret_lines
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def copy_course(tmp_path: Path) -> Path:
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    for name in ("course.toml", "exercises", "solutions", "grader", "README.md", "pyproject.toml"):
-        source = ROOT / name
-        if source.is_dir():
-            shutil.copytree(source, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy(source, tmp_path / name)
-    return tmp_path / "course.toml"
-
 
 HIDDEN = """
 seed = 4242
@@ -51,6 +39,7 @@ def test_release_builds_a_handout_without_solutions_or_hidden_cases(tmp_path, ru
     assert not (out / "course.hidden.toml").exists()
     # No line of reference code anywhere in the handout.
     secret = secret_lines(sorted((ROOT / "solutions").rglob("*.py")))
+    assert len(secret) > 20  # the check has something to look for
     for file in out.rglob("*"):
         if file.is_file() and file.suffix in (".py", ".md", ".toml"):
             text = {line.strip() for line in file.read_text().splitlines()}
@@ -110,7 +99,7 @@ def test_hidden_cases_join_their_stage_with_secret_seeds(tmp_path):
 def test_hidden_case_errors_name_the_hidden_file(tmp_path):
     course_file = copy_course(tmp_path)
     (tmp_path / "course.hidden.toml").write_text(HIDDEN.replace('id = "vector_add"', 'id = "sort"'))
-    with pytest.raises(Exception) as info:
+    with pytest.raises(CourseError) as info:
         load_course(course_file)
     assert "course.hidden.toml" in str(info.value) and "no stage 'sort'" in str(info.value)
 

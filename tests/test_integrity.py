@@ -10,10 +10,8 @@ memory growth of flash attention) run on the H200 through scripts/device-check.s
 from pathlib import Path
 
 import pytest
-from conftest import vector_add_course
+from conftest import failure_text, vector_add_course
 
-from grader.course import load_course
-from grader.grading import grade_stage
 from grader.results import Status
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,21 +29,10 @@ def wrapped(body: str) -> str:
 
 
 @pytest.fixture
-def grade_small(tmp_path, interpret):
+def grade_small(grade_source):
     """Grade a vector_add submission on a two-case course, with a short time limit."""
-
-    def grade(source: str, timeout: float = 120.0):
-        (tmp_path / "course.toml").write_text(ONE_CASE)
-        course = load_course(tmp_path / "course.toml")
-        module = tmp_path / "submission.py"
-        module.write_text(source)
-        return grade_stage(course, course.stages[0], interpret, module=module, timeout=timeout)
-
-    return grade
-
-
-def only_failure(result) -> str:
-    return "\n".join(c.summary for c in result.cases if not c.passed)
+    return lambda source, timeout=120.0: grade_source("vector_add", source, course_toml=ONE_CASE,
+                                                      timeout=timeout)
 
 
 def test_the_reference_passes_on_the_small_course(grade_small):
@@ -55,14 +42,14 @@ def test_the_reference_passes_on_the_small_course(grade_small):
 def test_a_torch_fallback_without_a_kernel_fails(grade_source):
     source = VECTOR_ADD.replace("    out = torch.empty_like(x)\n", "    return x + y\n", 1)
     result = grade_source("vector_add", source)
-    assert result.status is Status.FAIL and result.cases_passed == 0
+    assert result.status is Status.FAIL and result.cases_passed == 0 and result.cases
     assert all("launched no Triton kernel" in c.summary for c in result.cases)
 
 
 def test_a_kernel_launch_as_cover_for_a_torch_result_fails(grade_source):
     source = MATMUL.replace("    return c\n", "    return torch.matmul(a, b)\n")
     result = grade_source("matmul", source)
-    assert result.status is Status.FAIL and result.cases_passed == 0
+    assert result.status is Status.FAIL and result.cases_passed == 0 and result.cases
     assert all("ran PyTorch's aten::mm" in c.summary for c in result.cases)
 
 
@@ -75,7 +62,7 @@ def test_a_result_cache_fails_on_fresh_inputs(grade_small):
     ).replace("    return out\n", "    _cache[x.shape] = out\n    return out\n")
     result = grade_small(source)
     assert result.status is Status.FAIL
-    assert "a second call with fresh inputs failed" in only_failure(result)
+    assert "a second call with fresh inputs failed" in failure_text(result, details=False)
 
 
 def test_a_kernel_that_writes_its_inputs_fails(grade_small):
@@ -85,7 +72,7 @@ def test_a_kernel_that_writes_its_inputs_fails(grade_small):
     assert source != VECTOR_ADD
     result = grade_small(source)
     assert result.status is Status.FAIL
-    assert "modified its input `x`: a kernel must not write its inputs" in only_failure(result)
+    assert "modified its input `x`: a kernel must not write its inputs" in failure_text(result, details=False)
 
 
 def test_an_endless_loop_times_out_and_grading_goes_on(grade_small):
@@ -117,7 +104,7 @@ def test_patching_the_checks_changes_nothing(grade_small):
     )
     result = grade_small(source)
     assert result.status is Status.FAIL and result.cases_passed == 0
-    assert "elements mismatch" in only_failure(result)
+    assert "elements mismatch" in failure_text(result, details=False)
 
 
 def test_printing_fake_results_changes_nothing(grade_small, capfd):
@@ -128,7 +115,7 @@ def test_printing_fake_results_changes_nothing(grade_small, capfd):
     assert "all cases passed" in capfd.readouterr().out  # it did print
 
 
-def test_reading_the_reference_solution_is_refused(tmp_path, course, interpret):
+def test_reading_the_reference_solution_is_refused(grade_source, course):
     solution = course.module_path(course.select("vector_add"), "triton", solutions=True)
     source = (
         "import importlib.util\n"
@@ -137,9 +124,7 @@ def test_reading_the_reference_solution_is_refused(tmp_path, course, interpret):
         "spec.loader.exec_module(ref)\n"
         "vector_add = ref.vector_add\n"
     )
-    module = tmp_path / "submission.py"
-    module.write_text(source)
-    result = grade_stage(course, course.select("vector_add"), interpret, module=module)
+    result = grade_source("vector_add", source)
     assert result.status is Status.ERROR
     assert "is not allowed while grading" in result.message
     assert "reference solutions" in result.message
@@ -149,5 +134,5 @@ def test_reading_the_solution_at_call_time_is_refused_too(grade_source, course):
     solution = course.module_path(course.select("vector_add"), "triton", solutions=True)
     result = grade_source("vector_add", wrapped(f"    open({str(solution)!r}).read()\n"))
     assert result.status is Status.FAIL
-    assert "PermissionError" in only_failure(result)
-    assert "not allowed while grading" in only_failure(result)
+    assert "PermissionError" in failure_text(result, details=False)
+    assert "not allowed while grading" in failure_text(result, details=False)

@@ -3,6 +3,7 @@
 import shutil
 
 import pytest
+from conftest import copy_course
 
 from grader.release import secret_lines
 from grader.skeletons import MarkerError, make_exercise, todo_state
@@ -89,24 +90,14 @@ def test_every_solution_is_complete(course):
         assert not todo_state(solution.read_text()).unfilled, solution
 
 
-def copy_course(course, tmp_path):
-    for name in ("course.toml", "exercises", "solutions"):
-        source = course.root / name
-        if source.is_dir():
-            shutil.copytree(source, tmp_path / name)
-        else:
-            shutil.copy(source, tmp_path / name)
-    return tmp_path
-
-
 def test_skeletons_check_passes_on_the_course(run_grade, course):
     code, out, _ = run_grade("--course", str(course.path), "skeletons", "--check")
     assert code == 0, out
     assert "up to date" in out
 
 
-def test_skeletons_regenerates_stale_files_but_keeps_filled_in_work(run_grade, course, tmp_path):
-    root = copy_course(course, tmp_path)
+def test_skeletons_regenerates_stale_files_but_keeps_filled_in_work(run_grade, tmp_path):
+    root = copy_course(tmp_path).parent
     stale = root / "exercises/triton/stage1_vector_add.py"
     stale.write_text(stale.read_text().replace("TODO 1:", "TODO 1: (old text)"))
     worked = root / "exercises/triton/stage3_softmax.py"
@@ -128,8 +119,8 @@ def test_skeletons_regenerates_stale_files_but_keeps_filled_in_work(run_grade, c
     assert todo_state(worked.read_text()).not_started
 
 
-def test_skeletons_needs_the_solutions(run_grade, course, tmp_path):
-    root = copy_course(course, tmp_path)
+def test_skeletons_needs_the_solutions(run_grade, tmp_path):
+    root = copy_course(tmp_path).parent
     shutil.rmtree(root / "solutions")
     code, _, err = run_grade("--course", str(root / "course.toml"), "skeletons")
     assert code == 2 and "student handout does not include" in err

@@ -10,10 +10,11 @@ import dataclasses
 import json
 
 import pytest
-from conftest import vector_add_course
+from conftest import ROOT, broken, vector_add_course
 
-from grader import backends, ceilings, grading, speed, timing
+from grader import backends, ceilings, speed, timing
 from grader.course import load_course
+from grader.errors import CourseError
 from grader.results import Status
 from grader.runner import Runner
 
@@ -29,12 +30,14 @@ thresholds.triton = { min_speedup = THRESHOLD }
 FAKE_LIMITS = ceilings.Ceilings("Fake GPU", memory_gbps=1000.0, tflops={"float32": 100.0})
 
 
-TIMES = {"student": [1.0, 1.0, 1.1, 0.9], "baseline": [2.0, 2.0, 2.2, 1.8]}
+# In milliseconds: short enough for a rate that shows at the one decimal the grader keeps.
+TIMES = {"student": [0.01, 0.01, 0.011, 0.009], "baseline": [0.02, 0.02, 0.022, 0.018]}
+REFERENCE = (ROOT / "solutions/triton/stage1_vector_add.py").read_text()
 
 
 @pytest.fixture
 def fake_gpu_timing(monkeypatch):
-    """Kernel 1 ms, baseline 2 ms, whatever runs: speed-up 2. The submission still runs (in
+    """Kernel 10 us, baseline 20 us, whatever runs: speed-up 2. The submission still runs (in
     its child process) so that the output of the "timed" call is its own."""
 
     def time(self, problem_id, params, dtype, seed, baseline, seconds):
@@ -55,46 +58,51 @@ def fake_gpu_timing(monkeypatch):
     return backends.Selection(dataclasses.replace(interpret.backend, name="triton"), "test")
 
 
-def grade(tmp_path, course_root, selection, threshold, benchmark_json=None, module=None):
-    path = tmp_path / "course.toml"
-    path.write_text(COURSE.replace("THRESHOLD", str(threshold)))
-    mini = load_course(path)
-    stage = mini.stages[0]
-    module = module or course_root / "solutions/triton/stage1_vector_add.py"
-    return grading.grade_stage(mini, stage, selection, module=module, benchmark_json=benchmark_json)
+@pytest.fixture
+def grade(grade_source, fake_gpu_timing):
+    """Grade a vector_add submission (the reference unless given) on the speed course, with
+    `threshold` as the minimum speed-up, under the fake GPU timing."""
+
+    def run(threshold, source=REFERENCE, benchmark_json=None):
+        return grade_source("vector_add", source, backend=fake_gpu_timing,
+                            course_toml=COURSE.replace("THRESHOLD", str(threshold)),
+                            benchmark_json=benchmark_json)
+
+    return run
 
 
-def test_fast_enough_earns_the_speed_points(tmp_path, course, fake_gpu_timing):
+def test_fast_enough_earns_the_speed_points(tmp_path, grade):
     record = tmp_path / "bench.json"
-    result = grade(tmp_path, course.root, fake_gpu_timing, 1.5, record)
+    result = grade(1.5, benchmark_json=record)
     assert result.status is Status.PASS
     assert result.speed.graded and result.speed.points == 4 and result.speed.max_points == 4
     assert result.total_points == 14 and result.total_max_points == 14
+    assert len(result.speed.cases) == 2
     case = result.speed.cases[0]
-    assert case.passed and case.speedup == 2.0 and case.ms == 1.0 and case.baseline_ms == 2.0
-    # 3 * 3000 float32 elements = 36000 bytes in 1 ms = 0.036 GB/s of a 1000 GB/s ceiling.
-    assert case.unit == "GB/s" and case.achieved == pytest.approx(0.036, abs=0.05)
-    assert "2.00x" in case.summary
+    assert case.passed and case.speedup == 2.0 and case.ms == 0.01 and case.baseline_ms == 0.02
+    # 3 * 3000 float32 elements = 36000 bytes in 10 us = 3.6 GB/s of a 1000 GB/s ceiling.
+    assert case.unit == "GB/s" and case.achieved == 3.6 and case.ceiling == 1000.0
+    assert case.fraction == 0.004
+    assert "2.00x" in case.summary and "3.6 GB/s" in case.summary
+    assert result.speed.cases[1].achieved == 6.0  # 3 * 5000 * 4 bytes in 10 us
 
     data = json.loads(record.read_text())
     (first, second) = data["benchmarks"]
     assert first["group"] == "vector_add" and first["stats"]["rounds"] == 4
-    assert first["stats"]["median"] == pytest.approx(1.0e-3)
+    assert first["stats"]["median"] == pytest.approx(1.0e-5)
     assert first["extra_info"]["speedup"] == 2.0 and first["extra_info"]["baseline"] == "torch"
 
 
-def test_too_slow_gets_no_speed_points_and_says_why(tmp_path, course, fake_gpu_timing):
-    result = grade(tmp_path, course.root, fake_gpu_timing, 3)
+def test_too_slow_gets_no_speed_points_and_says_why(grade):
+    result = grade(3)
     assert result.status is Status.PASS and result.speed.graded
     assert result.speed.points == 0 and result.total_max_points == 14
+    assert len(result.speed.cases) == 2
     assert all("too slow" in c.summary and "needs 3x torch" in c.summary for c in result.speed.cases)
 
 
-def test_speed_waits_for_correctness(tmp_path, course, fake_gpu_timing):
-    source = (course.root / "solutions/triton/stage1_vector_add.py").read_text()
-    broken = tmp_path / "broken.py"
-    broken.write_text(source.replace("x + y", "x - y"))
-    result = grade(tmp_path, course.root, fake_gpu_timing, 1.5, module=broken)
+def test_speed_waits_for_correctness(grade):
+    result = grade(1.5, broken("triton", "stage1_vector_add.py", "x + y, mask=mask)", "x - y, mask=mask)"))
     assert result.status is Status.FAIL
     assert not result.speed.graded and result.speed.reason == "needs all correctness cases to pass first"
     assert result.total_max_points == 10
@@ -118,7 +126,7 @@ def test_speed_section_is_validated(tmp_path):
     text = text.replace("thresholds.triton = { min_speedup = 1 }",
                         "thresholds.triton = { min_speedup = 0 }\nthresholds.triton-interpret = { min_speedup = 1 }")
     path.write_text(text)
-    with pytest.raises(Exception) as info:
+    with pytest.raises(CourseError) as info:
         load_course(path)
     message = str(info.value)
     assert "stages[0].speed.baseline: unknown baseline 'numpy'" in message
