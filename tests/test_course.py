@@ -119,3 +119,48 @@ def test_a_missing_course_file_exits_2(tmp_path, run_grade, monkeypatch):
     monkeypatch.chdir(tmp_path)
     code, _, err = run_grade("list")
     assert code == 2 and "No course.toml found" in err and "--course" in err
+
+
+MEMORY = """
+[stages.memory_growth]
+small = { n = 1024 }
+large = { n = 4096 }
+dtype = "float32"
+max_growth = 6.0
+"""
+
+
+def test_a_memory_growth_rule_is_read_with_its_parameters_and_dtype(tmp_path):
+    stage = load_text(tmp_path, MINIMAL + MEMORY).stages[0]
+    rule = stage.memory_growth
+    assert (rule.small.params, rule.large.params) == ({"n": 1024}, {"n": 4096})
+    assert (rule.small.dtype, rule.max_growth) == ("float32", 6.0)
+    assert load_text(tmp_path, MINIMAL).stages[0].memory_growth is None
+
+
+@pytest.mark.parametrize("old, new, expected", [
+    ("max_growth = 6.0", "max_growth = 1", "stages[0].memory_growth.max_growth: must be above 1"),
+    ('dtype = "float32"', 'dtype = "float64"', "stages[0].memory_growth.small.dtypes: unknown dtype"),
+    ("large = { n = 4096 }", "large = { m = 4096 }", "stages[0].memory_growth.large.m: unknown key"),
+    ("small = { n = 1024 }\n", "", "stages[0].memory_growth.small: missing"),
+])
+def test_a_wrong_memory_growth_rule_is_named_by_its_key_path(tmp_path, old, new, expected):
+    assert expected in error_for(tmp_path, MINIMAL + MEMORY.replace(old, new, 1))
+
+
+def test_a_speed_table_without_cases_is_an_error(tmp_path):
+    speed = """
+[stages.speed]
+points = 5
+baseline = "torch"
+cases = []
+thresholds.triton = { min_speedup = 1.0 }
+"""
+    message = error_for(tmp_path, MINIMAL + speed)
+    assert "stages[0].speed.cases: a speed table needs at least one case" in message
+
+
+def test_a_hidden_stage_without_an_id_is_named_not_a_traceback(tmp_path):
+    (tmp_path / "course.hidden.toml").write_text('[[stages]]\ncases = [ { n = 7, dtypes = ["float32"] } ]\n')
+    message = error_for(tmp_path, MINIMAL)
+    assert "course.hidden.toml" in message and "stages[0].id: missing" in message

@@ -189,3 +189,23 @@ def test_a_compiler_that_keeps_crashing_or_rejects_the_source_fails():
     with pytest.raises(CompilerExecutionError):
         compile_check.build(export_kernel, "kernel", [], "sm_90")
     assert len(calls) == 1
+
+
+def test_signatures_are_told_apart_by_integer_width_and_constant_value(course):
+    import importlib.util
+
+    import torch
+
+    path = course.module_path(course.select("flash_attention"), "cutile", solutions=True)
+    spec = importlib.util.spec_from_file_location("attention", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    kernel = module.flash_attention_kernel
+    q = torch.empty(1, 2, 8, 16, dtype=torch.float16)
+
+    def launch(heads, head_dim):
+        return kernel, (q, q, q, q, 0.5, heads, head_dim, 64, 64, False)
+
+    found = compile_check.signatures([launch(2, 16), launch(3, 16), launch(2**40, 16), launch(2, 32)])
+    # 2 and 3 share an int32 signature; 2**40 needs int64; a new constant is a new kernel.
+    assert len(found["flash_attention_kernel"][1]) == 3

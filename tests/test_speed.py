@@ -156,3 +156,25 @@ def test_calibrate_writes_thresholds_in_place_and_keeps_a_backup(tmp_path, cours
     before, after = original.splitlines(), path.read_text().splitlines()
     assert len(before) == len(after)
     assert sum(a != b for a, b in zip(before, after)) == 2
+
+
+def test_the_speed_table_names_the_kind_of_each_failure():
+    from rich.console import Console
+
+    from grader.results import Report, SpeedCase, SpeedResult, StageResult
+    from grader.scorecard import _speed_table
+
+    summaries = {"slow": "too slow: 2 ms vs torch 1 ms", "altered": "timing rejected: 900% of the ceiling",
+                 "wrong": "the timed calls returned a wrong result: NaN", "ok": "1 ms vs torch 2 ms"}
+    cases = [SpeedCase(id=name, dtype="float32", params={}, passed=name == "ok", summary=text,
+                       ms=1.0, baseline="torch") for name, text in summaries.items()]
+    stage = StageResult(number=1, id="vector_add", title="", backend="triton", module="m.py",
+                        max_points=10, speed=SpeedResult(True, "", cases=cases))
+    report = Report(course="c", target="solutions", backend="triton", backend_reason="",
+                    machine={}, started_at="", stages=[stage])
+    console = Console(width=200)  # one line per row, whatever the terminal
+    with console.capture() as captured:
+        console.print(_speed_table(report))
+    rows = {line.split("│")[2].strip(): line for line in captured.get().splitlines() if line.count("│") > 3}
+    assert "too slow" in rows["slow"] and "timing rejected" in rows["altered"]
+    assert "the timed calls returned a wrong" in rows["wrong"] and "fast enough" in rows["ok"]
