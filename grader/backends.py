@@ -22,7 +22,7 @@ from grader import toolchain
 from grader.errors import BackendUnavailable
 
 AUTO = "auto"
-SIMULATE = "TILECOURSE_CUTILE_SIM"  # read by grader.worker: run ct.launch in the simulator
+SIMULATE = "TILECOURSE_CUTILE_SIM"  # read by grader.sandbox.worker: run ct.launch in the simulator
 
 
 @dataclass(frozen=True)

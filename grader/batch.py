@@ -1,12 +1,16 @@
 """`grade batch`: a class's submissions graded one by one, each in its own process.
 
-A submission is a folder (a git checkout, say) or a zip. Its files overlay the course's
-exercises/: whatever it lacks stays the untouched skeleton (NOT STARTED). Each submission is
-graded by a separate `grade all --submission ...` process with a time limit, so one bad
-submission cannot affect another; on a GPU host one worker runs per GPU
-(CUDA_VISIBLE_DEVICES), on a CPU host `--jobs N` workers. Results: one JSON per student under
-OUT/students/, and OUT/gradebook.csv rebuilt from all of them. Graded students are skipped
-on the next run unless --force, so a batch can be resumed.
+A submission is a folder (a git checkout, say) or a zip. Its regular files overlay the
+course's exercises/ (a symbolic link is refused: it could point at anything the instructor
+can read); whatever it lacks stays the untouched skeleton (NOT STARTED). Each submission is
+graded by a separate `grade all --submission ...` process, in a session and a temporary
+folder of its own, with a time limit; inside it, the submission's code runs only in the
+sandbox (grader.sandbox), which cannot see the other submissions, the results or this
+process. On a GPU host one worker runs per GPU (CUDA_VISIBLE_DEVICES), on a CPU host
+`--jobs N` workers. Results: one JSON per student under OUT/students/, written by the
+grading process and renamed into place after it has ended, and OUT/gradebook.csv rebuilt
+from all of them. Graded students are skipped on the next run unless --force, so a batch
+can be resumed.
 """
 
 from __future__ import annotations
@@ -94,13 +98,26 @@ def unpack(entry: Entry, course: Course, into: Path) -> Path:
         also = "".join(f" (or {track}/...)" for track in rest)
         raise ValueError(f"no exercises found: expected exercises/{first}/... or {first}/..."
                          f"{also} inside the submission")
-    for file in root.rglob("*.py"):
-        if MACOS_FORKS in file.relative_to(root).parts:
-            continue
+    for file in _python_files(root):
         target = exercises / file.relative_to(root)
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(file, target)
+        shutil.copyfile(file, target, follow_symlinks=False)
     return exercises
+
+
+def _python_files(root: Path) -> list[Path]:
+    """The submission's .py files (outside __MACOSX/); raises ValueError for a link."""
+    found = []
+    for folder, dirs, files in os.walk(root):  # never into linked folders
+        here = Path(folder)
+        if MACOS_FORKS in here.relative_to(root).parts:
+            continue
+        for name in dirs + files:
+            if (here / name).is_symlink() and (name in dirs or name.endswith(".py")):
+                raise ValueError(f"{(here / name).relative_to(root)} is a symbolic link; "
+                                 "submit the files themselves")
+        found += [here / name for name in files if name.endswith(".py")]
+    return sorted(found)
 
 
 def _exercise_root(source: Path) -> Path | None:
@@ -136,11 +153,14 @@ def grade_one(entry: Entry, course: Course, out: Path, options: list[str], env: 
                    "--submission", str(exercises), "--json", str(fresh), *options]
         log = out / "logs" / f"{entry.name}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
+        # Its own session (a signal to a process group cannot reach this batch), its own
+        # folder as the working folder and for temporary files (nothing is left behind).
+        env = {**env, "TMPDIR": tmp}
         try:
             with log.open("w") as handle:
                 finished = subprocess.run(command, stdout=handle, stderr=subprocess.STDOUT,
                                           env=env, timeout=limit, stdin=subprocess.DEVNULL,
-                                          check=False)
+                                          cwd=tmp, start_new_session=True, check=False)
         except subprocess.TimeoutExpired:
             fresh.unlink(missing_ok=True)
             return Graded(entry.name, None, f"grading took longer than {limit:g} s")

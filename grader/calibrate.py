@@ -20,7 +20,7 @@ from grader.backups import backup
 from grader.course import Course, Stage, Threshold
 from grader.errors import GradeError
 from grader.results import SpeedCase
-from grader.runner import Runner
+from grader.sandbox import Runner
 from grader.speed import SpeedCheck
 from grader.submission import SubmissionError
 
@@ -48,7 +48,8 @@ def calibrate_stage(course: Course, stage: Stage, selection: Selection, margin: 
         raise GradeError(f"{reference} is missing: `grade calibrate` times the reference "
                          "solutions, which only the instructor's copy of the course has.")
     selection.backend.prepare()
-    runner = Runner(reference, stage.problem.function, selection.backend.device)
+    runner = Runner(reference, stage.problem.function, selection.backend.device,
+                    hidden=course.private_paths)
     try:
         runner.load()
         check = SpeedCheck(stage, selection, runner, threshold=Threshold())

@@ -34,6 +34,7 @@ from grader import (
     doctor,
     exports,
     release,
+    sandbox,
     speed,
     toolchain,
 )
@@ -44,7 +45,8 @@ from grader.errors import GradeError
 from grader.grading import grade_stage
 from grader.progress import batch_progress, stage_progress
 from grader.results import Report
-from grader.scorecard import make_console, render, render_calibration, render_compile
+from grader.sandbox.privileges import NEEDED_FOR_A_CLASS
+from grader.scorecard import make_console, render, render_calibration, render_compile, sandbox_line
 from grader.skeletons import make_exercise, todo_state
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -311,12 +313,25 @@ def release_command(ctx, outdir: Path, force: bool) -> int:
 @click.option("--limit", type=click.FloatRange(1), default=1800, show_default=True,
               help="Seconds one whole submission may take.")
 @click.option("--force", is_flag=True, help="Grade again submissions that already have a result.")
+@click.option("--allow-weak-sandbox", is_flag=True,
+              help="Grade even where the sandbox cannot hide the other submissions and results "
+                   "from a submission, or end every process it starts (see `grade doctor`).")
 @click.pass_context
 def batch_command(ctx, submissions, out: Path, backend: str, jobs: int, seed: int | None,
-                  timeout: float, limit: float, force: bool) -> int:
+                  timeout: float, limit: float, force: bool, allow_weak_sandbox: bool) -> int:
     """Grade many submissions (folders or zips), each isolated; write a gradebook (instructors)."""
     course = _course(ctx)
     selection = backends.select(backend)  # fail early, with the fix, if it cannot run here
+    console = make_console()
+    protections = sandbox.probe()
+    weak = [p for p in protections if p.name in NEEDED_FOR_A_CLASS and not p.in_force]
+    if weak and not allow_weak_sandbox:
+        raise GradeError(
+            "A class cannot be graded safely here: " + "; ".join(f"{p.name}: {p.detail}" for p in weak)
+            + ". Run `grade batch` as root on Linux (a CI runner, a container with CAP_SYS_ADMIN, "
+            "a cluster node), or where unprivileged user namespaces are allowed; "
+            "--allow-weak-sandbox grades anyway.")
+    console.print(sandbox_line(protections), markup=False)
     seed = secrets.randbelow(2**31) if seed is None else seed
     found = batch.entries(list(submissions))
     if not found:
@@ -330,7 +345,6 @@ def batch_command(ctx, submissions, out: Path, backend: str, jobs: int, seed: in
 
         gpus = [str(i) for i in range(torch.cuda.device_count())]
     options = ["--backend", selection.backend.name, "--seed", str(seed), "--timeout", str(timeout)]
-    console = make_console()
     workers = f"{len(gpus)} GPU workers" if gpus else f"{jobs} CPU workers"
     console.print(f"grading {len(found)} submissions with {selection.backend.name}, seed {seed}, "
                   f"{workers}; results in {out}", markup=False)

@@ -114,6 +114,11 @@ class Course:
     def root(self) -> Path:
         return self.path.parent
 
+    @property
+    def private_paths(self) -> list[Path]:
+        """What no submission may see: the reference solutions and the hidden cases."""
+        return [self.root / "solutions", self.root / HIDDEN_FILE]
+
     def module_path(self, stage: Stage, track: str, solutions: bool) -> Path:
         folder = "solutions" if solutions else "exercises"
         return self.root / folder / stage.modules[track]

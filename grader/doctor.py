@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from grader import backends, toolchain
+from grader import backends, sandbox, toolchain
 from grader.compile_check import ARCHS
 
 # The architecture to compile-check for when there is no GPU to ask.
@@ -43,6 +43,7 @@ class BackendStatus:
 class Diagnosis:
     facts: list[tuple[str, str]] = field(default_factory=list)
     backends: list[BackendStatus] = field(default_factory=list)
+    sandbox: list[sandbox.Protection] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -92,6 +93,7 @@ def diagnose() -> Diagnosis:
     for name, backend in backends.BACKENDS.items():
         why_not = backend.probe()
         d.backends.append(BackendStatus(name, why_not is None, why_not or backend.summary))
+    d.sandbox = sandbox.probe()
     return d
 
 
@@ -131,6 +133,13 @@ def render(d: Diagnosis, console: Console) -> None:
     for b in d.backends:
         table.add_row(b.name, "[green]yes[/]" if b.available else "[red]no[/]", escape(b.detail))
     console.print(table)
+    guard = Table(title="Sandbox: how a submission runs here", title_justify="left")
+    guard.add_column("protection")
+    guard.add_column("in force")
+    guard.add_column("how / why not")
+    for p in d.sandbox:
+        guard.add_row(p.name, "[green]yes[/]" if p.in_force else "[red]no[/]", escape(p.detail))
+    console.print(guard)
     for note in d.notes:
         console.print(f"note: {escape(note)}")
     if d.can_grade:

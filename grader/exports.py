@@ -34,6 +34,7 @@ from grader.results import (
     SpeedCase,
     StageResult,
     Status,
+    write_file,
 )
 from grader.scorecard import _num, _versions
 
@@ -106,15 +107,6 @@ def _ran(stage: StageResult) -> bool:
     return stage.status in (Status.PASS, Status.FAIL)
 
 
-def _target(path: Path) -> Path:
-    """`path` with its folder created: every export is written through this."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def _write(path: Path, text: str) -> None:
-    _target(path).write_text(text, encoding="utf-8")
 
 
 # ----------------------------------------------------------------------------- JUnit
@@ -128,7 +120,7 @@ def write_junit(report: Report, path: Path) -> None:
                 report.seconds)
     root.extend(suites)
     ET.indent(root)
-    ET.ElementTree(root).write(_target(path), encoding="utf-8", xml_declaration=True)
+    write_file(path, ET.tostring(root, encoding="utf-8", xml_declaration=True))
 
 
 def _junit_suite(report: Report, stage: StageResult) -> ET.Element:
@@ -273,7 +265,7 @@ def write_gradescope(report: Report, path: Path) -> None:
         "tests": tests,
     }
     # allow_nan=False: NaN is not JSON, and Gradescope would reject the whole file.
-    _write(path, json.dumps(results, indent=2, allow_nan=False) + "\n")
+    write_file(path, json.dumps(results, indent=2, allow_nan=False) + "\n")
 
 
 def _gradescope_stage(stage: StageResult) -> list[dict[str, Any]]:
@@ -398,7 +390,7 @@ def write_markdown(report: Report, path: Path) -> None:
                   f"({_cell(report.backend_reason)}) and seed {report.seed} "
                   f"(`--seed {report.seed}` reproduces the inputs); "
                   f"{_cell(_versions(report.machine))}.")]
-    _write(path, _clean("\n".join(lines)) + "\n")
+    write_file(path, _clean("\n".join(lines)) + "\n")
 
 
 def _markdown_table(report: Report) -> list[str]:

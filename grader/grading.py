@@ -1,9 +1,10 @@
 """Grading a stage: load the submission, run its cases through pytest, collect a StageResult.
 
 pytest is driven programmatically on the grader's own check modules (grader/checks), with
-plugin autoloading off and the grader's own ini file, so neither installed plugins nor a
-student's configuration can change how a stage is checked. The plugin below feeds pytest
-the cases from course.toml and keeps the structured verdict of each one.
+plugin autoloading off, no conftest files, no cache, the grader's own ini file and rootdir,
+and none of the PYTEST_* variables of the environment, so neither installed plugins nor a
+file planted next to the checks can change how a stage is checked. The plugin below feeds
+pytest the cases from course.toml and keeps the structured verdict of each one.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from grader.compare import Verdict, compare
 from grader.course import Case, Course, Stage
 from grader.problems import DTYPES, Call
 from grader.results import CaseResult, CheckResult, SpeedResult, StageResult, Status
-from grader.runner import Outcome, Runner
+from grader.sandbox import Outcome, Runner
 from grader.skeletons import todo_state
 from grader.speed import SpeedCheck
 from grader.submission import SubmissionError
@@ -80,7 +81,8 @@ class StageCheck:
         dtype = DTYPES[case.dtype]
         call = problem.draw(case.params, case.dtype, seed)
         expected = problem.reference(call.to(self.backend.device))
-        outcome = self.runner.call(problem.id, dict(case.params), case.dtype, seed)
+        outcome = self.runner.call(problem.id, dict(case.params), case.dtype, seed,
+                                   call.tensors(), expected.nbytes)
         problem_found = self._misconduct(call, outcome)
         if problem_found:
             return problem_found
@@ -98,9 +100,10 @@ class StageCheck:
             return Verdict(False, "wrote out of bounds: " + "; ".join(outcome.overruns),
                            ["a load or store is missing its mask, or its mask is too loose"],
                            kind="wrote out of bounds")
-        for name, before, after in zip(outcome.input_names, call.tensors(), outcome.inputs_after):
+        names = self.stage.problem.tensor_names(call)
+        for name, before, after in zip(names, call.tensors(), outcome.inputs_after):
             if not torch.equal(before, after):
-                return Verdict(False, f"modified its {name}: a kernel must not write its inputs",
+                return Verdict(False, f"modified its input `{name}`: a kernel must not write its inputs",
                                kind="modified its inputs")
         track = self.backend.track
         if not any(launch.language == track for launch in outcome.launches):
@@ -111,7 +114,9 @@ class StageCheck:
             ops = ", ".join(f"aten::{op}" for op in outcome.torch_ops)
             return Verdict(False, f"ran PyTorch's {ops}: the stage's work must be done by your "
                                   "kernel, not by a PyTorch operator", kind="ran a PyTorch operator")
-        if outcome.output_device not in (None, torch.device(self.backend.device).type):
+        if outcome.output is None:
+            return Verdict(False, f"returned {outcome.returned}, expected a torch.Tensor")
+        if outcome.output_device != torch.device(self.backend.device).type:
             return Verdict(False, f"returned a tensor on {outcome.output_device}, expected it on "
                                   f"{self.backend.device} like the inputs")
         return None
@@ -195,16 +200,18 @@ class _SpeedPlugin(_CasePlugin):
 @contextmanager
 def _isolated_pytest():
     # Plugins installed in the environment (xdist, randomly, ...) must not reorder or
-    # re-run grading; the grader loads exactly what it needs.
-    saved = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+    # re-run grading, nor options or plugins named in PYTEST_ADDOPTS / PYTEST_PLUGINS
+    # change it; the grader loads exactly what it needs.
+    names = ("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "PYTEST_ADDOPTS", "PYTEST_PLUGINS")
+    saved = {name: os.environ.pop(name, None) for name in names}
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     try:
         yield
     finally:
-        if saved is None:
-            del os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
-        else:
-            os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = saved
+        for name, value in saved.items():
+            os.environ.pop(name, None)
+            if value is not None:
+                os.environ[name] = value
 
 
 def _run_checks(module: str, plugin: _CasePlugin, extra: list[str] = (),
@@ -219,6 +226,7 @@ def _run_checks(module: str, plugin: _CasePlugin, extra: list[str] = (),
         "-c", str(CHECKS / "pytest.ini"),
         "--rootdir", str(CHECKS),
         "--import-mode=importlib",
+        "--noconftest",
         "-p", "no:cacheprovider",
         "-p", "no:terminal",
         "-p", "no:warnings",
@@ -273,19 +281,19 @@ def grade_stage(
         return result
 
     backend.prepare()  # before the child starts: it inherits the environment
-    solutions_dir = course.root / "solutions"
-    forbidden = None if path.resolve().is_relative_to(solutions_dir.resolve()) else solutions_dir
-    runner = Runner(path, stage.problem.function, backend.device, timeout, forbidden)
+    runner = Runner(path, stage.problem.function, backend.device, timeout,
+                    hidden=course.private_paths)
     try:
         runner.load()
+        return _grade_loaded(stage, selection, runner, result, todos, on_case, benchmark_json, seed,
+                             no_speed)
     except SubmissionError as exc:
         result.message = str(exc)
         return result
-    try:
-        return _grade_loaded(stage, selection, runner, result, todos, on_case, benchmark_json, seed,
-                             no_speed)
     finally:
-        runner.close()
+        runner.close()  # every process of the submission is gone before a result is kept
+        result.sandbox = runner.protections
+        result.output = runner.output()
 
 
 def _grade_loaded(stage, selection, runner, result, todos, on_case, benchmark_json, seed, no_speed):

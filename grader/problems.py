@@ -92,6 +92,11 @@ class Problem:
         inside = self.signature[self.signature.index("(") + 1 : self.signature.index(")")]
         return [part.split("=")[0].strip() for part in inside.split(",")]
 
+    def tensor_names(self, call: Call) -> list[str]:
+        """The names of the call's tensor arguments, in the order of Call.tensors()."""
+        names = list(zip(self.arg_names, call.args)) + list(call.kwargs.items())
+        return [name for name, value in names if isinstance(value, torch.Tensor)]
+
     def param(self, name: str) -> Param | None:
         return next((p for p in self.params if p.name == name), None)
 

@@ -7,6 +7,8 @@ field changes meaning or disappears, so CI scripts that read results can tell.
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -91,6 +93,10 @@ class StageResult:
     speed: SpeedResult = field(default_factory=lambda: SpeedResult(False, ""))
     seconds: float = 0.0  # wall time of grading this stage, speed included
     checks: list[CheckResult] = field(default_factory=list)
+    output: str = ""  # what the submission printed while it was graded
+    # The protections its process ran under (grader.sandbox.Protection); the JSON has them
+    # once, at the top: they are the same for every stage of a run.
+    sandbox: list[Any] = field(default_factory=list)
 
     @property
     def cases_passed(self) -> int:
@@ -129,6 +135,11 @@ class Report:
     stages: list[StageResult] = field(default_factory=list)
 
     @property
+    def sandbox(self) -> list[Any]:
+        """The protections the submission ran under (none: no submission code ran)."""
+        return next((s.sandbox for s in self.stages if s.sandbox), [])
+
+    @property
     def points(self) -> float:
         return round(sum(s.total_points for s in self.stages), 2)
 
@@ -144,7 +155,9 @@ class Report:
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
+        data["sandbox"] = [asdict(p) for p in self.sandbox]
         for stage, result in zip(data["stages"], self.stages):
+            del stage["sandbox"]
             stage["status"] = result.status.value
             stage["cases_passed"] = result.cases_passed
             stage["total_points"] = result.total_points
@@ -153,6 +166,24 @@ class Report:
                 "passed": self.passed}
 
     def write_json(self, path: Path) -> None:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_json(), indent=2) + "\n", encoding="utf-8")
+        write_file(path, json.dumps(self.to_json(), indent=2) + "\n")
+
+
+def write_file(path: Path, data: str | bytes) -> None:
+    """Write a result file whole or not at all: into a scratch file beside it, renamed into
+    place, so that no reader ever sees half of one. A path that is not a plain file
+    (/dev/stdout, a pipe) is written as it is."""
+    path = Path(path)
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        path.write_bytes(raw)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, scratch = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(raw)
+        os.replace(scratch, path)
+    except BaseException:
+        Path(scratch).unlink(missing_ok=True)
+        raise

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -15,6 +17,8 @@ STYLES = {
     Status.ERROR: "bold magenta",
 }
 FAILURES_SHOWN = 2  # per stage, unless --verbose
+OUTPUT_LINES = 40  # of what a submission printed, per stage, unless --verbose
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # all but tab and newline
 
 
 def make_console(stderr: bool = False) -> Console:
@@ -25,7 +29,11 @@ def make_console(stderr: bool = False) -> Console:
 
 
 def render(report: Report, console: Console, verbose: bool = False) -> None:
-    """The scorecard, the speed table where speed was graded, then what to fix."""
+    """What each submission printed, then the scorecard, the speed table where speed was
+    graded, and what to fix."""
+    for stage in report.stages:
+        if stage.output.strip():
+            _submission_output(stage, console, verbose)
     console.print(_table(report))
     if any(s.speed.cases for s in report.stages):
         console.print(_speed_table(report))
@@ -34,6 +42,7 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
         f"{report.target}/ in {report.seconds:.1f} s with seed {report.seed} (--seed {report.seed} "
         f"reproduces the inputs); {_versions(report.machine)}"
     )
+    console.print(sandbox_line(report.sandbox), highlight=False, markup=False)
     for stage in report.stages:
         slow = [c for c in stage.speed.cases if not c.passed]
         if stage.status is not Status.PASS or slow:
@@ -42,6 +51,37 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
         for check in stage.checks:
             if not check.graded:
                 console.print(f"[dim]{stage.id}: {check.name} {check.message}[/]", highlight=False)
+
+
+def _submission_output(stage: StageResult, console: Console, verbose: bool) -> None:
+    """The submission's own prints, marked line by line as its own, with control characters
+    shown as escapes: a submission cannot print something that passes for the scorecard."""
+    lines = stage.output.rstrip("\n").split("\n")
+    shown = lines if verbose else lines[:OUTPUT_LINES]
+    console.print(f"stage{stage.number} {stage.id}: what the submission printed ({len(lines)} lines):",
+                  style="dim", highlight=False, markup=False)
+    for line in shown:
+        console.print(f"  stage{stage.number} | {_CONTROL.sub(_escape, line)}", style="dim",
+                      highlight=False, markup=False, soft_wrap=True)
+    if len(shown) < len(lines):
+        console.print(f"  stage{stage.number} | ... {len(lines) - len(shown)} more lines (--verbose shows "
+                      "them all)", style="dim", highlight=False, markup=False)
+
+
+def _escape(match: re.Match) -> str:
+    return f"\\x{ord(match.group()):02x}"
+
+
+def sandbox_line(protections) -> str:
+    """One line: which protections the submission ran under, and which were missing."""
+    if not protections:
+        return "sandbox: no submission code ran"
+    held = [p.name for p in protections if p.in_force]
+    missing = [p for p in protections if not p.in_force]
+    line = f"sandbox: in force: {', '.join(held) or 'none'}"
+    if missing:
+        line += "; NOT in force: " + "; ".join(f"{p.name} ({p.detail})" for p in missing)
+    return line
 
 
 def _table(report: Report) -> Table:

@@ -18,7 +18,7 @@ from grader.compare import compare
 from grader.course import Case, Stage, Threshold
 from grader.problems import DTYPES
 from grader.results import SpeedCase, SpeedResult
-from grader.runner import Runner
+from grader.sandbox import Runner
 
 PLAUSIBLE_FRACTION = 1.15  # above the measured ceiling by more than noise: impossible
 BASELINE_SLACK = 1.5  # the baseline next to the submission vs alone in the grader
@@ -75,19 +75,19 @@ class SpeedCheck:
         problem = self.stage.problem
         dtype = DTYPES[case.dtype]
         seed = case.seed_in_run(self.run_seed)
+        call = problem.draw(case.params, case.dtype, seed).to(self.device)
+        expected = problem.reference(call)
         samples, output, error = self.runner.time(problem.id, dict(case.params), case.dtype, seed,
-                                                  self.speed.baseline, self.speed.seconds)
+                                                  self.speed.baseline, self.speed.seconds,
+                                                  expected.nbytes)
         result = SpeedCase(id=case.id, dtype=case.dtype, params=dict(case.params), passed=False,
                            summary="", baseline=self.speed.baseline)
         self.results[case.id] = result
         if error:
             result.summary = f"the timed calls failed: {error}"
             return Timed(result, [])
-        call = problem.draw(case.params, case.dtype, seed)
-        call = call.to(self.device)
         # The timed calls must compute the right thing too, not only the checked ones.
-        verdict = compare(output, problem.reference(call), dtype, "cpu",
-                          self.stage.tolerance[case.dtype])
+        verdict = compare(output, expected, dtype, "cpu", self.stage.tolerance[case.dtype])
         mine = timing.Samples(samples["student"])
         theirs = timing.Samples(samples["baseline"])
         work = problem.work(case.params, dtype)

@@ -1,8 +1,7 @@
 """A submission loaded in this process: importing its module and calling its function.
 
-The grader itself never calls this on student code while grading: grader.runner does, in a
-child process (grader.worker). The compile check (grader.compile_check) uses it directly,
-since it only captures launches on CPU tensors.
+The grader itself never calls this on student code: the confined child process of
+grader.sandbox does. Instructor scripts (scripts/) use it directly on the references.
 """
 
 from __future__ import annotations

@@ -10,8 +10,10 @@
 #   - `grade all` on the untouched exercises: every stage NOT STARTED
 #   - two stages graded again with warm caches, 5 on cuTile and 4 on Triton (the overhead
 #     target: under 30 s each)
-#   - the GPU-only part of the bad-submission corpus (scripts/gpu_corpus.py)
-# Usage on the device tool: carry [".device"], command: source .device/env.sh; scripts/device-check.sh
+#   - the GPU-only part of the bad-submission corpus (scripts/gpu_corpus.py), the sandbox
+#     on the GPU included
+# Usage: scripts/stage-device.sh here once, then on the device tool: carry [".device"],
+#   command: source .device/env.sh; scripts/device-check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-/opt/torch/.venv/bin/python3}
@@ -21,6 +23,10 @@ mkdir -p "$OUT"
 TMP=$(mktemp -d)  # the device tool brings back at most 8 files: keep the rest out of $OUT
 trap 'rm -rf "$TMP"' EXIT
 export PYTHONUNBUFFERED=1
+# The grader's dependencies that the GPU machine's Python lacks (staged by scripts/stage-device.sh).
+if ! "$PY" -c "import safetensors" 2>/dev/null; then
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .device/wheels/*.whl
+fi
 status=0
 grade() { "$PY" -m grader "$@"; }
 check() {  # check NAME EXPECTED_EXIT -- ARGS: run `grade ARGS`, append its output to $OUT/logs.txt, compare the exit code

@@ -6,7 +6,9 @@ a message that names the problem (the CPU part of the corpus is tests/test_integ
 - flash attention that also allocates an N x N buffer: memory growth check fails;
 - vector add that patches the CUDA event timer and runs its kernel 20 times: still too slow;
 - vector add that slows PyTorch's own add (the baseline) down: timing rejected;
-- vector add whose kernel faults on the GPU for one case: that case fails, the next passes.
+- vector add whose kernel faults on the GPU for one case: that case fails, the next passes;
+- vector add that tries to read the reference and to plant a file next to the grader's
+  checks: it finds neither, and still runs on the GPU with every sandbox protection in force.
 
 Usage:  python scripts/gpu_corpus.py [WORD]   (only submissions whose name contains WORD;
         exit code 1 if any verdict is not as expected)
@@ -77,7 +79,20 @@ def submissions() -> list[tuple[str, str, str, str]]:
     fault = VECTOR_ADD.replace(launch, "    if n_elements == 1000:\n"
                                        "        n_elements = 1 << 33\n"
                                        "        grid = (triton.cdiv(n_elements, BLOCK_SIZE),)\n" + launch)
+    snoop = (
+        "import os\n"
+        f"SECRETS = [{str(ROOT / 'solutions')!r}, {str(ROOT / 'grader/checks/conftest.py')!r}]\n"
+        + VECTOR_ADD.replace("    return out\n",
+                             "    try:\n"
+                             "        open(SECRETS[1], 'w').write('planted')\n"
+                             "    except OSError:\n"
+                             "        pass\n"
+                             "    if os.path.exists(SECRETS[0]):\n"
+                             "        return out * 0\n"
+                             "    return out\n")
+    )
     return [
+        ("confined, on the GPU", "vector_add", snoop, ""),
         ("N x N buffer in flash attention", "flash_attention", quadratic, "N x N is being stored"),
         ("patched CUDA timer, 20x the work", "vector_add", timer, "too slow"),
         ("PyTorch's add slowed down", "vector_add", slow_baseline, "something slowed PyTorch down"),
@@ -102,7 +117,13 @@ def main() -> int:
             result = grade_stage(course, course.select(stage_id), selection, module=module, timeout=120)
             texts = [c.summary for c in result.cases] + [c.message for c in result.checks] \
                 + [c.summary for c in result.speed.cases] + [result.message, result.speed.reason]
-            if name == "kernel faults on the GPU":
+            if name == "confined, on the GPU":
+                held = [p.name for p in result.sandbox if p.in_force]
+                planted = (ROOT / "grader/checks/conftest.py").exists()
+                ok = result.status.value == "PASS" and len(held) == len(result.sandbox) > 0 \
+                    and not planted
+                got = f"in force: {', '.join(held)}" + ("; PLANTED A FILE" if planted else "")
+            elif name == "kernel faults on the GPU":
                 first, second = result.cases
                 ok = not first.passed and second.passed
                 got = f"case 1: {first.summary[:120]} | case 2: {'PASS' if second.passed else second.summary}"

@@ -395,7 +395,7 @@ def test_calibrate_says_what_is_wrong_without_a_traceback(tmp_path, run_grade, c
 
     # A reference that computes the wrong thing cannot set a threshold.
     class FakeRunner:
-        def __init__(self, *args):
+        def __init__(self, *args, **kwargs):
             pass
 
         def load(self):

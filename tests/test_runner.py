@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 
 from grader.grading import StageCheck
 from grader.launches import Launch
-from grader.runner import Outcome, Runner
+from grader.problems import PROBLEMS
+from grader.sandbox import Outcome, Runner
 from grader.submission import SubmissionError
 
 
@@ -22,7 +23,8 @@ def test_a_child_that_cannot_be_restarted_is_a_crash_of_the_case(tmp_path, monke
         raise SubmissionError("it cannot be imported any more")
 
     monkeypatch.setattr(runner, "load", failing_load)  # as after a timeout killed the child
-    outcome = runner.call("vector_add", {"n": 4}, "float32", seed=1)
+    inputs = PROBLEMS["vector_add"].draw({"n": 4}, "float32", 1).tensors()
+    outcome = runner.call("vector_add", {"n": 4}, "float32", 1, inputs, 16)
     assert outcome.error.startswith("crashed")
     assert "it cannot be imported any more" in outcome.error
 
@@ -34,7 +36,7 @@ class ScriptedRunner:
     outcomes: list
     calls: list = field(default_factory=list)
 
-    def call(self, problem_id, params, dtype, seed):
+    def call(self, problem_id, params, dtype, seed, inputs, output_bytes):
         self.calls.append(seed)
         outcome = self.outcomes[len(self.calls) - 1]
         return outcome(problem_id, params, dtype, seed) if callable(outcome) else outcome
@@ -42,13 +44,11 @@ class ScriptedRunner:
 
 def correct(problem_id, params, dtype, seed):
     """The right answer, with a launch of the track's language, as a good kernel returns."""
-    from grader.problems import PROBLEMS
-
     call = PROBLEMS[problem_id].draw(params, dtype, seed)
     output = PROBLEMS[problem_id].reference(call).to(call.args[0].dtype)
     launch = Launch(kernel="vector_add_kernel", grid=(1,), language="triton")
     return Outcome(output=output, output_device="cpu", launches=[launch],
-                   inputs_after=list(call.tensors()), input_names=["x", "y"])
+                   inputs_after=list(call.tensors()))
 
 
 def test_a_hidden_case_names_the_failure_of_its_second_call(course, interpret):

@@ -16,7 +16,8 @@ from grader import backends, ceilings, speed, timing
 from grader.course import load_course
 from grader.errors import CourseError
 from grader.results import Status
-from grader.runner import Runner
+from grader.problems import PROBLEMS
+from grader.sandbox import Runner
 
 COURSE = vector_add_course('[ { n = 100, dtypes = ["float32"] } ]', """
 [stages.speed]
@@ -40,8 +41,9 @@ def fake_gpu_timing(monkeypatch):
     """Kernel 10 us, baseline 20 us, whatever runs: speed-up 2. The submission still runs (in
     its child process) so that the output of the "timed" call is its own."""
 
-    def time(self, problem_id, params, dtype, seed, baseline, seconds):
-        outcome = self.call(problem_id, params, dtype, seed)
+    def time(self, problem_id, params, dtype, seed, baseline, seconds, output_bytes):
+        inputs = PROBLEMS[problem_id].draw(params, dtype, seed).tensors()
+        outcome = self.call(problem_id, params, dtype, seed, inputs, output_bytes)
         return {k: list(v) for k, v in TIMES.items()}, outcome.output, outcome.error
 
     def measure(candidates, budget=timing.Budget()):  # the grader's own look at the baseline

@@ -6,3 +6,6 @@
 set -euo pipefail
 ROOT=${AUTOGRADER_ROOT:-/autograder}
 python3 -m pip install -e "$ROOT/source"
+# The submission runs as a user of its own. Where the container allows no mount namespace
+# (Docker's default), file permissions are what keep the hidden cases from it.
+if [ -f "$ROOT/source/course.hidden.toml" ]; then chmod 600 "$ROOT/source/course.hidden.toml"; fi

@@ -1,0 +1,370 @@
+"""The grader's side of the trust boundary: one confined child process per submission.
+
+The parent draws the inputs, computes the reference and judges; the child
+(grader.sandbox.worker) loads the submission and runs it. What comes back is evidence:
+
+- every reply is a protocol message (JSON and raw tensor bytes) whose shape is checked
+  against the request; one that is malformed, oversized, late, or answers a question that
+  was not asked is a crash of that case, never an exception or a hang in the grader;
+- each request has a deadline for the whole reply (`timeout`); past it the child is killed
+  and the case fails (timed out); a child that dies fails the case (crashed), and the next
+  request starts a fresh one;
+- closing the runner ends the child and everything it started before it returns, so no
+  result is written while a process of the submission is alive;
+- what the child prints goes to a file only the parent can open, shown later as the
+  submission's output (`output`), never mixed into the grader's own.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grader.launches import Launch
+from grader.sandbox import filesystem, privileges, protocol, worker
+from grader.sandbox.privileges import Protection
+from grader.submission import SubmissionError
+
+# Errors after which a CUDA context is unusable: the child is replaced.
+_STICKY = ("CUDA error", "illegal memory access", "illegal instruction", "unspecified launch failure",
+           "device-side assert")
+_ENV_KEPT = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ",
+             "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+_ENV_PREFIXES = ("TRITON_", "CUDA_", "NVIDIA_", "TORCH", "PYTORCH_", "TILECOURSE_")
+# Caches live in the child's scratch folder (its HOME): none is shared with later runs.
+_ENV_DROPPED = ("TRITON_CACHE_DIR", "TRITON_HOME", "TRITON_DUMP_DIR", "TRITON_OVERRIDE_DIR",
+                "CUDA_CACHE_PATH", "CUDA_TILE_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR")
+STARTUP_SECONDS = 120.0  # for the child to confine itself and import torch
+OUTPUT_SHOWN = 20_000  # characters of the submission's output kept for the scorecard
+_LAUNCH = {"kernel": str, "grid": [int], "constants": {str: (int, bool)}, "language": str}
+_RETURNED = {"device?": str, "type?": str}
+
+
+@dataclass
+class Outcome:
+    """What one call of the submission did, as the child reported it."""
+
+    output: Any = None  # a CPU tensor, when the call returned a plain tensor
+    returned: str | None = None  # what the call returned instead, described
+    output_device: str | None = None
+    error: str | None = None  # raised, timed out, or crashed, described for the student
+    launches: list[Launch] = field(default_factory=list)
+    torch_ops: list[str] = field(default_factory=list)
+    overruns: list[str] = field(default_factory=list)
+    inputs_after: list[Any] = field(default_factory=list)
+
+
+class _Failed(Exception):
+    """The request got no acceptable reply: `kind` is "timeout" or "crash"."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+class Runner:
+    """Runs one submission in a confined child process.
+
+    `hidden` names files and folders the child must never see, whatever else is shown
+    (the reference solutions, the hidden cases, results).
+    """
+
+    def __init__(self, path: Path, function: str, device: str, timeout: float = 120.0,
+                 hidden: list[Path] = ()):
+        self.path = Path(path)
+        self.function = function
+        self.device = device
+        self.timeout = timeout
+        self.hidden = [Path(h) for h in hidden]
+        self.protections: list[Protection] = []
+        self._process: subprocess.Popen | None = None
+        self._sock: socket.socket | None = None
+        self._base: Path | None = None
+        self._log = tempfile.TemporaryFile()  # unnamed: the child can only write its own fd
+        self._serial = 0
+
+    # --- lifecycle ------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Start the child and import the submission there; raises SubmissionError."""
+        source = _submission_source(self.path, self.hidden)
+        self.close()
+        try:
+            self._start(source)
+            self._ask("load", 1 << 20, path=self._module, function=self.function,
+                      device=self.device)
+        except _Failed as exc:
+            self.close()
+            raise SubmissionError(f"loading {self.path.name} {exc}") from None
+        except SubmissionError:
+            self.close()
+            raise
+
+    def _start(self, source: bytes) -> None:
+        self._base = Path(tempfile.mkdtemp(prefix="tilecourse-sandbox-"))
+        self._base.chmod(0o711)  # others may pass through to the submission, not list it
+        (self._base / "root").mkdir()  # where the child mounts its own root
+        folder = self._base / "submission"
+        folder.mkdir(mode=0o755)
+        module = folder / self.path.name
+        module.write_bytes(source)
+        module.chmod(0o644)
+        self._module = str(module)
+        plan = privileges.Plan(filesystem.plan(self._base, self.hidden),
+                               privileges.essential_paths())
+        parent, child = socket.socketpair()
+        package_root = str(Path(__file__).resolve().parents[2])
+        self._process = subprocess.Popen(
+            [sys.executable, "-I", "-c", worker.BOOT, package_root, str(child.fileno())],
+            pass_fds=[child.fileno()], env=_child_env(plan.view.scratch), cwd=self._base,
+            stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log, start_new_session=True,
+        )
+        child.close()
+        self._sock = parent
+        protocol.send(parent, {"plan": plan.to_json(),
+                               "sys_path": [p for p in sys.path if os.path.isabs(p)]})
+        ready = self._receive(0, time.monotonic() + max(self.timeout, STARTUP_SECONDS), 0)
+        if ready.header.get("status") != "ready":
+            raise _Failed("crash", f"crashed: the sandbox did not start ({_text(ready.header)})")
+        found = self._check(ready.header.get("protections"),
+                            [{"name": str, "in_force": bool, "detail": str}], "ready")
+        self.protections = [Protection(**p) for p in found]
+
+    def close(self) -> None:
+        """End the child and everything it started; returns once they are gone."""
+        if self._sock is not None:
+            self._sock.close()
+        if self._process is not None:
+            if self._process.poll() is None:
+                self._process.send_signal(signal.SIGTERM)  # the bootstrap ends the namespace
+                try:
+                    self._process.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    _kill_group(self._process.pid)
+                    self._process.wait()
+            _kill_group(self._process.pid)  # without namespaces: what stayed in its group
+        if self._base is not None:
+            shutil.rmtree(self._base, ignore_errors=True)
+        self._process = self._sock = self._base = None
+
+    def __del__(self):
+        if hasattr(self, "_log"):  # not when __init__ itself failed
+            self.close()
+
+    def output(self) -> str:
+        """What the submission printed so far (the start and the end of it, if long)."""
+        self._log.flush()
+        size = self._log.seek(0, os.SEEK_END)
+        self._log.seek(0)
+        head = self._log.read(OUTPUT_SHOWN)
+        if size <= OUTPUT_SHOWN:
+            return head.decode(errors="replace")
+        self._log.seek(size - OUTPUT_SHOWN // 4)
+        tail = self._log.read()
+        cut = f"\n... ({size - len(head) - len(tail)} more bytes) ...\n"
+        return head[: OUTPUT_SHOWN * 3 // 4].decode(errors="replace") + cut + \
+            tail.decode(errors="replace")
+
+    # --- one request ------------------------------------------------------------------
+
+    def _ask(self, op: str, max_bytes: int, timeout: float | None = None,
+             **args) -> protocol.Message:
+        """The ok reply to one request; raises _Failed or SubmissionError."""
+        if self._process is None:  # a restart after a timeout or crash
+            try:
+                self.load()
+            except SubmissionError as exc:
+                raise _Failed("crash", f"crashed: could not be restarted after an earlier "
+                                       f"failure: {exc}") from None
+        self._serial += 1
+        deadline = time.monotonic() + (timeout or self.timeout)
+        try:
+            if protocol.unasked(self._sock):
+                raise self._broken("sent data before it was asked for anything")
+            protocol.send(self._sock, {"id": self._serial, "op": op, "args": args})
+        except (protocol.Closed, OSError):
+            raise self._died() from None
+        reply = self._receive(self._serial, deadline, max_bytes)
+        status = reply.header.get("status")
+        value = reply.header.get("value")
+        if status == "submission-error" and isinstance(value, str):
+            raise SubmissionError(value)
+        if status == "error" and isinstance(value, str):
+            raise _Failed("crash", f"crashed: the grader's worker failed: {value}")
+        if status != "ok" or "value" not in reply.header:
+            raise self._broken(f"sent a reply the grader cannot read ({_text(reply.header)})")
+        return reply
+
+    def _receive(self, serial: int, deadline: float, max_bytes: int) -> protocol.Message:
+        try:
+            reply = protocol.receive(self._sock, deadline, max_bytes)
+        except protocol.Late:
+            self.close()
+            raise _Failed("timeout", f"timed out after {self.timeout:g} s (an endless loop, or "
+                                     "a kernel that never finishes?)") from None
+        except protocol.Closed:
+            raise self._died() from None
+        except protocol.ProtocolError as exc:
+            raise self._broken(str(exc)) from None
+        if reply.header.get("id") != serial:
+            raise self._broken("sent a message the grader did not ask for")
+        return reply
+
+    def _check(self, value: Any, shape: Any, where: str) -> Any:
+        """`value` if the reply has the shape the request expects; else the child is ended."""
+        try:
+            return protocol.check(value, shape, where)
+        except protocol.ProtocolError as exc:
+            raise self._broken(str(exc)) from None
+
+    def _died(self) -> _Failed:
+        code = self._process.wait()
+        self.close()
+        return _Failed("crash", f"crashed: the process running it died ({_exit_reason(code)})")
+
+    def _broken(self, why: str) -> _Failed:
+        self.close()
+        return _Failed("crash", f"crashed: its process broke the grader's protocol: {why}")
+
+    # --- requests -------------------------------------------------------------------
+
+    def call(self, problem_id: str, params: dict, dtype: str, seed: int,
+             inputs: list, output_bytes: int) -> Outcome:
+        """One call on the case's inputs (`inputs`: the parent's own copies, for the sizes
+        that may come back; `output_bytes`: the size of the expected output)."""
+        limit = 2 * (sum(t.nbytes for t in inputs) + output_bytes) + (1 << 20)
+        try:
+            reply = self._ask("call", limit, problem_id=problem_id, params=params, dtype=dtype,
+                              seed=seed)
+            outcome = self._outcome(reply, inputs)
+        except _Failed as exc:
+            return Outcome(error=str(exc))
+        except SubmissionError as exc:
+            return Outcome(error=f"crashed: {exc}")
+        if outcome.error and any(s in outcome.error for s in _STICKY):
+            self.close()  # the next call gets a fresh CUDA context
+        return outcome
+
+    def _outcome(self, reply: protocol.Message, inputs: list) -> Outcome:
+        value = self._check(reply.header["value"], {
+            "error": (str, None), "launches": [_LAUNCH], "torch_ops": [str], "overruns": [str],
+            "output": _RETURNED}, "the call's reply")
+        returned, tensors = value["output"], reply.tensors
+        after = [tensors.get(f"input.{i}") for i in range(len(inputs))]
+        for before, now in zip(inputs, after):
+            if now is None or now.shape != before.shape or now.dtype != before.dtype:
+                raise self._broken("its reply lacks the inputs as they were after the call")
+        if set(tensors) - {f"input.{i}" for i in range(len(inputs))} - {"output"}:
+            raise self._broken("its reply holds tensors nobody asked for")
+        output = tensors.get("output")
+        if ("device" in returned) != (output is not None):
+            raise self._broken("its reply describes an output it does not hold")
+        return Outcome(
+            output=output, output_device=returned.get("device"),
+            returned=None if output is not None else returned.get("type", "nothing"),
+            error=value["error"], torch_ops=value["torch_ops"], overruns=value["overruns"],
+            launches=[Launch(**la) for la in value["launches"]], inputs_after=after)
+
+    def memory(self, problem_id: str, params: dict, dtype: str, seed: int) -> tuple[int | None, str | None]:
+        """(peak extra bytes of one call, error)."""
+        try:
+            reply = self._ask("memory", 0, problem_id=problem_id, params=params, dtype=dtype,
+                              seed=seed)
+            return self._check(reply.header["value"], int, "the memory reply"), None
+        except (_Failed, SubmissionError) as exc:
+            return None, str(exc)
+
+    def time(self, problem_id: str, params: dict, dtype: str, seed: int, baseline: str,
+             seconds: float, output_bytes: int) -> tuple[dict[str, list[float]] | None, Any, str | None]:
+        """(samples in ms per candidate, the last output, error)."""
+        try:
+            reply = self._ask("time", 2 * output_bytes + (1 << 20), problem_id=problem_id,
+                              params=params, dtype=dtype, seed=seed, baseline=baseline,
+                              seconds=seconds)
+            value = self._check(reply.header["value"], {
+                "samples": {"student": [float], "baseline": [float]}, "output": _RETURNED},
+                "the timing reply")
+        except (_Failed, SubmissionError) as exc:
+            return None, None, str(exc)
+        if not value["samples"]["student"] or not value["samples"]["baseline"]:
+            return None, None, "crashed: its process sent no timings"
+        output = reply.tensors.get("output")
+        if output is None:
+            returned = value["output"].get("type", "nothing")
+            return None, None, f"they returned {returned}, expected a torch.Tensor"
+        return value["samples"], output, None
+
+    def compile(self, problem_id: str, cases: list, archs: tuple[str, ...]) -> protocol.Message:
+        """Capture the cuTile launches of `cases` and build them for `archs`; the reply's
+        JSON and cubins, unchecked (grader.compile_check checks them)."""
+        timeout = max(self.timeout, 300.0 + 120.0 * len(archs))
+        try:
+            return self._ask("compile", 256 << 20, timeout=timeout, problem_id=problem_id,
+                             cases=cases, archs=list(archs))
+        except _Failed as exc:
+            raise SubmissionError(f"compiling it failed: {exc}") from None
+
+
+def probe() -> list[Protection]:
+    """The protections a submission would run under here (a child that loads nothing)."""
+    runner = Runner(Path("probe.py"), "probe", "cpu")
+    try:
+        runner._start(b"")
+        return runner.protections
+    except (_Failed, OSError) as exc:
+        return [Protection("sandbox", False, f"a confined child could not be started: {exc}")]
+    finally:
+        runner.close()
+
+
+def _submission_source(path: Path, hidden: list[Path]) -> bytes:
+    """The submission's text, read by the parent; never through a link into a hidden place
+    (grading a reference solution on purpose names it by its own path)."""
+    if path.is_symlink():
+        raise SubmissionError(f"{path.name} is a symbolic link; submit the file itself.")
+    if not path.is_file():
+        raise SubmissionError(f"{path} does not exist.")
+    named, real = Path(os.path.abspath(path)), path.resolve()
+    for secret in hidden:
+        if real.is_relative_to(secret.resolve()) and not named.is_relative_to(secret):
+            raise SubmissionError(f"{path} leads into {secret}, which submissions may not use.")
+    return real.read_bytes()
+
+
+def _child_env(scratch: str) -> dict[str, str]:
+    """The environment of the child: what kernels need, none of the grader's secrets (CI
+    tokens, API keys), and a home in its scratch folder."""
+    env = {k: v for k, v in os.environ.items()
+           if (k in _ENV_KEPT or k.startswith(_ENV_PREFIXES)) and k not in _ENV_DROPPED}
+    env.update(HOME=scratch, TMPDIR=scratch, USER="submission", LOGNAME="submission")
+    return env
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _text(header: dict) -> str:
+    return str(header.get("value", header))[:200]
+
+
+def _exit_reason(code: int | None) -> str:
+    if code is not None and (code < 0 or code > 128):
+        number = -code if code < 0 else code - 128
+        try:
+            return f"signal {signal.Signals(number).name}"
+        except ValueError:
+            return f"signal {number}"
+    return f"exit code {code}"

@@ -1,0 +1,607 @@
+"""The trust boundary, attacked the way a student who has read grader/ would.
+
+Each submission below tries to get around one protection of grader/sandbox; each must fail
+its stage with its own message, and the honest reference must keep its points. The tests
+run as root in CI, so the child runs as a user of its own in its own namespaces; the last
+tests grade as an ordinary user and as a root without CAP_SYS_ADMIN, and check what the
+scorecard says is and is not in force.
+"""
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, failure_text, vector_add_course
+
+from grader import grading
+from grader.results import Status
+from grader.sandbox import privileges, probe
+
+VECTOR_ADD = (ROOT / "solutions/triton/stage1_vector_add.py").read_text()
+SOLUTION = ROOT / "solutions/triton/stage1_vector_add.py"
+TWO_CASES = vector_add_course('[ { n = 1000, dtypes = ["float32"] }, { n = 5, dtypes = ["float32"] } ]')
+ONE_CASE = vector_add_course('[ { n = 1000, dtypes = ["float32"] } ]')
+ROOTED = os.geteuid() == 0
+
+# Runs the reference found at SOLUTION's path, if the submission could read it.
+STEAL = f"""
+def from_reference(source, x, y):
+    if not source:
+        raise RuntimeError("could not read the reference")
+    scope = {{}}
+    exec(compile(source, "stolen.py", "exec"), scope)
+    return scope["vector_add"](x, y)
+
+SOLUTION = {str(SOLUTION)!r}
+"""
+
+
+def attack(body: str, prelude: str = "") -> str:
+    """A vector_add submission that runs `body` first in its host function; `body` may
+    return early. `prelude` goes at the top of the module."""
+    marker = "    out = torch.empty_like(x)\n"
+    assert marker in VECTOR_ADD
+    return prelude + VECTOR_ADD.replace(marker, body + marker)
+
+
+@pytest.fixture
+def grade(grade_source):
+    """Grade a vector_add submission on a small course (one case unless `cases` = 2)."""
+    def run(source, cases=1, timeout=60.0, **options):
+        toml = TWO_CASES if cases == 2 else ONE_CASE
+        return grade_source("vector_add", source, course_toml=toml, timeout=timeout, **options)
+
+    return run
+
+
+def in_force(result, name: str) -> bool:
+    return next(p for p in result.sandbox if p.name == name).in_force
+
+
+# --- 1. nothing the child sends can run code in the grader ---------------------------
+
+
+def test_a_tensor_subclass_with_a_pickle_payload_does_not_cross(grade, tmp_path):
+    pwned = tmp_path / "pwned"
+    source = f"""
+import os
+import torch
+
+class Evil(torch.Tensor):
+    def __reduce_ex__(self, protocol):
+        return (os.system, ("touch {pwned}",))
+""" + VECTOR_ADD.replace("    return out\n", "    return torch.Tensor._make_subclass(Evil, out)\n")
+    result = grade(source)
+    assert result.status is Status.FAIL
+    assert "returned Evil (a subclass of torch.Tensor), expected a torch.Tensor" in failure_text(result)
+    assert not pwned.exists()
+
+
+FIND_SOCKET = """
+import os, socket, struct
+
+def frame(header, blob=b"", claimed=None):
+    size = len(blob) if claimed is None else claimed
+    return b"TCW1" + struct.pack("!IQ", len(header), size) + header + blob
+
+def grader_socket():
+    for fd in range(3, 64):
+        try:
+            s = socket.socket(fileno=os.dup(fd))
+        except OSError:
+            continue
+        if s.family == socket.AF_UNIX:
+            return s
+        s.detach()
+"""
+
+
+@pytest.mark.parametrize("frame, message", [
+    # The old wire format: a pickle that runs a command when it is loaded.
+    ("struct.pack('!Q', len(P)) + P", "does not start like a message"),
+    ("b'TCW1' + struct.pack('!IQ', 1 << 30, 0)", "over the 4194304 limit"),
+    ("frame(b'[1, 2]')", "not a JSON object"),
+    ("frame(b'[' * 2000)", "not JSON"),
+    ("frame(b'{}', claimed=1 << 40)", "over the"),
+    ("frame(b'{\"id\": 1}', b'not a safetensors buffer')", "tensors are malformed"),
+    ("frame(b'{\"id\": 99, \"status\": \"ok\", \"value\": true}')", "did not ask for"),
+    # The right id (the load was request 1), the wrong content.
+    ("frame(b'{\"id\": 2, \"status\": \"ok\", \"value\": {\"launches\": 3}}')",
+     "the call's reply lacks error"),
+])
+def test_a_message_forged_on_the_grader_socket_is_a_crash_of_the_case(grade, tmp_path, frame,
+                                                                      message):
+    pwned = tmp_path / "pwned"
+    source = attack(f"""
+    import pickle
+    class Payload:
+        def __reduce__(self):
+            return (os.system, ("touch {pwned}",))
+    P = pickle.dumps(("ok", Payload()))
+    grader_socket().sendall({frame})
+    os._exit(0)
+""", prelude=FIND_SOCKET)
+    result = grade(source)
+    text = failure_text(result)
+    assert result.status is Status.FAIL and "crashed" in text, text
+    assert message in text, text
+    assert not pwned.exists()
+
+
+def test_a_message_sent_between_requests_is_a_crash_of_the_next_case(grade):
+    # The first case leaves a thread behind that writes a frame while the second one runs.
+    source = attack("""
+    if x.numel() == 1000 and not LEFT_BEHIND:
+        s = grader_socket()
+        def later():
+            SECOND_CASE.wait()
+            s.sendall(frame(b'{}'))
+        LEFT_BEHIND.append(threading.Thread(target=later))
+        LEFT_BEHIND[0].start()
+    if x.numel() == 5:
+        SECOND_CASE.set()
+        time.sleep(3)
+""", prelude=FIND_SOCKET + "import threading, time\nLEFT_BEHIND, SECOND_CASE = [], threading.Event()\n")
+    (first, second) = grade(source, cases=2).cases
+    assert first.passed, first.summary
+    assert second.summary == ("crashed: its process broke the grader's protocol: sent a message "
+                              "the grader did not ask for")
+
+
+def test_a_reply_dribbled_one_byte_at_a_time_times_out_once(grade):
+    source = attack("""
+    import time
+    s = grader_socket()
+    for byte in b'TCW1' + struct.pack('!IQ', 100, 0):
+        s.sendall(bytes([byte]))
+        time.sleep(0.5)
+    while True:
+        s.sendall(b' ')
+        time.sleep(0.5)
+""", prelude=FIND_SOCKET)
+    start = time.monotonic()
+    result = grade(source, timeout=3)
+    assert result.cases[0].summary.startswith("timed out after 3 s")
+    assert time.monotonic() - start < 30  # one deadline per call, not one per read
+
+
+# --- 2. nothing planted for later runs ---------------------------------------------------
+
+
+def test_planting_a_conftest_next_to_the_checks_is_refused(grade):
+    target = grading.CHECKS / "conftest.py"
+    source = attack(f"""
+    try:
+        open({str(target)!r}, "w").write("import pytest\\n")
+        print("planted")
+    except OSError as exc:
+        print("refused:", exc)
+""")
+    result = grade(source)
+    assert not target.exists()
+    assert "refused: [Errno 30] Read-only file system" in result.output
+    assert in_force(result, "private file system")
+
+
+def test_a_conftest_next_to_the_checks_is_never_loaded(grade, tmp_path, monkeypatch):
+    """Had a file been planted there (a weaker sandbox), pytest would still not load it."""
+    checks = tmp_path / "checks"
+    shutil.copytree(grading.CHECKS, checks)
+    (checks / "conftest.py").write_text(
+        "import pytest\n"
+        "@pytest.hookimpl(hookwrapper=True)\n"
+        "def pytest_runtest_makereport(item, call):\n"
+        "    outcome = yield\n"
+        "    outcome.get_result().outcome = 'passed'\n")
+    monkeypatch.setattr(grading, "CHECKS", checks)
+    result = grade(VECTOR_ADD.replace("x + y, mask=mask)", "x - y, mask=mask)"))
+    assert result.status is Status.FAIL and result.cases_passed == 0
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:python")  # nor options from the environment
+    assert grade(VECTOR_ADD).status is Status.PASS
+
+
+# --- 3. nothing outlives the grading -----------------------------------------------------
+
+
+def _running(token: str) -> list[int]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if token in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace"):
+                found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+def test_detached_daemons_and_forks_end_with_the_grading(grade, tmp_path):
+    result_file = tmp_path / "result.json"
+    result_file.write_text("{}")
+    source = attack(f"""
+    import subprocess, sys
+    for _ in range(50):
+        if os.fork() == 0:
+            time.sleep(1000)
+    # Detached: a new session, its parent gone, so no process group holds it.
+    code = "import time; time.sleep(3)\\ntry: open({str(result_file)!r}, 'w').write('10/10')\\nexcept OSError: pass\\ntime.sleep(1000)"
+    subprocess.Popen([sys.executable, "-c", code, "tilecourse-daemon-token"], start_new_session=True)
+""", prelude="import os, time\n")
+    result = grade(source)
+    assert result.status is Status.PASS  # it computed the right thing, and lost its daemons
+    assert not _running("tilecourse-daemon-token")
+    if ROOTED:  # and no process of the user it ran as
+        detail = next(p.detail for p in result.sandbox if p.name == "separate user")
+        uid = int(detail.split("user id ")[1].split()[0].rstrip(","))
+        assert uid >= privileges.UID_BASE
+        assert not [pid for pid in filter(str.isdigit, os.listdir("/proc")) if _uid(pid) == uid]
+    time.sleep(4)
+    assert result_file.read_text() == "{}"
+    assert in_force(result, "process tree ends with it")
+
+
+def _uid(pid: str) -> int:
+    try:
+        return Path(f"/proc/{pid}").stat().st_uid
+    except OSError:
+        return -1
+
+
+def test_signals_to_the_grader_reach_nothing(grade):
+    # Its parent, init, every process it may signal, their groups: none is the grader.
+    source = attack("""
+    import signal
+    for target in (os.getppid(), 1, -1):
+        for send in (os.kill, os.killpg):
+            try:
+                send(target, signal.SIGKILL)
+            except (OSError, ValueError):
+                pass
+""", prelude="import os\n")
+    result = grade(source, cases=2)  # this test process is the grader: it is still here
+    assert result.status is Status.PASS, failure_text(result)
+
+
+def test_a_fork_bomb_hits_the_process_limit(grade):
+    source = attack("""
+    import threading
+    threading.stack_size(64 * 1024)
+    started = 0
+    try:
+        for _ in range(6000):
+            threading.Thread(target=time.sleep, args=(30,), daemon=True).start()
+            started += 1
+    except RuntimeError:
+        pass
+    print("threads started:", started)
+""", prelude="import time\n")
+    result = grade(source, timeout=120)
+    started = int(result.output.split("threads started:")[1].split()[0])
+    assert 0 < started < 4096
+    assert in_force(result, "resource limits")
+
+
+def test_a_file_past_the_size_limit_cannot_be_written(grade):
+    source = attack("""
+    try:
+        with open("big", "wb") as f:
+            f.write(bytes(300 << 20))
+        print("wrote 300 MiB")
+    except OSError as exc:
+        print("refused:", exc.strerror)
+""")
+    assert "refused: File too large" in grade(source).output
+
+
+# --- 4. the reference solutions and hidden cases stay out of reach -----------------------
+
+
+@pytest.mark.parametrize("read", [
+    "open(SOLUTION).read()",
+    "subprocess.run(['cat', SOLUTION], capture_output=True, text=True).stdout",
+    "subprocess.run(['git', '-C', str(Path(SOLUTION).parents[2]), 'show', "
+    "'HEAD:solutions/triton/stage1_vector_add.py'], capture_output=True, text=True).stdout",
+    "ctypes_read(SOLUTION)",
+    "linked(SOLUTION)",
+])
+def test_the_reference_cannot_be_read_by_any_route(grade, read):
+    prelude = STEAL + """
+import ctypes, os, subprocess, tempfile
+from pathlib import Path
+
+def ctypes_read(path):
+    libc = ctypes.CDLL(None)
+    fd = libc.open(path.encode(), 0)
+    if fd < 0:
+        return ""
+    buffer = ctypes.create_string_buffer(1 << 16)
+    n = libc.read(fd, buffer, len(buffer))
+    return buffer.raw[:max(n, 0)].decode()
+
+def linked(path):
+    link = os.path.join(tempfile.mkdtemp(), "copy.py")
+    try:
+        os.link(path, link)
+        return open(link).read()
+    except OSError:
+        return ""
+"""
+    result = grade(attack(f"""
+    try:
+        source = {read}
+    except OSError:
+        source = ""
+    return from_reference(source, x, y)
+""", prelude=prelude))
+    assert result.status is Status.FAIL, (result.output, [c.summary for c in result.cases])
+    assert "could not read the reference" in failure_text(result)
+
+
+def test_a_stage_file_that_links_into_the_solutions_is_refused(course, tmp_path, interpret):
+    from grader.grading import grade_stage
+
+    link = tmp_path / "stage1_vector_add.py"
+    link.symlink_to(SOLUTION)
+    result = grade_stage(course, course.select("vector_add"), interpret, module=link)
+    assert result.status is Status.ERROR
+    assert "is a symbolic link; submit the file itself" in result.message
+    # A folder link that leads there is refused too.
+    (tmp_path / "triton").symlink_to(SOLUTION.parent)
+    result = grade_stage(course, course.select("vector_add"), interpret,
+                         module=tmp_path / "triton/stage1_vector_add.py")
+    assert result.status is Status.ERROR and "which submissions may not use" in result.message
+
+
+def test_hidden_cases_and_the_course_folder_are_not_in_view(grade, course):
+    source = attack(f"""
+    root = {str(course.root)!r}
+    seen = sorted(os.listdir(root))
+    print("course folder:", seen)
+    for name in ("course.hidden.toml", "course.toml", "solutions", ".git", "tests"):
+        if os.path.exists(os.path.join(root, name)):
+            raise RuntimeError("can see " + name)
+    print("environment:", sorted(os.environ))
+""", prelude="import os\n")
+    result = grade(source)
+    assert result.status is Status.PASS, failure_text(result)
+    assert "course folder: ['.venv', 'grader']" in result.output or \
+        "course folder: ['grader']" in result.output
+
+
+def test_the_graders_environment_stays_out_of_the_child(grade, monkeypatch):
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_secret_token_value")
+    source = attack("    print(dict(os.environ))\n", prelude="import os\n")
+    result = grade(source)
+    assert "TRITON_INTERPRET" in result.output and "ghp_secret_token_value" not in result.output
+
+
+def test_no_network_not_even_the_graders_loopback(grade):
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    server.settimeout(0.1)
+    port = server.getsockname()[1]
+    source = attack(f"""
+    import socket
+    try:
+        socket.create_connection(("127.0.0.1", {port}), timeout=2).sendall(b"results")
+        print("connected")
+    except OSError as exc:
+        print("refused:", exc.strerror)
+""")
+    result = grade(source)
+    with pytest.raises(TimeoutError):
+        server.accept()
+    server.close()
+    assert "refused:" in result.output and "connected" not in result.output
+
+
+# --- 5. classmates and the instructor's files are out of reach (grade batch) -------------
+
+
+MALLORY = attack("""
+    import glob, signal
+    for path in glob.glob("/tmp/tilecourse-*/**/*.py", recursive=True) + glob.glob(EXERCISES):
+        try:
+            open(path, "w").write("def vector_add(x, y):\\n    raise RuntimeError('sabotaged')\\n")
+        except OSError:
+            pass
+    for name in ("/dev/shm/note", "/tmp/note"):
+        try:
+            open(name, "w").write("mallory was here")
+        except OSError:
+            pass
+    for target in (os.getppid(), 0, -1):
+        try:
+            os.killpg(target, signal.SIGKILL) if target else os.kill(0, signal.SIGKILL)
+        except (OSError, ValueError):
+            pass
+""", prelude="import os\nEXERCISES = EXERCISES_GLOB\n")
+
+
+def test_a_class_is_graded_the_same_next_to_a_saboteur(tmp_path, run_grade, course):
+    import csv
+
+    honest = VECTOR_ADD.replace("x + y, mask=mask)", "x + y + 0 * x, mask=mask)")
+    wrong = VECTOR_ADD.replace("x + y, mask=mask)", "x - y, mask=mask)")
+    exercises_glob = str(course.root / "exercises/triton/*.py")
+    before = {p: p.read_text() for p in (course.root / "exercises/triton").glob("*.py")}
+
+    def batch(names, out):
+        subs = tmp_path / f"subs-{out}"
+        for name in names:
+            source = {"ada": honest, "bob": wrong,
+                      "mallory": MALLORY.replace("EXERCISES_GLOB", repr(exercises_glob))}[name]
+            (subs / name / "triton").mkdir(parents=True)
+            (subs / name / "triton/stage1_vector_add.py").write_text(source)
+        code, stdout, _ = run_grade("--course", str(course.path), "batch", str(subs), "--out",
+                                    str(tmp_path / out), "--backend", "triton-interpret",
+                                    "--seed", "11", "--jobs", "2")
+        assert code == 0, stdout
+        return {r["student"]: r for r in csv.DictReader((tmp_path / out / "gradebook.csv").open())}
+
+    alone = batch(["ada", "bob"], "alone")
+    mixed = batch(["ada", "bob", "mallory"], "mixed")
+    for name in ("ada", "bob"):
+        assert mixed[name] == alone[name]
+    assert float(mixed["ada"]["vector_add"]) == course.select("vector_add").points
+    assert float(mixed["bob"]["vector_add"]) == 0
+    assert mixed["mallory"]["total"] != ""  # graded too, and nobody is missing
+    assert {p: p.read_text() for p in before} == before
+
+
+# --- 6. what is shown and said --------------------------------------------------------
+
+
+def test_a_forged_scorecard_is_shown_as_the_submissions_output(tmp_path, run_grade, course):
+    submission = tmp_path / "student/triton"
+    submission.mkdir(parents=True)
+    (submission / "stage1_vector_add.py").write_text(attack(
+        "    print('\\x1b[2J\\x1b[H| 1 | vector_add | 7/7 | 10/10 | PASS |')\n"
+    ).replace("x + y, mask=mask)", "x * y, mask=mask)"))
+    code, out, _ = run_grade("--course", str(course.path), "1", "--submission",
+                             str(submission.parent), "--backend", "triton-interpret")
+    assert code == 1
+    printed = [line for line in out.splitlines() if "vector_add | 7/7" in line]
+    assert printed and all(line.startswith("  stage1 | \\x1b[2J\\x1b[H| 1 |") for line in printed)
+    assert "\x1b[2J" not in out
+    assert out.index("stage1 | ") < out.index("scorecard")  # the scorecard comes after
+
+
+def test_the_scorecard_says_which_protections_are_in_force(run_grade, course, tmp_path):
+    code, out, _ = run_grade("--course", str(course.path), "1", "--solutions", "--backend",
+                             "triton-interpret", "--json", str(tmp_path / "r.json"))
+    import json
+
+    data = json.loads((tmp_path / "r.json").read_text())
+    names = [p["name"] for p in data["sandbox"]]
+    assert names == ["separate user", "private file system", "no network",
+                     "process tree ends with it", "resource limits", "no privilege gain"]
+    expected = "sandbox: in force: " + ", ".join(p["name"] for p in data["sandbox"] if p["in_force"])
+    assert expected in " ".join(out.split())
+    if ROOTED:
+        assert all(p["in_force"] for p in data["sandbox"]), data["sandbox"]
+
+
+@pytest.mark.skipif(not ROOTED, reason="switching to an ordinary user needs root")
+def test_as_an_ordinary_user_the_scorecard_says_what_is_missing():
+    out = _as_other_user(["1", "--solutions", "--backend", "triton-interpret"])
+    line = " ".join(out.split())
+    assert "NOT in force: separate user (the grader runs as an ordinary user (uid 65534)" in line
+    # User namespaces work on this machine (the CI machines too): the rest holds.
+    assert "sandbox: in force: private file system, no network, process tree ends with it" in line
+    assert "PASS" in out
+
+
+@pytest.mark.skipif(not ROOTED, reason="dropping CAP_SYS_ADMIN needs root")
+def test_as_root_without_namespaces_the_scorecard_says_what_is_missing(run_grade, course,
+                                                                      tmp_path):
+    """A container without CAP_SYS_ADMIN (Docker's default): no namespaces can be made."""
+    command = ["setpriv", "--bounding-set", "-sys_admin", "--inh-caps", "-sys_admin",
+               sys.executable, "-m", "grader", "--course", str(course.path), "1", "--solutions",
+               "--backend", "triton-interpret"]
+    out = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                         env={**os.environ, "COLUMNS": "400"}).stdout
+    line = " ".join(out.split())
+    assert "private file system (no mount namespace (unshare: Operation not permitted)" in line
+    assert "no network (no network namespace" in line
+    reachable = privileges._others_can_read(os.path.dirname(os.__file__))
+    if reachable:
+        assert "sandbox: in force: separate user" in line
+    else:  # this machine's Python lives in a private home: the submission stays root
+        assert "cannot be read by other users" in line and "the submission runs as root" in line
+    assert "PASS" in out
+
+
+def _as_other_user(args: list[str]) -> str:
+    """Run `grade ARGS` as uid 65534. Python and this checkout may lie in a private home
+    (/root is 0700 here): in a mount namespace of this test's own, such a folder is replaced
+    by a traversable tmpfs holding just what the run needs."""
+    home = Path(tempfile.mkdtemp(prefix="tilecourse-user-"))  # reachable by that user
+    os.chown(home, 65534, 65534)
+    needed: dict[Path, set[str]] = {}
+    for path in (Path(sys.base_prefix), Path(sys.prefix), ROOT):
+        hidden = next((p for p in reversed(path.parents)
+                       if p != Path("/") and not os.stat(p).st_mode & 0o001), None)
+        if hidden is not None:
+            needed.setdefault(hidden, set()).add(path.relative_to(hidden).parts[0])
+    steps = []
+    for i, (hidden, names) in enumerate(needed.items()):
+        keep = [(name, home / f"keep{i}-{j}") for j, name in enumerate(sorted(names))]
+        steps += [f"mkdir -p {k} && mount --bind {hidden}/{name} {k}" for name, k in keep]
+        steps.append(f"mount -t tmpfs -o mode=755 tmpfs {hidden}")
+        steps += [f"mkdir -p {hidden}/{name} && mount --move {k} {hidden}/{name}"
+                  for name, k in keep]
+    grade = " ".join([sys.executable, "-m", "grader", "--course", str(ROOT / "course.toml"), *args])
+    script = " && ".join(steps + [f"exec setpriv --reuid=65534 --regid=65534 --clear-groups "
+                                  f"env HOME={home} COLUMNS=400 {grade}"])
+    try:
+        run = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+                             capture_output=True, text=True, timeout=300, cwd=home)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    assert run.returncode in (0, 1), run.stderr
+    return run.stdout
+
+
+def test_doctor_lists_the_sandbox(run_grade):
+    code, out, _ = run_grade("doctor")
+    assert "Sandbox: how a submission runs here" in out
+    for p in probe():
+        assert p.name in out
+
+
+# --- the wire, on its own --------------------------------------------------------------
+
+
+def test_the_wire_carries_plain_tensors_and_nothing_else():
+    import torch
+
+    from grader.sandbox import protocol
+
+    a, b = socket.socketpair()
+    tensors = {"x": torch.arange(6, dtype=torch.bfloat16).view(2, 3).t(), "m": torch.ones(2) > 0}
+    protocol.send(a, {"id": 1, "value": [1, "two"]}, tensors)
+    message = protocol.receive(b, time.monotonic() + 5)
+    assert message.header == {"id": 1, "value": [1, "two"]}
+    assert torch.equal(message.tensors["x"], tensors["x"]) and message.tensors["m"].all()
+    # A deadline for the whole message: a frame that stops half way is late, not a hang.
+    a.sendall(b"TCW1" + (100).to_bytes(4, "big") + (0).to_bytes(8, "big") + b'{"id"')
+    start = time.monotonic()
+    with pytest.raises(protocol.Late):
+        protocol.receive(b, time.monotonic() + 0.5)
+    assert time.monotonic() - start < 2
+    # Data nobody asked for, and a peer that is gone, are told apart.
+    c, d = socket.socketpair()
+    assert not protocol.unasked(d)
+    c.sendall(b"x")
+    assert protocol.unasked(d)
+    d.recv(1)
+    c.close()
+    with pytest.raises(protocol.Closed):
+        protocol.unasked(d)
+
+
+@pytest.mark.parametrize("value, shape, problem", [
+    ({"a": 1}, {"a": int, "b?": str}, None),
+    ({"a": True}, {"a": int}, "reply.a has the wrong type (bool)"),
+    ({"a": float("nan")}, {"a": float}, "reply.a has the wrong type (float)"),
+    ({"a": 1, "c": 2}, {"a": int}, "reply has unexpected fields: c"),
+    ({}, {"a": int}, "reply lacks a"),
+    ({"k": [1, "x"]}, {"k": [int]}, "reply.k[1] has the wrong type (str)"),
+    ({"x": 1, "y": None}, {str: (int, None)}, None),
+])
+def test_reply_shapes_are_checked_field_by_field(value, shape, problem):
+    from grader.sandbox import protocol
+
+    if problem is None:
+        assert protocol.check(value, shape) == value
+    else:
+        with pytest.raises(protocol.ProtocolError, match=re.escape(problem)):
+            protocol.check(value, shape)
