@@ -199,6 +199,7 @@ class Runner:
         if status == "submission-error" and isinstance(value, str):
             raise SubmissionError(value)
         if status == "error" and isinstance(value, str):
+            self.close()  # its state is unknown (a CUDA context a fault poisoned, say)
             raise _Failed("crash", f"crashed: the grader's worker failed: {value}")
         if status != "ok" or "value" not in reply.header:
             raise self._broken(f"sent a reply the grader cannot read ({_text(reply.header)})")
