@@ -119,6 +119,15 @@ def _driver_version() -> str:
     return "unknown (nvidia-smi not found)"
 
 
+def _yes_no_table(title: str, columns: tuple[str, str, str], rows) -> Table:
+    table = Table(title=title, title_justify="left")
+    for column in columns:
+        table.add_column(column)
+    for name, yes, detail in rows:
+        table.add_row(name, "[green]yes[/]" if yes else "[red]no[/]", escape(detail))
+    return table
+
+
 def render(d: Diagnosis, console: Console) -> None:
     facts = Table(title="This machine", title_justify="left", show_header=False)
     facts.add_column(style="bold")
@@ -126,20 +135,11 @@ def render(d: Diagnosis, console: Console) -> None:
     for key, value in d.facts:
         facts.add_row(key, escape(value))
     console.print(facts)
-    table = Table(title="Backends", title_justify="left")
-    table.add_column("backend")
-    table.add_column("can grade")
-    table.add_column("why / fix")
-    for b in d.backends:
-        table.add_row(b.name, "[green]yes[/]" if b.available else "[red]no[/]", escape(b.detail))
-    console.print(table)
-    guard = Table(title="Sandbox: how a submission runs here", title_justify="left")
-    guard.add_column("protection")
-    guard.add_column("in force")
-    guard.add_column("how / why not")
-    for p in d.sandbox:
-        guard.add_row(p.name, "[green]yes[/]" if p.in_force else "[red]no[/]", escape(p.detail))
-    console.print(guard)
+    console.print(_yes_no_table("Backends", ("backend", "can grade", "why / fix"),
+                                [(b.name, b.available, b.detail) for b in d.backends]))
+    console.print(_yes_no_table("Sandbox: how a submission runs here",
+                                ("protection", "in force", "how / why not"),
+                                [(p.name, p.in_force, p.detail) for p in d.sandbox]))
     for note in d.notes:
         console.print(f"note: {escape(note)}")
     if d.can_grade:

@@ -605,3 +605,24 @@ def test_reply_shapes_are_checked_field_by_field(value, shape, problem):
     else:
         with pytest.raises(protocol.ProtocolError, match=re.escape(problem)):
             protocol.check(value, shape)
+
+
+def test_a_compile_check_is_believed_only_with_its_cubins(tmp_path):
+    """The build runs in the child, which may lie about it: a build reported without a CUDA
+    binary to show for it fails."""
+    from conftest import copy_course
+
+    from grader import compile_check
+    from grader.course import load_course
+
+    course_file = copy_course(tmp_path / "course", parts=("course.toml", "solutions"))
+    reference = course_file.parent / "solutions/cutile/stage1_vector_add.py"
+    reference.write_text(
+        "import grader.compile_check as cc\n"
+        "cc.build_kernels = lambda launches, archs: ({'kernels': ['k'], 'signatures': 1, 'builds': "
+        "[{'arch': a, 'ok': True, 'seconds': 0.0, 'error': '', 'cubins': 0} for a in archs]}, {})\n"
+        + reference.read_text())
+    mini = load_course(course_file)
+    result = compile_check.compile_stage(mini, mini.select("vector_add"), True, ("sm_90",))
+    assert result.status == "FAILED"
+    assert result.builds[0].error == "the build was reported without a CUDA binary to show for it"
