@@ -49,7 +49,8 @@ def calibrate_stage(course: Course, stage: Stage, selection: Selection, margin: 
                          "solutions, which only the instructor's copy of the course has.")
     selection.backend.prepare()
     runner = Runner(reference, stage.problem.function, selection.backend.device,
-                    hidden=course.private_paths)
+                    hidden=course.private_paths, rules=course.rules,
+                    track=selection.backend.track)
     try:
         runner.load()
         check = SpeedCheck(stage, selection, runner, threshold=Threshold())

@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 import torch
 
 from grader.course import Course, Stage
-from grader.launches import cutile_name, cutile_parameters
+from grader.frontends import signatures
 from grader.sandbox import Runner
 from grader.sandbox.protocol import ProtocolError, check
+from grader.screening import describe, screen
 from grader.skeletons import todo_state
 from grader.submission import SubmissionError
 
@@ -47,49 +48,6 @@ class CompileResult:
     kernels: list[str] = field(default_factory=list)
     signatures: int = 0
     builds: list[ArchBuild] = field(default_factory=list)
-
-
-def _constraint(value, constant: bool):
-    import cuda.tile as ct
-    from cuda.tile.compilation import (
-        ArrayConstraint,
-        ConstantConstraint,
-        ScalarConstraint,
-    )
-
-    if constant:
-        return ConstantConstraint(value)
-    if isinstance(value, torch.Tensor):
-        dtypes = {torch.float32: ct.float32, torch.float16: ct.float16,
-                  torch.bfloat16: ct.bfloat16, torch.int32: ct.int32, torch.int64: ct.int64}
-        return ArrayConstraint(dtypes[value.dtype], value.dim(), index_dtype=ct.int32,
-                               stride_lower_bound_incl=0, alias_groups=(),
-                               may_alias_internally=False)
-    if isinstance(value, bool):
-        return ScalarConstraint(ct.bool_)
-    if isinstance(value, int):
-        return ScalarConstraint(ct.int32 if -(2**31) <= value < 2**31 else ct.int64)
-    if isinstance(value, float):
-        return ScalarConstraint(ct.float32)
-    raise TypeError(f"a kernel argument of type {type(value).__name__} cannot be compile-checked")
-
-
-def signatures(launches) -> dict[str, tuple[object, list]]:
-    """kernel name -> (kernel, [KernelSignature, ...]) without duplicates."""
-    from cuda.tile.compilation import CallingConvention, KernelSignature
-
-    found: dict[str, tuple[object, dict]] = {}
-    for kernel, args in launches:
-        params = cutile_parameters(kernel)
-        # Constants are keyed by value: their constraint objects cannot be hashed.
-        key = tuple(("const", v) if c else _constraint(v, c) for (_, c), v in zip(params, args))
-        name = cutile_name(kernel)
-        kernel_entry = found.setdefault(name, (kernel, {}))
-        if key not in kernel_entry[1]:
-            constraints = [_constraint(v, c) for (_, c), v in zip(params, args)]
-            sig = KernelSignature(constraints, CallingConvention.cutile_python_v2())
-            kernel_entry[1][key] = sig.with_mangled_symbol(name)
-    return {name: (kernel, list(sigs.values())) for name, (kernel, sigs) in found.items()}
 
 
 # tileiras 13.4 has been seen to abort now and then on a kernel it compiles fine on the
@@ -150,7 +108,12 @@ def compile_stage(course: Course, stage: Stage, solutions: bool,
         result.status = "NOT STARTED"
         result.message = f"fill in the TODOs in {result.module}"
         return result
-    runner = Runner(path, stage.problem.function, "cpu", hidden=course.private_paths)
+    findings = screen(path.read_text(encoding="utf-8"), path.name, course.rules)
+    if findings:
+        result.message = describe(findings)
+        return result
+    runner = Runner(path, stage.problem.function, "cpu", hidden=course.private_paths,
+                    rules=course.rules, track="cutile")
     cases = [[dict(c.params), c.dtype, c.seed] for c in stage.cases]
     try:
         runner.load()

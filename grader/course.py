@@ -85,6 +85,17 @@ class MemoryGrowth:
 
 
 @dataclass(frozen=True)
+class SubmissionRules:
+    """What a kernel submission may do besides launching kernels ([submissions] in course.toml)."""
+
+    forbidden_imports: tuple[str, ...]  # modules; a submodule of one is forbidden too
+    forbidden_calls: tuple[str, ...]  # built-in functions called by name
+    allowed_dunders: tuple[str, ...]  # the only __names__ a submission may use
+    host_functions: tuple[str, ...]  # torch functions and Tensor methods, by resolve_name
+    host_ops: tuple[str, ...]  # ATen operators (overload packet names)
+
+
+@dataclass(frozen=True)
 class Stage:
     number: int
     id: str
@@ -108,6 +119,7 @@ class Course:
     path: Path
     title: str
     stages: tuple[Stage, ...]
+    rules: SubmissionRules
     hidden_file: Path | None = None  # course.hidden.toml, when the instructor has one
 
     @property
@@ -244,8 +256,9 @@ class _Checker:
         return out
 
     def course(self, raw: dict) -> Course:
-        top = self.table(raw, "(top level)", {"course": dict, "stages": list})
+        top = self.table(raw, "(top level)", {"course": dict, "stages": list, "submissions": dict})
         head = self.table(top.get("course", {}), "course", {"title": str}, {"description": str})
+        rules = self.rules(top["submissions"]) if "submissions" in top else None
         stages = tuple(
             s
             for i, entry in enumerate(top.get("stages", []))
@@ -256,7 +269,20 @@ class _Checker:
         ids = [s.id for s in stages]
         for dup in sorted({i for i in ids if ids.count(i) > 1}):
             self.error("stages", f"stage id '{dup}' appears more than once")
-        return Course(path=self.path.resolve(), title=head.get("title", ""), stages=stages)
+        return Course(path=self.path.resolve(), title=head.get("title", ""), stages=stages,
+                      rules=rules)
+
+    def rules(self, raw: dict) -> SubmissionRules:
+        keys = [f.name for f in dataclasses.fields(SubmissionRules)]
+        found = self.table(raw, "submissions", {key: list for key in keys})
+        lists = {}
+        for key in keys:
+            values = found.get(key, [])
+            for j, value in enumerate(values):
+                if not isinstance(value, str) or not value:
+                    self.error(f"submissions.{key}[{j}]", "expected a non-empty string")
+            lists[key] = tuple(v for v in values if isinstance(v, str))
+        return SubmissionRules(**lists)
 
     def stage(self, raw, index: int) -> Stage | None:
         where = f"stages[{index}]"

@@ -76,7 +76,8 @@ def _torch_dtype(dtype) -> torch.dtype:
         return torch.float32
     if isinstance(dtype, torch.dtype):
         return dtype
-    name = getattr(dtype, "name", None) or str(dtype)  # a real ct dtype object
+    # a real ct dtype object, a numpy dtype, or a numpy scalar type such as np.float32
+    name = getattr(dtype, "name", None) or getattr(dtype, "__name__", None) or str(dtype)
     found = {"float16": float16, "bfloat16": bfloat16, "float32": float32, "float64": float64,
              "int8": int8, "int16": int16, "int32": int32, "int64": int64, "uint8": uint8,
              "bool": bool_, "bool_": bool_, "tfloat32": float32}.get(name.split(".")[-1])
@@ -283,28 +284,49 @@ def store(array: torch.Tensor, index, tile, order=None, latency=None, allow_tma=
     view[slices] = tile.data[source]  # out-of-bounds parts of the tile are dropped
 
 
-def gather(array: torch.Tensor, indices, mask=None, padding_value=0) -> Tile:
-    idx = _as_tensor(indices).long()
-    flat = array.reshape(-1) if array.dim() == 1 else array
-    if flat.dim() != 1:
-        raise SimulatorUnsupported("the cuTile simulator supports ct.gather on 1-D arrays only")
-    inside = (idx >= 0) & (idx < flat.numel())
-    if mask is not None:
-        inside = inside & _as_tensor(mask).bool()
-    out = torch.full(idx.shape, padding_value, dtype=array.dtype)
-    out[inside] = flat[idx[inside]]
+def _indices(array: torch.Tensor, indices, what: str) -> list[torch.Tensor]:
+    """One index tensor per dimension of `array`, broadcast to their common shape."""
+    indices = indices if isinstance(indices, tuple) else (indices,)
+    if len(indices) != array.dim():
+        raise SimulatorError(f"{what}: the array has {array.dim()} dimensions, so the indices "
+                             f"must be a tuple of {array.dim()} (got {len(indices)})")
+    return list(torch.broadcast_tensors(*(_as_tensor(i).long() for i in indices)))
+
+
+def _in_bounds(array: torch.Tensor, idx: list[torch.Tensor]) -> torch.Tensor:
+    inside = torch.ones(idx[0].shape, dtype=torch.bool)
+    for size, i in zip(array.shape, idx):
+        inside &= (i >= 0) & (i < size)
+    return inside
+
+
+def gather(array: torch.Tensor, indices, mask=None, padding_value=0, check_bounds=True,
+           latency=None) -> Tile:
+    """array[indices] where the indices (a tuple, one per dimension) are in bounds and the
+    mask is set, else padding_value; without check_bounds an index out of bounds is
+    undefined, and reads as poison here."""
+    idx = _indices(array, indices, "ct.gather")
+    inside = _in_bounds(array, idx)
+    wanted = torch.ones_like(inside) if mask is None else \
+        torch.broadcast_to(_as_tensor(mask).bool(), inside.shape)
+    out = torch.broadcast_to(_as_tensor(padding_value).to(array.dtype), inside.shape).clone()
+    if not check_bounds:
+        out[wanted & ~inside] = _padding_value(PaddingMode.UNDETERMINED, array.dtype)
+    take = wanted & inside
+    out[take] = array[tuple(i[take] for i in idx)]
     return Tile(out)
 
 
-def scatter(array: torch.Tensor, indices, value, mask=None) -> None:
-    idx = _as_tensor(indices).long()
-    if array.dim() != 1:
-        raise SimulatorUnsupported("the cuTile simulator supports ct.scatter on 1-D arrays only")
-    inside = (idx >= 0) & (idx < array.numel())
+def scatter(array: torch.Tensor, indices, value, mask=None, check_bounds=True,
+            latency=None) -> None:
+    """array[indices] = value where the indices are in bounds and the mask is set (an index
+    out of bounds without check_bounds is undefined: dropped here)."""
+    idx = _indices(array, indices, "ct.scatter")
+    take = _in_bounds(array, idx)
     if mask is not None:
-        inside = inside & _as_tensor(mask).bool()
-    values = torch.broadcast_to(_as_tensor(value).to(array.dtype), idx.shape)
-    array[idx[inside]] = values[inside]
+        take &= torch.broadcast_to(_as_tensor(mask).bool(), take.shape)
+    values = torch.broadcast_to(_as_tensor(value).to(array.dtype), take.shape)
+    array[tuple(i[take] for i in idx)] = values[take]
 
 
 # --- construction ---------------------------------------------------------------------------
@@ -503,13 +525,33 @@ def _kernel_function(kernel):
     return function
 
 
+def _builtin_max(*values, **options):
+    """Python's max in a kernel: elementwise on tiles, as in cuTile."""
+    if len(values) > 1 and any(isinstance(v, Tile) for v in values):
+        out = values[0]
+        for v in values[1:]:
+            out = maximum(out, v)
+        return out
+    return builtins.max(*values, **options)
+
+
+def _builtin_min(*values, **options):
+    """Python's min in a kernel: elementwise on tiles, as in cuTile."""
+    if len(values) > 1 and any(isinstance(v, Tile) for v in values):
+        out = values[0]
+        for v in values[1:]:
+            out = minimum(out, v)
+        return out
+    return builtins.min(*values, **options)
+
+
 def _rebind(function: types.FunctionType) -> types.FunctionType:
     """The kernel's function, with every global that is the cuda.tile module replaced.
 
     Helper functions of the kernel's module (tile code a kernel calls) are rebound into
     the same scope, so that their `ct.` calls are simulated too."""
     module_globals = function.__globals__
-    scope = dict(module_globals)
+    scope = {"max": _builtin_max, "min": _builtin_min, **module_globals}
     for name, value in module_globals.items():
         if isinstance(value, types.ModuleType) and value.__name__ == "cuda.tile":
             scope[name] = namespace

@@ -26,6 +26,8 @@ from grader.course import Case, Course, Stage
 from grader.problems import DTYPES, Call
 from grader.results import CaseResult, CheckResult, SpeedResult, StageResult, Status
 from grader.sandbox import Outcome, Runner
+from grader.screening import describe as describe_findings
+from grader.screening import screen
 from grader.skeletons import todo_state
 from grader.speed import SpeedCheck
 from grader.submission import SubmissionError
@@ -48,6 +50,7 @@ class StageCheck:
         self.runner = runner
         self.run_seed = run_seed
         self.results: dict[str, CaseResult] = {}
+        self.unchecked: str | None = None  # why no GPU compiler's front end saw the kernels
 
     def check(self, case: Case) -> Verdict:
         start = time.perf_counter()
@@ -83,6 +86,7 @@ class StageCheck:
         expected = problem.reference(call.to(self.backend.device))
         outcome = self.runner.call(problem.id, dict(case.params), case.dtype, seed,
                                    call.tensors(), expected.nbytes)
+        self.unchecked = self.unchecked or outcome.unchecked
         problem_found = self._misconduct(call, outcome)
         if problem_found:
             return problem_found
@@ -96,6 +100,17 @@ class StageCheck:
                 if outcome.error.startswith(kind):
                     return Verdict(False, outcome.error, kind=kind)
             return Verdict(False, f"raised {outcome.error}", kind="raised an exception")
+        if outcome.compile_errors:
+            return Verdict(False, "a kernel does not compile for a GPU (the interpreter ran it, "
+                                  "a GPU compiler would not): " + outcome.compile_errors[0],
+                           outcome.compile_errors[1:], kind="does not compile")
+        track = self.backend.track
+        if not any(launch.language == track for launch in outcome.launches):
+            language = {"triton": "Triton", "cutile": "cuTile"}.get(track, track)
+            return Verdict(False, f"launched no {language} kernel: the stage must be computed by "
+                                  "a kernel, not by PyTorch", kind="launched no kernel")
+        if outcome.host:
+            return Verdict(False, outcome.host[0], outcome.host[1:], kind="host did the work")
         if outcome.overruns:
             return Verdict(False, "wrote out of bounds: " + "; ".join(outcome.overruns),
                            ["a load or store is missing its mask, or its mask is too loose"],
@@ -105,15 +120,6 @@ class StageCheck:
             if not torch.equal(before, after):
                 return Verdict(False, f"modified its input `{name}`: a kernel must not write its inputs",
                                kind="modified its inputs")
-        track = self.backend.track
-        if not any(launch.language == track for launch in outcome.launches):
-            language = {"triton": "Triton", "cutile": "cuTile"}.get(track, track)
-            return Verdict(False, f"launched no {language} kernel: the stage must be computed by "
-                                  "a kernel, not by PyTorch", kind="launched no kernel")
-        if outcome.torch_ops:
-            ops = ", ".join(f"aten::{op}" for op in outcome.torch_ops)
-            return Verdict(False, f"ran PyTorch's {ops}: the stage's work must be done by your "
-                                  "kernel, not by a PyTorch operator", kind="ran a PyTorch operator")
         if outcome.output is None:
             return Verdict(False, f"returned {outcome.returned}, expected a torch.Tensor")
         if outcome.output_device != torch.device(self.backend.device).type:
@@ -273,16 +279,21 @@ def grade_stage(
     if not path.is_file():
         result.message = f"{result.module} is missing; restore it from the course handout."
         return result
-    todos = todo_state(path.read_text(encoding="utf-8"))
+    source = path.read_text(encoding="utf-8")
+    todos = todo_state(source)
     if todos.not_started:
         result.status = Status.NOT_STARTED
         numbers = ", ".join(str(n) for n in todos.todos)
         result.message = f"fill in TODO {numbers} in {result.module}"
         return result
+    findings = screen(source, path.name, course.rules)
+    if findings:
+        result.message = describe_findings(findings)
+        return result
 
     backend.prepare()  # before the child starts: it inherits the environment
     runner = Runner(path, stage.problem.function, backend.device, timeout,
-                    hidden=course.private_paths)
+                    hidden=course.private_paths, rules=course.rules, track=backend.track)
     try:
         runner.load()
         return _grade_loaded(stage, selection, runner, result, todos, on_case, benchmark_json, seed,
@@ -305,6 +316,9 @@ def _grade_loaded(stage, selection, runner, result, todos, on_case, benchmark_js
     if broken:
         result.message, result.status = broken, Status.ERROR
         return result
+    if check.unchecked:
+        result.checks.append(CheckResult("compiles for a GPU", False, False,
+                                         f"not graded: {check.unchecked}"))
     if stage.memory_growth:
         result.checks.append(memory_check(stage, selection, runner, seed))
     result.conclude(len(stage.cases))

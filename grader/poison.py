@@ -1,7 +1,8 @@
 """Poisoned memory: how the grader sees elements a kernel never wrote, or wrote out of bounds.
 
 While a submission runs, every fresh floating-point allocation (`torch.empty`,
-`torch.empty_like`, ...) is filled with a NaN whose bit pattern arithmetic never produces.
+`torch.empty_like`, ...) is filled with a NaN whose bit pattern arithmetic never produces
+(grader.host does it, as it watches the host code).
 After the call, an output element that still holds that exact pattern was never stored to:
 a grid that is too small, a mask that is too strict, a tile the kernel skipped.
 
@@ -19,21 +20,21 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 # NaNs with a payload (quiet bit clear) that no float operation returns.
-_PATTERNS: dict[torch.dtype, tuple[torch.dtype, int]] = {
+PATTERNS: dict[torch.dtype, tuple[torch.dtype, int]] = {
     torch.float32: (torch.int32, 0x7FBADBAD),
     torch.float16: (torch.int16, 0x7DAD),
     torch.bfloat16: (torch.int16, 0x7FAD),
     torch.float64: (torch.int64, 0x7FF4BADBADBADBAD),
 }
 
-_FRESH = {torch.empty, torch.empty_like, torch.empty_strided, torch.Tensor.new_empty}
+FRESH = {torch.empty, torch.empty_like, torch.empty_strided, torch.Tensor.new_empty}
 
 # Guard elements after a tensor: enough for the overhang of one tile in any stage's kernel.
 GUARD_MIN = 1 << 14
 
 
 def poison_(tensor: torch.Tensor) -> torch.Tensor:
-    pattern = _PATTERNS.get(tensor.dtype)
+    pattern = PATTERNS.get(tensor.dtype)
     if pattern is not None:
         int_dtype, bits = pattern
         tensor.view(int_dtype).fill_(bits)
@@ -42,7 +43,7 @@ def poison_(tensor: torch.Tensor) -> torch.Tensor:
 
 def never_written(tensor: torch.Tensor) -> torch.Tensor | None:
     """Mask of elements still holding the poison, or None for dtypes that are not poisoned."""
-    pattern = _PATTERNS.get(tensor.dtype)
+    pattern = PATTERNS.get(tensor.dtype)
     if pattern is None:
         return None
     int_dtype, bits = pattern
@@ -69,19 +70,29 @@ class Guarded:
 
 def guarded_copy(tensor: torch.Tensor, name: str) -> Guarded:
     """A contiguous copy of `tensor` followed by a poisoned guard region."""
-    guarded = _guarded_empty(tensor.shape, tensor.dtype, tensor.device, name)
+    guarded = guarded_empty(tensor.shape, tensor.dtype, tensor.device, name)
     guarded.tensor.copy_(tensor)
     return guarded
 
 
-def _guarded_empty(shape, dtype, device, name) -> Guarded:
+def guarded_empty(shape, dtype, device, name) -> Guarded:
     numel = torch.Size(shape).numel()
     buffer = poison_(torch.empty(numel + max(numel, GUARD_MIN), dtype=dtype, device=device))
     return Guarded(name, buffer[:numel].view(shape), buffer)
 
 
+def fresh(result: torch.Tensor, how: str) -> tuple[torch.Tensor, Guarded | None]:
+    """What a fresh allocation becomes: poison, followed by a guard region where it can be."""
+    if result.dtype not in PATTERNS or not result.is_contiguous():
+        return poison_(result), None
+    guarded = guarded_empty(result.shape, result.dtype, result.device,
+                            f"a tensor the submission allocated with {how}")
+    return guarded.tensor, guarded
+
+
 class PoisonFreshAllocations(TorchFunctionMode):
-    """Within this mode, uninitialised float tensors start out as poison, with a guard."""
+    """Within this mode, uninitialised float tensors start out as poison, with a guard
+    (for instructor scripts; while grading, grader.host does this as it watches)."""
 
     def __init__(self):
         super().__init__()
@@ -89,14 +100,11 @@ class PoisonFreshAllocations(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         result = func(*args, **(kwargs or {}))
-        if func not in _FRESH or not isinstance(result, torch.Tensor):
+        if func not in FRESH or not isinstance(result, torch.Tensor):
             return result
-        if result.dtype not in _PATTERNS or not result.is_contiguous():
-            return poison_(result)
-        name = f"a tensor the submission allocated with {func.__name__}"
-        guarded = _guarded_empty(result.shape, result.dtype, result.device, name)
-        self.guarded.append(guarded)
-        return guarded.tensor
+        tensor, guarded = fresh(result, func.__name__)
+        self.guarded += [guarded] if guarded else []
+        return tensor
 
 
 def _dtype(tensor: torch.Tensor) -> str:

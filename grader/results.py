@@ -55,8 +55,10 @@ class SpeedCase:
     unit: str = ""
     ceiling: float = 0.0
     fraction: float = 0.0  # achieved / ceiling
-    repeats: int = 0
-    spread: float = 0.0  # interquartile range / median of the submission's times
+    repeats: int = 0  # batches of timed calls
+    spread: float = 0.0  # interquartile range / median of the submission's batch times
+    unexplained_ms: float = 0.0  # per call, the most the grader's clock saw beyond its times
+    checked: int = 0  # outputs of timed calls fetched and checked
 
 
 @dataclass

@@ -16,10 +16,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
-from grader.launches import Launch, record_launches
-from grader.poison import Guarded, PoisonFreshAllocations
+from grader import launches
+from grader.course import SubmissionRules
+from grader.host import HostWatch
+from grader.launches import Launch
+from grader.poison import Guarded
 
 _serial = itertools.count()
 
@@ -36,22 +38,9 @@ class Called:
     error: str | None = None  # what the call raised, described for the student
     launches: list[Launch] = field(default_factory=list)
     allocations: list[Guarded] = field(default_factory=list)  # fresh tensors, with guards
-    torch_ops: list[str] = field(default_factory=list)  # watched PyTorch operators it ran
-
-
-class _WatchOps(TorchDispatchMode):
-    """Notes which of the watched ATen operators run (PyTorch doing the stage's work)."""
-
-    def __init__(self, watched: frozenset[str]):
-        super().__init__()
-        self.watched = watched
-        self.seen: list[str] = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        name = func.overloadpacket.__name__
-        if name in self.watched and name not in self.seen:
-            self.seen.append(name)
-        return func(*args, **(kwargs or {}))
+    host: list[str] = field(default_factory=list)  # what the host code did that it may not
+    compile_errors: list[str] = field(default_factory=list)  # a GPU compiler's rejections
+    unchecked: str | None = None  # why no GPU compiler's front end could check the kernels
 
 
 class Submission:
@@ -86,23 +75,36 @@ class Submission:
             )
         self._function = function
 
-    def call(self, args: tuple, kwargs: dict, watched: frozenset[str] = frozenset()) -> Called:
+    def call(self, args: tuple, kwargs: dict, rules: SubmissionRules,
+             names: list[str]) -> Called:
+        """Call the function under the host watch (grader.host) and the launch hooks
+        (grader.launches, installed before the submission was imported); `names` name the
+        tensor arguments, in order."""
         outcome = Called()
-        poison = PoisonFreshAllocations()
-        ops = _WatchOps(watched)
-        with poison, ops, record_launches() as launches, warnings.catch_warnings():
+        tensors = [v for v in [*args, *kwargs.values()] if isinstance(v, torch.Tensor)]
+        host = HostWatch(rules, list(zip(names, tensors)))
+        session = launches.Session(host)
+        with host, launches.recording(session), warnings.catch_warnings():
             # The interpreter's numpy warns on overflow; the verdict reports NaN/Inf itself.
             warnings.simplefilter("ignore", RuntimeWarning)
             try:
                 outcome.output = self._function(*args, **kwargs)
-                if torch.cuda.is_available() and torch.cuda.is_initialized():
-                    torch.cuda.synchronize()  # surface asynchronous kernel faults here
+                with host.paused():
+                    if torch.cuda.is_available() and torch.cuda.is_initialized():
+                        torch.cuda.synchronize()  # surface asynchronous kernel faults here
             except Exception as exc:  # noqa: BLE001 - a failing call is a graded outcome
                 outcome.error = describe(exc, self.path)
-        outcome.launches = launches
-        outcome.allocations = poison.guarded
-        outcome.torch_ops = ops.seen
+            host.finish(outcome.output)
+        outcome.launches = session.launches
+        outcome.allocations = host.allocations
+        outcome.host = host.violations
+        outcome.compile_errors = session.compile_errors
+        outcome.unchecked = session.unchecked
         return outcome
+
+    def bound_function(self) -> Callable:
+        """The graded function itself, without instrumentation, for timing."""
+        return self._function
 
     def bound(self, args: tuple, kwargs: dict) -> Callable[[], Any]:
         """A zero-argument call of the submission without instrumentation, for timing."""
@@ -110,27 +112,22 @@ class Submission:
         return lambda: function(*args, **kwargs)
 
     def capture_cutile(self, args: tuple, kwargs: dict) -> list[tuple[Any, tuple]]:
-        """Call the function with `ct.launch` captured instead of run: (kernel, arguments) of
-        each launch. Needs no GPU, so cuTile kernels can be compile-checked on a CPU."""
-        import cuda.tile as ct
-
-        captured: list[tuple[Any, tuple]] = []
-
-        def launch(stream, grid, kernel, kernel_args, *more, **options):
-            captured.append((kernel, tuple(kernel_args)))
-
-        saved = ct.launch, torch.cuda.current_stream
-        ct.launch, torch.cuda.current_stream = launch, lambda *a, **k: None
+        """Call the function with cuTile launches captured instead of run: (kernel, arguments)
+        of each launch. Needs no GPU, so cuTile kernels can be compile-checked on a CPU."""
+        session = launches.Session(capture=True)
+        saved = torch.cuda.current_stream
+        torch.cuda.current_stream = lambda *a, **k: None
         try:
-            self._function(*args, **kwargs)
+            with launches.recording(session):
+                self._function(*args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - reported to the student
             raise SubmissionError(
                 f"calling {self.function_name} to capture its launches failed: "
                 f"{describe(exc, self.path)}"
             ) from None
         finally:
-            ct.launch, torch.cuda.current_stream = saved
-        return captured
+            torch.cuda.current_stream = saved
+        return session.captured
 
 
 def describe(exc: BaseException, path: Path, max_lines: int = 25) -> str:

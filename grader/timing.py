@@ -21,7 +21,7 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import torch
 
@@ -32,6 +32,11 @@ BATCH = 10  # timed calls per candidate between synchronisations
 _Event = torch.cuda.Event
 _elapsed_time = torch.cuda.Event.elapsed_time
 _synchronize = torch.cuda.synchronize
+
+
+def synchronize() -> None:
+    """Wait for all work on the GPU (the function bound before any submission loaded)."""
+    _synchronize()
 
 
 @dataclass
@@ -62,7 +67,7 @@ class Budget:
     rel_spread: float = 0.03
 
 
-class _L2Flush:
+class L2Flush:
     """Zeroing a buffer twice the size of L2 evicts whatever the last call left there."""
 
     def __init__(self, device: torch.device):
@@ -76,7 +81,7 @@ class _L2Flush:
 def measure(candidates: dict[str, Callable[[], object]], budget: Budget = Budget()) -> dict[str, Samples]:
     """Time each zero-argument callable on the current CUDA device, interleaved."""
     device = torch.device("cuda", torch.cuda.current_device())
-    flush = _L2Flush(device)
+    flush = L2Flush(device)
     for fn in candidates.values():
         for _ in range(budget.warmup):
             fn()
@@ -103,6 +108,45 @@ def measure(candidates: dict[str, Callable[[], object]], budget: Budget = Budget
         if time.perf_counter() > deadline and repeats >= budget.min_repeats:
             break
     return samples
+
+
+def run_batch(prepare: Callable[[int], Any], call: Callable[[Any], Any], count: int,
+              flush: Callable[[], None]) -> tuple[list[float], list[Any]]:
+    """`count` timed calls, each on inputs `prepare(i)` made just before it, outside the timed
+    region; returns the CUDA-event time of each call in ms, and the outputs.
+
+    Before each call the whole device is synchronised, so no work of an earlier call (on any
+    stream) runs on into the next one, unseen by its events but not by a wall clock. The
+    inputs and the L2 flush are enqueued before the start event: the GPU is busy with them
+    while the CPU launches the timed call.
+    """
+    events, outputs = [], []
+    for i in range(count):
+        _synchronize()
+        inputs = prepare(i)
+        flush()
+        start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+        start.record()
+        outputs.append(call(inputs))
+        end.record()
+        events.append((start, end))
+    _synchronize()
+    return [_elapsed_time(s, e) for s, e in events], outputs
+
+
+def digest(tensor: torch.Tensor, key: int) -> int:
+    """A keyed checksum of every bit of `tensor`: the sum of its 32-bit words times a
+    sequence drawn from `key`, modulo 2**64. Integer sums do not depend on the order of a
+    reduction, so it is the same number in every process that computes it; and without
+    the exact bits of the tensor, there is no cheaper way to it than computing them."""
+    data = tensor.detach().contiguous().reshape(-1).view(torch.uint8)
+    padded = torch.zeros((data.numel() + 3) // 4 * 4, dtype=torch.uint8, device=data.device)
+    padded[: data.numel()] = data
+    words = padded.view(torch.int32).to(torch.int64)
+    generator = torch.Generator(device=data.device).manual_seed(key)
+    weights = torch.randint(-(2**31), 2**31 - 1, words.shape, generator=generator,
+                            device=data.device, dtype=torch.int64)
+    return int((words * weights).sum())
 
 
 class ReplayClock:

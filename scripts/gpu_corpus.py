@@ -4,8 +4,16 @@ Each submission is graded on the Triton GPU backend and must get the verdict lis
 a message that names the problem (the CPU part of the corpus is tests/test_integrity.py):
 
 - flash attention that also allocates an N x N buffer: memory growth check fails;
-- vector add that patches the CUDA event timer and runs its kernel 20 times: still too slow;
-- vector add that slows PyTorch's own add (the baseline) down: timing rejected;
+- vector add that patches the CUDA event timer and runs its kernel 20 times: too slow (the
+  grader's timing functions were bound before it loaded);
+- vector add that patches the grader's own timing loop in its process: timing rejected;
+- vector add that does its work on a side stream, the timed call returning at once: timing
+  rejected;
+- vector add that replays its first output, after a GPU sleep of about a kernel's time:
+  a wrong result (every timed call has fresh inputs);
+- vector add that caches its result in the warm-up calls: a wrong result;
+- vector add that slows PyTorch's own add down in its process: no effect, since the
+  baseline is timed in the grader (it passes at its own speed);
 - vector add whose kernel faults on the GPU for one case: that case fails, the next passes;
 - vector add that tries to read the reference and to plant a file next to the grader's
   checks: it finds neither, and still runs on the GPU with every sandbox protection in force.
@@ -46,8 +54,11 @@ def small_course(real: Course, folder: Path) -> Course:
                                 thresholds={"triton": Threshold(min_speedup=0.7)})
     stage = dataclasses.replace(stage, tiles={}, tolerance={"float32": stage.tolerance["float32"]},
                                 cases=(case(1000, "0"), case(5, "1")), speed=speed)
+    # Without the static check's lists: the corpus goes around that speed bump to test the
+    # walls behind it (tests/test_kernel_work.py covers the static check itself).
+    rules = dataclasses.replace(real.rules, forbidden_imports=(), forbidden_calls=())
     return dataclasses.replace(real, path=folder / "course.toml", title="gpu corpus",
-                               stages=(stage,), hidden_file=None)
+                               stages=(stage,), hidden_file=None, rules=rules)
 
 
 def submissions() -> list[tuple[str, str, str, str]]:
@@ -64,6 +75,45 @@ def submissions() -> list[tuple[str, str, str, str]]:
                              "    for _ in range(19):\n"
                              "        vector_add_kernel[grid](x, y, out, n_elements, BLOCK_SIZE=BLOCK_SIZE)\n"
                              "    return out\n")
+    )
+    patched_loop = (
+        "import grader.timing as _t\n"
+        "_run = _t.run_batch\n"
+        "def _fast(prepare, call, count, flush):\n"
+        "    times, outputs = _run(prepare, call, count, flush)\n"
+        "    return [t / 10 for t in times], outputs\n"
+        "_t.run_batch = _fast\n" + VECTOR_ADD
+    )
+    side_stream = (
+        "import torch\n"
+        "_side = []\n" + VECTOR_ADD.replace(
+            "    vector_add_kernel[grid](x, y, out, n_elements, BLOCK_SIZE=BLOCK_SIZE)\n",
+            "    if not _side:\n"
+            "        _side.append(torch.cuda.Stream())\n"
+            "    _side[0].wait_stream(torch.cuda.current_stream())\n"
+            "    with torch.cuda.stream(_side[0]):\n"
+            "        for _ in range(3):\n"
+            "            vector_add_kernel[grid](x, y, out, n_elements, BLOCK_SIZE=BLOCK_SIZE)\n")
+    )
+    replay = (
+        "import torch\n"
+        "_seen = {}\n" + VECTOR_ADD.replace(
+            "    out = torch.empty_like(x)\n",
+            "    if x.numel() in _seen and x.numel() > 100000:\n"
+            "        torch.cuda._sleep(200000)  # about a kernel's time at 1.98 GHz\n"
+            "        return _seen[x.numel()].clone()\n"
+            "    out = torch.empty_like(x)\n").replace(
+            "    return out\n", "    _seen[x.numel()] = out\n    return out\n")
+    )
+    warm_cache = (
+        "_done = {}\n" + VECTOR_ADD.replace(
+            "    out = torch.empty_like(x)\n",
+            "    if _done.get(x.numel(), 0) >= 3:\n"
+            "        return _done['out']\n"
+            "    out = torch.empty_like(x)\n").replace(
+            "    return out\n",
+            "    _done[x.numel()] = _done.get(x.numel(), 0) + 1\n    _done['out'] = out\n"
+            "    return out\n")
     )
     slow_baseline = (
         "import time, torch\n"
@@ -95,7 +145,11 @@ def submissions() -> list[tuple[str, str, str, str]]:
         ("confined, on the GPU", "vector_add", snoop, ""),
         ("N x N buffer in flash attention", "flash_attention", quadratic, "N x N is being stored"),
         ("patched CUDA timer, 20x the work", "vector_add", timer, "too slow"),
-        ("PyTorch's add slowed down", "vector_add", slow_baseline, "something slowed PyTorch down"),
+        ("patched grader timing loop", "vector_add", patched_loop, "timing rejected: the grader's clock"),
+        ("work on a side stream", "vector_add", side_stream, "timing rejected: the grader's clock"),
+        ("GPU sleep and a replayed output", "vector_add", replay, "returned a wrong result"),
+        ("result cached in the warm-up", "vector_add", warm_cache, "returned a wrong result"),
+        ("PyTorch's add slowed down", "vector_add", slow_baseline, ""),
         ("kernel faults on the GPU", "vector_add", fault, ""),
     ]
 
@@ -123,6 +177,10 @@ def main() -> int:
                 ok = result.status.value == "PASS" and len(held) == len(result.sandbox) > 0 \
                     and not planted
                 got = f"in force: {', '.join(held)}" + ("; PLANTED A FILE" if planted else "")
+            elif name == "PyTorch's add slowed down":  # timed in the grader, untouched
+                fast = [c for c in result.speed.cases if c.passed and c.speedup > 0.7]
+                ok = result.status.value == "PASS" and len(fast) == len(result.speed.cases) > 0
+                got = "; ".join(c.summary[:120] for c in result.speed.cases)
             elif name == "kernel faults on the GPU":
                 first, second = result.cases
                 ok = not first.passed and second.passed

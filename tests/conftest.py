@@ -8,6 +8,7 @@ import os
 
 os.environ["TRITON_INTERPRET"] = "1"
 
+import re  # noqa: E402
 import shutil  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -20,6 +21,21 @@ from grader.grading import grade_stage  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 COURSE_FILE = ROOT / "course.toml"
+# The course's [submissions] rules, for the one-off courses the tests write.
+_TEXT = COURSE_FILE.read_text(encoding="utf-8")
+RULES = _TEXT[_TEXT.index("[submissions]"):_TEXT.index("\n[[stages]]")]
+# The same without the static check's lists: the attack corpus goes around that speed bump,
+# as a student could, to reach the walls behind it (the sandbox, the host watch).
+RELAXED_RULES = re.sub(r"forbidden_(imports|calls) = \[.*?\]", r"forbidden_\1 = []", RULES,
+                       flags=re.S)
+
+
+def relax(course_file: Path) -> Path:
+    """A course.toml (a copy) with RELAXED_RULES for its [submissions] rules."""
+    text = course_file.read_text(encoding="utf-8")
+    course_file.write_text(text.replace(RULES, RELAXED_RULES), encoding="utf-8")
+    assert RELAXED_RULES in course_file.read_text(encoding="utf-8")
+    return course_file
 # What a copy of the course holds: enough to grade, release and regenerate skeletons.
 COURSE_PARTS = ("course.toml", "exercises", "solutions", "grader", "README.md", "pyproject.toml")
 
@@ -96,11 +112,13 @@ def copy_course(dest: Path, parts=COURSE_PARTS) -> Path:
     return dest / "course.toml"
 
 
-def vector_add_course(cases: str, extra: str = "") -> str:
+def vector_add_course(cases: str, extra: str = "", rules: str = RULES) -> str:
     """A one-stage course.toml: vector add in float32 with these cases, then `extra`."""
     return f"""
 [course]
 title = "small"
+
+{rules}
 
 [[stages]]
 id = "vector_add"

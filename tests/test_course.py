@@ -2,12 +2,16 @@
 
 import pytest
 
+from conftest import RULES
+
 from grader.course import Tolerance, load_course
 from grader.errors import CourseError
 
 MINIMAL = """
 [course]
 title = "mini"
+
+""" + RULES + """
 
 [[stages]]
 id = "vector_add"

@@ -10,7 +10,7 @@ memory growth of flash attention) run on the H200 through scripts/device-check.s
 from pathlib import Path
 
 import pytest
-from conftest import failure_text, vector_add_course
+from conftest import RELAXED_RULES, failure_text, vector_add_course
 
 from grader.results import Status
 
@@ -18,7 +18,10 @@ ROOT = Path(__file__).resolve().parents[1]
 VECTOR_ADD = (ROOT / "solutions/triton/stage1_vector_add.py").read_text()
 MATMUL = (ROOT / "solutions/triton/stage4_matmul.py").read_text()
 
-ONE_CASE = vector_add_course('[ { n = 1000, dtypes = ["float32"] }, { n = 5, dtypes = ["float32"] } ]')
+# Without the static check's lists (grader/screening.py): what is tested here is the wall
+# behind that speed bump.
+ONE_CASE = vector_add_course('[ { n = 1000, dtypes = ["float32"] }, { n = 5, dtypes = ["float32"] } ]',
+                             rules=RELAXED_RULES)
 
 
 def wrapped(body: str) -> str:
@@ -50,7 +53,7 @@ def test_a_kernel_launch_as_cover_for_a_torch_result_fails(grade_source):
     source = MATMUL.replace("    return c\n", "    return torch.matmul(a, b)\n")
     result = grade_source("matmul", source)
     assert result.status is Status.FAIL and result.cases_passed == 0 and result.cases
-    assert all("ran PyTorch's aten::mm" in c.summary for c in result.cases)
+    assert all("it called torch.matmul on the host" in c.summary for c in result.cases)
 
 
 def test_a_result_cache_fails_on_fresh_inputs(grade_small):
@@ -127,6 +130,6 @@ def test_importing_the_reference_solution_finds_nothing(grade_source, course):
         "spec.loader.exec_module(ref)\n"
         "vector_add = ref.vector_add\n"
     )
-    result = grade_source("vector_add", source)
+    result = grade_source("vector_add", source, course_toml=ONE_CASE)
     assert result.status is Status.ERROR
     assert "FileNotFoundError" in result.message and str(solution) in result.message

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, failure_text, vector_add_course
+from conftest import RELAXED_RULES, ROOT, copy_course, failure_text, relax, vector_add_course
 
 from grader import grading
 from grader.results import Status
@@ -26,8 +26,11 @@ from grader.sandbox import privileges, probe
 
 VECTOR_ADD = (ROOT / "solutions/triton/stage1_vector_add.py").read_text()
 SOLUTION = ROOT / "solutions/triton/stage1_vector_add.py"
-TWO_CASES = vector_add_course('[ { n = 1000, dtypes = ["float32"] }, { n = 5, dtypes = ["float32"] } ]')
-ONE_CASE = vector_add_course('[ { n = 1000, dtypes = ["float32"] } ]')
+# The attacks import what the static check forbids (grader/screening.py): these courses leave
+# that speed bump out, to test the walls behind it.
+TWO_CASES = vector_add_course('[ { n = 1000, dtypes = ["float32"] }, { n = 5, dtypes = ["float32"] } ]',
+                              rules=RELAXED_RULES)
+ONE_CASE = vector_add_course('[ { n = 1000, dtypes = ["float32"] } ]', rules=RELAXED_RULES)
 ROOTED = os.geteuid() == 0
 
 # Runs the reference found at SOLUTION's path, if the submission could read it.
@@ -430,8 +433,9 @@ def test_a_class_is_graded_the_same_next_to_a_saboteur(tmp_path, run_grade, cour
 
     honest = VECTOR_ADD.replace("x + y, mask=mask)", "x + y + 0 * x, mask=mask)")
     wrong = VECTOR_ADD.replace("x + y, mask=mask)", "x - y, mask=mask)")
-    exercises_glob = str(course.root / "exercises/triton/*.py")
-    before = {p: p.read_text() for p in (course.root / "exercises/triton").glob("*.py")}
+    course_file = relax(copy_course(tmp_path / "course"))
+    exercises_glob = str(course_file.parent / "exercises/triton/*.py")
+    before = {p: p.read_text() for p in (course_file.parent / "exercises/triton").glob("*.py")}
 
     def batch(names, out):
         subs = tmp_path / f"subs-{out}"
@@ -440,7 +444,7 @@ def test_a_class_is_graded_the_same_next_to_a_saboteur(tmp_path, run_grade, cour
                       "mallory": MALLORY.replace("EXERCISES_GLOB", repr(exercises_glob))}[name]
             (subs / name / "triton").mkdir(parents=True)
             (subs / name / "triton/stage1_vector_add.py").write_text(source)
-        code, stdout, _ = run_grade("--course", str(course.path), "batch", str(subs), "--out",
+        code, stdout, _ = run_grade("--course", str(course_file), "batch", str(subs), "--out",
                                     str(tmp_path / out), "--backend", "triton-interpret",
                                     "--seed", "11", "--jobs", "2")
         assert code == 0, stdout
@@ -610,12 +614,10 @@ def test_reply_shapes_are_checked_field_by_field(value, shape, problem):
 def test_a_compile_check_is_believed_only_with_its_cubins(tmp_path):
     """The build runs in the child, which may lie about it: a build reported without a CUDA
     binary to show for it fails."""
-    from conftest import copy_course
-
     from grader import compile_check
     from grader.course import load_course
 
-    course_file = copy_course(tmp_path / "course", parts=("course.toml", "solutions"))
+    course_file = relax(copy_course(tmp_path / "course", parts=("course.toml", "solutions")))
     reference = course_file.parent / "solutions/cutile/stage1_vector_add.py"
     reference.write_text(
         "import grader.compile_check as cc\n"

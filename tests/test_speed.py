@@ -12,12 +12,14 @@ import json
 import pytest
 from conftest import ROOT, broken, vector_add_course
 
-from grader import backends, ceilings, speed, timing
+from grader import backends, ceilings, speed, timing, trial
 from grader.course import load_course
 from grader.errors import CourseError
 from grader.results import Status
 from grader.problems import PROBLEMS
 from grader.sandbox import Runner
+from grader.sandbox.runner import Batch
+from grader.trial import Trial
 
 COURSE = vector_add_course('[ { n = 100, dtypes = ["float32"] } ]', """
 [stages.speed]
@@ -32,27 +34,51 @@ FAKE_LIMITS = ceilings.Ceilings("Fake GPU", memory_gbps=1000.0, tflops={"float32
 
 
 # In milliseconds: short enough for a rate that shows at the one decimal the grader keeps.
-TIMES = {"student": [0.01, 0.01, 0.011, 0.009], "baseline": [0.02, 0.02, 0.022, 0.018]}
+KERNEL_MS, BASELINE_MS = 0.01, 0.02
 REFERENCE = (ROOT / "solutions/triton/stage1_vector_add.py").read_text()
+
+
+class _Digests:
+    """The checksums of a fake batch, computed when the trial looks one up: from the real
+    output of the submission for that call's seed."""
+
+    def __init__(self, runner, problem_id, params, dtype, seeds, key):
+        self.runner, self.args, self.seeds, self.key = runner, (problem_id, params, dtype), seeds, key
+
+    def __getitem__(self, index):
+        output = self.runner.fetched(index)
+        return None if output is None else timing.digest(output, self.key)
 
 
 @pytest.fixture
 def fake_gpu_timing(monkeypatch):
     """Kernel 10 us, baseline 20 us, whatever runs: speed-up 2. The submission still runs (in
-    its child process) so that the output of the "timed" call is its own."""
+    its child process) for every output the trial checks, so that what it checks is its own."""
 
-    def time(self, problem_id, params, dtype, seed, baseline, seconds, output_bytes):
-        inputs = PROBLEMS[problem_id].draw(params, dtype, seed).tensors()
-        outcome = self.call(problem_id, params, dtype, seed, inputs, output_bytes)
-        return {k: list(v) for k, v in TIMES.items()}, outcome.output, outcome.error
+    def warm(self, problem_id, params, dtype, seed, calls=3):
+        return None
 
-    def measure(candidates, budget=timing.Budget()):  # the grader's own look at the baseline
-        for fn in candidates.values():
-            fn()
-        return {name: timing.Samples(list(TIMES["baseline"])) for name in candidates}
+    def time_batch(self, problem_id, params, dtype, seeds, key):
+        self.fake_batch = (problem_id, params, dtype, seeds)
+        self.fake_outputs = {}
+        return Batch([KERNEL_MS] * len(seeds), _Digests(self, problem_id, params, dtype, seeds, key),
+                     KERNEL_MS * len(seeds))
 
-    monkeypatch.setattr(Runner, "time", time)
-    monkeypatch.setattr(timing, "measure", measure)
+    def fetched(self, index):
+        if index not in self.fake_outputs:
+            problem_id, params, dtype, seeds = self.fake_batch
+            inputs = PROBLEMS[problem_id].draw(params, dtype, seeds[index]).tensors()
+            self.fake_outputs[index] = self.call(problem_id, params, dtype, seeds[index],
+                                                 inputs, 1 << 20).output
+        return self.fake_outputs[index]
+
+    monkeypatch.setattr(Runner, "warm", warm)
+    monkeypatch.setattr(Runner, "time_batch", time_batch)
+    monkeypatch.setattr(Runner, "fetched", fetched, raising=False)
+    monkeypatch.setattr(Runner, "fetch", lambda self, index, size: self.fetched(index))
+    monkeypatch.setattr(Trial, "baseline_batch",
+                        lambda self, seeds: ([BASELINE_MS] * len(seeds), BASELINE_MS * len(seeds)))
+    monkeypatch.setattr(Trial, "digest_cost", lambda self, output, key: 0.0)
     monkeypatch.setattr(ceilings, "ceilings", lambda: FAKE_LIMITS)
     monkeypatch.setattr(speed, "not_graded_reason", lambda stage, selection: None)
     interpret = backends.select("triton-interpret")
@@ -90,7 +116,7 @@ def test_fast_enough_earns_the_speed_points(tmp_path, grade):
 
     data = json.loads(record.read_text())
     (first, second) = data["benchmarks"]
-    assert first["group"] == "vector_add" and first["stats"]["rounds"] == 4
+    assert first["group"] == "vector_add" and first["stats"]["rounds"] == trial.MIN_BATCHES
     assert first["stats"]["median"] == pytest.approx(1.0e-5)
     assert first["extra_info"]["speedup"] == 2.0 and first["extra_info"]["baseline"] == "torch"
 
@@ -180,3 +206,62 @@ def test_the_speed_table_names_the_kind_of_each_failure():
     rows = {line.split("│")[2].strip(): line for line in captured.get().splitlines() if line.count("│") > 3}
     assert "too slow" in rows["slow"] and "timing rejected" in rows["altered"]
     assert "the timed calls returned a wrong" in rows["wrong"] and "fast enough" in rows["ok"]
+
+
+# --- the grader's checks of what the child says about its timed calls ---------------------
+
+
+def test_times_the_graders_clock_contradicts_are_rejected(grade, monkeypatch):
+    """A child that reports 10 us per call while its batch takes the grader 10 ms per call
+    (a patched timer, work on another stream, a GPU sleep)."""
+    fake = Runner.time_batch
+
+    def slow(self, *args):
+        batch = fake(self, *args)
+        return Batch(batch.times_ms, batch.digests, 10.0 * len(batch.times_ms))
+
+    monkeypatch.setattr(Runner, "time_batch", slow)
+    result = grade(1.5)
+    assert result.speed.points == 0
+    for case in result.speed.cases:
+        assert case.summary.startswith("timing rejected: the grader's clock saw")
+        assert "more than the grader's own work around them explains" in case.summary
+
+
+def test_an_output_that_is_not_the_one_committed_to_is_rejected(grade, monkeypatch):
+    monkeypatch.setattr(Runner, "fetch", lambda self, index, size: self.fetched(index) + 0)
+    fetched = Runner.fetched
+
+    def other(self, index):  # what it sends differs from what it checksummed
+        output = fetched(self, index)
+        return output if not hasattr(self, "sent") else output * 2
+
+    def fetch(self, index, size):
+        self.sent = True
+        return other(self, index)
+
+    monkeypatch.setattr(Runner, "fetch", fetch)
+    result = grade(1.5)
+    assert result.speed.points == 0
+    assert all("its checksum differs" in c.summary for c in result.speed.cases)
+
+
+def test_a_replayed_output_fails_as_a_wrong_result(grade, monkeypatch):
+    """Every timed call after the first answers with the first one's output: right for its
+    own inputs, wrong for the fresh inputs of every other call."""
+    fetched = Runner.fetched
+
+    def replay(self, index):
+        problem_id, params, dtype, seeds = self.fake_batch
+        self.fake_batch = (problem_id, params, dtype, [seeds[0]] * len(seeds))
+        try:
+            return fetched(self, index)
+        finally:
+            self.fake_batch = (problem_id, params, dtype, seeds)
+
+    monkeypatch.setattr(Runner, "fetched", replay)
+    monkeypatch.setattr(trial.secrets, "randbelow", lambda n: n - 1)  # it checks the last call
+    result = grade(1.5)
+    assert result.speed.points == 0
+    assert all(c.summary.startswith("the timed calls returned a wrong result")
+               for c in result.speed.cases), [c.summary for c in result.speed.cases]

@@ -102,7 +102,9 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_stages = 128, 128, 32, 8, 3
     if a.is_cuda and a.element_size() == 2:
         props = torch.cuda.get_device_properties(a.device)
-        if getattr(props, "shared_memory_per_block_optin", 0) >= 4 * (128 * 64 + 64 * 256) * 2:
+        optin = props.shared_memory_per_block_optin if hasattr(
+            props, "shared_memory_per_block_optin") else 0  # older torch does not report it
+        if optin >= 4 * (128 * 64 + 64 * 256) * 2:
             BLOCK_M, BLOCK_N, BLOCK_K, num_stages = 128, 256, 64, 4
     # Triton's CPU interpreter keeps bf16 values as raw 16-bit integers and cannot
     # feed them to tl.dot, so there the kernel upcasts the tiles to fp32 first (exact:

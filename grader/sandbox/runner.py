@@ -58,9 +58,24 @@ class Outcome:
     output_device: str | None = None
     error: str | None = None  # raised, timed out, or crashed, described for the student
     launches: list[Launch] = field(default_factory=list)
-    torch_ops: list[str] = field(default_factory=list)
+    host: list[str] = field(default_factory=list)  # what its host code did that it may not
+    compile_errors: list[str] = field(default_factory=list)  # a GPU compiler's rejections
+    unchecked: str | None = None  # why its kernels could not be given to a compiler
     overruns: list[str] = field(default_factory=list)
     inputs_after: list[Any] = field(default_factory=list)
+
+
+@dataclass
+class Batch:
+    """What the child said about one batch of timed calls, and the grader's own clock."""
+
+    times_ms: list[float]  # per call, from the child's CUDA events
+    digests: list[int | None]  # of each output (grader.timing.digest)
+    wall_ms: float  # the whole request, by the grader's clock
+
+
+class TimingFailed(Exception):
+    """A timed batch got no acceptable reply; the message is for the student."""
 
 
 class _Failed(Exception):
@@ -75,14 +90,18 @@ class Runner:
     """Runs one submission in a confined child process.
 
     `hidden` names files and folders the child must never see, whatever else is shown
-    (the reference solutions, the hidden cases, results).
+    (the reference solutions, the hidden cases, results); `rules` are the course's
+    [submissions] rules for the host code; `track` is the kernel language, whose launches
+    the child hooks before it imports the submission.
     """
 
     def __init__(self, path: Path, function: str, device: str, timeout: float = 120.0,
-                 hidden: list[Path] = ()):
+                 hidden: list[Path] = (), rules=None, track: str = ""):
         self.path = Path(path)
         self.function = function
         self.device = device
+        self.rules = rules
+        self.track = track
         self.timeout = timeout
         self.hidden = [Path(h) for h in hidden]
         self.protections: list[Protection] = []
@@ -100,8 +119,9 @@ class Runner:
         self.close()
         try:
             self._start(source)
+            rules = {k: list(v) for k, v in vars(self.rules).items()} if self.rules else {}
             self._ask("load", 1 << 20, path=self._module, function=self.function,
-                      device=self.device)
+                      device=self.device, rules=rules)
         except _Failed as exc:
             self.close()
             raise SubmissionError(f"loading {self.path.name} {exc}") from None
@@ -130,7 +150,7 @@ class Runner:
         )
         child.close()
         self._sock = parent
-        protocol.send(parent, {"plan": plan.to_json(),
+        protocol.send(parent, {"plan": plan.to_json(), "track": self.track,
                                "sys_path": [p for p in sys.path if os.path.isabs(p)]})
         ready = self._receive(0, time.monotonic() + max(self.timeout, STARTUP_SECONDS), 0)
         if ready.header.get("status") != "ready":
@@ -257,8 +277,8 @@ class Runner:
 
     def _outcome(self, reply: protocol.Message, inputs: list) -> Outcome:
         value = self._check(reply.header["value"], {
-            "error": (str, None), "launches": [_LAUNCH], "torch_ops": [str], "overruns": [str],
-            "output": _RETURNED}, "the call's reply")
+            "error": (str, None), "launches": [_LAUNCH], "host": [str], "compile_errors": [str],
+            "unchecked": (str, None), "overruns": [str], "output": _RETURNED}, "the call's reply")
         returned, tensors = value["output"], reply.tensors
         after = [tensors.get(f"input.{i}") for i in range(len(inputs))]
         for before, now in zip(inputs, after):
@@ -272,7 +292,8 @@ class Runner:
         return Outcome(
             output=output, output_device=returned.get("device"),
             returned=None if output is not None else returned.get("type", "nothing"),
-            error=value["error"], torch_ops=value["torch_ops"], overruns=value["overruns"],
+            error=value["error"], host=value["host"], compile_errors=value["compile_errors"],
+            unchecked=value["unchecked"], overruns=value["overruns"],
             launches=[Launch(**la) for la in value["launches"]], inputs_after=after)
 
     def memory(self, problem_id: str, params: dict, dtype: str, seed: int) -> tuple[int | None, str | None]:
@@ -284,25 +305,47 @@ class Runner:
         except (_Failed, SubmissionError) as exc:
             return None, str(exc)
 
-    def time(self, problem_id: str, params: dict, dtype: str, seed: int, baseline: str,
-             seconds: float, output_bytes: int) -> tuple[dict[str, list[float]] | None, Any, str | None]:
-        """(samples in ms per candidate, the last output, error)."""
+    def warm(self, problem_id: str, params: dict, dtype: str, seed: int, calls: int = 3) -> str | None:
+        """Untimed calls that absorb compilation; the error, if they fail."""
         try:
-            reply = self._ask("time", 2 * output_bytes + (1 << 20), problem_id=problem_id,
-                              params=params, dtype=dtype, seed=seed, baseline=baseline,
-                              seconds=seconds)
+            self._ask("warm", 0, problem_id=problem_id, params=params, dtype=dtype, seed=seed,
+                      calls=calls)
+        except (_Failed, SubmissionError) as exc:
+            return str(exc)
+        return None
+
+    def time_batch(self, problem_id: str, params: dict, dtype: str, seeds: list[int],
+                   key: int) -> Batch:
+        """One batch of timed calls in the child, on fresh inputs drawn from `seeds`, with the
+        grader's own clock around all of it; raises TimingFailed."""
+        start = time.perf_counter()
+        try:
+            reply = self._ask("time_batch", 0, problem_id=problem_id, params=params,
+                              dtype=dtype, seeds=seeds, key=key)
             value = self._check(reply.header["value"], {
-                "samples": {"student": [float], "baseline": [float]}, "output": _RETURNED},
+                "times": [float], "digests": [(int, None)], "outputs": [_RETURNED]},
                 "the timing reply")
         except (_Failed, SubmissionError) as exc:
-            return None, None, str(exc)
-        if not value["samples"]["student"] or not value["samples"]["baseline"]:
-            return None, None, "crashed: its process sent no timings"
-        output = reply.tensors.get("output")
-        if output is None:
-            returned = value["output"].get("type", "nothing")
-            return None, None, f"they returned {returned}, expected a torch.Tensor"
-        return value["samples"], output, None
+            raise TimingFailed(str(exc)) from None
+        wall = (time.perf_counter() - start) * 1e3
+        if not len(value["times"]) == len(value["digests"]) == len(seeds):
+            self.close()
+            raise TimingFailed("crashed: its process sent timings for other calls than asked")
+        returned = next((o.get("type") for o in value["outputs"] if "type" in o), None)
+        if returned:
+            raise TimingFailed(f"they returned {returned}, expected a torch.Tensor")
+        return Batch(value["times"], value["digests"], wall)
+
+    def fetch(self, index: int, output_bytes: int):
+        """The output of call `index` of the last batch; raises TimingFailed."""
+        try:
+            reply = self._ask("fetch", 2 * output_bytes + (1 << 20), index=index)
+            self._check(reply.header["value"], _RETURNED, "the fetched output")
+        except (_Failed, SubmissionError) as exc:
+            raise TimingFailed(str(exc)) from None
+        if "output" not in reply.tensors:
+            raise TimingFailed("crashed: its process did not send the output asked for")
+        return reply.tensors["output"]
 
     def compile(self, problem_id: str, cases: list, archs: tuple[str, ...]) -> protocol.Message:
         """Capture the cuTile launches of `cases` and build them for `archs`; the reply's

@@ -27,11 +27,16 @@ class _Worker:
     def __init__(self):
         self.submission = None
         self.device = "cpu"
+        self.rules = None
+        self.kept = []  # the outputs of the last timed batch
+        self.flush = None
 
-    def load(self, path: str, function: str, device: str):
+    def load(self, path: str, function: str, device: str, rules: dict):
+        from grader.course import SubmissionRules
         from grader.submission import Submission
 
         self.device = device
+        self.rules = SubmissionRules(**{k: tuple(v) for k, v in rules.items()})
         self.submission = Submission(path, function)
         self.submission.load()  # raises SubmissionError, sent back as such
         return True, {}
@@ -57,8 +62,11 @@ class _Worker:
         return problem, args, kwargs, guards
 
     def call(self, problem_id: str, params: dict, dtype: str, seed: int):
+        from grader.problems import Call
+
         problem, args, kwargs, guards = self._inputs(problem_id, params, dtype, seed)
-        called = self.submission.call(args, kwargs, frozenset(problem.torch_ops))
+        names = problem.tensor_names(Call(args, kwargs))
+        called = self.submission.call(args, kwargs, self.rules, names)
         tensors = {f"input.{i}": g.tensor for i, g in enumerate(guards)}
         described = _describe(called.output)
         if "device" in described:
@@ -66,7 +74,9 @@ class _Worker:
         value = {
             "error": called.error,
             "launches": [vars(launch) for launch in called.launches],
-            "torch_ops": called.torch_ops,
+            "host": called.host,
+            "compile_errors": called.compile_errors,
+            "unchecked": called.unchecked,
             "overruns": [g.describe() for g in guards + called.allocations if g.overrun()],
             "output": described,
         }
@@ -85,26 +95,49 @@ class _Worker:
         torch.cuda.synchronize()
         return torch.cuda.max_memory_allocated() - before, {}
 
-    def time(self, problem_id: str, params: dict, dtype: str, seed: int, baseline: str,
-             seconds: float):
+    def warm(self, problem_id: str, params: dict, dtype: str, seed: int, calls: int):
+        """A few untimed calls on the GPU: they absorb compilation and autotuning."""
+        import torch
+
+        from grader.problems import PROBLEMS
+
+        call = PROBLEMS[problem_id].draw(params, dtype, seed, device=self.device)
+        for _ in range(calls):
+            self.submission.bound(call.args, call.kwargs)()
+        torch.cuda.synchronize()
+        return True, {}
+
+    def time_batch(self, problem_id: str, params: dict, dtype: str, seeds: list, key: int):
+        """One batch of timed calls, each on fresh inputs drawn on the GPU from its seed; the
+        outputs stay here until the grader fetches the ones it checks (`fetch`)."""
         from grader import timing
-        from grader.problems import Call
+        from grader.problems import PROBLEMS
 
-        problem, args, kwargs, _ = self._inputs(problem_id, params, dtype, seed)
-        student = self.submission.bound(args, kwargs)
-        reference = problem.baselines[baseline]
-        call = Call(args, kwargs)
-        outputs = []
+        problem = PROBLEMS[problem_id]
+        function = self.submission.bound_function()
+        times, outputs = timing.run_batch(
+            lambda i: problem.draw(params, dtype, seeds[i], device=self.device),
+            lambda call: function(*call.args, **call.kwargs), len(seeds), self._flush())
+        self.kept = outputs
+        described = [_describe(o) for o in outputs]
+        digests = [timing.digest(o, key) if "device" in d else None
+                   for o, d in zip(outputs, described)]
+        return {"times": times, "digests": digests, "outputs": described}, {}
 
-        def run_student():
-            outputs.append(student())
-            del outputs[:-1]  # keep only the latest output alive
+    def fetch(self, index: int):
+        """The output of one call of the last batch."""
+        output = self.kept[index]
+        described = _describe(output)
+        return described, ({"output": output} if "device" in described else {})
 
-        samples = timing.measure({"student": run_student, "baseline": lambda: reference(call)},
-                                 timing.Budget(seconds=seconds))
-        described = _describe(outputs[-1])
-        tensors = {"output": outputs[-1]} if "device" in described else {}
-        return {"samples": {k: v.times_ms for k, v in samples.items()}, "output": described}, tensors
+    def _flush(self):
+        from grader import timing
+
+        if self.flush is None:
+            import torch
+
+            self.flush = timing.L2Flush(torch.device(self.device))
+        return self.flush
 
     def compile(self, problem_id: str, cases: list, archs: list):
         """Capture the cuTile launches of every case, then build each kernel for `archs`."""
@@ -134,17 +167,27 @@ def _describe(output) -> dict:
     return {"type": type(output).__name__}
 
 
-def _bind_before_student_code() -> None:
-    """Import what grading relies on before the submission can touch it."""
+def _bind_before_student_code(track: str) -> None:
+    """Import what grading relies on, and hook the kernel language's launches, before the
+    submission can touch them."""
+    import importlib
+
     import torch  # noqa: F401
 
-    from grader import poison, problems, submission, timing  # noqa: F401
+    from grader import launches, poison, problems, submission, timing  # noqa: F401
     from grader.backends import SIMULATE
 
-    if os.environ.get(SIMULATE) == "1":
+    language = {"triton": "triton", "cutile": "cuda.tile"}.get(track)
+    if language:
+        try:
+            importlib.import_module(language)
+        except ImportError:
+            pass  # the submission's own import then says what is missing
+    if os.environ.get(SIMULATE) == "1" and track == "cutile":
         from grader import cutile_sim
 
         cutile_sim.install()  # ct.launch runs kernels in the simulator, on the CPU
+    launches.install()
 
 
 def main(fd: int) -> None:
@@ -156,7 +199,7 @@ def main(fd: int) -> None:
     # the bootstrap runs as root); now the grader's own sys.path, behind the package root.
     sys.path[:] = list(dict.fromkeys([sys.path[0], *plan["sys_path"]]))
     sys.dont_write_bytecode = True
-    _bind_before_student_code()
+    _bind_before_student_code(plan["track"])
     from grader.submission import SubmissionError
 
     protocol.send(sock, {"id": 0, "status": "ready",

@@ -1,0 +1,99 @@
+"""The grader's timing of a submission against the in-process CUDA-event figure; one table.
+
+For every speed case of course.toml, on each track:
+
+- "in-process": the reference and its baseline timed by grader.timing.measure in this
+  process, interleaved call by call (how speed grading timed before grader/trial.py);
+- "graded": the reference in its sandboxed child, timed the way grading times a submission
+  (grader.trial: fresh inputs per call, the baseline here, the grader's clock around every
+  batch, outputs checked); with the most the grader's clock saw per call beyond the
+  reported times ("unexplained"), and how many outputs it checked.
+
+With --repeat N, one case per track (matmul bf16 4096^3 unless --case) is graded N times,
+each with fresh seeds, and the spread of its figure is printed.
+
+Usage:  python scripts/timing_check.py [--only STAGE] [--track T] [--repeat N] [--seconds S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from grader import backends, timing  # noqa: E402
+from grader.course import load_course  # noqa: E402
+from grader.sandbox import Runner  # noqa: E402
+from grader.submission import Submission  # noqa: E402
+from grader.trial import Trial  # noqa: E402
+
+
+def graded(stage, case, runner, seconds: float):
+    problem = stage.problem
+    trial = Trial(problem, dict(case.params), case.dtype, runner,
+                  problem.baselines[stage.speed.baseline], stage.tolerance[case.dtype],
+                  timing.Budget(seconds=seconds))
+    return trial.run()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", action="append", help="stage id (repeatable)")
+    parser.add_argument("--track", action="append", choices=["triton", "cutile"])
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--repeat", type=int, default=0)
+    parser.add_argument("--case", default="matmul:0", help="STAGE:INDEX of the repeated case")
+    args = parser.parse_args()
+    course = load_course(ROOT / "course.toml")
+    print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}", flush=True)
+    print(f"{'track':<7} {'stage':<16} {'case':<44} {'in-process':>10} {'graded':>9} {'ratio':>6} "
+          f"{'base in':>8} {'base gr':>8} {'unexpl us':>9} {'checked':>7} verdict", flush=True)
+    for track in args.track or ["triton", "cutile"]:
+        backends.select(track).backend.prepare()
+        for stage in course.stages:
+            if not stage.speed or (args.only and stage.id not in args.only):
+                continue
+            path = course.module_path(stage, track, solutions=True)
+            runner = Runner(path, stage.problem.function, "cuda", hidden=course.private_paths,
+                            rules=course.rules, track=track)
+            runner.load()
+            local = Submission(path, stage.problem.function)
+            local.load()
+            baseline = stage.problem.baselines[stage.speed.baseline]
+            for case in stage.speed.cases:
+                call = stage.problem.draw(case.params, case.dtype, case.seed).to("cuda")
+                old = timing.measure({"kernel": local.bound(call.args, call.kwargs),
+                                      "baseline": lambda: baseline(call)},
+                                     timing.Budget(seconds=args.seconds))
+                new = graded(stage, case, runner, args.seconds)
+                verdict = new.failed or new.rejected or new.wrong or "ok"
+                if new.student:
+                    ratio = new.student_ms / old["kernel"].median
+                    print(f"{track:<7} {stage.id:<16} {case.id[:44]:<44} "
+                          f"{old['kernel'].median:>10.4f} {new.student_ms:>9.4f} {ratio:>6.3f} "
+                          f"{old['baseline'].median:>8.4f} {new.baseline_ms:>8.4f} "
+                          f"{1e3 * new.unexplained_ms:>9.1f} {new.checked:>7} {verdict[:80]}",
+                          flush=True)
+                else:
+                    print(f"{track:<7} {stage.id:<16} {case.id[:44]:<44} {verdict}", flush=True)
+            if args.repeat and stage.id == args.case.split(":")[0]:
+                case = stage.speed.cases[int(args.case.split(":")[1])]
+                figures = [graded(stage, case, runner, args.seconds) for _ in range(args.repeat)]
+                ms = [f.student_ms for f in figures if f.student]
+                speedups = [f.baseline_ms / f.student_ms for f in figures if f.student]
+                spread = (max(ms) - min(ms)) / statistics.median(ms)
+                print(f"repeat {track} {case.id}: ms {', '.join(f'{m:.4f}' for m in ms)}; "
+                      f"speed-ups {', '.join(f'{s:.3f}' for s in speedups)}; "
+                      f"spread (max - min) / median = {100 * spread:.2f}%", flush=True)
+            runner.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
