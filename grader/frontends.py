@@ -76,11 +76,18 @@ def triton(kernel, bound: dict) -> str | None:
             signature[name] = _triton_type(value)
     key = ("triton", module.__file__, fn.__name__, json.dumps([signature, constexprs]))
     if key not in _checked:
-        global _helper
-        if _helper is None:
-            _helper = _TritonHelper()
-        _checked[key] = _helper.lower(module.__file__, fn.__name__, signature, constexprs)
+        _checked[key] = start_triton_helper().lower(module.__file__, fn.__name__, signature,
+                                                    constexprs)
     return _checked[key]
+
+
+def start_triton_helper() -> "_TritonHelper":
+    """The helper process (started at most once): the grading child starts it early, so that
+    its imports overlap the child's own work."""
+    global _helper
+    if _helper is None:
+        _helper = _TritonHelper()
+    return _helper
 
 
 def _constant(value):
@@ -123,12 +130,11 @@ class _TritonHelper:
                                         env=env, stdin=subprocess.DEVNULL)
         child.close()
         self.sock = parent
+        self.unavailable: str | None = None
+        self._probed = False
         from grader.sandbox import protocol
 
         protocol.send(parent, {"sys_path": sys.path})
-        ready = self._ask({"probe": True})
-        if ready.get("unavailable"):
-            raise Unavailable(ready["unavailable"])
 
     def _ask(self, request: dict) -> dict:
         from grader.sandbox import protocol
@@ -141,6 +147,11 @@ class _TritonHelper:
                              "does the file's top-level code exit or hang?"}
 
     def lower(self, path: str, name: str, signature: dict, constexprs: dict) -> str | None:
+        if not self._probed:  # the first question waits for its imports and a tiny kernel
+            self._probed = True
+            self.unavailable = self._ask({"probe": True}).get("unavailable")
+        if self.unavailable:
+            raise Unavailable(self.unavailable)
         return self._ask({"path": path, "kernel": name, "signature": signature,
                           "constexprs": constexprs}).get("error")
 

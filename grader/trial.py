@@ -171,12 +171,12 @@ class Trial:
                    size: int) -> None:
         """Fetch one output at random; it must be the one committed to, and right."""
         index = secrets.randbelow(len(seeds))
-        output = self.runner.fetch(index, size)
-        if batch.digests[index] != timing.digest(output.to(self.device), key):
+        output = self.runner.fetch(index, size).to(self.device)
+        if batch.digests[index] != timing.digest(output, key):
             raise Rejected("the output its process sent is not the one its timed call made "
                            "(its checksum differs)")
         expected = self.problem.reference(self.draw(seeds[index]))
-        verdict = compare(output, expected, DTYPES[self.dtype], "cpu", self.tolerance)
+        verdict = compare(output, expected, DTYPES[self.dtype], self.device, self.tolerance)
         result.checked += 1
         if not verdict.passed:
             result.wrong = verdict.summary

@@ -187,6 +187,13 @@ def _bind_before_student_code(track: str) -> None:
         from grader import cutile_sim
 
         cutile_sim.install()  # ct.launch runs kernels in the simulator, on the CPU
+    if track == "triton" and os.environ.get("TRITON_INTERPRET") == "1":
+        from grader import frontends
+
+        try:
+            frontends.start_triton_helper()  # its imports overlap loading the submission
+        except OSError:
+            pass  # the first launch tries again, and says why it cannot check
     launches.install()
 
 
