@@ -73,7 +73,7 @@ def main() -> int:
                                      timing.Budget(seconds=args.seconds))
                 new = graded(stage, case, runner, args.seconds)
                 verdict = new.failed or new.rejected or new.wrong or "ok"
-                if new.student:
+                if new.student and not new.rejected:
                     ratio = new.student_ms / old["kernel"].median
                     print(f"{track:<7} {stage.id:<16} {case.id[:44]:<44} "
                           f"{old['kernel'].median:>10.4f} {new.student_ms:>9.4f} {ratio:>6.3f} "
@@ -85,12 +85,18 @@ def main() -> int:
             if args.repeat and stage.id == args.case.split(":")[0]:
                 case = stage.speed.cases[int(args.case.split(":")[1])]
                 figures = [graded(stage, case, runner, args.seconds) for _ in range(args.repeat)]
-                ms = [f.student_ms for f in figures if f.student]
-                speedups = [f.baseline_ms / f.student_ms for f in figures if f.student]
-                spread = (max(ms) - min(ms)) / statistics.median(ms)
-                print(f"repeat {track} {case.id}: ms {', '.join(f'{m:.4f}' for m in ms)}; "
-                      f"speed-ups {', '.join(f'{s:.3f}' for s in speedups)}; "
-                      f"spread (max - min) / median = {100 * spread:.2f}%", flush=True)
+                ok = [f for f in figures if f.student and not (f.rejected or f.wrong)]
+                problems = [f.failed or f.rejected or f.wrong for f in figures if f not in ok]
+                if ok:
+                    ms = [f.student_ms for f in ok]
+                    speedups = [f.baseline_ms / f.student_ms for f in ok]
+                    spread = (max(ms) - min(ms)) / statistics.median(ms)
+                    print(f"repeat {track} {case.id}: ms {', '.join(f'{m:.4f}' for m in ms)}; "
+                          f"speed-ups {', '.join(f'{s:.3f}' for s in speedups)}; spread "
+                          f"(max - min) / median = {100 * spread:.2f}%; unexplained us "
+                          f"{', '.join(f'{1e3 * f.unexplained_ms:.0f}' for f in ok)}", flush=True)
+                for problem in problems:
+                    print(f"repeat {track} {case.id}: {problem}", flush=True)
             runner.close()
     return 0
 
