@@ -525,24 +525,17 @@ def _kernel_function(kernel):
     return function
 
 
-def _builtin_max(*values, **options):
-    """Python's max in a kernel: elementwise on tiles, as in cuTile."""
-    if len(values) > 1 and any(isinstance(v, Tile) for v in values):
-        out = values[0]
-        for v in values[1:]:
-            out = maximum(out, v)
-        return out
-    return builtins.max(*values, **options)
+def _elementwise(builtin, pairwise):
+    """Python's max or min in a kernel: elementwise on tiles, as in cuTile."""
+    def choose(*values, **options):
+        if len(values) > 1 and any(isinstance(v, Tile) for v in values):
+            out = values[0]
+            for v in values[1:]:
+                out = pairwise(out, v)
+            return out
+        return builtin(*values, **options)
 
-
-def _builtin_min(*values, **options):
-    """Python's min in a kernel: elementwise on tiles, as in cuTile."""
-    if len(values) > 1 and any(isinstance(v, Tile) for v in values):
-        out = values[0]
-        for v in values[1:]:
-            out = minimum(out, v)
-        return out
-    return builtins.min(*values, **options)
+    return choose
 
 
 def _rebind(function: types.FunctionType) -> types.FunctionType:
@@ -551,7 +544,8 @@ def _rebind(function: types.FunctionType) -> types.FunctionType:
     Helper functions of the kernel's module (tile code a kernel calls) are rebound into
     the same scope, so that their `ct.` calls are simulated too."""
     module_globals = function.__globals__
-    scope = {"max": _builtin_max, "min": _builtin_min, **module_globals}
+    scope = {"max": _elementwise(builtins.max, maximum), "min": _elementwise(builtins.min, minimum),
+             **module_globals}
     for name, value in module_globals.items():
         if isinstance(value, types.ModuleType) and value.__name__ == "cuda.tile":
             scope[name] = namespace

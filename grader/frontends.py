@@ -76,16 +76,26 @@ def triton(kernel, bound: dict) -> str | None:
             signature[name] = _triton_type(value)
     key = ("triton", module.__file__, fn.__name__, json.dumps([signature, constexprs]))
     if key not in _checked:
-        _checked[key] = start_triton_helper().lower(module.__file__, fn.__name__, signature,
-                                                    constexprs)
+        request = (module.__file__, fn.__name__, signature, constexprs)
+        try:
+            _checked[key] = start_triton_helper().lower(*request)
+        except _HelperStopped:
+            try:  # once more, in a new helper: the submission may have killed the first one
+                _checked[key] = start_triton_helper().lower(*request)
+            except _HelperStopped as exc:
+                _checked[key] = (f"the compile check could not run: its process stopped "
+                                 f"({exc}); does the file's top-level code exit or hang?")
     return _checked[key]
 
 
 def start_triton_helper() -> "_TritonHelper":
-    """The helper process (started at most once): the grading child starts it early, so that
-    its imports overlap the child's own work."""
+    """The helper process (one at a time): the grading child starts it early, so that its
+    imports overlap the child's own work."""
     global _helper
-    if _helper is None:
+    if _helper is None or _helper.process.poll() is not None:
+        # A submission may kill it (every process of the child's user may be signalled):
+        # the next question gets a new one, whose first answer says whether the file itself
+        # is what stops it.
         _helper = _TritonHelper()
     return _helper
 
@@ -118,6 +128,10 @@ _HELPER_BOOT = ("import sys; sys.path.insert(0, sys.argv[1]); "
                 "from grader.frontends import serve_triton; serve_triton(int(sys.argv[2]))")
 
 
+class _HelperStopped(Exception):
+    """The helper died or broke off while it was asked something."""
+
+
 class _TritonHelper:
     """The helper process, started on the first Triton launch of a child."""
 
@@ -143,8 +157,10 @@ class _TritonHelper:
             protocol.send(self.sock, request)
             return protocol.receive(self.sock, time.monotonic() + 300).header
         except (OSError, EOFError, TimeoutError, protocol.ProtocolError) as exc:
-            return {"error": f"the compile check could not run: its process stopped ({exc!r}); "
-                             "does the file's top-level code exit or hang?"}
+            self.process.kill()
+            self.process.wait()  # so that start_triton_helper sees it gone
+            self.sock.close()
+            raise _HelperStopped(repr(exc)) from None
 
     def lower(self, path: str, name: str, signature: dict, constexprs: dict) -> str | None:
         if not self._probed:  # the first question waits for its imports and a tiny kernel

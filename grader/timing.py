@@ -1,13 +1,19 @@
 """Timing GPU code the way kernel engineers do, side by side with a baseline.
 
+Two loops: `measure` times trusted code in one process (the GPU's ceilings, the benchmark
+script); `run_batch` is one batch of a submission's timed calls, each on fresh inputs, in
+the sandboxed child or, for its baseline, in the grader (grader/trial.py judges them; with
+`digest`, the child commits to its outputs). What follows holds for both.
+
 - CUDA events around each call, read back in batches, so the timed region holds GPU work
   and launch overhead but not Python bookkeeping or synchronisation.
 - Warm-up calls first: they absorb JIT compilation and autotuning.
 - The L2 cache is flushed (a buffer twice its size is zeroed) before every timed call, so
   no call profits from data a previous call left in L2. The flush is enqueued before the
   start event, which keeps the GPU busy while the CPU launches the timed call.
-- Candidates are interleaved call by call (student, baseline, student, ...), so drift of
-  clocks, temperature or neighbours on a shared GPU hits both alike; verdicts use ratios.
+- Candidates are interleaved, call by call in `measure`, batch by batch in a trial, so
+  drift of clocks, temperature or neighbours on a shared GPU hits both alike; verdicts use
+  ratios.
 - Repeats go on until the interquartile range of every candidate is within `rel_spread` of
   its median (after `min_repeats`), or until the time budget or `max_repeats` runs out.
 - The median is the figure reported.

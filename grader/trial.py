@@ -46,8 +46,9 @@ MAX_BATCHES = 200
 # CHECKED after them: the median over batches moves only if most batches are faked.
 CHECKED = 3
 # What the grader's clock may see beyond the reported times and its own work around them:
-# per batch (the request's round trip), per call, and in proportion.
-UNEXPLAINED_PER_BATCH_MS = 1.0
+# per batch, per call, and in proportion. Honest references on the H200 showed 1.2 to 2.6 ms
+# per batch of 8 to 10 calls (BENCHMARKS.md); gross lies also meet the ceiling check.
+UNEXPLAINED_PER_BATCH_MS = 3.0
 UNEXPLAINED_PER_CALL_MS = 0.1
 UNEXPLAINED_FRACTION = 0.10
 

@@ -12,7 +12,12 @@ For every speed case of course.toml, on each track:
 With --repeat N, one case per track (matmul bf16 4096^3 unless --case) is graded N times,
 each with fresh seeds, and the spread of its figure is printed.
 
+With --diagnose, no table: for the first speed case of each stage, batches of 0 to 10 calls
+on both sides, and what each side's clock saw beyond the call times, so that what the
+child's batches cost per batch and per call beyond the grader's own can be told apart.
+
 Usage:  python scripts/timing_check.py [--only STAGE] [--track T] [--repeat N] [--seconds S]
+                                       [--diagnose]
 """
 
 from __future__ import annotations
@@ -42,6 +47,32 @@ def graded(stage, case, runner, seconds: float):
     return trial.run()
 
 
+def diagnose(stage, case, runner, track: str) -> None:
+    """Beyond the call times, per batch size: the child's batch on the grader's clock, and
+    the grader's own batch of the baseline (both medians of 7)."""
+    problem = stage.problem
+    trial = Trial(problem, dict(case.params), case.dtype, runner,
+                  problem.baselines[stage.speed.baseline], stage.tolerance[case.dtype],
+                  timing.Budget(seconds=1))
+    runner.warm(problem.id, dict(case.params), case.dtype, 1, 3)
+    key = 12345
+    rows = []
+    for count in (0, 1, 2, 5, 10):
+        child, here = [], []
+        for rep in range(8):
+            seeds = [1000 * count + 10 * rep + i for i in range(count)]
+            times, wall = trial.baseline_batch(seeds, key)
+            batch = runner.time_batch(problem.id, dict(case.params), case.dtype, seeds, key)
+            if rep:  # the first of each size loads what has not run before
+                here.append(wall - sum(times))
+                child.append(batch.wall_ms - sum(batch.times_ms))
+        rows.append((count, statistics.median(child), statistics.median(here)))
+    cells = "  ".join(f"n={n}: child {c:.3f} grader {h:.3f} diff {c - h:.3f}" for n, c, h in rows)
+    slope = (rows[-1][1] - rows[-1][2] - (rows[1][1] - rows[1][2])) / 9
+    print(f"diagnose {track} {stage.id} {case.id[:40]} (ms beyond the calls) {cells}; "
+          f"per extra call {1e3 * slope:.0f} us", flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", action="append", help="stage id (repeatable)")
@@ -49,11 +80,13 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--repeat", type=int, default=0)
     parser.add_argument("--case", default="matmul:0", help="STAGE:INDEX of the repeated case")
+    parser.add_argument("--diagnose", action="store_true")
     args = parser.parse_args()
     course = load_course(ROOT / "course.toml")
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}", flush=True)
-    print(f"{'track':<7} {'stage':<16} {'case':<44} {'in-process':>10} {'graded':>9} {'ratio':>6} "
-          f"{'base in':>8} {'base gr':>8} {'unexpl us':>9} {'checked':>7} verdict", flush=True)
+    if not args.diagnose:
+        print(f"{'track':<7} {'stage':<16} {'case':<44} {'in-process':>10} {'graded':>9} {'ratio':>6} "
+              f"{'base in':>8} {'base gr':>8} {'unexpl us':>9} {'checked':>7} verdict", flush=True)
     for track in args.track or ["triton", "cutile"]:
         backends.select(track).backend.prepare()
         for stage in course.stages:
@@ -66,6 +99,10 @@ def main() -> int:
             local = Submission(path, stage.problem.function)
             local.load()
             baseline = stage.problem.baselines[stage.speed.baseline]
+            if args.diagnose:
+                diagnose(stage, stage.speed.cases[0], runner, track)
+                runner.close()
+                continue
             for case in stage.speed.cases:
                 call = stage.problem.draw(case.params, case.dtype, case.seed).to("cuda")
                 old = timing.measure({"kernel": local.bound(call.args, call.kwargs),

@@ -88,21 +88,18 @@ class Evil(torch.Tensor):
 
 
 FIND_SOCKET = """
-import os, socket, struct
+import os, socket, struct, sys
 
 def frame(header, blob=b"", claimed=None):
     size = len(blob) if claimed is None else claimed
     return b"TCW1" + struct.pack("!IQ", len(header), size) + header + blob
 
 def grader_socket():
-    for fd in range(3, 64):
-        try:
-            s = socket.socket(fileno=os.dup(fd))
-        except OSError:
-            continue
-        if s.family == socket.AF_UNIX:
-            return s
-        s.detach()
+    # The worker's socket is the one named on its command line (grader/sandbox/worker.py's
+    # BOOT); the child has other Unix sockets too (the Triton front end's helper).
+    s = socket.socket(fileno=os.dup(int(sys.argv[2])))
+    assert s.family == socket.AF_UNIX
+    return s
 """
 
 
