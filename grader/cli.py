@@ -18,36 +18,25 @@ from __future__ import annotations
 
 import secrets
 import sys
-import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import click
 from rich.markup import escape
 from rich.table import Table
 
-from grader import (
-    __version__,
-    backends,
-    batch,
-    compile_check,
-    doctor,
-    exports,
-    release,
-    sandbox,
-    speed,
-    toolchain,
-)
-from grader import calibrate as calibration
-from grader.backups import backup
+from grader import __version__, doctor, grading, sandbox
+from grader.backends import selection as backends
+from grader.backends import toolchain
 from grader.course import TRACKS, Course, Stage, find_course_file, load_course
 from grader.errors import GradeError
-from grader.grading import grade_stage
-from grader.progress import batch_progress, stage_progress
-from grader.results import Report
-from grader.sandbox.privileges import NEEDED_FOR_A_CLASS
-from grader.scorecard import make_console, render, render_calibration, render_compile, sandbox_line
-from grader.skeletons import make_exercise, todo_state
+from grader.instructor import batch
+from grader.instructor import calibrate as calibration
+from grader.instructor import release, skeletons
+from grader.judge import compile_check
+from grader.report import gradescope, junit, markdown
+from grader.report.progress import batch_progress, stage_progress
+from grader.report.scorecard import (make_console, render, render_calibration, render_compile,
+                                     sandbox_line)
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -78,13 +67,6 @@ def cli(ctx: click.Context, course_path: Path | None) -> None:
 
 def _course(ctx: click.Context) -> Course:
     return load_course(ctx.obj or find_course_file())
-
-
-def _stages(course: Course, selectors) -> list[Stage]:
-    """The stages named (`stage3`, `3`, `softmax`), in course order; none or `all`: every one."""
-    wanted = [s for s in selectors if s != "all"]
-    chosen = {stage.id for stage in map(course.select, wanted)}
-    return [s for s in course.stages if not wanted or s.id in chosen]
 
 
 def _grading_options(command):
@@ -133,7 +115,7 @@ def _grading_options(command):
 def stage_command(ctx, selectors, **options) -> int:
     """Grade the named stages."""
     course = _course(ctx)
-    stages = _stages(course, selectors)
+    stages = course.named(selectors)
     return _grade(course, stages, **options)
 
 
@@ -151,44 +133,13 @@ def _grade(course: Course, stages: list[Stage], backend: str, track: str | None,
            gradescope_path: Path | None, markdown_path: Path | None, verbose: bool,
            benchmark_json: Path | None, seed: int | None, timeout: float) -> int:
     console = make_console()
-    if solutions and not (course.root / "solutions").is_dir():
-        raise GradeError(f"{course.root} has no solutions/ folder (a student handout?): "
-                         "--solutions needs the instructor's copy of the course.")
-    if solutions and submission:
-        raise GradeError("Use --solutions or --submission, not both.")
-    if submission and (submission / "exercises").is_dir():
-        submission = submission / "exercises"
-    selection = backends.select(backend, track)
-    seed = secrets.randbelow(2**31) if seed is None else seed
-    report = Report(
-        course=course.title,
-        target="solutions" if solutions else str(submission) if submission else "exercises",
-        backend=selection.backend.name,
-        backend_reason=selection.reason,
-        machine=backends.machine_info(),
-        started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        seed=seed,
-    )
-    start = time.perf_counter()
-    parts = []
-    for stage in stages:
-        label = f"{stage.name} {stage.id} [{selection.backend.name}]"
-        timed = 0 if speed.not_graded_reason(stage, selection) else len(stage.speed.cases)
-        part = benchmark_json.with_name(f"{benchmark_json.name}.{stage.id}") if benchmark_json else None
-        parts += [part] if part else []
-        started = time.perf_counter()
-        with stage_progress(console, label, len(stage.cases) + timed) as on_case:
-            module = submission / stage.modules[selection.backend.track] if submission else None
-            result = grade_stage(course, stage, selection, solutions, on_case, module=module,
-                                 benchmark_json=part, seed=seed, timeout=timeout)
-        result.seconds = round(time.perf_counter() - started, 2)
-        report.stages.append(result)
-    if benchmark_json:
-        speed.merge_benchmark_files(parts, benchmark_json)
-    report.seconds = round(time.perf_counter() - start, 2)
+    report = grading.grade(course, stages, backends.select(backend, track), solutions, submission,
+                           seed, timeout, benchmark_json,
+                           lambda label, cases: stage_progress(console, label, cases))
     render(report, console, verbose)
-    writers = [(json_path, lambda r, p: r.write_json(p)), (junit_path, exports.write_junit),
-               (gradescope_path, exports.write_gradescope), (markdown_path, exports.write_markdown)]
+    writers = [(json_path, lambda r, p: r.write_json(p)), (junit_path, junit.write_junit),
+               (gradescope_path, gradescope.write_gradescope),
+               (markdown_path, markdown.write_markdown)]
     for path, write in writers:
         if path:
             write(report, path)
@@ -235,7 +186,7 @@ def compile_command(ctx, selectors, solutions: bool, archs: tuple[str, ...]) -> 
     course = _course(ctx)
     if not toolchain.cuda_tile_version():
         raise GradeError(f"`grade compile` needs cuda-tile. Install it with: {toolchain.INSTALL_FIX}")
-    stages = _stages(course, selectors)
+    stages = course.named(selectors)
     console = make_console()
     results = []
     for stage in stages:
@@ -261,7 +212,7 @@ def calibrate_command(ctx, selectors, backend_names, margin: float, write: bool)
         raise GradeError(f"{course.root} has no solutions/ folder (a student handout?): "
                          "`grade calibrate` times the reference solutions, so it needs the "
                          "instructor's copy of the course.")
-    stages = [s for s in _stages(course, selectors) if s.speed]
+    stages = [s for s in course.named(selectors) if s.speed]
     names = backend_names or [n for n, b in backends.BACKENDS.items()
                               if b.device == "cuda" and b.probe() is None]
     if not names:
@@ -324,13 +275,7 @@ def batch_command(ctx, submissions, out: Path, backend: str, jobs: int, seed: in
     selection = backends.select(backend)  # fail early, with the fix, if it cannot run here
     console = make_console()
     protections = sandbox.probe()
-    weak = [p for p in protections if p.name in NEEDED_FOR_A_CLASS and not p.in_force]
-    if weak and not allow_weak_sandbox:
-        raise GradeError(
-            "A class cannot be graded safely here: " + "; ".join(f"{p.name}: {p.detail}" for p in weak)
-            + ". Run `grade batch` as root on Linux (a CI runner, a container with CAP_SYS_ADMIN, "
-            "a cluster node), or where unprivileged user namespaces are allowed; "
-            "--allow-weak-sandbox grades anyway.")
+    batch.require_a_safe_sandbox(protections, allow_weak_sandbox)
     console.print(sandbox_line(protections), markup=False)
     seed = secrets.randbelow(2**31) if seed is None else seed
     found = batch.entries(list(submissions))
@@ -369,35 +314,8 @@ def skeletons_command(ctx, check: bool, force: bool) -> int:
     """Regenerate exercises/ from the solution markers in solutions/ (instructors)."""
     course = _course(ctx)
     console = make_console()
-    stale = refused = 0
-    for stage in course.stages:
-        for track in stage.modules:
-            solution = course.module_path(stage, track, solutions=True)
-            exercise = course.module_path(stage, track, solutions=False)
-            if not solution.is_file():
-                raise GradeError(f"{solution} is missing: `grade skeletons` needs the solutions/ "
-                                 "folder, which the student handout does not include.")
-            wanted = make_exercise(solution.read_text(encoding="utf-8"), str(solution))
-            current = exercise.read_text(encoding="utf-8") if exercise.is_file() else None
-            if current == wanted:
-                continue
-            stale += 1
-            shown = exercise.relative_to(course.root)
-            if check:
-                console.print(f"out of date: {shown} (run `grade skeletons`)")
-                continue
-            if current is not None and not todo_state(current).not_started:
-                # Someone filled in TODOs here: never overwrite their work silently.
-                if not force:
-                    refused += 1
-                    console.print(f"kept {shown}: its TODOs are filled in (use --force to "
-                                  "replace it; the old file is kept as .bak)")
-                    continue
-                kept = backup(exercise)
-                console.print(f"kept the old {shown} as {kept.name}")
-            exercise.parent.mkdir(parents=True, exist_ok=True)
-            exercise.write_text(wanted, encoding="utf-8")
-            console.print(f"wrote {shown}")
+    stale, refused = skeletons.update_exercises(course, check, force,
+                                                lambda line: console.print(line, markup=False))
     if check:
         console.print("exercises are up to date" if not stale else f"{stale} exercises out of date")
         return EXIT_FAILED if stale else EXIT_OK

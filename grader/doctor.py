@@ -14,8 +14,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from grader import backends, sandbox, toolchain
-from grader.compile_check import ARCHS
+from grader import sandbox
+from grader.backends import selection as backends
+from grader.backends import toolchain
+from grader.judge.compile_check import ARCHS
 
 # The architecture to compile-check for when there is no GPU to ask.
 DEFAULT_ARCH = "sm_90"

@@ -1,4 +1,4 @@
-"""Grading a stage: load the submission, run its cases through pytest, collect a StageResult.
+"""Grading: the stages of a course, each through pytest, into a Report (`grade`).
 
 pytest is driven programmatically on the grader's own check modules (grader/checks), with
 plugin autoloading off, no conftest files, no cache, the grader's own ini file and rootdir,
@@ -11,150 +11,35 @@ from __future__ import annotations
 
 import io
 import os
+import secrets
 import time
 from contextlib import contextmanager, nullcontext, redirect_stderr, redirect_stdout
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
+from typing import Callable, ContextManager
 
 import pytest
-import torch
 
-from grader import speed
-from grader.backends import Selection
-from grader.compare import Verdict, compare
-from grader.course import Case, Course, Stage
-from grader.problems import DTYPES, Call
-from grader.results import CaseResult, CheckResult, SpeedResult, StageResult, Status
-from grader.sandbox import Outcome, Runner
-from grader.screening import describe as describe_findings
-from grader.screening import screen
-from grader.skeletons import todo_state
-from grader.speed import SpeedCheck
-from grader.submission import SubmissionError
+from grader.backends import selection as backends
+from grader.backends.selection import Selection
+from grader.course import Course, Stage
+from grader.course.todos import todo_state
+from grader.errors import GradeError
+from grader.judge.stage import StageCheck, memory_check
+from grader.report.results import CaseResult, CheckResult, Report, SpeedResult, StageResult, Status
+from grader.sandbox import Runner
+from grader.sandbox.screening import describe as describe_findings
+from grader.sandbox.screening import screen
+from grader.sandbox.submission import SubmissionError
+from grader.speed import check as speed
+from grader.speed.check import SpeedCheck
 
 CHECKS = Path(__file__).parent / "checks"
 
 OnCase = Callable[[CaseResult], None]
-
-
-# A second call of every case with fresh inputs: a submission that caches results fails.
-SECOND_DRAW = 0x5EED
-
-
-class StageCheck:
-    """Checks the cases of one stage against one submission running in a child process."""
-
-    def __init__(self, stage: Stage, selection: Selection, runner: Runner, run_seed: int = 0):
-        self.stage = stage
-        self.backend = selection.backend
-        self.runner = runner
-        self.run_seed = run_seed
-        self.results: dict[str, CaseResult] = {}
-        self.unchecked: str | None = None  # why no GPU compiler's front end saw the kernels
-
-    def check(self, case: Case) -> Verdict:
-        start = time.perf_counter()
-        seed = case.seed_in_run(self.run_seed)
-        verdict = self._call_and_judge(case, seed)
-        if verdict.passed:
-            again = self._call_and_judge(case, seed ^ SECOND_DRAW)
-            if not again.passed:
-                verdict = Verdict(False, f"a second call with fresh inputs failed: {again.summary}",
-                                  again.details + ["results must be computed from the inputs "
-                                                   "of each call, never reused"], again.stats,
-                                  again.kind)
-        if case.hidden:
-            verdict = _withheld(verdict)
-        self.results[case.id] = CaseResult(
-            id=case.id,
-            dtype=case.dtype,
-            params={} if case.hidden else dict(case.params),
-            seed=0 if case.hidden else seed,  # the run's --seed reproduces it for instructors
-            passed=verdict.passed,
-            summary=verdict.summary,
-            details=verdict.details,
-            stats=verdict.stats,
-            seconds=round(time.perf_counter() - start, 3),
-            hidden=bool(case.hidden),
-        )
-        return verdict
-
-    def _call_and_judge(self, case: Case, seed: int) -> Verdict:
-        problem = self.stage.problem
-        dtype = DTYPES[case.dtype]
-        call = problem.draw(case.params, case.dtype, seed)
-        expected = problem.reference(call.to(self.backend.device))
-        outcome = self.runner.call(problem.id, dict(case.params), case.dtype, seed,
-                                   call.tensors(), expected.nbytes)
-        self.unchecked = self.unchecked or outcome.unchecked
-        problem_found = self._misconduct(call, outcome)
-        if problem_found:
-            return problem_found
-        return compare(outcome.output, expected, dtype, "cpu", self.stage.tolerance[case.dtype],
-                       self.stage.tiles.get(self.backend.track), outcome.launches)
-
-    def _misconduct(self, call: Call, outcome: Outcome) -> Verdict | None:
-        """Everything wrong with the call besides the numbers it returned."""
-        if outcome.error:
-            for kind in ("timed out", "crashed"):
-                if outcome.error.startswith(kind):
-                    return Verdict(False, outcome.error, kind=kind)
-            return Verdict(False, f"raised {outcome.error}", kind="raised an exception")
-        if outcome.compile_errors:
-            return Verdict(False, "a kernel does not compile for a GPU (the interpreter ran it, "
-                                  "a GPU compiler would not): " + outcome.compile_errors[0],
-                           outcome.compile_errors[1:], kind="does not compile")
-        track = self.backend.track
-        if not any(launch.language == track for launch in outcome.launches):
-            language = {"triton": "Triton", "cutile": "cuTile"}.get(track, track)
-            return Verdict(False, f"launched no {language} kernel: the stage must be computed by "
-                                  "a kernel, not by PyTorch", kind="launched no kernel")
-        if outcome.host:
-            return Verdict(False, outcome.host[0], outcome.host[1:], kind="host did the work")
-        if outcome.overruns:
-            return Verdict(False, "wrote out of bounds: " + "; ".join(outcome.overruns),
-                           ["a load or store is missing its mask, or its mask is too loose"],
-                           kind="wrote out of bounds")
-        names = self.stage.problem.tensor_names(call)
-        for name, before, after in zip(names, call.tensors(), outcome.inputs_after):
-            if not torch.equal(before, after):
-                return Verdict(False, f"modified its input `{name}`: a kernel must not write its inputs",
-                               kind="modified its inputs")
-        if outcome.output is None:
-            return Verdict(False, f"returned {outcome.returned}, expected a torch.Tensor")
-        if outcome.output_device != torch.device(self.backend.device).type:
-            return Verdict(False, f"returned a tensor on {outcome.output_device}, expected it on "
-                                  f"{self.backend.device} like the inputs")
-        return None
-
-
-def memory_check(stage: Stage, selection: Selection, runner: Runner, seed: int) -> CheckResult:
-    """The extra memory of a call must grow with the problem as the stage intends."""
-    name = "memory growth"
-    if selection.backend.device != "cuda":
-        return CheckResult(name, False, False, "not graded: needs a GPU")
-    rule = stage.memory_growth
-    small, large, limit = rule.small.params, rule.large.params, rule.max_growth
-    sizes = []
-    for case in (rule.small, rule.large):
-        used, error = runner.memory(stage.problem.id, dict(case.params), case.dtype, seed)
-        if error:
-            return CheckResult(name, True, False, f"could not be measured: {error}")
-        sizes.append(max(used, 1))
-    growth = sizes[1] / sizes[0]
-    shown = f"{sizes[0] / 2**20:.1f} MiB -> {sizes[1] / 2**20:.1f} MiB ({growth:.1f}x)"
-    changed = ", ".join(f"{k} {small[k]} -> {large[k]}" for k in small if small[k] != large[k])
-    if growth > limit:
-        return CheckResult(name, True, False, f"extra GPU memory grew {shown} for {changed}: more "
-                           f"than {limit:g}x means something of size N x N is being stored")
-    return CheckResult(name, True, True, f"extra GPU memory grew {shown} for {changed}")
-
-
-def _withheld(verdict: Verdict) -> Verdict:
-    """A hidden case's verdict says pass or fail and the kind of failure, nothing more."""
-    if verdict.passed:
-        return Verdict(True, "hidden case passed")
-    return Verdict(False, f"hidden case failed: {verdict.kind}", kind=verdict.kind)
+# A stage's progress display: given its label and the number of cases, the context in which
+# it is graded, yielding what to call as each case ends.
+Progress = Callable[[str, int], ContextManager[OnCase]]
 
 
 class _CasePlugin:
@@ -341,3 +226,51 @@ def _shown(path: Path, root: Path) -> str:
         return str(path.relative_to(root))
     except ValueError:
         return str(path)
+
+
+@contextmanager
+def _silent(label: str, cases: int):
+    yield lambda case: None
+
+
+def grade(course: Course, stages: list[Stage], selection: Selection, solutions: bool = False,
+          submission: Path | None = None, seed: int | None = None, timeout: float = 120.0,
+          benchmark_json: Path | None = None, progress: Progress = _silent) -> Report:
+    """Grade `stages` of `course` on `selection`'s backend: the solutions, the exercises in
+    `submission` (a folder laid out like exercises/, or one holding exercises/), or else the
+    course's own exercises/. Raises GradeError for a request that cannot be graded."""
+    if solutions and not (course.root / "solutions").is_dir():
+        raise GradeError(f"{course.root} has no solutions/ folder (a student handout?): "
+                         "--solutions needs the instructor's copy of the course.")
+    if solutions and submission:
+        raise GradeError("Use --solutions or --submission, not both.")
+    if submission and (submission / "exercises").is_dir():
+        submission = submission / "exercises"
+    seed = secrets.randbelow(2**31) if seed is None else seed
+    report = Report(
+        course=course.title,
+        target="solutions" if solutions else str(submission) if submission else "exercises",
+        backend=selection.backend.name,
+        backend_reason=selection.reason,
+        machine=backends.machine_info(),
+        started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        seed=seed,
+    )
+    start = time.perf_counter()
+    parts = []
+    for stage in stages:
+        label = f"{stage.name} {stage.id} [{selection.backend.name}]"
+        timed = 0 if speed.not_graded_reason(stage, selection) else len(stage.speed.cases)
+        part = benchmark_json.with_name(f"{benchmark_json.name}.{stage.id}") if benchmark_json else None
+        parts += [part] if part else []
+        started = time.perf_counter()
+        with progress(label, len(stage.cases) + timed) as on_case:
+            module = submission / stage.modules[selection.backend.track] if submission else None
+            result = grade_stage(course, stage, selection, solutions, on_case, module=module,
+                                 benchmark_json=part, seed=seed, timeout=timeout)
+        result.seconds = round(time.perf_counter() - started, 2)
+        report.stages.append(result)
+    if benchmark_json:
+        speed.merge_benchmark_files(parts, benchmark_json)
+    report.seconds = round(time.perf_counter() - start, 2)
+    return report

@@ -2,7 +2,7 @@
 
 Two loops: `measure` times trusted code in one process (the GPU's ceilings, the benchmark
 script); `run_batch` is one batch of a submission's timed calls, each on fresh inputs, in
-the sandboxed child or, for its baseline, in the grader (grader/trial.py judges them; with
+the sandboxed child or, for its baseline, in the grader (grader/speed/trial.py judges them; with
 `digest`, the child commits to its outputs). What follows holds for both.
 
 - CUDA events around each call, read back in batches, so the timed region holds GPU work

@@ -20,11 +20,12 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from grader import ceilings, timing  # noqa: E402
-from grader.compare import compare  # noqa: E402
+from grader import timing  # noqa: E402
 from grader.course import load_course  # noqa: E402
+from grader.judge.compare import compare  # noqa: E402
 from grader.problems import DTYPES  # noqa: E402
-from grader.submission import Submission  # noqa: E402
+from grader.sandbox.submission import Submission  # noqa: E402
+from grader.speed import ceilings  # noqa: E402
 
 # Shapes kernel engineers also quote that course.toml does not time, per stage: (params,
 # dtype). Parameters left out take the problem's defaults, as in course.toml.

@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from grader import backends  # noqa: E402
+from grader.backends import selection as backends  # noqa: E402
 from grader.course import Case, Course, Threshold, load_course  # noqa: E402
 from grader.grading import grade_stage  # noqa: E402
 

@@ -3,9 +3,9 @@
 For every speed case of course.toml, on each track:
 
 - "in-process": the reference and its baseline timed by grader.timing.measure in this
-  process, interleaved call by call (how speed grading timed before grader/trial.py);
+  process, interleaved call by call (how speed grading timed before grader/speed/trial.py);
 - "graded": the reference in its sandboxed child, timed the way grading times a submission
-  (grader.trial: fresh inputs per call, the baseline here, the grader's clock around every
+  (grader.speed.trial: fresh inputs per call, the baseline here, the grader's clock around every
   batch, outputs checked); with the most the grader's clock saw per call beyond the
   reported times ("unexplained"), and how many outputs it checked.
 
@@ -32,11 +32,12 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from grader import backends, timing  # noqa: E402
+from grader import timing  # noqa: E402
+from grader.backends import selection as backends  # noqa: E402
 from grader.course import load_course  # noqa: E402
 from grader.sandbox import Runner  # noqa: E402
-from grader.submission import Submission  # noqa: E402
-from grader.trial import Trial  # noqa: E402
+from grader.sandbox.submission import Submission  # noqa: E402
+from grader.speed.trial import Trial  # noqa: E402
 
 
 def graded(stage, case, runner, seconds: float):

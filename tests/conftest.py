@@ -14,7 +14,7 @@ from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 
-from grader import backends  # noqa: E402
+from grader.backends import selection as backends  # noqa: E402
 from grader.cli import main  # noqa: E402
 from grader.course import load_course  # noqa: E402
 from grader.grading import grade_stage  # noqa: E402

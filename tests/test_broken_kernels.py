@@ -6,7 +6,7 @@ the substitution must still apply, so these tests fail loudly if a solution is r
 
 from conftest import broken, case_text, failing
 
-from grader.results import Status
+from grader.report.results import Status
 
 
 def test_missing_tail_mask_is_caught_as_an_out_of_bounds_store(grade_source):

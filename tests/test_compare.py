@@ -2,10 +2,10 @@
 
 import torch
 
-from grader.compare import compare
 from grader.course import Tolerance
-from grader.launches import Launch
-from grader.poison import PoisonFreshAllocations, never_written
+from grader.judge.compare import compare
+from grader.sandbox.launches import Launch
+from grader.sandbox.poison import PoisonFreshAllocations, never_written
 
 TOL = Tolerance(atol=1e-3, rtol=1e-3)
 

@@ -1,7 +1,6 @@
 """course.toml is loaded into typed dataclasses and every mistake is named by its key path."""
 
 import pytest
-
 from conftest import RULES
 
 from grader.course import Tolerance, load_course

@@ -7,9 +7,12 @@ import pytest
 import torch
 from conftest import broken, copy_course
 
-from grader import backends, compile_check, toolchain
+from grader.backends import build
+from grader.backends import selection as backends
+from grader.backends import toolchain
 from grader.course import load_course
 from grader.errors import BackendUnavailable
+from grader.judge import compile_check
 
 
 @pytest.fixture(autouse=True)
@@ -174,20 +177,20 @@ def fake_compiler(outcomes):
 def test_a_compiler_crash_is_tried_again():
     crash = CompilerExecutionError("Return code -6\ndouble free or corruption (!prev)")
     export_kernel, calls = fake_compiler([crash])
-    compile_check.build(export_kernel, "kernel", [], "sm_90")
+    build.build(export_kernel, "kernel", [], "sm_90")
     assert len(calls) == 2
 
 
 def test_a_compiler_that_keeps_crashing_or_rejects_the_source_fails():
     crash = CompilerExecutionError("Return code -11\nsegmentation fault")
-    export_kernel, calls = fake_compiler([crash] * (compile_check.CRASH_RETRIES + 1))
+    export_kernel, calls = fake_compiler([crash] * (build.CRASH_RETRIES + 1))
     with pytest.raises(CompilerExecutionError):
-        compile_check.build(export_kernel, "kernel", [], "sm_90")
-    assert len(calls) == compile_check.CRASH_RETRIES + 1
+        build.build(export_kernel, "kernel", [], "sm_90")
+    assert len(calls) == build.CRASH_RETRIES + 1
     # A rejection (positive return code) is the source's fault: reported at once.
     export_kernel, calls = fake_compiler([CompilerExecutionError("Return code 1\nerror: bad tile")])
     with pytest.raises(CompilerExecutionError):
-        compile_check.build(export_kernel, "kernel", [], "sm_90")
+        build.build(export_kernel, "kernel", [], "sm_90")
     assert len(calls) == 1
 
 
@@ -206,6 +209,6 @@ def test_signatures_are_told_apart_by_integer_width_and_constant_value(course):
     def launch(heads, head_dim):
         return kernel, (q, q, q, q, 0.5, heads, head_dim, 64, 64, False)
 
-    found = compile_check.signatures([launch(2, 16), launch(3, 16), launch(2**40, 16), launch(2, 32)])
+    found = build.signatures([launch(2, 16), launch(3, 16), launch(2**40, 16), launch(2, 32)])
     # 2 and 3 share an int32 signature; 2**40 needs int64; a new constant is a new kernel.
     assert len(found["flash_attention_kernel"][1]) == 3

@@ -13,9 +13,10 @@ import pytest
 import torch
 from conftest import broken, failing, failure_text
 
-from grader import backends, cutile_sim
+from grader import cutile_sim
+from grader.backends import selection as backends
 from grader.errors import BackendUnavailable
-from grader.results import Status
+from grader.report.results import Status
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -11,16 +11,11 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from grader import exports
-from grader.results import (
-    CaseResult,
-    CheckResult,
-    Report,
-    SpeedCase,
-    SpeedResult,
-    StageResult,
-    Status,
-)
+from grader.report import gradescope as gradescope_export
+from grader.report import junit as junit_export
+from grader.report import markdown as markdown_export
+from grader.report.results import (CaseResult, CheckResult, Report, SpeedCase, SpeedResult,
+                                   StageResult, Status)
 
 # What a hidden case must never reveal, in any export.
 SECRETS = ("SECRETPARAM", "31337", "HIDDENSUMMARY", "HIDDENDETAIL", "4242")
@@ -106,7 +101,7 @@ def report():
 @pytest.fixture
 def junit(report, tmp_path):
     path = tmp_path / "nested" / "dir" / "junit.xml"  # parent folders are created
-    exports.write_junit(report, path)
+    junit_export.write_junit(report, path)
     return path
 
 
@@ -237,7 +232,7 @@ VISIBILITIES = {"hidden", "after_due_date", "after_published", "visible"}
 @pytest.fixture
 def gradescope(report, tmp_path):
     path = tmp_path / "results" / "results.json"
-    exports.write_gradescope(report, path)
+    gradescope_export.write_gradescope(report, path)
     return json.loads(path.read_text(encoding="utf-8"))
 
 
@@ -287,7 +282,7 @@ def test_gradescope_rounding_remainders(tmp_path, total, max_points):
                   cases=[case(f"c{i}", i < passed) for i in range(total)])
         s.conclude(total)
         report = Report("c", "exercises", "triton", "", {}, "now", stages=[s])
-        exports.write_gradescope(report, tmp_path / "r.json")
+        gradescope_export.write_gradescope(report, tmp_path / "r.json")
         tests = json.loads((tmp_path / "r.json").read_text())["tests"]
         assert sum(t["score"] for t in tests) == pytest.approx(s.points, abs=1e-6)
         assert sum(t["max_score"] for t in tests) == pytest.approx(max_points, abs=1e-6)
@@ -346,7 +341,7 @@ def test_gradescope_speed_and_checks(gradescope):
 @pytest.fixture
 def markdown(report, tmp_path):
     path = tmp_path / "summary" / "step.md"
-    exports.write_markdown(report, path)
+    markdown_export.write_markdown(report, path)
     return path.read_text(encoding="utf-8")
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import json_schema
 import pytest
 
-from grader.results import SCHEMA, Status
+from grader.report.results import SCHEMA, Status
 
-SCHEMA_FILE = Path(__file__).resolve().parents[1] / "grader" / "result.schema.json"
+SCHEMA_FILE = Path(__file__).resolve().parents[1] / "grader" / "report" / "result.schema.json"
 
 
 def load_result(path):
@@ -105,7 +105,7 @@ def test_list_and_help(run_grade, course):
 
 
 def test_auto_falls_back_to_the_interpreter_without_a_gpu(monkeypatch):
-    from grader import backends
+    from grader.backends import selection as backends
 
     monkeypatch.setattr(backends.torch.cuda, "is_available", lambda: False)
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)

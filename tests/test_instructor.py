@@ -12,7 +12,7 @@ from conftest import ROOT, copy_course
 
 from grader.course import load_course
 from grader.errors import CourseError
-from grader.release import secret_lines
+from grader.instructor.release import secret_lines
 
 HIDDEN = """
 seed = 4242
@@ -166,7 +166,7 @@ def test_batch_grades_folders_and_zips_and_keeps_going(tmp_path, run_grade, cour
 
 
 def test_a_zip_cannot_write_outside_its_folder(tmp_path, course):
-    from grader import batch
+    from grader.instructor import batch
 
     archive = tmp_path / "eve.zip"
     with zipfile.ZipFile(archive, "w") as z:
@@ -184,7 +184,8 @@ def test_batch_runs_one_worker_per_gpu(tmp_path, run_grade, course, monkeypatch)
 
     import torch
 
-    from grader import backends, batch
+    from grader.backends import selection as backends
+    from grader.instructor import batch
 
     seen, lock, running, peak = [], threading.Lock(), [0], [0]
 
@@ -218,7 +219,7 @@ def test_batch_never_runs_two_submissions_on_one_gpu(tmp_path, course, monkeypat
     (which may still be busy)."""
     import threading
 
-    from grader import batch
+    from grader.instructor import batch
 
     lock, busy, clashes, used = threading.Lock(), {}, [], []
     seconds = {"a": 0.01, "b": 0.5}  # b holds its GPU while a, c, d and e go through
@@ -259,7 +260,7 @@ def test_batch_force_never_keeps_an_old_result_for_a_failed_run(tmp_path, course
                                                                  failure):
     import subprocess
 
-    from grader import batch
+    from grader.instructor import batch
 
     submission = tmp_path / "ada/triton"
     submission.mkdir(parents=True)
@@ -303,7 +304,7 @@ def test_batch_force_never_keeps_an_old_result_for_a_failed_run(tmp_path, course
 
 
 def test_batch_finds_the_real_exercises_not_a_macos_copy(tmp_path, course):
-    from grader import batch
+    from grader.instructor import batch
 
     archive = tmp_path / "bob.zip"
     with zipfile.ZipFile(archive, "w") as z:
@@ -345,9 +346,9 @@ thresholds.triton = { min_fraction = 0.4 }  # set by hand; keep
 
 
 def test_calibrate_writes_only_into_the_stages_own_speed_table(tmp_path):
-    from grader.calibrate import Calibration, write_thresholds
     from grader.course import Threshold
     from grader.errors import GradeError
+    from grader.instructor.calibrate import Calibration, write_thresholds
 
     path = tmp_path / "course.toml"
     path.write_text(CALIBRATE_COURSE)
@@ -384,8 +385,8 @@ def test_calibrate_says_what_is_wrong_without_a_traceback(tmp_path, run_grade, c
                                                          monkeypatch):
     from types import SimpleNamespace
 
-    from grader import calibrate
     from grader.errors import GradeError
+    from grader.instructor import calibrate
 
     # In a student handout there is nothing to time.
     course_file = copy_course(tmp_path / "handout")

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from conftest import RELAXED_RULES, failure_text, vector_add_course
 
-from grader.results import Status
+from grader.report.results import Status
 
 ROOT = Path(__file__).resolve().parents[1]
 VECTOR_ADD = (ROOT / "solutions/triton/stage1_vector_add.py").read_text()
 MATMUL = (ROOT / "solutions/triton/stage4_matmul.py").read_text()
 
-# Without the static check's lists (grader/screening.py): what is tested here is the wall
+# Without the static check's lists (grader/sandbox/screening.py): what is tested here is the wall
 # behind that speed bump.
 ONE_CASE = vector_add_course('[ { n = 1000, dtypes = ["float32"] }, { n = 5, dtypes = ["float32"] } ]',
                              rules=RELAXED_RULES)
@@ -101,8 +101,8 @@ def test_patching_the_checks_changes_nothing(grade_small):
         "import torch, pytest\n"
         "torch.allclose = lambda *a, **k: True\n"
         "torch.equal = lambda *a, **k: True\n"
-        "import grader.compare\n"
-        "grader.compare.compare = lambda *a, **k: None\n"
+        "import grader.judge.compare\n"
+        "grader.judge.compare.compare = lambda *a, **k: None\n"
         + VECTOR_ADD.replace("x + y, mask=mask)", "x - y, mask=mask)")
     )
     result = grade_small(source)

@@ -1,5 +1,5 @@
-"""Points only for work the student's kernel did: the corpus of grader/host.py,
-grader/screening.py and grader/frontends.py.
+"""Points only for work the student's kernel did: the corpus of grader/sandbox/host.py,
+grader/sandbox/screening.py and grader/sandbox/frontends.py.
 
 Each submission below earns its output some other way than by its kernel, usually next to a
 kernel launched as cover, and must fail with a message that names what it did; the
@@ -10,7 +10,7 @@ import pytest
 from conftest import ROOT, failure_text
 
 from grader import grading
-from grader.results import Status
+from grader.report.results import Status
 
 SOLUTIONS = ROOT / "solutions"
 
@@ -138,7 +138,7 @@ def test_an_output_no_kernel_was_given_fails(grade_source):
 @pytest.mark.parametrize("line, named", [
     ("import threading", "may not import threading"),
     ("from torch.utils import _python_dispatch", "may not import torch.utils._python_dispatch"),
-    ("import grader.submission", "may not import grader.submission"),
+    ("import grader.sandbox.submission", "may not import grader.sandbox.submission"),
     ("from ctypes import CDLL", "may not import ctypes"),
     ("import importlib", "may not import importlib"),
     ("run = eval", "may not use eval()"),
@@ -157,11 +157,11 @@ def test_a_forbidden_import_or_call_is_named_at_its_line(grade_source, line, nam
 
 def test_patching_the_grader_from_inside_is_stopped_before_it_runs(grade_source):
     # What a student who read grader/ would try: report a launch that never happened.
-    source = ("import grader.submission as s\n"
+    source = ("import grader.sandbox.submission as s\n"
               "s.Submission.call = lambda *a, **k: None\n"
               + host_does("stage1_vector_add.py", ADD_RETURN, "    return x + y\n"))
     result = grade_source("vector_add", source)
-    assert result.status is Status.ERROR and "may not import grader.submission" in result.message
+    assert result.status is Status.ERROR and "may not import grader.sandbox.submission" in result.message
 
 
 # --- kernel bodies only an interpreter would run ------------------------------------------
@@ -283,8 +283,8 @@ def test_a_front_end_the_grader_cannot_call_leaves_the_check_unmade(course, inte
     is not made, the case is still judged, and the stage says the check was not graded."""
     from test_runner import ScriptedRunner, correct
 
-    from grader import frontends, launches
-    from grader.grading import StageCheck
+    from grader.judge.stage import StageCheck
+    from grader.sandbox import frontends, launches
 
     session = launches.Session()
 

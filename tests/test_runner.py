@@ -7,11 +7,12 @@ that case, and a hidden case tells the kind of failure even when it came on the 
 import dataclasses
 from dataclasses import dataclass, field
 
-from grader.grading import StageCheck
-from grader.launches import Launch
+from grader.judge.stage import StageCheck
 from grader.problems import PROBLEMS
+from grader.report.results import Failure
 from grader.sandbox import Outcome, Runner
-from grader.submission import SubmissionError
+from grader.sandbox.launches import Launch
+from grader.sandbox.submission import SubmissionError
 
 
 def test_a_child_that_cannot_be_restarted_is_a_crash_of_the_case(tmp_path, monkeypatch):
@@ -54,7 +55,8 @@ def correct(problem_id, params, dtype, seed):
 def test_a_hidden_case_names_the_failure_of_its_second_call(course, interpret):
     stage = course.select("vector_add")
     hidden = dataclasses.replace(stage.cases[0], hidden=1)
-    timed_out = Outcome(error="timed out after 5 s (an endless loop, or a kernel that never finishes?)")
+    timed_out = Outcome(error="timed out after 5 s (an endless loop, or a kernel that never finishes?)",
+                        failure=Failure.TIMED_OUT)
     runner = ScriptedRunner([correct, timed_out])
     check = StageCheck(stage, interpret, runner)
     verdict = check.check(hidden)
@@ -62,6 +64,17 @@ def test_a_hidden_case_names_the_failure_of_its_second_call(course, interpret):
     assert not verdict.passed
     assert verdict.summary == "hidden case failed: timed out"
     assert check.results[hidden.id].summary == "hidden case failed: timed out"
+    assert check.results[hidden.id].failure is Failure.TIMED_OUT
+
+
+def test_the_kind_of_a_failure_is_the_graders_finding_not_the_childs_words(course, interpret):
+    # A child may report any error text; only the grader says a call timed out or crashed.
+    stage = course.select("vector_add")
+    hidden = dataclasses.replace(stage.cases[0], hidden=1)
+    claimed = Outcome(error="timed out after 5 s (really: a RuntimeError)")
+    verdict = StageCheck(stage, interpret, ScriptedRunner([claimed])).check(hidden)
+    assert verdict.kind is Failure.RAISED
+    assert verdict.summary == "hidden case failed: raised an exception"
 
 
 def test_a_visible_case_passes_when_both_calls_are_right(course, interpret):

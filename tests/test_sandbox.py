@@ -21,12 +21,12 @@ import pytest
 from conftest import RELAXED_RULES, ROOT, copy_course, failure_text, relax, vector_add_course
 
 from grader import grading
-from grader.results import Status
+from grader.report.results import Status
 from grader.sandbox import privileges, probe
 
 VECTOR_ADD = (ROOT / "solutions/triton/stage1_vector_add.py").read_text()
 SOLUTION = ROOT / "solutions/triton/stage1_vector_add.py"
-# The attacks import what the static check forbids (grader/screening.py): these courses leave
+# The attacks import what the static check forbids (grader/sandbox/screening.py): these courses leave
 # that speed bump out, to test the walls behind it.
 TWO_CASES = vector_add_course('[ { n = 1000, dtypes = ["float32"] }, { n = 5, dtypes = ["float32"] } ]',
                               rules=RELAXED_RULES)
@@ -611,13 +611,13 @@ def test_reply_shapes_are_checked_field_by_field(value, shape, problem):
 def test_a_compile_check_is_believed_only_with_its_cubins(tmp_path):
     """The build runs in the child, which may lie about it: a build reported without a CUDA
     binary to show for it fails."""
-    from grader import compile_check
     from grader.course import load_course
+    from grader.judge import compile_check
 
     course_file = relax(copy_course(tmp_path / "course", parts=("course.toml", "solutions")))
     reference = course_file.parent / "solutions/cutile/stage1_vector_add.py"
     reference.write_text(
-        "import grader.compile_check as cc\n"
+        "import grader.backends.build as cc\n"
         "cc.build_kernels = lambda launches, archs: ({'kernels': ['k'], 'signatures': 1, 'builds': "
         "[{'arch': a, 'ok': True, 'seconds': 0.0, 'error': '', 'cubins': 0} for a in archs]}, {})\n"
         + reference.read_text())

@@ -5,9 +5,10 @@ import shutil
 import pytest
 from conftest import copy_course
 
-from grader.release import secret_lines
-from grader.skeletons import MarkerError, make_exercise, todo_state
-from grader.submission import Submission
+from grader.course.todos import todo_state
+from grader.instructor.release import secret_lines
+from grader.instructor.skeletons import MarkerError, make_exercise
+from grader.sandbox.submission import Submission
 
 SOLUTION = '''\
 def kernel(x):

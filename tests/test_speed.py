@@ -12,14 +12,19 @@ import json
 import pytest
 from conftest import ROOT, broken, vector_add_course
 
-from grader import backends, ceilings, speed, timing, trial
+from grader import timing
+from grader.backends import selection as backends
 from grader.course import load_course
 from grader.errors import CourseError
-from grader.results import Status
 from grader.problems import PROBLEMS
+from grader.report.results import Status
 from grader.sandbox import Runner
-from grader.sandbox.runner import Batch
-from grader.trial import Trial
+from grader.report.results import Failure
+from grader.sandbox.outcomes import Batch
+from grader.speed import ceilings
+from grader.speed import check as speed
+from grader.speed import trial
+from grader.speed.trial import Trial
 
 COURSE = vector_add_course('[ { n = 100, dtypes = ["float32"] } ]', """
 [stages.speed]
@@ -126,6 +131,7 @@ def test_too_slow_gets_no_speed_points_and_says_why(grade):
     assert result.speed.points == 0 and result.total_max_points == 14
     assert len(result.speed.cases) == 2
     assert all("too slow" in c.summary and "needs 3x torch" in c.summary for c in result.speed.cases)
+    assert all(c.failure is Failure.TOO_SLOW for c in result.speed.cases)
 
 
 def test_speed_waits_for_correctness(grade):
@@ -162,8 +168,8 @@ def test_speed_section_is_validated(tmp_path):
 
 
 def test_calibrate_writes_thresholds_in_place_and_keeps_a_backup(tmp_path, course):
-    from grader.calibrate import Calibration, write_thresholds
     from grader.course import Threshold
+    from grader.instructor.calibrate import Calibration, write_thresholds
 
     path = tmp_path / "course.toml"
     original = course.path.read_text()
@@ -188,13 +194,16 @@ def test_calibrate_writes_thresholds_in_place_and_keeps_a_backup(tmp_path, cours
 def test_the_speed_table_names_the_kind_of_each_failure():
     from rich.console import Console
 
-    from grader.results import Report, SpeedCase, SpeedResult, StageResult
-    from grader.scorecard import _speed_table
+    from grader.report.results import Failure, Report, SpeedCase, SpeedResult, StageResult
+    from grader.report.scorecard import _speed_table
 
-    summaries = {"slow": "too slow: 2 ms vs torch 1 ms", "altered": "timing rejected: 900% of the ceiling",
-                 "wrong": "the timed calls returned a wrong result: NaN", "ok": "1 ms vs torch 2 ms"}
+    summaries = {"slow": ("too slow: 2 ms vs torch 1 ms", Failure.TOO_SLOW),
+                 "altered": ("timing rejected: 900% of the ceiling", Failure.TIMING_REJECTED),
+                 "wrong": ("the timed calls returned a wrong result: NaN", Failure.WRONG_RESULT),
+                 "ok": ("1 ms vs torch 2 ms", None)}
     cases = [SpeedCase(id=name, dtype="float32", params={}, passed=name == "ok", summary=text,
-                       ms=1.0, baseline="torch") for name, text in summaries.items()]
+                       ms=1.0, baseline="torch", failure=failure)
+             for name, (text, failure) in summaries.items()]
     stage = StageResult(number=1, id="vector_add", title="", backend="triton", module="m.py",
                         max_points=10, speed=SpeedResult(True, "", cases=cases))
     report = Report(course="c", target="solutions", backend="triton", backend_reason="",
@@ -204,7 +213,7 @@ def test_the_speed_table_names_the_kind_of_each_failure():
         console.print(_speed_table(report))
     rows = {line.split("│")[2].strip(): line for line in captured.get().splitlines() if line.count("│") > 3}
     assert "too slow" in rows["slow"] and "timing rejected" in rows["altered"]
-    assert "the timed calls returned a wrong" in rows["wrong"] and "fast enough" in rows["ok"]
+    assert "wrong result" in rows["wrong"] and "fast enough" in rows["ok"]
 
 
 # --- the grader's checks of what the child says about its timed calls ---------------------
@@ -224,6 +233,7 @@ def test_times_the_graders_clock_contradicts_are_rejected(grade, monkeypatch):
     assert result.speed.points == 0
     for case in result.speed.cases:
         assert case.summary.startswith("timing rejected: the grader's clock saw")
+        assert case.failure is Failure.TIMING_REJECTED
         assert "more than the same batch of the baseline spent around its calls" in case.summary
 
 
@@ -264,3 +274,4 @@ def test_a_replayed_output_fails_as_a_wrong_result(grade, monkeypatch):
     assert result.speed.points == 0
     assert all(c.summary.startswith("the timed calls returned a wrong result")
                for c in result.speed.cases), [c.summary for c in result.speed.cases]
+    assert all(c.failure is Failure.WRONG_RESULT for c in result.speed.cases)

@@ -73,7 +73,7 @@ def test_a_wrong_option_would_be_caught():
 def test_gradescope_autograder_grades_an_upload(tmp_path, course):
     root = tmp_path / "autograder"
     # The autograder zip: the handout, the class's hidden cases, and the two scripts.
-    from grader.release import release
+    from grader.instructor.release import release
 
     release(course, root / "source")
     (root / "source/course.hidden.toml").write_text(

@@ -28,7 +28,7 @@ import stat
 import sys
 from dataclasses import asdict, dataclass, field
 
-from grader.sandbox import filesystem, linux
+from grader.sandbox import filesystem, linux, processes
 
 # One user id per child, above the ids of people and system services: root picks
 # UID_BASE + the bootstrap's pid, unique among the processes alive on this machine.
@@ -249,12 +249,12 @@ def confine(plan: Plan) -> list[Protection]:
 def _supervise(init: int, c: _Confinement) -> None:
     """The bootstrap: wait for init; on SIGTERM (the grader closing) end it; never returns."""
     def stop(signum, frame):
-        _kill(init, signal.SIGTERM)
+        processes.kill(init, signal.SIGTERM)
 
     signal.signal(signal.SIGTERM, stop)
-    status = _wait(init)
+    status = processes.wait(init)
     if not c.has(linux.CLONE_NEWPID) and c.uid is not None:
-        _kill_user(c.uid)
+        processes.kill_user(c.uid)
     os._exit(status)
 
 
@@ -264,75 +264,21 @@ def _reap(worker: int, c: _Confinement) -> None:
         _end(c, 128 + signal.SIGTERM)
 
     signal.signal(signal.SIGTERM, stop)
-    _kill_on_exit = _wait(worker, reap_all=True)
+    _kill_on_exit = processes.wait(worker, reap_all=True)
     _end(c, _kill_on_exit)
 
 
 def _end(c: _Confinement, status: int) -> None:
     if not c.has(linux.CLONE_NEWPID):  # else the kernel ends the namespace with init
         for _ in range(100):
-            children = _children()
+            children = processes.children()
             if not children:
                 break
             for pid in children:
-                _kill(pid, signal.SIGKILL)
-            while _reap_one():
+                processes.kill(pid, signal.SIGKILL)
+            while processes.reap_one():
                 pass
     os._exit(status)
-
-
-def _wait(pid: int, reap_all: bool = False) -> int:
-    """Wait for `pid`; its exit code, or 128 + the signal that ended it."""
-    while True:
-        try:
-            done, status = os.waitpid(-1 if reap_all else pid, 0)
-        except InterruptedError:
-            continue
-        except ChildProcessError:
-            return 1
-        if done == pid:
-            return os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else \
-                128 + os.WTERMSIG(status)
-
-
-def _reap_one() -> bool:
-    try:
-        return os.waitpid(-1, os.WNOHANG)[0] > 0
-    except ChildProcessError:
-        return False
-
-
-def _children() -> list[int]:
-    found = []
-    for task in os.listdir("/proc/self/task"):
-        try:
-            with open(f"/proc/self/task/{task}/children") as f:
-                found += [int(p) for p in f.read().split()]
-        except OSError:
-            pass
-    return found
-
-
-def _kill(pid: int, sig: int) -> None:
-    try:
-        os.kill(pid, sig)
-    except ProcessLookupError:
-        pass
-
-
-def _kill_user(uid: int) -> None:
-    """Kill every process of `uid` (as that user: kill(-1) reaches exactly them)."""
-    helper = os.fork()
-    if helper == 0:
-        os.setgid(uid)
-        os.setuid(uid)
-        for _ in range(1000):
-            try:
-                os.kill(-1, signal.SIGKILL)
-            except ProcessLookupError:
-                os._exit(0)
-        os._exit(1)
-    _wait(helper)
 
 
 def _map_own_ids() -> None:

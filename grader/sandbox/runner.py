@@ -25,65 +25,25 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader.launches import Launch
-from grader.sandbox import filesystem, privileges, protocol, worker
+from grader.report.results import Failure
+from grader.sandbox import filesystem, privileges, processes, protocol, worker
+from grader.sandbox.launches import Launch
+from grader.sandbox.outcomes import CALL_REPLY, RETURNED, Batch, Outcome, TimingFailed
 from grader.sandbox.privileges import Protection
-from grader.submission import SubmissionError
+from grader.sandbox.submission import SubmissionError
 
-# Errors after which a CUDA context is unusable: the child is replaced.
-_STICKY = ("CUDA error", "illegal memory access", "illegal instruction", "unspecified launch failure",
-           "device-side assert")
-_ENV_KEPT = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ",
-             "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-_ENV_PREFIXES = ("TRITON_", "CUDA_", "NVIDIA_", "TORCH", "PYTORCH_", "TILECOURSE_")
-# Caches live in the child's scratch folder (its HOME): none is shared with later runs.
-_ENV_DROPPED = ("TRITON_CACHE_DIR", "TRITON_HOME", "TRITON_DUMP_DIR", "TRITON_OVERRIDE_DIR",
-                "CUDA_CACHE_PATH", "CUDA_TILE_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR")
 STARTUP_SECONDS = 120.0  # for the child to confine itself and import torch
 OUTPUT_SHOWN = 20_000  # characters of the submission's output kept for the scorecard
-_LAUNCH = {"kernel": str, "grid": [int], "constants": {str: (int, bool)}, "language": str}
-_RETURNED = {"device?": str, "type?": str}
-
-
-@dataclass
-class Outcome:
-    """What one call of the submission did, as the child reported it."""
-
-    output: Any = None  # a CPU tensor, when the call returned a plain tensor
-    returned: str | None = None  # what the call returned instead, described
-    output_device: str | None = None
-    error: str | None = None  # raised, timed out, or crashed, described for the student
-    launches: list[Launch] = field(default_factory=list)
-    host: list[str] = field(default_factory=list)  # what its host code did that it may not
-    compile_errors: list[str] = field(default_factory=list)  # a GPU compiler's rejections
-    unchecked: str | None = None  # why its kernels could not be given to a compiler
-    overruns: list[str] = field(default_factory=list)
-    inputs_after: list[Any] = field(default_factory=list)
-
-
-@dataclass
-class Batch:
-    """What the child said about one batch of timed calls, and the grader's own clock."""
-
-    times_ms: list[float]  # per call, from the child's CUDA events
-    digests: list[int | None]  # of each output (grader.timing.digest)
-    wall_ms: float  # the whole request, by the grader's clock
-
-
-class TimingFailed(Exception):
-    """A timed batch got no acceptable reply; the message is for the student."""
-
 
 class _Failed(Exception):
-    """The request got no acceptable reply: `kind` is "timeout" or "crash"."""
+    """The request got no acceptable reply: it timed out, or the child crashed."""
 
-    def __init__(self, kind: str, message: str):
+    def __init__(self, failure: Failure, message: str):
         super().__init__(message)
-        self.kind = kind
+        self.failure = failure
 
 
 class Runner:
@@ -145,7 +105,7 @@ class Runner:
         package_root = str(Path(__file__).resolve().parents[2])
         self._process = subprocess.Popen(
             [sys.executable, "-I", "-c", worker.BOOT, package_root, str(child.fileno())],
-            pass_fds=[child.fileno()], env=_child_env(plan.view.scratch), cwd=self._base,
+            pass_fds=[child.fileno()], env=processes.child_env(plan.view.scratch), cwd=self._base,
             stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log, start_new_session=True,
         )
         child.close()
@@ -154,7 +114,7 @@ class Runner:
                                "sys_path": [p for p in sys.path if os.path.isabs(p)]})
         ready = self._receive(0, time.monotonic() + max(self.timeout, STARTUP_SECONDS), 0)
         if ready.header.get("status") != "ready":
-            raise _Failed("crash", f"crashed: the sandbox did not start ({_text(ready.header)})")
+            raise _Failed(Failure.CRASHED, f"crashed: the sandbox did not start ({_text(ready.header)})")
         found = self._check(ready.header.get("protections"),
                             [{"name": str, "in_force": bool, "detail": str}], "ready")
         self.protections = [Protection(**p) for p in found]
@@ -169,9 +129,9 @@ class Runner:
                 try:
                     self._process.wait(timeout=10)
                 except subprocess.TimeoutExpired:
-                    _kill_group(self._process.pid)
+                    processes.kill_group(self._process.pid)
                     self._process.wait()
-            _kill_group(self._process.pid)  # without namespaces: what stayed in its group
+            processes.kill_group(self._process.pid)  # without namespaces: what stayed in its group
         if self._base is not None:
             shutil.rmtree(self._base, ignore_errors=True)
         self._process = self._sock = self._base = None
@@ -203,7 +163,7 @@ class Runner:
             try:
                 self.load()
             except SubmissionError as exc:
-                raise _Failed("crash", f"crashed: could not be restarted after an earlier "
+                raise _Failed(Failure.CRASHED, f"crashed: could not be restarted after an earlier "
                                        f"failure: {exc}") from None
         self._serial += 1
         deadline = time.monotonic() + (timeout or self.timeout)
@@ -220,7 +180,7 @@ class Runner:
             raise SubmissionError(value)
         if status == "error" and isinstance(value, str):
             self.close()  # its state is unknown (a CUDA context a fault poisoned, say)
-            raise _Failed("crash", f"crashed: the grader's worker failed: {value}")
+            raise _Failed(Failure.CRASHED, f"crashed: the grader's worker failed: {value}")
         if status != "ok" or "value" not in reply.header:
             raise self._broken(f"sent a reply the grader cannot read ({_text(reply.header)})")
         return reply
@@ -230,7 +190,7 @@ class Runner:
             reply = protocol.receive(self._sock, deadline, max_bytes)
         except protocol.Late:
             self.close()
-            raise _Failed("timeout", f"timed out after {self.timeout:g} s (an endless loop, or "
+            raise _Failed(Failure.TIMED_OUT, f"timed out after {self.timeout:g} s (an endless loop, or "
                                      "a kernel that never finishes?)") from None
         except protocol.Closed:
             raise self._died() from None
@@ -250,11 +210,11 @@ class Runner:
     def _died(self) -> _Failed:
         code = self._process.wait()
         self.close()
-        return _Failed("crash", f"crashed: the process running it died ({_exit_reason(code)})")
+        return _Failed(Failure.CRASHED, f"crashed: the process running it died ({processes.exit_reason(code)})")
 
     def _broken(self, why: str) -> _Failed:
         self.close()
-        return _Failed("crash", f"crashed: its process broke the grader's protocol: {why}")
+        return _Failed(Failure.CRASHED, f"crashed: its process broke the grader's protocol: {why}")
 
     # --- requests -------------------------------------------------------------------
 
@@ -268,17 +228,15 @@ class Runner:
                               seed=seed)
             outcome = self._outcome(reply, inputs)
         except _Failed as exc:
-            return Outcome(error=str(exc))
+            return Outcome(error=str(exc), failure=exc.failure)
         except SubmissionError as exc:
-            return Outcome(error=f"crashed: {exc}")
-        if outcome.error and any(s in outcome.error for s in _STICKY):
+            return Outcome(error=f"crashed: {exc}", failure=Failure.CRASHED)
+        if outcome.context_lost:
             self.close()  # the next call gets a fresh CUDA context
         return outcome
 
     def _outcome(self, reply: protocol.Message, inputs: list) -> Outcome:
-        value = self._check(reply.header["value"], {
-            "error": (str, None), "launches": [_LAUNCH], "host": [str], "compile_errors": [str],
-            "unchecked": (str, None), "overruns": [str], "output": _RETURNED}, "the call's reply")
+        value = self._check(reply.header["value"], CALL_REPLY, "the call's reply")
         returned, tensors = value["output"], reply.tensors
         after = [tensors.get(f"input.{i}") for i in range(len(inputs))]
         for before, now in zip(inputs, after):
@@ -323,7 +281,7 @@ class Runner:
             reply = self._ask("time_batch", 0, problem_id=problem_id, params=params,
                               dtype=dtype, seeds=seeds, key=key)
             value = self._check(reply.header["value"], {
-                "times": [float], "digests": [(int, None)], "outputs": [_RETURNED]},
+                "times": [float], "digests": [(int, None)], "outputs": [RETURNED]},
                 "the timing reply")
         except (_Failed, SubmissionError) as exc:
             raise TimingFailed(str(exc)) from None
@@ -340,7 +298,7 @@ class Runner:
         """The output of call `index` of the last batch; raises TimingFailed."""
         try:
             reply = self._ask("fetch", 2 * output_bytes + (1 << 20), index=index)
-            self._check(reply.header["value"], _RETURNED, "the fetched output")
+            self._check(reply.header["value"], RETURNED, "the fetched output")
         except (_Failed, SubmissionError) as exc:
             raise TimingFailed(str(exc)) from None
         if "output" not in reply.tensors:
@@ -349,7 +307,7 @@ class Runner:
 
     def compile(self, problem_id: str, cases: list, archs: tuple[str, ...]) -> protocol.Message:
         """Capture the cuTile launches of `cases` and build them for `archs`; the reply's
-        JSON and cubins, unchecked (grader.compile_check checks them)."""
+        JSON and cubins, unchecked (grader.judge.compile_check checks them)."""
         timeout = max(self.timeout, 300.0 + 120.0 * len(archs))
         try:
             return self._ask("compile", 256 << 20, timeout=timeout, problem_id=problem_id,
@@ -384,31 +342,5 @@ def _submission_source(path: Path, hidden: list[Path]) -> bytes:
     return real.read_bytes()
 
 
-def _child_env(scratch: str) -> dict[str, str]:
-    """The environment of the child: what kernels need, none of the grader's secrets (CI
-    tokens, API keys), and a home in its scratch folder."""
-    env = {k: v for k, v in os.environ.items()
-           if (k in _ENV_KEPT or k.startswith(_ENV_PREFIXES)) and k not in _ENV_DROPPED}
-    env.update(HOME=scratch, TMPDIR=scratch, USER="submission", LOGNAME="submission")
-    return env
-
-
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 def _text(header: dict) -> str:
     return str(header.get("value", header))[:200]
-
-
-def _exit_reason(code: int | None) -> str:
-    if code is not None and (code < 0 or code > 128):
-        number = -code if code < 0 else code - 128
-        try:
-            return f"signal {signal.Signals(number).name}"
-        except ValueError:
-            return f"signal {number}"
-    return f"exit code {code}"

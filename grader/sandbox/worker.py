@@ -33,7 +33,7 @@ class _Worker:
 
     def load(self, path: str, function: str, device: str, rules: dict):
         from grader.course import SubmissionRules
-        from grader.submission import Submission
+        from grader.sandbox.submission import Submission
 
         self.device = device
         self.rules = SubmissionRules(**{k: tuple(v) for k, v in rules.items()})
@@ -44,7 +44,7 @@ class _Worker:
     def _inputs(self, problem_id: str, params: dict, dtype: str, seed: int):
         import torch
 
-        from grader.poison import guarded_copy
+        from grader.sandbox.poison import guarded_copy
         from grader.problems import PROBLEMS
 
         problem = PROBLEMS[problem_id]
@@ -142,7 +142,7 @@ class _Worker:
 
     def compile(self, problem_id: str, cases: list, archs: list):
         """Capture the cuTile launches of every case, then build each kernel for `archs`."""
-        from grader import compile_check
+        from grader.backends import build
         from grader.problems import PROBLEMS
 
         problem = PROBLEMS[problem_id]
@@ -150,7 +150,7 @@ class _Worker:
         for params, dtype, seed in cases:
             call = problem.draw(params, dtype, seed)
             launches += self.submission.capture_cutile(call.args, call.kwargs)
-        return compile_check.build_kernels(launches, tuple(archs))
+        return build.build_kernels(launches, tuple(archs))
 
 
 def _describe(output) -> dict:
@@ -175,8 +175,9 @@ def _bind_before_student_code(track: str) -> None:
 
     import torch  # noqa: F401
 
-    from grader import launches, poison, problems, submission, timing  # noqa: F401
-    from grader.backends import SIMULATE
+    from grader import problems, timing  # noqa: F401
+    from grader.sandbox import launches, poison, submission  # noqa: F401
+    from grader.backends.selection import SIMULATE
 
     language = {"triton": "triton", "cutile": "cuda.tile"}.get(track)
     if language:
@@ -189,7 +190,7 @@ def _bind_before_student_code(track: str) -> None:
 
         cutile_sim.install()  # ct.launch runs kernels in the simulator, on the CPU
     if track == "triton" and os.environ.get("TRITON_INTERPRET") == "1":
-        from grader import frontends
+        from grader.sandbox import frontends
 
         try:
             frontends.start_triton_helper()  # its imports overlap loading the submission
@@ -208,7 +209,7 @@ def main(fd: int) -> None:
     sys.path[:] = list(dict.fromkeys([sys.path[0], *plan["sys_path"]]))
     sys.dont_write_bytecode = True
     _bind_before_student_code(plan["track"])
-    from grader.submission import SubmissionError
+    from grader.sandbox.submission import SubmissionError
 
     protocol.send(sock, {"id": 0, "status": "ready",
                          "protections": privileges.protections_json(protections)})

@@ -1,0 +1,233 @@
+"""Backends: where a stage's kernels run, and how the grader picks one.
+
+A backend names a track (which module of a stage it grades: the Triton or the cuTile one),
+the torch device its inputs live on, and a probe that says whether it can run on this
+machine and, if not, what to do about it. `auto` picks the best backend that can run here
+and records why, so the scorecard can say it.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+import platform
+import sys
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from grader.backends import toolchain
+from grader.errors import BackendUnavailable
+
+AUTO = "auto"
+SIMULATE = "TILECOURSE_CUTILE_SIM"  # read by grader.sandbox.worker: run ct.launch in the simulator
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str
+    track: str  # the course.toml `modules` key this backend grades
+    device: str  # where inputs and outputs live
+    summary: str
+    probe: Callable[[], str | None]  # None when usable, else why not and the fix
+    interpret: bool = False  # Triton's interpreter, or the cuTile simulator, on the CPU
+
+    def prepare(self) -> None:
+        """Set up the process (and the grading child it starts) before kernels are loaded."""
+        if self.track == "cutile":
+            os.environ[SIMULATE] = "1" if self.interpret else "0"
+            if not self.interpret:
+                toolchain.apply(toolchain.probe(gpu_arch()))  # e.g. drop a stale CUDA_HOME
+        elif self.track == "triton":
+            self._set_triton_mode()
+
+    def _set_triton_mode(self) -> None:
+        # Triton reads TRITON_INTERPRET when a kernel is decorated, so it must be set before a
+        # submission is imported, and set to 0 for the GPU so a stray export cannot slow it.
+        wanted = "1" if self.interpret else "0"
+        current = os.environ.get("TRITON_INTERPRET", "0")
+        if "triton" in sys.modules and current != wanted:
+            # triton.language's own helpers were decorated in the other mode at import time.
+            raise BackendUnavailable(
+                f"Triton was imported with TRITON_INTERPRET={current} before the grader set up "
+                f"the {self.name} backend. Set TRITON_INTERPRET={wanted} before importing "
+                "triton, or run `grade` in a fresh process."
+            )
+        os.environ["TRITON_INTERPRET"] = wanted
+
+
+@dataclass(frozen=True)
+class Selection:
+    backend: Backend
+    reason: str
+
+
+def _triton_missing() -> str | None:
+    if importlib.util.find_spec("triton") is None:
+        return (
+            "Triton is not installed. Install it with `pip install triton` "
+            "(Triton ships wheels for Linux; on macOS or Windows use WSL2, Colab or a Linux box)."
+        )
+    return None
+
+
+def _cuda_missing() -> str | None:
+    if not torch.cuda.is_available():
+        build = "a CPU-only build of PyTorch" if torch.version.cuda is None else "no CUDA GPU"
+        return (
+            f"needs a CUDA GPU, and this machine has {build}. "
+            "Use --backend triton-interpret to run kernels on the CPU."
+        )
+    major, _ = torch.cuda.get_device_capability()
+    if major < 8:
+        name = torch.cuda.get_device_name()
+        return f"{name} has compute capability {major}.x; the course kernels need 8.0 or newer."
+    return None
+
+
+def _probe_triton() -> str | None:
+    return _triton_missing() or _cuda_missing()
+
+
+CUTILE_MAJORS = (8, 9, 10, 11, 12)  # compute capabilities cuTile compiles for
+
+
+def gpu_arch() -> str | None:
+    """`sm_90` for the GPU in use, None without one."""
+    if not torch.cuda.is_available():
+        return None
+    major, minor = torch.cuda.get_device_capability()
+    return f"sm_{major}{minor}"
+
+
+def _cuda_tile_missing() -> str | None:
+    if toolchain.cuda_tile_version() is None:
+        return f"cuda-tile is not installed. Install it with: {toolchain.INSTALL_FIX}"
+    return None
+
+
+def _probe_cutile() -> str | None:
+    if missing := _cuda_tile_missing():
+        return missing
+    if not torch.cuda.is_available():
+        build = "a CPU-only build of PyTorch" if torch.version.cuda is None else "no CUDA GPU"
+        return (
+            f"cuTile kernels run only on a CUDA GPU, and this machine has {build}. Here they "
+            "can be compile-checked with `grade compile`; the Triton track runs on the CPU "
+            "with --backend triton-interpret."
+        )
+    major, minor = torch.cuda.get_device_capability()
+    if major not in CUTILE_MAJORS:
+        return (
+            f"{torch.cuda.get_device_name()} has compute capability {major}.{minor}; cuTile "
+            "supports 8.x, 9.x, 10.x, 11.x and 12.x. Use --backend triton."
+        )
+    found = toolchain.inspect_toolchain()
+    if found.tileiras is None:
+        return f"tileiras, the cuTile compiler, was not found. Install it with: {toolchain.INSTALL_FIX}"
+    result = toolchain.probe(gpu_arch())
+    if not result.ok:
+        hint = ""
+        if found.cuda_home:
+            hint = (f" CUDA_HOME={found.cuda_home} (CUDA {found.cuda_home_version or '?'}) may "
+                    f"be older than tileiras needs: unset it or point it at {toolchain.TILEIRAS_CUDA}.")
+        return (f"tileiras ({found.tileiras}) cannot compile for {gpu_arch()}: "
+                f"{result.error}.{hint} Run `grade doctor` for details.")
+    return None
+
+
+def _cutile_note() -> str:
+    """Why cuTile grades, and any repair the grader made to the environment."""
+    note = f"cuda-tile {toolchain.cuda_tile_version()} compiles for {gpu_arch()}"
+    if toolchain.probe(gpu_arch()).drop_cuda_home:
+        note += "; CUDA_HOME is ignored for cuTile compiles: its toolkit is too old for tileiras"
+    return note
+
+
+BACKENDS: dict[str, Backend] = {
+    b.name: b
+    for b in [
+        Backend("triton", "triton", "cuda", "Triton kernels compiled for the GPU", _probe_triton),
+        Backend("cutile", "cutile", "cuda", "cuTile kernels compiled by tileiras for the GPU",
+                _probe_cutile),
+        Backend("cutile-sim", "cutile", "cpu",
+                "cuTile kernels run by the grader's simulator on the CPU, block by block",
+                _cuda_tile_missing, interpret=True),
+        Backend(
+            "triton-interpret",
+            "triton",
+            "cpu",
+            "Triton's interpreter: kernels run on the CPU, one program instance at a time",
+            _triton_missing,
+            interpret=True,
+        ),
+    ]
+}
+
+CHOICES = (AUTO, *BACKENDS)
+
+
+def select(name: str, track: str | None = None) -> Selection:
+    """The backend to grade with: the one named, or for `auto` the best one that runs here
+    (for `track`, when given: the tile language the student works in)."""
+    if name == AUTO:
+        return _auto(track)
+    backend = BACKENDS.get(name)
+    if backend is None:
+        raise BackendUnavailable(f"Unknown backend '{name}'. Choose one of: {', '.join(CHOICES)}.")
+    if track and backend.track != track:
+        raise BackendUnavailable(f"Backend '{name}' grades the {backend.track} track, not {track}; "
+                                 f"leave out --track, or use --backend auto.")
+    why_not = backend.probe()
+    if why_not:
+        raise BackendUnavailable(f"Backend '{name}' cannot run here: {why_not}")
+    reason = "chosen with --backend"
+    if backend.track == "cutile" and not backend.interpret:
+        reason += f"; {_cutile_note()}"
+    return Selection(backend, reason)
+
+
+def _auto(track: str | None = None) -> Selection:
+    if track == "cutile":
+        if _probe_cutile() is None:
+            return Selection(BACKENDS["cutile"], f"{_cutile_note()} on {torch.cuda.get_device_name()}")
+        missing = _cuda_tile_missing()
+        if missing:
+            raise BackendUnavailable(f"The cuTile track cannot be graded here: {missing}")
+        cause = ("no CUDA GPU" if not torch.cuda.is_available()
+                 else "cuTile cannot run on this GPU; `grade doctor` says why")
+        return Selection(BACKENDS["cutile-sim"], f"{cause}, so the grader's simulator runs the "
+                         "cuTile kernels on the CPU")
+    interpret = BACKENDS["triton-interpret"]
+    if track is None and os.environ.get("TRITON_INTERPRET") == "1":
+        return Selection(interpret, "TRITON_INTERPRET=1 is set in the environment")
+    if track is None and _probe_cutile() is None:
+        return Selection(BACKENDS["cutile"], f"{_cutile_note()} on {torch.cuda.get_device_name()}"
+                         " (use --track triton for the Triton track)")
+    why_not = _probe_triton()
+    if why_not is None:
+        return Selection(BACKENDS["triton"], f"CUDA GPU found: {torch.cuda.get_device_name()}")
+    missing = _triton_missing()
+    if missing:
+        raise BackendUnavailable(f"No backend can run here. {missing}")
+    return Selection(interpret, "no usable CUDA GPU, so Triton's interpreter runs on the CPU")
+
+
+def machine_info() -> dict[str, str | None]:
+    """Versions and hardware that a result depends on, for the scorecard and the JSON."""
+    try:
+        # Read from the metadata: importing triton here would fix its interpreter mode.
+        triton_version = importlib.metadata.version("triton")
+    except importlib.metadata.PackageNotFoundError:
+        triton_version = None
+    gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else None
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "triton": triton_version,
+        "cuda_tile": toolchain.cuda_tile_version(),
+        "gpu": gpu,
+        "cuda": torch.version.cuda,
+    }

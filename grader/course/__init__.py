@@ -1,0 +1,17 @@
+"""The course: course.toml loaded into typed dataclasses, checked, with the hidden cases.
+
+    model.py     the dataclasses: Course, Stage, Case, Speed, tolerances, submission rules
+    checker.py   validation: every error names the file, the key path and what to fix
+    loading.py   finding course.toml, reading it and course.hidden.toml
+    todos.py     which TODO blocks of a stage file still hold their placeholder
+
+course.toml, exercises/ and solutions/ are the course; this package only reads them.
+"""
+
+from grader.course.loading import find_course_file, load_course
+from grader.course.model import (COURSE_FILE, HIDDEN_FILE, TRACKS, WHOLE_DIM, Case, Course,
+                                 MemoryGrowth, Speed, Stage, SubmissionRules, Threshold, Tolerance)
+
+__all__ = ["COURSE_FILE", "HIDDEN_FILE", "TRACKS", "WHOLE_DIM", "Case", "Course", "MemoryGrowth",
+           "Speed", "Stage", "SubmissionRules", "Threshold", "Tolerance", "find_course_file",
+           "load_course"]

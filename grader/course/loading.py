@@ -1,0 +1,85 @@
+"""Finding and reading course.toml, and the instructor's hidden cases next to it."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+
+from grader.course.checker import Checker
+from grader.course.model import COURSE_FILE, HIDDEN_FILE, Case, Course
+from grader.errors import CourseError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+def find_course_file(start: Path | None = None) -> Path:
+    """The course.toml in `start` or the nearest folder above it."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        candidate = folder / COURSE_FILE
+        if candidate.is_file():
+            return candidate
+    raise CourseError(
+        f"No {COURSE_FILE} found in {here} or any folder above it. Run `grade` from inside "
+        "the course folder, or pass --course PATH/TO/course.toml."
+    )
+
+
+def load_course(path: Path) -> Course:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CourseError(f"Cannot read {path}: {exc.strerror}.") from None
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise CourseError(f"{path} is not valid TOML: {exc}.") from None
+    checker = Checker(path)
+    course = checker.course(raw)
+    checker.raise_if_errors()
+    hidden = path.with_name(HIDDEN_FILE)
+    if hidden.is_file():
+        course = with_hidden_cases(course, hidden)
+    return course
+
+
+def with_hidden_cases(course: Course, path: Path) -> Course:
+    """Append the instructor's hidden cases (course.hidden.toml) to their stages.
+
+        seed = 8412                      # secret: mixed into every hidden case's seed
+        [[stages]]
+        id = "softmax"
+        cases = [ { M = 4099, N = 3001, dtypes = ["float32"] } ]
+    """
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise CourseError(f"{path} cannot be read as TOML: {exc}.") from None
+    checker = Checker(path)
+    top = checker.table(raw, "(top level)", {"stages": list}, {"seed": int})
+    secret = top.get("seed", 0)
+    extra: dict[str, list[Case]] = {}
+    by_id = {s.id: s for s in course.stages}
+    for i, entry in enumerate(top.get("stages", [])):
+        where = f"stages[{i}]"
+        s = checker.table(entry, where, {"id": str, "cases": list})
+        stage = by_id.get(s.get("id"))
+        if "id" in s and stage is None:
+            checker.error(f"{where}.id", f"no stage '{s['id']}' in {COURSE_FILE}; known: {', '.join(by_id)}")
+        if stage is None:  # the error about its id is already recorded
+            continue
+        for j, case in enumerate(s.get("cases", [])):
+            found = checker.cases(case, f"{where}.cases[{j}]", stage.problem if stage else None,
+                                  stage.tolerance if stage else {}, f"hidden/{s.get('id')}", j)
+            extra.setdefault(stage.id, []).extend(found)
+    checker.raise_if_errors()
+    stages = []
+    for stage in course.stages:
+        hidden = [Case(c.params, c.dtype, c.seed_in_run(secret), hidden=n)
+                  for n, c in enumerate(extra.get(stage.id, []), 1)]
+        stages.append(dataclasses.replace(stage, cases=stage.cases + tuple(hidden)))
+    return dataclasses.replace(course, stages=tuple(stages), hidden_file=path)

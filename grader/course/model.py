@@ -1,0 +1,141 @@
+"""The course as typed dataclasses: what course.toml says, checked (grader.course.checker)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from grader.errors import StageSelectionError
+from grader.problems import Problem
+
+COURSE_FILE = "course.toml"
+HIDDEN_FILE = "course.hidden.toml"  # instructor-only cases; `grade release` leaves it out
+TRACKS = ("triton", "cutile")  # the tile languages a stage is written in
+WHOLE_DIM = "*"  # tile spec entry: one program owns the whole dimension
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    atol: float
+    rtol: float
+
+
+@dataclass(frozen=True)
+class Case:
+    """One graded call: problem parameters, a dtype and the seed its inputs are drawn from."""
+
+    params: dict[str, Any]
+    dtype: str
+    seed: int
+    hidden: int = 0  # instructor-only cases are numbered from 1; their inputs stay secret
+
+    def seed_in_run(self, run_seed: int) -> int:
+        """The seed this case's inputs are drawn from in a run (run seed 0: the course's own)."""
+        return (self.seed ^ run_seed) & 0x7FFFFFFF
+
+    @property
+    def id(self) -> str:
+        if self.hidden:
+            return f"hidden{self.hidden}-{self.dtype}"
+        shown = ",".join(f"{k}={v}" for k, v in self.params.items())
+        return f"{shown}-{self.dtype}"
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """What a kernel must reach on the GPU for its speed points (None: not required)."""
+
+    min_speedup: float | None = None  # baseline time / kernel time
+    min_fraction: float | None = None  # achieved GB/s or TFLOP/s / the GPU's measured ceiling
+
+
+@dataclass(frozen=True)
+class Speed:
+    """How a stage's speed is graded: the cases timed, the baseline, thresholds per backend."""
+
+    points: float
+    baseline: str
+    seconds: float  # timing budget per case
+    cases: tuple[Case, ...]
+    thresholds: dict[str, Threshold]  # backend name -> threshold
+
+
+@dataclass(frozen=True)
+class MemoryGrowth:
+    """On a GPU: the peak extra memory of a call at `large` may be at most `max_growth` times
+    that at `small` - for a kernel whose memory must grow linearly, not quadratically."""
+
+    small: Case
+    large: Case
+    max_growth: float
+
+
+@dataclass(frozen=True)
+class SubmissionRules:
+    """What a kernel submission may do besides launching kernels ([submissions] in course.toml)."""
+
+    forbidden_imports: tuple[str, ...]  # modules; a submodule of one is forbidden too
+    forbidden_calls: tuple[str, ...]  # built-in functions called by name
+    allowed_dunders: tuple[str, ...]  # the only __names__ a submission may use
+    host_functions: tuple[str, ...]  # torch functions and Tensor methods, by resolve_name
+    host_ops: tuple[str, ...]  # ATen operators (overload packet names)
+
+
+@dataclass(frozen=True)
+class Stage:
+    number: int
+    id: str
+    title: str
+    points: float
+    problem: Problem
+    modules: dict[str, str]  # track -> path below exercises/ and solutions/
+    tiles: dict[str, tuple]  # track -> per output dimension: constexpr name, int, or "*"
+    tolerance: dict[str, Tolerance]  # dtype name -> tolerance
+    cases: tuple[Case, ...]
+    speed: Speed | None = None
+    memory_growth: MemoryGrowth | None = None
+
+    @property
+    def name(self) -> str:
+        return f"stage{self.number}"
+
+
+@dataclass(frozen=True)
+class Course:
+    path: Path
+    title: str
+    stages: tuple[Stage, ...]
+    rules: SubmissionRules
+    hidden_file: Path | None = None  # course.hidden.toml, when the instructor has one
+
+    @property
+    def root(self) -> Path:
+        return self.path.parent
+
+    @property
+    def private_paths(self) -> list[Path]:
+        """What no submission may see: the reference solutions and the hidden cases."""
+        return [self.root / "solutions", self.root / HIDDEN_FILE]
+
+    def module_path(self, stage: Stage, track: str, solutions: bool) -> Path:
+        folder = "solutions" if solutions else "exercises"
+        return self.root / folder / stage.modules[track]
+
+    def named(self, selectors) -> list[Stage]:
+        """The stages named (`stage3`, `3`, `softmax`), in course order; none or `all`: all."""
+        wanted = [s for s in selectors if s != "all"]
+        chosen = {stage.id for stage in map(self.select, wanted)}
+        return [s for s in self.stages if not wanted or s.id in chosen]
+
+    def select(self, selector: str) -> Stage:
+        """Find a stage by `stage3`, `3` or `softmax`."""
+        key = selector.strip().lower()
+        for stage in self.stages:
+            if key in (stage.name, str(stage.number), stage.id):
+                return stage
+        known = ", ".join(f"{s.name} ({s.id})" for s in self.stages)
+        raise StageSelectionError(
+            f"There is no stage '{selector}'. Stages: {known}. "
+            "Name one as `grade stage3`, `grade 3` or `grade softmax`, or run `grade list`."
+        )

@@ -1,0 +1,8 @@
+"""Instructor tools: exercises from solutions, the handout, thresholds, grading a class.
+
+    skeletons.py   exercises generated from the solutions' markers
+    release.py     the student handout: no solutions/, no hidden cases
+    calibrate.py   speed thresholds from the references on this GPU
+    batch.py       a class of submissions, each isolated, into a gradebook
+    backups.py     a copy kept before any file a person wrote is replaced
+"""

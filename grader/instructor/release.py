@@ -1,0 +1,99 @@
+"""`grade release OUTDIR`: the student handout, built from the instructor's course.
+
+The handout holds what a student needs to work and to grade themselves: the exercises,
+the grader, course.toml (public cases only: hidden cases live in course.hidden.toml, which
+is never copied), the README and pyproject.toml. It never holds solutions/, tests/ (they
+read the solutions) or the scripts that time the references. After copying, every file of
+the handout is scanned for lines of reference code, and the release fails if one is found.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from grader.course import HIDDEN_FILE, Course
+from grader.errors import GradeError
+from grader.instructor.backups import is_backup
+from grader.instructor.skeletons import regions
+
+COPIED = ("exercises", "grader", "course.toml", "README.md", "pyproject.toml", ".gitignore")
+
+
+class ReleaseError(GradeError):
+    """The handout cannot be built, or would give the solutions away."""
+
+
+def release(course: Course, out: Path, force: bool = False) -> list[Path]:
+    """Write the handout into `out`; returns the files written."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ReleaseError(f"{out} exists and is not a folder.")
+    if out.is_dir() and any(out.iterdir()) and not force:
+        raise ReleaseError(f"{out} is not empty. Choose an empty folder, or pass --force to "
+                           "write the handout over what is there.")
+    if out.resolve() == course.root.resolve() or course.root.resolve() in out.resolve().parents:
+        raise ReleaseError(f"{out} is inside the course itself; choose a folder outside it.")
+    written = []
+    for name in COPIED:
+        source = course.root / name
+        if not source.exists():
+            continue
+        files = [source] if source.is_file() else sorted(p for p in source.rglob("*") if p.is_file())
+        for file in files:
+            relative = file.relative_to(course.root)
+            if "__pycache__" in relative.parts or file.suffix == ".pyc" \
+                    or relative.name == HIDDEN_FILE or is_backup(relative.name):
+                continue
+            target = out / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(file, target)
+            written.append(target)
+    leaks = solution_leaks(course, written)
+    if leaks:
+        raise ReleaseError("The handout would contain reference code, so nothing should be "
+                           "handed out from " + str(out) + ":\n" + "\n".join(f"  - {x}" for x in leaks[:10]))
+    return written
+
+
+MIN_LENGTH = 16  # shorter lines (`return out`) are too generic to count as a leak
+
+
+def split_solution(source: str, origin: str = "<solution>") -> tuple[set[str], set[str]]:
+    """(code lines inside `# >>> solution` regions, lines a student sees in the exercise).
+
+    Raises MarkerError for markers out of order, as `grade skeletons` does.
+    """
+    hidden, visible = set(), set()
+    for part, _, line in regions(source, origin):
+        line = line.strip()
+        if part == "solution":
+            if line and not line.startswith("#"):
+                hidden.add(line)
+        else:
+            visible.add(line.removeprefix("#").strip() if part == "exercise" else line)
+    return hidden, visible
+
+
+def secret_lines(solution_files: list[Path]) -> set[str]:
+    """Lines of reference code that no exercise shows (given code, placeholders)."""
+    hidden, visible = set(), set()
+    for path in solution_files:
+        h, v = split_solution(path.read_text(encoding="utf-8"), str(path))
+        hidden |= h
+        visible |= v
+    return {line for line in hidden - visible if len(line) >= MIN_LENGTH}
+
+
+def solution_leaks(course: Course, files: list[Path]) -> list[str]:
+    """'file: line' for every handout line that is a line of reference code."""
+    solutions = course.root / "solutions"
+    secret = secret_lines(sorted(solutions.rglob("*.py"))) if solutions.is_dir() else set()
+    leaks = []
+    for file in files:
+        try:
+            lines = file.read_text(encoding="utf-8").splitlines()
+        except (UnicodeDecodeError, OSError):
+            continue
+        leaks += [f"{file}: {line.strip()}" for line in lines if line.strip() in secret]
+    return leaks

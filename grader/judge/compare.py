@@ -1,0 +1,180 @@
+"""Judging one output against the float32 reference, and explaining what went wrong.
+
+A bare "not close" teaches nothing. The report says how wrong (max abs and rel error), how
+much (how many elements), where (the first bad indices and the tiles they belong to), and
+what kind of wrong: NaN or Inf where a number was expected, or elements never written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import torch
+
+from grader.course import WHOLE_DIM, Tolerance
+from grader.report.results import Failure
+from grader.sandbox.launches import Launch
+from grader.sandbox.poison import never_written
+
+SHOW_INDICES = 5
+SHOW_TILES = 4
+
+
+@dataclass
+class Verdict:
+    passed: bool
+    summary: str
+    details: list[str] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+    kind: Failure = Failure.WRONG_RESULT  # of a failure: all a hidden case reveals
+
+    @property
+    def report(self) -> str:
+        return "\n".join([self.summary, *self.details])
+
+
+def compare(
+    output: Any,
+    expected: torch.Tensor,
+    dtype: torch.dtype,
+    device: str,
+    tolerance: Tolerance,
+    tiles: Sequence | None = None,
+    launches: Sequence[Launch] = (),
+) -> Verdict:
+    problem = _wrong_kind(output, expected, dtype, device)
+    if problem:
+        return Verdict(False, problem)
+
+    # Elementwise work stays on the output's device: GPU outputs can be large.
+    unwritten = never_written(output)
+    got = output.detach().to(torch.float32)
+    want = expected.detach().to(device=got.device, dtype=torch.float32)
+    unwritten = torch.zeros_like(got, dtype=torch.bool) if unwritten is None else unwritten
+    err = (got - want).abs()
+    # `<=` is False for NaN, so a NaN never counts as a match, whatever the reference says.
+    bad = ~(err <= tolerance.atol + tolerance.rtol * want.abs())
+    n_bad, total = int(bad.sum()), got.numel()
+
+    both_finite = torch.isfinite(got) & torch.isfinite(want)
+    rel = err / want.abs().clamp_min(torch.finfo(torch.float32).tiny)
+    stats = {
+        "mismatched": n_bad,
+        "total": total,
+        "max_abs_error": _max(err, both_finite),
+        "max_rel_error": _max(rel, both_finite & (want.abs() > tolerance.atol)),
+        "nan": int((torch.isnan(got) & ~unwritten & ~torch.isnan(want)).sum()),
+        "inf": int((torch.isinf(got) & ~torch.isinf(want)).sum()),
+        "never_written": int(unwritten.sum()),
+    }
+    if n_bad == 0:
+        return Verdict(True, f"all {total} elements match", stats=stats)
+
+    summary = (
+        f"{n_bad} of {total} elements mismatch ({100 * n_bad / total:.3g}%); "
+        f"tolerance atol={tolerance.atol:g}, rtol={tolerance.rtol:g}"
+    )
+    details = []
+    if stats["max_abs_error"] is not None:
+        details.append(f"max abs error {_fmt(stats['max_abs_error'])}, max rel error "
+                       f"{_fmt(stats['max_rel_error'])} (over elements where both are finite)")
+    if stats["never_written"]:
+        first = _index(unwritten.nonzero()[0])
+        details.append(
+            f"{_elements(stats['never_written'], 'were')} never written (first at {first}): "
+            "the grid or a store mask does not cover them"
+        )
+    if stats["nan"]:
+        details.append(f"{_elements(stats['nan'], 'are')} NaN where a number was expected")
+    if stats["inf"]:
+        details.append(f"{_elements(stats['inf'], 'are')} Inf where a finite number was expected")
+    details.append("first mismatches:")
+    for idx in bad.nonzero()[:SHOW_INDICES]:
+        i = tuple(idx.tolist())
+        shown = "never written" if unwritten[i] else f"got {_fmt(got[i].item())}"
+        details.append(f"  out{_index(idx)}: {shown}, expected {_fmt(want[i].item())}")
+    details += _tile_report(bad, tiles, launches)
+    return Verdict(False, summary, details, stats)
+
+
+def _wrong_kind(output, expected, dtype, device) -> str | None:
+    if not isinstance(output, torch.Tensor):
+        return f"returned {type(output).__name__}, expected a torch.Tensor"
+    if tuple(output.shape) != tuple(expected.shape):
+        return f"returned shape {tuple(output.shape)}, expected {tuple(expected.shape)}"
+    if output.dtype != dtype:
+        return f"returned dtype {_dtype(output.dtype)}, expected {_dtype(dtype)} (the input dtype)"
+    if output.device.type != torch.device(device).type:
+        return f"returned a tensor on {output.device}, expected it on {device} like the inputs"
+    return None
+
+
+def _tile_report(bad: torch.Tensor, spec, launches) -> list[str]:
+    """Group bad elements by the tile (program) that owns them."""
+    if not spec:
+        return []
+    if len(spec) != bad.dim():
+        return [f"(tile layout in course.toml has {len(spec)} dims, the output {bad.dim()})"]
+    extents = []
+    for dim, entry in enumerate(spec):
+        if entry == WHOLE_DIM:
+            extents.append(bad.shape[dim])
+        elif isinstance(entry, int):
+            extents.append(entry)
+        else:
+            value = next((la.constants[entry] for la in reversed(launches)
+                          if entry in la.constants), None)
+            if not isinstance(value, int) or value < 1:
+                return [f"(tiles not shown: no kernel launch passed {entry})"]
+            extents.append(value)
+    size = torch.tensor(extents, device=bad.device)
+    tile_ids = bad.nonzero() // size
+    tiles, counts = torch.unique(tile_ids, dim=0, return_counts=True)
+    n_tiles = [-(-s // e) for s, e in zip(bad.shape, extents)]
+    names = " x ".join(str(e) if isinstance(n, int) or n == WHOLE_DIM else f"{n}={e}"
+                       for n, e in zip(spec, extents))
+    total_tiles = 1
+    for n in n_tiles:
+        total_tiles *= n
+    lines = [f"bad elements lie in {len(tiles)} of {total_tiles} tiles ({names} per tile):"]
+    tiles, counts = tiles.cpu(), counts.cpu()
+    order = counts.argsort(descending=True)[:SHOW_TILES]
+    for t in order:
+        tile = tiles[t].tolist()
+        ranges = ", ".join(
+            ":" if spec[d] == WHOLE_DIM
+            else str(i * e) if e == 1
+            else f"{i * e}:{min((i + 1) * e, bad.shape[d])}"
+            for d, (i, e) in enumerate(zip(tile, extents))
+        )
+        last = [d for d, (i, n) in enumerate(zip(tile, n_tiles))
+                if i == n - 1 and n > 1 and isinstance(spec[d], str) and spec[d] != WHOLE_DIM]
+        note = " (the last tile along dim " + ", ".join(map(str, last)) + ")" if last else ""
+        lines.append(f"  tile {tuple(tile)}: out[{ranges}], {int(counts[t])} bad{note}")
+    if len(tiles) > SHOW_TILES:
+        lines.append(f"  ... and {len(tiles) - SHOW_TILES} more tiles")
+    return lines
+
+
+def _elements(n: int, verb: str) -> str:
+    """'1 element was' / '3 elements were'."""
+    singular = {"are": "is", "were": "was"}[verb]
+    return f"1 element {singular}" if n == 1 else f"{n} elements {verb}"
+
+
+def _max(values: torch.Tensor, where: torch.Tensor) -> float | None:
+    picked = values[where]
+    return float(picked.max()) if picked.numel() else None
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4g}"
+
+
+def _index(idx: torch.Tensor) -> str:
+    return "[" + ", ".join(str(i) for i in idx.tolist()) + "]"
+
+
+def _dtype(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")

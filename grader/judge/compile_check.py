@@ -1,0 +1,96 @@
+"""Compiling cuTile kernels without a GPU: the check that a stage builds for each architecture.
+
+cuTile cannot run a kernel without a GPU, but tileiras compiles one anywhere. In the
+sandboxed child (grader.sandbox), the stage's host wrapper is called on CPU tensors drawn
+from the course's cases, with `ct.launch` captured instead of run; each captured launch
+becomes a kernel signature, and a cubin is exported per target architecture
+(`build_kernels`). The parent (`compile_stage`) accepts a build only with its cubins, and
+only if each is a CUDA ELF file. A kernel that compiles is not a kernel that is correct:
+results of this check are reported as COMPILED, never as PASS.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from grader.course import Course, Stage
+from grader.course.todos import todo_state
+from grader.sandbox import Runner
+from grader.sandbox.protocol import ProtocolError, check
+from grader.sandbox.screening import describe, screen
+from grader.sandbox.submission import SubmissionError
+
+ARCHS = ("sm_80", "sm_90", "sm_100", "sm_120")
+_EM_CUDA = 190  # the ELF machine number of CUDA binaries
+_BUILD = {"arch": str, "ok": bool, "seconds": float, "error": str, "cubins": int}
+
+
+@dataclass
+class ArchBuild:
+    arch: str
+    ok: bool
+    seconds: float
+    error: str = ""
+
+
+@dataclass
+class CompileResult:
+    number: int
+    id: str
+    module: str
+    status: str = "ERROR"  # COMPILED, FAILED, NOT STARTED or ERROR
+    message: str = ""
+    kernels: list[str] = field(default_factory=list)
+    signatures: int = 0
+    builds: list[ArchBuild] = field(default_factory=list)
+
+
+def compile_stage(course: Course, stage: Stage, solutions: bool,
+                  archs: tuple[str, ...] = ARCHS) -> CompileResult:
+    path = course.module_path(stage, "cutile", solutions)
+    result = CompileResult(stage.number, stage.id, str(path.relative_to(course.root)))
+    if not path.is_file():
+        result.message = f"{result.module} is missing"
+        return result
+    if todo_state(path.read_text(encoding="utf-8")).not_started:
+        result.status = "NOT STARTED"
+        result.message = f"fill in the TODOs in {result.module}"
+        return result
+    findings = screen(path.read_text(encoding="utf-8"), path.name, course.rules)
+    if findings:
+        result.message = describe(findings)
+        return result
+    runner = Runner(path, stage.problem.function, "cpu", hidden=course.private_paths,
+                    rules=course.rules, track="cutile")
+    cases = [[dict(c.params), c.dtype, c.seed] for c in stage.cases]
+    try:
+        runner.load()
+        reply = runner.compile(stage.problem.id, cases, archs)
+        value = check(reply.header["value"], {"kernels": [str], "signatures": int,
+                                              "builds": [_BUILD]}, "the compile reply")
+        result.builds = [_checked_build(b, reply.tensors) for b in value["builds"]]
+    except (SubmissionError, ProtocolError) as exc:
+        result.message = str(exc)
+        return result
+    finally:
+        runner.close()
+    if not value["kernels"]:
+        result.message = f"{result.module} made no ct.launch call"
+        return result
+    result.kernels, result.signatures = value["kernels"], value["signatures"]
+    result.status = "COMPILED" if all(b.ok for b in result.builds) else "FAILED"
+    return result
+
+
+def _checked_build(build: dict, tensors: dict) -> ArchBuild:
+    """A build is believed only with its cubins, each a CUDA ELF file."""
+    found = [tensors.get(f"cubin.{build['arch']}.{i}") for i in range(build["cubins"])]
+    if build["ok"] and (not found or not all(t is not None and _is_cubin(t) for t in found)):
+        return ArchBuild(build["arch"], False, build["seconds"],
+                         "the build was reported without a CUDA binary to show for it")
+    return ArchBuild(build["arch"], build["ok"], build["seconds"], build["error"])
+
+
+def _is_cubin(data) -> bool:
+    head = bytes(data[:20].tolist())
+    return len(head) == 20 and head[:4] == b"\x7fELF" and int.from_bytes(head[18:20], "little") == _EM_CUDA

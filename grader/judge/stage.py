@@ -1,0 +1,140 @@
+"""The verdict on each case of a stage: call the submission in its child, judge the reply.
+
+Everything the child reports is evidence: the output is compared with the reference computed
+here, and the call's other traces (launches, host work, out-of-bounds writes, modified inputs,
+the compilers' front ends) decide before the numbers do. Hidden cases keep only their verdict's
+kind. The memory check measures the extra GPU memory of a small and a large case.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+from grader.backends.selection import Selection
+from grader.course import Case, Stage
+from grader.judge.compare import Verdict, compare
+from grader.problems import DTYPES, Call
+from grader.report.results import CaseResult, CheckResult, Failure
+from grader.sandbox import Outcome, Runner
+
+# A second call of every case with fresh inputs: a submission that caches results fails.
+SECOND_DRAW = 0x5EED
+
+
+class StageCheck:
+    """Checks the cases of one stage against one submission running in a child process."""
+
+    def __init__(self, stage: Stage, selection: Selection, runner: Runner, run_seed: int = 0):
+        self.stage = stage
+        self.backend = selection.backend
+        self.runner = runner
+        self.run_seed = run_seed
+        self.results: dict[str, CaseResult] = {}
+        self.unchecked: str | None = None  # why no GPU compiler's front end saw the kernels
+
+    def check(self, case: Case) -> Verdict:
+        start = time.perf_counter()
+        seed = case.seed_in_run(self.run_seed)
+        verdict = self._call_and_judge(case, seed)
+        if verdict.passed:
+            again = self._call_and_judge(case, seed ^ SECOND_DRAW)
+            if not again.passed:
+                verdict = Verdict(False, f"a second call with fresh inputs failed: {again.summary}",
+                                  again.details + ["results must be computed from the inputs "
+                                                   "of each call, never reused"], again.stats,
+                                  again.kind)
+        if case.hidden:
+            verdict = _withheld(verdict)
+        self.results[case.id] = CaseResult(
+            id=case.id,
+            dtype=case.dtype,
+            params={} if case.hidden else dict(case.params),
+            seed=0 if case.hidden else seed,  # the run's --seed reproduces it for instructors
+            passed=verdict.passed,
+            summary=verdict.summary,
+            details=verdict.details,
+            stats=verdict.stats,
+            seconds=round(time.perf_counter() - start, 3),
+            hidden=bool(case.hidden),
+            failure=None if verdict.passed else verdict.kind,
+        )
+        return verdict
+
+    def _call_and_judge(self, case: Case, seed: int) -> Verdict:
+        problem = self.stage.problem
+        dtype = DTYPES[case.dtype]
+        call = problem.draw(case.params, case.dtype, seed)
+        expected = problem.reference(call.to(self.backend.device))
+        outcome = self.runner.call(problem.id, dict(case.params), case.dtype, seed,
+                                   call.tensors(), expected.nbytes)
+        self.unchecked = self.unchecked or outcome.unchecked
+        problem_found = self._misconduct(call, outcome)
+        if problem_found:
+            return problem_found
+        return compare(outcome.output, expected, dtype, "cpu", self.stage.tolerance[case.dtype],
+                       self.stage.tiles.get(self.backend.track), outcome.launches)
+
+    def _misconduct(self, call: Call, outcome: Outcome) -> Verdict | None:
+        """Everything wrong with the call besides the numbers it returned."""
+        if outcome.failure:  # the grader's own finding: it timed out or its process died
+            return Verdict(False, outcome.error, kind=outcome.failure)
+        if outcome.error:  # what the child reported its call raised
+            return Verdict(False, f"raised {outcome.error}", kind=Failure.RAISED)
+        if outcome.compile_errors:
+            return Verdict(False, "a kernel does not compile for a GPU (the interpreter ran it, "
+                                  "a GPU compiler would not): " + outcome.compile_errors[0],
+                           outcome.compile_errors[1:], kind=Failure.DOES_NOT_COMPILE)
+        track = self.backend.track
+        if not any(launch.language == track for launch in outcome.launches):
+            language = {"triton": "Triton", "cutile": "cuTile"}.get(track, track)
+            return Verdict(False, f"launched no {language} kernel: the stage must be computed by "
+                                  "a kernel, not by PyTorch", kind=Failure.NO_KERNEL)
+        if outcome.host:
+            return Verdict(False, outcome.host[0], outcome.host[1:], kind=Failure.HOST_WORK)
+        if outcome.overruns:
+            return Verdict(False, "wrote out of bounds: " + "; ".join(outcome.overruns),
+                           ["a load or store is missing its mask, or its mask is too loose"],
+                           kind=Failure.OUT_OF_BOUNDS)
+        names = self.stage.problem.tensor_names(call)
+        for name, before, after in zip(names, call.tensors(), outcome.inputs_after):
+            if not torch.equal(before, after):
+                return Verdict(False, f"modified its input `{name}`: a kernel must not write its inputs",
+                               kind=Failure.MODIFIED_INPUTS)
+        if outcome.output is None:
+            return Verdict(False, f"returned {outcome.returned}, expected a torch.Tensor",
+                           kind=Failure.WRONG_RETURN)
+        if outcome.output_device != torch.device(self.backend.device).type:
+            return Verdict(False, f"returned a tensor on {outcome.output_device}, expected it on "
+                                  f"{self.backend.device} like the inputs", kind=Failure.WRONG_RETURN)
+        return None
+
+
+def memory_check(stage: Stage, selection: Selection, runner: Runner, seed: int) -> CheckResult:
+    """The extra memory of a call must grow with the problem as the stage intends."""
+    name = "memory growth"
+    if selection.backend.device != "cuda":
+        return CheckResult(name, False, False, "not graded: needs a GPU")
+    rule = stage.memory_growth
+    small, large, limit = rule.small.params, rule.large.params, rule.max_growth
+    sizes = []
+    for case in (rule.small, rule.large):
+        used, error = runner.memory(stage.problem.id, dict(case.params), case.dtype, seed)
+        if error:
+            return CheckResult(name, True, False, f"could not be measured: {error}")
+        sizes.append(max(used, 1))
+    growth = sizes[1] / sizes[0]
+    shown = f"{sizes[0] / 2**20:.1f} MiB -> {sizes[1] / 2**20:.1f} MiB ({growth:.1f}x)"
+    changed = ", ".join(f"{k} {small[k]} -> {large[k]}" for k in small if small[k] != large[k])
+    if growth > limit:
+        return CheckResult(name, True, False, f"extra GPU memory grew {shown} for {changed}: more "
+                           f"than {limit:g}x means something of size N x N is being stored")
+    return CheckResult(name, True, True, f"extra GPU memory grew {shown} for {changed}")
+
+
+def _withheld(verdict: Verdict) -> Verdict:
+    """A hidden case's verdict says pass or fail and the kind of failure, nothing more."""
+    if verdict.passed:
+        return Verdict(True, "hidden case passed")
+    return Verdict(False, f"hidden case failed: {verdict.kind.value}", kind=verdict.kind)

@@ -1,0 +1,128 @@
+"""The parts every problem is made of, and the helpers the problem files share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+DTYPES: dict[str, torch.dtype] = {
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+}
+
+
+REQUIRED = object()  # a Param default meaning "every case must give this"
+
+
+@dataclass(frozen=True)
+class Param:
+    """One knob of a case in course.toml (a size, a flag, an input scale)."""
+
+    name: str
+    type: type
+    default: Any = REQUIRED
+    doc: str = ""
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+
+@dataclass
+class Call:
+    """The arguments a submission is called with, and the shape of the result it owes."""
+
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+
+    def to(self, device: str) -> "Call":
+        """The same call with its tensor arguments on `device`."""
+        def move(v):
+            return v.to(device) if isinstance(v, torch.Tensor) else v
+
+        return Call(tuple(move(a) for a in self.args), {k: move(v) for k, v in self.kwargs.items()})
+
+    def tensors(self) -> list[torch.Tensor]:
+        values = list(self.args) + list(self.kwargs.values())
+        return [v for v in values if isinstance(v, torch.Tensor)]
+
+
+@dataclass(frozen=True)
+class Work:
+    """The least a correct kernel must do: bytes moved (each input read once, each output
+    written once) and floating-point operations. Speed is judged against these."""
+
+    bytes: int
+    flops: int = 0
+
+    @property
+    def compute_bound(self) -> bool:
+        return self.flops > 0
+
+
+@dataclass(frozen=True)
+class Problem:
+    id: str
+    function: str
+    signature: str
+    params: tuple[Param, ...]
+    make_call: Callable[[dict, torch.dtype, torch.Generator], Call]
+    reference: Callable[[Call], torch.Tensor]
+    work: Callable[[dict, torch.dtype], Work]
+    # PyTorch implementations a submission is timed against, in the input dtype.
+    baselines: dict[str, Callable[[Call], torch.Tensor]] = field(default_factory=dict)
+
+    @property
+    def arg_names(self) -> list[str]:
+        """Argument names, read from the signature: `f(q, k, causal=False)` -> q, k, causal."""
+        inside = self.signature[self.signature.index("(") + 1 : self.signature.index(")")]
+        return [part.split("=")[0].strip() for part in inside.split(",")]
+
+    def tensor_names(self, call: Call) -> list[str]:
+        """The names of the call's tensor arguments, in the order of Call.tensors()."""
+        names = list(zip(self.arg_names, call.args)) + list(call.kwargs.items())
+        return [name for name, value in names if isinstance(value, torch.Tensor)]
+
+    def param(self, name: str) -> Param | None:
+        return next((p for p in self.params if p.name == name), None)
+
+    def draw(self, params: dict, dtype: str, seed: int, device: str = "cpu") -> Call:
+        """The inputs of a case: the same tensors in every process that draws them on the
+        same kind of device (the timed calls draw theirs on the GPU, where it is fast)."""
+        generator = torch.Generator(device=device).manual_seed(seed)
+        return self.make_call(params, DTYPES[dtype], generator)
+
+
+def randn(shape, dtype, gen, scale=1.0, shift=0.0) -> torch.Tensor:
+    # From a seeded generator, on its device: the same tensor in every process (and, on the
+    # CPU, on every machine).
+    drawn = torch.randn(shape, generator=gen, dtype=torch.float32, device=gen.device)
+    return (drawn * scale + shift).to(dtype)
+
+
+def f32(t: torch.Tensor) -> torch.Tensor:
+    return t.to(torch.float32)
+
+
+def element_size(dtype: torch.dtype) -> int:
+    return torch.empty((), dtype=dtype).element_size()
+
+
+def in_f32(call: Call) -> Call:
+    """The call with its tensor arguments in float32: references compute in float32."""
+    return Call(tuple(f32(t) for t in call.args), call.kwargs)
+
+
+def compiled(fn):
+    """torch.compile'd on first use, so importing the grader never compiles anything."""
+    cache = {}
+
+    def run(call):
+        if "fn" not in cache:
+            cache["fn"] = torch.compile(fn)
+        return cache["fn"](*call.args, **call.kwargs)
+
+    return run

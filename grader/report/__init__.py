@@ -1,0 +1,7 @@
+"""What a grading run reports, made from the result records alone (`results.py`).
+
+    results.py     the records, the stage verdict, the versioned JSON (result.schema.json)
+    scorecard.py   the terminal scorecard; progress.py the live progress bars
+    junit.py, gradescope.py, markdown.py   the formats other tools read
+    text.py        the wording they share (hidden cases stay hidden in every format)
+"""

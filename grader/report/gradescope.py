@@ -1,0 +1,145 @@
+"""Gradescope results.json: what a Gradescope autograder leaves in /autograder/results/
+(https://gradescope-autograders.readthedocs.io/en/latest/specs/). One test per case, speed
+case and graded check, carrying its share of the points, so that the tests add up to the
+grader's own total. What was not graded is left out of the scoring and named in the
+submission's output text."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from grader.report.results import CheckResult, Report, StageResult, Status, write_file
+from grader.report.text import (case_text, clean, is_hidden, not_graded, number, ran, speed_text,
+                                stage_name, versions, zeroed_by)
+
+
+def write_gradescope(report: Report, path: Path) -> None:
+    """Gradescope's results.json: the tests carry the points and add up to `score`."""
+    tests = []
+    for stage in report.stages:
+        stage_tests = _gradescope_stage(stage)
+        for index, test in enumerate(stage_tests, 1):
+            test["number"] = f"{stage.number}.{index}"
+        tests += stage_tests
+    results = {
+        "score": report.points,
+        "execution_time": round(report.seconds),
+        "output": _gradescope_output(report),
+        # The grader's console output lists failing cases in full, hidden ones included:
+        # instructors see it, students only see what the tests' output fields say.
+        "stdout_visibility": "hidden",
+        "extra_data": {"backend": report.backend, "seed": report.seed,
+                       "max_points": report.max_points, "machine": report.machine},
+        "tests": tests,
+    }
+    # allow_nan=False: NaN is not JSON, and Gradescope would reject the whole file.
+    write_file(path, json.dumps(results, indent=2, allow_nan=False) + "\n")
+
+
+def _gradescope_stage(stage: StageResult) -> list[dict[str, Any]]:
+    name = stage_name(stage)
+    tags = [f"stage{stage.number}", stage.id, stage.backend]
+    if not ran(stage):
+        label = "not started" if stage.status is Status.NOT_STARTED else "error"
+        # total_points is 0 for these stages; using it keeps the tests' sum equal to score.
+        return [_test(name, stage.total_points, stage.total_max_points, False,
+                      clean(f"{label}: {stage.message}"), tags)]
+    cases = _correctness_tests(stage, name, tags)
+    checks = [_check_test(check, name, tags) for check in stage.checks if check.graded]
+    return cases + checks + _speed_tests(stage, name, tags)
+
+
+def _correctness_tests(stage: StageResult, name: str, tags: list[str]) -> list[dict[str, Any]]:
+    """A test per case, with an equal share of the stage's correctness points."""
+    share = stage.max_points / len(stage.cases) if stage.cases else 0.0
+    zeroed = zeroed_by(stage)
+    tests = []
+    for case in stage.cases:
+        output = case_text(case)
+        if zeroed and case.passed:
+            output += f"\n(no points: the stage failed its {zeroed.name} check)"
+        hidden = is_hidden(case)
+        earned = share if case.passed and not zeroed else 0.0
+        tests.append(_test(f"{name}: {case.id}", earned, share, case.passed, output,
+                           [*tags, "correctness", *(["hidden"] if hidden else [])],
+                           "after_published" if hidden else "visible"))
+    return _settle(tests, stage.points, stage.max_points)
+
+
+def _check_test(check: CheckResult, name: str, tags: list[str]) -> dict[str, Any]:
+    """A graded stage-wide check is worth no points of its own: failing it zeroes the stage."""
+    output = clean(check.message)
+    if not check.passed:
+        output += "\n(failing this check takes the stage's correctness points)"
+    return _test(f"{name}: {check.name}", 0.0, 0.0, check.passed, output, [*tags, "check"])
+
+
+def _speed_tests(stage: StageResult, name: str, tags: list[str]) -> list[dict[str, Any]]:
+    speed = stage.speed
+    if not speed.graded:
+        return []  # listed in the submission's output instead
+    tags = [*tags, "speed"]
+    if not speed.cases:
+        return [_test(f"{name}: speed", speed.points, speed.max_points, False,
+                      clean(speed.reason or "no speed case was timed"), tags)]
+    share = speed.max_points / len(speed.cases)
+    tests = [_test(f"{name}: speed {c.id}", share if c.passed else 0.0, share, c.passed,
+                   speed_text(c), tags, "after_published" if is_hidden(c) else "visible")
+             for c in speed.cases]
+    return _settle(tests, speed.points, speed.max_points)
+
+
+def _test(name: str, score: float, max_score: float, passed: bool, output: str,
+          tags: list[str], visibility: str = "visible") -> dict[str, Any]:
+    return {"name": clean(name), "score": round(score, 4), "max_score": round(max_score, 4),
+            "status": "passed" if passed else "failed", "output": output,
+            "visibility": visibility, "tags": tags}
+
+
+def _settle(tests: list[dict[str, Any]], points: float, max_points: float) -> list[dict[str, Any]]:
+    """Make the tests' scores add up to `points` and their max_scores to `max_points`.
+
+    Shares rounded to 4 decimals, and the stage's points rounded to 2, leave a remainder
+    (2 of 3 cases of 1 point: 0.6667 earned, 0.67 given). It goes on the last tests that
+    earned something, raising their max_score if need be, and the max_scores then give it
+    back from the last tests with room: no score turns negative or exceeds its max_score,
+    no failed test scores, and the stage's sums come out exact.
+    """
+    earners = [t for t in tests if t["score"] > 0] or tests[-1:]
+    _spread(earners, "score", points - sum(t["score"] for t in tests), low=lambda t: 0.0)
+    for test in tests:
+        test["max_score"] = max(test["max_score"], test["score"])
+    _spread(tests, "max_score", max_points - sum(t["max_score"] for t in tests),
+            low=lambda t: t["score"])
+    return tests
+
+
+def _spread(tests: list[dict[str, Any]], key: str, amount: float, low) -> None:
+    """Add `amount` to tests[...][key], last test first, never going below low(test)."""
+    left = round(amount, 4)
+    for test in reversed(tests):
+        if not left:
+            return
+        moved = max(test[key] + left, low(test)) - test[key]
+        test[key] = round(test[key] + moved, 4)
+        left = round(left - moved, 4)
+
+
+def _gradescope_output(report: Report) -> str:
+    """The submission-wide text: total, how it was graded, and what was not graded."""
+    verdict = "PASS" if report.passed else "FAIL"
+    lines = [f"{report.course}: {number(report.points)}/{number(report.max_points)} points ({verdict})",
+             (f"backend {report.backend} ({report.backend_reason}); seed {report.seed}; "
+             f"{versions(report.machine)}")]
+    for stage in report.stages:
+        if stage.message and ran(stage):
+            lines.append(f"{stage_name(stage)}: {stage.message}")
+    skipped = [f"- {stage_name(s)}: speed: {not_graded(s.speed.reason)}"
+               for s in report.stages if ran(s) and not s.speed.graded]
+    skipped += [f"- {stage_name(s)}: {c.name}: {not_graded(c.message)}"
+                for s in report.stages for c in s.checks if not c.graded]
+    if skipped:
+        lines += ["", "Not graded here (no points either way):", *skipped]
+    return clean("\n".join(lines))

@@ -1,0 +1,74 @@
+"""Markdown: a short summary for a CI job page, such as GitHub's $GITHUB_STEP_SUMMARY: the
+scorecard table and what failed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from grader.report.results import Report, StageResult, Status, write_file
+from grader.report.text import (case_text, clean, first_line, number, ran, speed_points, speed_text,
+                                stage_name, versions)
+
+SUMMARIES_SHOWN = 3  # failing items listed per stage
+
+
+
+
+def write_markdown(report: Report, path: Path) -> None:
+    """A scorecard for a CI job page: the table, what failed, and how it was graded."""
+    verdict = "PASS" if report.passed else "FAIL"
+    lines = [(f"## {_cell(report.course)}: {number(report.points)}/{number(report.max_points)} "
+             f"points, {verdict}"), "", *_markdown_table(report)]
+    for stage in report.stages:
+        if _needs_explaining(stage):
+            lines += ["", *_markdown_failures(stage)]
+    lines += ["", (f"Graded {_cell(report.target)}/ with backend `{report.backend}` "
+                  f"({_cell(report.backend_reason)}) and seed {report.seed} "
+                  f"(`--seed {report.seed}` reproduces the inputs); "
+                  f"{_cell(versions(report.machine))}.")]
+    write_file(path, clean("\n".join(lines)) + "\n")
+
+
+def _markdown_table(report: Report) -> list[str]:
+    rows = ["| # | Stage | Backend | Cases | Speed | Points | Status |",
+            "|--:|---|---|--:|---|--:|---|"]
+    for s in report.stages:
+        cases = f"{s.cases_passed}/{len(s.cases)}" if ran(s) else "-"
+        rows.append(f"| {s.number} | {_cell(s.id)} | {_cell(s.backend)} | {cases} | "
+                    f"{_cell(_speed_cell(s))} | {number(s.total_points)}/{number(s.total_max_points)} "
+                    f"| {s.status.value} |")
+    verdict = "PASS" if report.passed else "FAIL"
+    rows.append(f"| | **total** | | | | **{number(report.points)}/{number(report.max_points)}** "
+                f"| **{verdict}** |")
+    return rows
+
+
+def _speed_cell(s: StageResult) -> str:
+    return speed_points(s) if ran(s) else "-"  # "-": nothing was timed, nor could it be
+
+
+def _needs_explaining(stage: StageResult) -> bool:
+    return stage.status is not Status.PASS or any(not c.passed for c in stage.speed.cases)
+
+
+def _markdown_failures(stage: StageResult) -> list[str]:
+    lines = [f"**{stage_name(stage)}: {stage.status.value}** (`{_cell(stage.module)}`)", ""]
+    if stage.message:  # an ERROR's message can be a whole traceback: its headline here
+        lines.append(f"- {_cell(first_line(clean(stage.message)))}")
+    failing = [f"case `{c.id}`: {_cell(first_line(case_text(c)))}"
+               for c in stage.cases if not c.passed]
+    failing += [f"{_cell(c.name)}: {_cell(c.message)}" for c in stage.checks
+                if c.graded and not c.passed]
+    failing += [f"speed `{c.id}`: {_cell(speed_text(c))}" for c in stage.speed.cases
+                if not c.passed]
+    lines += [f"- {item}" for item in failing[:SUMMARIES_SHOWN]]
+    if len(failing) > SUMMARIES_SHOWN:
+        lines.append(f"- ... and {len(failing) - SUMMARIES_SHOWN} more (`grade --verbose` "
+                     "shows all)")
+    return lines
+
+
+def _cell(text: object) -> str:
+    """One line of Markdown that cannot break a table row or open an HTML tag."""
+    line = " ".join(clean(text).split())
+    return line.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")

@@ -1,0 +1,213 @@
+"""Grading results: typed records, the stage verdict, and the versioned JSON written by --json.
+
+The JSON layout is documented by `result.schema.json` next to this file; bump SCHEMA when a
+field changes meaning or disappears, so CI scripts that read results can tell.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+SCHEMA = "tilecourse.result/1"
+
+
+class Status(str, Enum):
+    PASS = "PASS"
+    FAIL = "FAIL"
+    NOT_STARTED = "NOT STARTED"
+    ERROR = "ERROR"
+
+
+class Failure(str, Enum):
+    """The kind of a failed case: data carried with its verdict from where it is decided,
+    never parsed back from a message. It is all a hidden case shows of its failure."""
+
+    WRONG_RESULT = "wrong result"
+    TIMED_OUT = "timed out"
+    CRASHED = "crashed"
+    RAISED = "raised an exception"
+    DOES_NOT_COMPILE = "does not compile"
+    NO_KERNEL = "launched no kernel"
+    HOST_WORK = "host did the work"
+    OUT_OF_BOUNDS = "wrote out of bounds"
+    MODIFIED_INPUTS = "modified its inputs"
+    WRONG_RETURN = "returned no tensor on its device"
+    # speed cases
+    CALLS_FAILED = "the timed calls failed"
+    TIMING_REJECTED = "timing rejected"
+    TOO_SLOW = "too slow"
+
+
+@dataclass
+class CaseResult:
+    id: str
+    dtype: str
+    params: dict[str, Any]
+    seed: int
+    passed: bool
+    summary: str
+    details: list[str] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+    hidden: bool = False  # an instructor-only case: inputs and diagnostics are withheld
+    failure: Failure | None = None  # set when it failed
+
+
+@dataclass
+class SpeedCase:
+    """One timed comparison of the submission with its PyTorch baseline on the GPU."""
+
+    id: str
+    dtype: str
+    params: dict[str, Any]
+    passed: bool
+    summary: str
+    ms: float = 0.0  # median
+    baseline: str = ""
+    baseline_ms: float = 0.0
+    speedup: float = 0.0  # baseline_ms / ms
+    achieved: float = 0.0  # in `unit`
+    unit: str = ""
+    ceiling: float = 0.0
+    fraction: float = 0.0  # achieved / ceiling
+    repeats: int = 0  # batches of timed calls
+    spread: float = 0.0  # interquartile range / median of the submission's batch times
+    unexplained_ms: float = 0.0  # per call, the most the grader's clock saw beyond its times
+    checked: int = 0  # outputs of timed calls fetched and checked
+    failure: Failure | None = None  # set when it failed
+
+
+@dataclass
+class SpeedResult:
+    graded: bool
+    reason: str
+    points: float = 0.0
+    max_points: float = 0.0
+    cases: list[SpeedCase] = field(default_factory=list)
+
+
+@dataclass
+class CheckResult:
+    """A stage-wide check beyond the cases, such as memory growth; graded=False: not run."""
+
+    name: str
+    graded: bool
+    passed: bool
+    message: str
+
+
+@dataclass
+class StageResult:
+    number: int
+    id: str
+    title: str
+    backend: str
+    module: str
+    max_points: float
+    status: Status = Status.ERROR
+    points: float = 0.0
+    message: str = ""
+    cases: list[CaseResult] = field(default_factory=list)
+    speed: SpeedResult = field(default_factory=lambda: SpeedResult(False, ""))
+    seconds: float = 0.0  # wall time of grading this stage, speed included
+    checks: list[CheckResult] = field(default_factory=list)
+    output: str = ""  # what the submission printed while it was graded
+    # The protections its process ran under (grader.sandbox.Protection); the JSON has them
+    # once, at the top: they are the same for every stage of a run.
+    sandbox: list[Any] = field(default_factory=list)
+
+    @property
+    def cases_passed(self) -> int:
+        return sum(c.passed for c in self.cases)
+
+    @property
+    def total_points(self) -> float:
+        return round(self.points + self.speed.points, 2)
+
+    @property
+    def total_max_points(self) -> float:
+        """Correctness points, plus speed points where speed is graded on this machine."""
+        return round(self.max_points + (self.speed.max_points if self.speed.graded else 0), 2)
+
+    def conclude(self, total_cases: int) -> None:
+        """Status and points from the case results: points in proportion to cases passed.
+        A failed stage-wide check (memory growth: the kernel is not what the stage asks
+        for) fails the stage."""
+        passed = self.cases_passed
+        self.status = Status.PASS if passed == total_cases and total_cases else Status.FAIL
+        self.points = round(self.max_points * passed / total_cases, 2) if total_cases else 0.0
+        if any(c.graded and not c.passed for c in self.checks):
+            self.status, self.points = Status.FAIL, 0.0
+
+
+@dataclass
+class Report:
+    course: str
+    target: str  # "exercises" or "solutions"
+    backend: str
+    backend_reason: str
+    machine: dict[str, Any]
+    started_at: str
+    seed: int = 0  # the run's seed: `--seed` reproduces the inputs
+    seconds: float = 0.0
+    stages: list[StageResult] = field(default_factory=list)
+
+    @property
+    def sandbox(self) -> list[Any]:
+        """The protections the submission ran under (none: no submission code ran)."""
+        return next((s.sandbox for s in self.stages if s.sandbox), [])
+
+    @property
+    def points(self) -> float:
+        return round(sum(s.total_points for s in self.stages), 2)
+
+    @property
+    def max_points(self) -> float:
+        return round(sum(s.total_max_points for s in self.stages), 2)
+
+    @property
+    def passed(self) -> bool:
+        """Every stage correct, and fast enough wherever speed was graded."""
+        return all(s.status is Status.PASS and (not s.speed.graded or s.speed.points == s.speed.max_points)
+                   for s in self.stages)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["sandbox"] = [asdict(p) for p in self.sandbox]
+        for stage, result in zip(data["stages"], self.stages):
+            del stage["sandbox"]
+            stage["status"] = result.status.value
+            stage["cases_passed"] = result.cases_passed
+            stage["total_points"] = result.total_points
+            stage["total_max_points"] = result.total_max_points
+        return {"schema": SCHEMA, **data, "points": self.points, "max_points": self.max_points,
+                "passed": self.passed}
+
+    def write_json(self, path: Path) -> None:
+        write_file(path, json.dumps(self.to_json(), indent=2) + "\n")
+
+
+def write_file(path: Path, data: str | bytes) -> None:
+    """Write a result file whole or not at all: into a scratch file beside it, renamed into
+    place, so that no reader ever sees half of one. A path that is not a plain file
+    (/dev/stdout, a pipe) is written as it is."""
+    path = Path(path)
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        path.write_bytes(raw)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, scratch = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(raw)
+        os.replace(scratch, path)
+    except BaseException:
+        Path(scratch).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,193 @@
+"""The scorecard: a rich table of stage results, then what to fix for each stage that failed."""
+
+from __future__ import annotations
+
+import re
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from grader.report.results import Report, StageResult, Status
+from grader.report.text import number, speed_points, versions
+
+STYLES = {
+    Status.PASS: "bold green",
+    Status.FAIL: "bold red",
+    Status.NOT_STARTED: "yellow",
+    Status.ERROR: "bold magenta",
+}
+FAILURES_SHOWN = 2  # per stage, unless --verbose
+OUTPUT_LINES = 40  # of what a submission printed, per stage, unless --verbose
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # all but tab and newline
+
+
+def make_console(stderr: bool = False) -> Console:
+    """A console for the scorecard: the terminal's width, or 120 columns in a CI log."""
+    probe = Console(stderr=stderr)
+    width = None if probe.is_terminal else max(probe.width, 120)
+    return Console(stderr=stderr, highlight=False, width=width)
+
+
+def render(report: Report, console: Console, verbose: bool = False) -> None:
+    """What each submission printed, then the scorecard, the speed table where speed was
+    graded, and what to fix."""
+    for stage in report.stages:
+        if stage.output.strip():
+            _submission_output(stage, console, verbose)
+    console.print(_table(report))
+    if any(s.speed.cases for s in report.stages):
+        console.print(_speed_table(report))
+    console.print(
+        f"backend: [bold]{report.backend}[/] ({report.backend_reason}); graded "
+        f"{report.target}/ in {report.seconds:.1f} s with seed {report.seed} (--seed {report.seed} "
+        f"reproduces the inputs); {versions(report.machine)}"
+    )
+    console.print(sandbox_line(report.sandbox), highlight=False, markup=False)
+    for stage in report.stages:
+        slow = [c for c in stage.speed.cases if not c.passed]
+        if stage.status is not Status.PASS or slow:
+            _explain(stage, console, verbose)
+    for stage in report.stages:
+        for check in stage.checks:
+            if not check.graded:
+                console.print(f"[dim]{stage.id}: {check.name} {check.message}[/]", highlight=False)
+
+
+def _submission_output(stage: StageResult, console: Console, verbose: bool) -> None:
+    """The submission's own prints, marked line by line as its own, with control characters
+    shown as escapes: a submission cannot print something that passes for the scorecard."""
+    lines = stage.output.rstrip("\n").split("\n")
+    shown = lines if verbose else lines[:OUTPUT_LINES]
+    console.print(f"stage{stage.number} {stage.id}: what the submission printed ({len(lines)} lines):",
+                  style="dim", highlight=False, markup=False)
+    for line in shown:
+        console.print(f"  stage{stage.number} | {_CONTROL.sub(_escape, line)}", style="dim",
+                      highlight=False, markup=False, soft_wrap=True)
+    if len(shown) < len(lines):
+        console.print(f"  stage{stage.number} | ... {len(lines) - len(shown)} more lines (--verbose shows "
+                      "them all)", style="dim", highlight=False, markup=False)
+
+
+def _escape(match: re.Match) -> str:
+    return f"\\x{ord(match.group()):02x}"
+
+
+def sandbox_line(protections) -> str:
+    """One line: which protections the submission ran under, and which were missing."""
+    if not protections:
+        return "sandbox: no submission code ran"
+    held = [p.name for p in protections if p.in_force]
+    missing = [p for p in protections if not p.in_force]
+    line = f"sandbox: in force: {', '.join(held) or 'none'}"
+    if missing:
+        line += "; NOT in force: " + "; ".join(f"{p.name} ({p.detail})" for p in missing)
+    return line
+
+
+def _table(report: Report) -> Table:
+    table = Table(title=f"{report.course}: scorecard", title_justify="left")
+    table.add_column("#", justify="right")
+    table.add_column("Stage")
+    table.add_column("Backend")
+    table.add_column("Cases", justify="right")
+    table.add_column("Speed")
+    table.add_column("Points", justify="right")
+    table.add_column("Status")
+    for s in report.stages:
+        ran = s.status in (Status.PASS, Status.FAIL)
+        cases = f"{s.cases_passed}/{len(s.cases)}" if ran else "-"
+        speed = speed_points(s, slowest=True)
+        table.add_row(
+            str(s.number),
+            f"{s.id}",
+            s.backend,
+            cases,
+            Text(speed, style="dim"),
+            f"{number(s.total_points)}/{number(s.total_max_points)}",
+            Text(s.status.value, style=STYLES[s.status]),
+        )
+    table.add_section()
+    verdict = Status.PASS if report.passed else Status.FAIL
+    table.add_row("", "total", "", "", "", f"{number(report.points)}/{number(report.max_points)}",
+                  Text(verdict.value, style=STYLES[verdict]))
+    return table
+
+
+def _speed_table(report: Report) -> Table:
+    table = Table(title="speed on the GPU (median of CUDA-event times, L2 flushed, interleaved "
+                        "with the baseline)", title_justify="left")
+    for column in ("Stage", "Case", "ms", "Baseline", "Speed-up", "Achieved", "Of limit",
+                   "Verdict"):
+        table.add_column(column, justify="right" if column not in ("Stage", "Case", "Baseline",
+                                                                   "Verdict") else "left")
+    for s in report.stages:
+        for c in s.speed.cases:
+            failed = c.failure.value if c.failure else "failed"
+            verdict = Text("fast enough" if c.passed else failed,
+                           style="green" if c.passed else "red")
+            table.add_row(s.id, c.id, f"{c.ms:.4g}", f"{c.baseline} {c.baseline_ms:.4g} ms",
+                          f"{c.speedup:.2f}x", f"{c.achieved:g} {c.unit}",
+                          f"{100 * c.fraction:.0f}%", verdict)
+    return table
+
+
+def _explain(stage: StageResult, console: Console, verbose: bool) -> None:
+    head = f"\n[{STYLES[stage.status]}]{stage.status.value}[/] stage{stage.number} {stage.id}"
+    console.print(f"{head} ({stage.module})", highlight=False)
+    if stage.message:
+        console.print(f"  {stage.message}", highlight=False, markup=False)
+    failed = [c for c in stage.cases if not c.passed]
+    for case in (failed if verbose else failed[:FAILURES_SHOWN]):
+        console.print(f"  case {case.id} (seed {case.seed}): {case.summary}",
+                      highlight=False, markup=False)
+        for line in case.details:
+            console.print(f"    {line}", highlight=False, markup=False)
+    for check in stage.checks:
+        if check.graded and not check.passed:
+            console.print(f"  {check.name}: {check.message}", highlight=False, markup=False)
+    for case in stage.speed.cases:
+        if not case.passed:
+            console.print(f"  speed {case.id}: {case.summary}", highlight=False, markup=False)
+    hidden = len(failed) - FAILURES_SHOWN
+    if hidden > 0 and not verbose:
+        console.print(f"  ... {hidden} more failing cases (--verbose shows all)")
+
+
+def render_compile(results, archs, console: Console) -> None:
+    """The table of `grade compile`: a build check per stage and architecture."""
+    table = Table(title="cuTile compile check (builds only: not a correctness pass)",
+                  title_justify="left")
+    for column in ("#", "Stage", "Kernels", *archs, "Status"):
+        table.add_column(column)
+    styles = {"COMPILED": "bold cyan", "FAILED": "bold red", "NOT STARTED": "yellow",
+              "ERROR": "bold magenta"}
+    for r in results:
+        cells = {b.arch: ("ok" if b.ok else "FAILED") + f" {b.seconds:.1f}s" for b in r.builds}
+        kernels = f"{len(r.kernels)} ({r.signatures} variants)" if r.kernels else "-"
+        table.add_row(str(r.number), r.id, kernels, *(cells.get(a, "-") for a in archs),
+                      Text(r.status, style=styles[r.status]))
+    console.print(table)
+    for r in results:
+        if r.status != "COMPILED":
+            console.print(f"\n{r.status} stage{r.number} {r.id} ({r.module})", markup=False)
+            if r.message:
+                console.print(f"  {r.message}", markup=False)
+            for build in r.builds:
+                if not build.ok:
+                    console.print(f"  {build.arch}: {build.error}", markup=False)
+
+
+def render_calibration(found, margin: float, console: Console) -> None:
+    table = Table(title=f"speed thresholds from the references (margin {margin:g})",
+                  title_justify="left")
+    for column in ("Stage", "Backend", "Case", "ms", "Baseline", "Speed-up", "Of limit",
+                   "Suggested"):
+        table.add_column(column)
+    for cal in found:
+        for i, c in enumerate(cal.cases):
+            suggested = f"min_speedup = {cal.suggested.min_speedup:g}" if i == 0 else ""
+            table.add_row(cal.stage, cal.backend, c.id, f"{c.ms:.4g}",
+                          f"{c.baseline} {c.baseline_ms:.4g} ms", f"{c.speedup:.2f}x",
+                          f"{100 * c.fraction:.0f}%", suggested)
+    console.print(table)

@@ -1,0 +1,291 @@
+"""What the real compilers say about a kernel that, on a CPU, only an interpreter ran.
+
+Triton's interpreter and the cuTile simulator run a kernel body as Python, so a body that
+calls PyTorch on the host (or anything else no GPU compiler accepts) would run there. Each
+kernel launched on a CPU is therefore also given to the real compiler's front end, which
+needs no GPU:
+
+- Triton: the kernel is lowered to Triton IR for an sm_80 GPU (`triton`);
+- cuTile: the kernel is lowered to Tile IR bytecode, architecture-independent, which is
+  what tileiras would then compile (`cutile`).
+
+Either returns the compiler's message when it rejects the kernel (None when it accepts it),
+and is asked once per kernel and signature. `Unavailable` says that this Triton or
+cuda-tile offers no front end the grader knows how to call: the check is then not made, and
+grading says so.
+"""
+
+from __future__ import annotations
+
+import inspect
+import io
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import torch
+
+from grader.backends.build import signatures
+
+TRITON_TARGET = ("cuda", 80, 32)  # backend, compute capability, warp size
+_TRITON_TYPES = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16",
+                 torch.float64: "fp64", torch.int64: "i64", torch.int32: "i32",
+                 torch.int16: "i16", torch.int8: "i8", torch.uint8: "u8", torch.bool: "i1"}
+_checked: dict[tuple, str | None] = {}
+
+
+class Unavailable(Exception):
+    """The front end of this compiler version cannot be called the way the grader knows."""
+
+
+def _message(exc: BaseException, limit: int = 3000) -> str:
+    return f"{type(exc).__name__}: {str(exc).strip()[:limit]}"
+
+
+# --- Triton --------------------------------------------------------------------------------
+#
+# In interpreter mode, `triton.jit` and triton.language's own @jit functions make interpreted
+# functions, which Triton's code generator cannot lower; and the interpreter patches the
+# language while it runs. So kernels are lowered in a helper process of the child that
+# imports Triton in compiler mode and the submission again (`_TritonHelper`), by name.
+
+_helper = None
+
+
+def triton(kernel, bound: dict) -> str | None:
+    """Lower an interpreted Triton kernel to Triton IR for sm_80, with the arguments of one
+    launch (`bound`: parameter name -> value)."""
+    fn = kernel.fn
+    module = sys.modules.get(fn.__module__)
+    top = getattr(module, fn.__name__, None)
+    while top is not None and top is not kernel and hasattr(top, "fn"):
+        top = top.fn  # through @triton.autotune / @triton.heuristics
+    if top is not kernel or not getattr(module, "__file__", None):
+        return (f"{fn.__name__} cannot be given to a GPU compiler: the grader compiles each "
+                "kernel by its name, so define it (@triton.jit def ...) at the top level of "
+                "your file")
+    signature, constexprs = {}, {}
+    for name, param in inspect.signature(fn).parameters.items():
+        value = bound.get(name, param.default)
+        if "constexpr" in str(param.annotation) or value is None:
+            signature[name], constexprs[name] = "constexpr", _constant(value)
+        else:
+            signature[name] = _triton_type(value)
+    key = ("triton", module.__file__, fn.__name__, json.dumps([signature, constexprs]))
+    if key not in _checked:
+        request = (module.__file__, fn.__name__, signature, constexprs)
+        try:
+            _checked[key] = start_triton_helper().lower(*request)
+        except _HelperStopped:
+            try:  # once more, in a new helper: the submission may have killed the first one
+                _checked[key] = start_triton_helper().lower(*request)
+            except _HelperStopped as exc:
+                _checked[key] = (f"the compile check could not run: its process stopped "
+                                 f"({exc}); does the file's top-level code exit or hang?")
+    return _checked[key]
+
+
+def start_triton_helper() -> "_TritonHelper":
+    """The helper process (one at a time): the grading child starts it early, so that its
+    imports overlap the child's own work."""
+    global _helper
+    if _helper is None or _helper.process.poll() is not None:
+        # A submission may kill it (every process of the child's user may be signalled):
+        # the next question gets a new one, whose first answer says whether the file itself
+        # is what stops it.
+        _helper = _TritonHelper()
+    return _helper
+
+
+def _constant(value):
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    name = getattr(value, "name", None)
+    if isinstance(name, str) and type(value).__name__ in ("dtype", "pointer_type"):
+        return {"dtype": name}  # a tl.float16 passed as a constexpr
+    raise Unavailable(f"a constexpr argument of type {type(value).__name__} cannot be handed "
+                      "to the compiler")
+
+
+def _triton_type(value) -> str:
+    if isinstance(value, torch.Tensor):
+        if value.dtype not in _TRITON_TYPES:
+            return "*unsupported"  # the front end rejects it, naming the parameter
+        return "*" + _TRITON_TYPES[value.dtype]
+    if isinstance(value, bool):
+        return "i1"
+    if isinstance(value, int):
+        return "i32" if -(2**31) <= value < 2**31 else "i64"
+    if isinstance(value, float):
+        return "fp32"
+    return "unsupported"
+
+
+_HELPER_BOOT = ("import sys; sys.path.insert(0, sys.argv[1]); "
+                "from grader.sandbox.frontends import serve_triton; serve_triton(int(sys.argv[2]))")
+
+
+class _HelperStopped(Exception):
+    """The helper died or broke off while it was asked something."""
+
+
+class _TritonHelper:
+    """The helper process, started on the first Triton launch of a child."""
+
+    def __init__(self):
+        parent, child = socket.socketpair()
+        env = {**os.environ, "TRITON_INTERPRET": "0"}
+        root = str(Path(__file__).resolve().parents[2])
+        self.process = subprocess.Popen([sys.executable, "-I", "-c", _HELPER_BOOT, root,
+                                         str(child.fileno())], pass_fds=[child.fileno()],
+                                        env=env, stdin=subprocess.DEVNULL)
+        child.close()
+        self.sock = parent
+        self.unavailable: str | None = None
+        self._probed = False
+        from grader.sandbox import protocol
+
+        protocol.send(parent, {"sys_path": sys.path})
+
+    def _ask(self, request: dict) -> dict:
+        from grader.sandbox import protocol
+
+        try:
+            protocol.send(self.sock, request)
+            return protocol.receive(self.sock, time.monotonic() + 300).header
+        except (OSError, EOFError, TimeoutError, protocol.ProtocolError) as exc:
+            self.process.kill()
+            self.process.wait()  # so that start_triton_helper sees it gone
+            self.sock.close()
+            raise _HelperStopped(repr(exc)) from None
+
+    def lower(self, path: str, name: str, signature: dict, constexprs: dict) -> str | None:
+        if not self._probed:  # the first question waits for its imports and a tiny kernel
+            self._probed = True
+            self.unavailable = self._ask({"probe": True}).get("unavailable")
+        if self.unavailable:
+            raise Unavailable(self.unavailable)
+        return self._ask({"path": path, "kernel": name, "signature": signature,
+                          "constexprs": constexprs}).get("error")
+
+
+def serve_triton(fd: int) -> None:
+    """The helper's loop: lower the kernels it is asked for; never called by hand."""
+    import importlib.util
+
+    from grader.sandbox import protocol
+
+    sock = socket.socket(fileno=fd)
+    sys.path[:] = protocol.receive(sock).header["sys_path"]
+    modules = {}
+    while True:
+        try:
+            request = protocol.receive(sock).header
+        except EOFError:
+            return
+        if request.get("probe"):
+            try:
+                error = _lower_triton(_probe_kernel(), {"x": "*fp32", "B": "constexpr"}, {"B": 16})
+                reply = {"unavailable": error} if error else {}
+            except Unavailable as exc:
+                reply = {"unavailable": str(exc)}
+            protocol.send(sock, reply)
+            continue
+        try:
+            path = request["path"]
+            if path not in modules:
+                spec = importlib.util.spec_from_file_location(f"tilecourse_compile_{len(modules)}",
+                                                              path)
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[spec.name] = module
+                spec.loader.exec_module(module)
+                modules[path] = module
+            jit = getattr(modules[path], request["kernel"])
+            while not hasattr(jit, "arg_names") and hasattr(jit, "fn"):
+                jit = jit.fn
+            constexprs = {k: _dtype(v) for k, v in request["constexprs"].items()}
+            reply = {"error": _lower_triton(jit, request["signature"], constexprs)}
+        except Exception as exc:  # noqa: BLE001 - told to the student as the check's failure
+            reply = {"error": f"the module could not be compiled for a GPU: {_message(exc)}"}
+        protocol.send(sock, reply)
+
+
+def _dtype(value):
+    if isinstance(value, dict) and set(value) == {"dtype"}:
+        import triton.language as tl
+
+        return getattr(tl, value["dtype"])
+    return value
+
+
+def _probe_kernel():
+    import triton
+    import triton.language as tl
+
+    def probe(x, B: tl.constexpr):
+        offsets = tl.arange(0, B)
+        tl.store(x + offsets, tl.load(x + offsets) * 2)
+
+    return triton.jit(probe)
+
+
+def _lower_triton(jit, signature: dict, constexprs: dict) -> str | None:
+    """Triton's front end on one kernel: None, or its message (in the helper process)."""
+    try:
+        from triton._C.libtriton import ir
+        from triton.backends.compiler import GPUTarget
+        from triton.compiler import ASTSource
+        from triton.compiler.compiler import make_backend
+    except ImportError as exc:
+        raise Unavailable(f"this Triton has no front end the grader can call ({exc})") from None
+    if "constexprs" not in inspect.signature(ASTSource.__init__).parameters:
+        raise Unavailable("this Triton's front end takes other arguments (Triton 3.4 or newer "
+                          "is needed for the compile check on a CPU)")
+    target = GPUTarget(*TRITON_TARGET)
+    try:
+        source = ASTSource(fn=jit, signature=signature, constexprs=constexprs)
+        backend = make_backend(target)
+        with warnings.catch_warnings():  # notices about option defaults are not the student's
+            warnings.simplefilter("ignore")
+            options = backend.parse_options({})
+        context = ir.context()
+        ir.load_dialects(context)
+        backend.load_dialects(context)
+        source.make_ir(target, options, backend.get_codegen_implementation(options),
+                       backend.get_module_map(), context)
+    except TypeError as exc:
+        if "make_ir" in str(exc) or "positional argument" in str(exc):
+            raise Unavailable(f"this Triton's front end takes other arguments ({exc})") from None
+        return _message(exc)
+    except Exception as exc:  # noqa: BLE001 - the compiler's rejection is the answer
+        return _message(exc)
+    return None
+
+
+# --- cuTile --------------------------------------------------------------------------------
+
+
+def cutile(kernel, args: tuple) -> str | None:
+    """Lower a simulated cuTile kernel to Tile IR bytecode with the arguments of a launch."""
+    try:
+        from cuda.tile.compilation import export_kernel
+    except ImportError as exc:
+        raise Unavailable(f"this cuda-tile has no export_kernel ({exc})") from None
+    try:
+        (found, sigs), = signatures([(kernel, args)]).values()
+    except Exception as exc:  # noqa: BLE001 - arguments cuTile has no type for
+        return _message(exc)
+    key = ("cutile", id(found), repr(sigs))
+    if key not in _checked:
+        try:
+            export_kernel(found, sigs, io.BytesIO(), gpu_code=None,
+                          output_format="tileir_bytecode")
+            _checked[key] = None
+        except Exception as exc:  # noqa: BLE001 - the compiler's rejection is the answer
+            _checked[key] = _message(exc)
+    return _checked[key]

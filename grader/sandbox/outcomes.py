@@ -1,0 +1,53 @@
+"""What the parent makes of the child's replies: the records it hands on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from grader.report.results import Failure
+from grader.sandbox.launches import Launch
+
+# The shapes of the child's replies (grader.sandbox.protocol.check): a reply of another
+# shape is a crash of its case.
+RETURNED = {"device?": str, "type?": str}  # a returned tensor's device, or the type returned
+LAUNCH = {"kernel": str, "grid": [int], "constants": {str: (int, bool)}, "language": str}
+CALL_REPLY = {"error": (str, None), "launches": [LAUNCH], "host": [str], "compile_errors": [str],
+              "unchecked": (str, None), "overruns": [str], "output": RETURNED}
+# Errors after which a CUDA context is unusable: the child is replaced.
+STICKY = ("CUDA error", "illegal memory access", "illegal instruction", "unspecified launch failure",
+           "device-side assert")
+
+@dataclass
+class Outcome:
+    """What one call of the submission did, as the child reported it."""
+
+    output: Any = None  # a CPU tensor, when the call returned a plain tensor
+    returned: str | None = None  # what the call returned instead, described
+    output_device: str | None = None
+    error: str | None = None  # raised, timed out, or crashed, described for the student
+    failure: Failure | None = None  # set by the grader when the call timed out or crashed
+    launches: list[Launch] = field(default_factory=list)
+    host: list[str] = field(default_factory=list)  # what its host code did that it may not
+    compile_errors: list[str] = field(default_factory=list)  # a GPU compiler's rejections
+    unchecked: str | None = None  # why its kernels could not be given to a compiler
+    overruns: list[str] = field(default_factory=list)
+    inputs_after: list[Any] = field(default_factory=list)
+
+    @property
+    def context_lost(self) -> bool:
+        """The call broke its CUDA context: the next one needs a fresh child."""
+        return bool(self.error) and any(s in self.error for s in STICKY)
+
+
+@dataclass
+class Batch:
+    """What the child said about one batch of timed calls, and the grader's own clock."""
+
+    times_ms: list[float]  # per call, from the child's CUDA events
+    digests: list[int | None]  # of each output (grader.timing.digest)
+    wall_ms: float  # the whole request, by the grader's clock
+
+
+class TimingFailed(Exception):
+    """A timed batch got no acceptable reply; the message is for the student."""

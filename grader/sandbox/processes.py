@@ -1,0 +1,96 @@
+"""Processes on both sides of the boundary: the child's environment, waiting, reaping, killing.
+
+No import here may pull in torch: the child's init and bootstrap use this module before
+the worker loads anything (a thread of torch's would stop it making a user namespace).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+_ENV_KEPT = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ",
+             "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+_ENV_PREFIXES = ("TRITON_", "CUDA_", "NVIDIA_", "TORCH", "PYTORCH_", "TILECOURSE_")
+# Caches live in the child's scratch folder (its HOME): none is shared with later runs.
+_ENV_DROPPED = ("TRITON_CACHE_DIR", "TRITON_HOME", "TRITON_DUMP_DIR", "TRITON_OVERRIDE_DIR",
+                "CUDA_CACHE_PATH", "CUDA_TILE_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR")
+
+def child_env(scratch: str) -> dict[str, str]:
+    """The environment of the child: what kernels need, none of the grader's secrets (CI
+    tokens, API keys), and a home in its scratch folder."""
+    env = {k: v for k, v in os.environ.items()
+           if (k in _ENV_KEPT or k.startswith(_ENV_PREFIXES)) and k not in _ENV_DROPPED}
+    env.update(HOME=scratch, TMPDIR=scratch, USER="submission", LOGNAME="submission")
+    return env
+
+
+def kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def exit_reason(code: int | None) -> str:
+    if code is not None and (code < 0 or code > 128):
+        number = -code if code < 0 else code - 128
+        try:
+            return f"signal {signal.Signals(number).name}"
+        except ValueError:
+            return f"signal {number}"
+    return f"exit code {code}"
+
+
+def wait(pid: int, reap_all: bool = False) -> int:
+    """Wait for `pid`; its exit code, or 128 + the signal that ended it."""
+    while True:
+        try:
+            done, status = os.waitpid(-1 if reap_all else pid, 0)
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            return 1
+        if done == pid:
+            return os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else \
+                128 + os.WTERMSIG(status)
+
+
+def reap_one() -> bool:
+    try:
+        return os.waitpid(-1, os.WNOHANG)[0] > 0
+    except ChildProcessError:
+        return False
+
+
+def children() -> list[int]:
+    found = []
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/children") as f:
+                found += [int(p) for p in f.read().split()]
+        except OSError:
+            pass
+    return found
+
+
+def kill(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def kill_user(uid: int) -> None:
+    """Kill every process of `uid` (as that user: kill(-1) reaches exactly them)."""
+    helper = os.fork()
+    if helper == 0:
+        os.setgid(uid)
+        os.setuid(uid)
+        for _ in range(1000):
+            try:
+                os.kill(-1, signal.SIGKILL)
+            except ProcessLookupError:
+                os._exit(0)
+        os._exit(1)
+    wait(helper)

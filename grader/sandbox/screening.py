@@ -1,0 +1,69 @@
+"""Reading a submission before it runs: imports and calls a kernel submission has no business
+making (the lists are course content: [submissions] in course.toml).
+
+This is a speed bump against deliberate cheating, not a wall: Python offers more ways to
+reach a module or a builtin than any list names. The wall is the sandbox (grader/sandbox)
+and the checks of what the call did (grader/sandbox/host.py, grader/sandbox/launches.py). What it buys is a
+clear message, at the line, for the obvious routes: numpy doing the work, a thread the
+grader's watch does not see, the grader's own modules patched from inside.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from grader.course import SubmissionRules
+
+SHOWN = 5  # findings listed in the message
+
+
+def screen(source: str, filename: str, rules: SubmissionRules) -> list[str]:
+    """What the source does that the rules forbid, one line each ("line N: ..."); a source
+    that does not parse gives none (loading it reports the syntax error)."""
+    try:
+        tree = ast.parse(source, filename)
+    except SyntaxError:
+        return []
+    lines = source.splitlines()
+    found: dict[int, str] = {}
+
+    def note(node: ast.AST, what: str) -> None:
+        text = lines[node.lineno - 1].strip() if node.lineno <= len(lines) else ""
+        found.setdefault(node.lineno, f"{filename}, line {node.lineno}: `{text}`: {what}")
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if _forbidden(alias.name, rules):
+                    note(node, f"a kernel submission may not import {alias.name}")
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            modules = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            hit = next((m for m in modules if _forbidden(m, rules)), None)
+            if hit:
+                note(node, f"a kernel submission may not import {hit}")
+        elif isinstance(node, ast.Name):
+            if node.id in rules.forbidden_calls:
+                note(node, f"a kernel submission may not use {node.id}()")
+            elif _dunder(node.id) and node.id not in rules.allowed_dunders:
+                note(node, f"a kernel submission may not use {node.id}")
+        elif isinstance(node, ast.Attribute) and _dunder(node.attr) \
+                and node.attr not in rules.allowed_dunders:
+            note(node, f"a kernel submission may not reach into .{node.attr}")
+    return [found[line] for line in sorted(found)]
+
+
+def describe(findings: list[str]) -> str:
+    """The message of a stage that is not graded because of `findings`."""
+    shown = findings[:SHOWN]
+    more = f"\n  ... and {len(findings) - SHOWN} more" if len(findings) > SHOWN else ""
+    return ("not graded: the submission does what course.toml's [submissions] rules forbid "
+            "(the host code may allocate, view and launch kernels; the work belongs in the "
+            "kernel):\n" + "\n".join(f"  {f}" for f in shown) + more)
+
+
+def _forbidden(module: str, rules: SubmissionRules) -> bool:
+    return any(module == m or module.startswith(m + ".") for m in rules.forbidden_imports)
+
+
+def _dunder(name: str) -> bool:
+    return len(name) > 4 and name.startswith("__") and name.endswith("__")

@@ -1,0 +1,143 @@
+"""A submission loaded in this process: importing its module and calling its function.
+
+The grader itself never calls this on student code: the confined child process of
+grader.sandbox does. Instructor scripts (scripts/) use it directly on the references.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import sys
+import traceback
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from grader.course import SubmissionRules
+from grader.sandbox import launches
+from grader.sandbox.host import HostWatch
+from grader.sandbox.launches import Launch
+from grader.sandbox.poison import Guarded
+
+_serial = itertools.count()
+
+
+class SubmissionError(Exception):
+    """The submission cannot be loaded; the message is meant for its author."""
+
+
+@dataclass
+class Called:
+    """What one instrumented call did."""
+
+    output: Any = None
+    error: str | None = None  # what the call raised, described for the student
+    launches: list[Launch] = field(default_factory=list)
+    allocations: list[Guarded] = field(default_factory=list)  # fresh tensors, with guards
+    host: list[str] = field(default_factory=list)  # what the host code did that it may not
+    compile_errors: list[str] = field(default_factory=list)  # a GPU compiler's rejections
+    unchecked: str | None = None  # why no GPU compiler's front end could check the kernels
+
+
+class Submission:
+    """Loads one submission module and calls its graded function."""
+
+    def __init__(self, path: Path, function: str):
+        self.path = Path(path).resolve()
+        self.function_name = function
+        self._function = None
+
+    def load(self) -> None:
+        if not self.path.is_file():
+            raise SubmissionError(f"{self.path} does not exist.")
+        # A fresh module name each time: two submissions of one stage never share state.
+        name = f"tilecourse_submission_{next(_serial)}_{self.path.stem}"
+        spec = importlib.util.spec_from_file_location(name, self.path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # triton's JIT looks its module up while compiling
+        try:
+            spec.loader.exec_module(module)
+        except SyntaxError as exc:
+            raise SubmissionError(
+                f"{self.path.name} has a syntax error at line {exc.lineno}: {exc.msg}."
+            ) from None
+        except Exception as exc:  # noqa: BLE001 - any import failure is the student's to see
+            raise SubmissionError(
+                f"importing {self.path.name} failed: {describe(exc, self.path)}") from None
+        function = getattr(module, self.function_name, None)
+        if not callable(function):
+            raise SubmissionError(
+                f"{self.path.name} must define a function `{self.function_name}`; it does not."
+            )
+        self._function = function
+
+    def call(self, args: tuple, kwargs: dict, rules: SubmissionRules,
+             names: list[str]) -> Called:
+        """Call the function under the host watch (grader.sandbox.host) and the launch hooks
+        (grader.sandbox.launches, installed before the submission was imported); `names` name the
+        tensor arguments, in order."""
+        outcome = Called()
+        tensors = [v for v in [*args, *kwargs.values()] if isinstance(v, torch.Tensor)]
+        host = HostWatch(rules, list(zip(names, tensors)))
+        session = launches.Session(host)
+        with host, launches.recording(session), warnings.catch_warnings():
+            # The interpreter's numpy warns on overflow; the verdict reports NaN/Inf itself.
+            warnings.simplefilter("ignore", RuntimeWarning)
+            try:
+                outcome.output = self._function(*args, **kwargs)
+                with host.paused():
+                    if torch.cuda.is_available() and torch.cuda.is_initialized():
+                        torch.cuda.synchronize()  # surface asynchronous kernel faults here
+            except Exception as exc:  # noqa: BLE001 - a failing call is a graded outcome
+                outcome.error = describe(exc, self.path)
+            host.finish(outcome.output)
+        outcome.launches = session.launches
+        outcome.allocations = host.allocations
+        outcome.host = host.violations
+        outcome.compile_errors = session.compile_errors
+        outcome.unchecked = session.unchecked
+        return outcome
+
+    def bound_function(self) -> Callable:
+        """The graded function itself, without instrumentation, for timing."""
+        return self._function
+
+    def bound(self, args: tuple, kwargs: dict) -> Callable[[], Any]:
+        """A zero-argument call of the submission without instrumentation, for timing."""
+        function = self._function
+        return lambda: function(*args, **kwargs)
+
+    def capture_cutile(self, args: tuple, kwargs: dict) -> list[tuple[Any, tuple]]:
+        """Call the function with cuTile launches captured instead of run: (kernel, arguments)
+        of each launch. Needs no GPU, so cuTile kernels can be compile-checked on a CPU."""
+        session = launches.Session(capture=True)
+        saved = torch.cuda.current_stream
+        torch.cuda.current_stream = lambda *a, **k: None
+        try:
+            with launches.recording(session):
+                self._function(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - reported to the student
+            raise SubmissionError(
+                f"calling {self.function_name} to capture its launches failed: "
+                f"{describe(exc, self.path)}"
+            ) from None
+        finally:
+            torch.cuda.current_stream = saved
+        return session.captured
+
+
+def describe(exc: BaseException, path: Path, max_lines: int = 25) -> str:
+    """`Type: message (at file:line)`, pointing at the deepest frame in the student's file."""
+    where = ""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == path]
+    if frames:
+        where = f" (at {path.name}, line {frames[-1].lineno})"
+    message = str(exc).strip()
+    lines = message.splitlines()
+    if len(lines) > max_lines:
+        message = "\n".join(lines[:max_lines] + [f"... ({len(lines) - max_lines} more lines)"])
+    return f"{type(exc).__name__}{where}: {message}" if message else f"{type(exc).__name__}{where}"

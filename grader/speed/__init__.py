@@ -1,0 +1,9 @@
+"""Speed on the GPU, timed by the grader's rules.
+
+    trial.py     one speed case: fresh inputs per call, the baseline in the grader, the
+                 grader's clock around every batch, outputs fetched and checked
+    check.py     the speed points of a stage and their verdicts; pytest-benchmark records
+    ceilings.py  the GPU's measured bandwidth and FLOP rates, for "% of the limit"
+
+The timed loop itself is grader.timing, run by both sides of the trust boundary.
+"""

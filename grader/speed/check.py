@@ -1,0 +1,142 @@
+"""Grading a stage's speed on the GPU: each speed case timed against its PyTorch baseline.
+
+Speed is graded only where it means something: on a GPU backend, for a stage whose
+correctness passed, and when course.toml sets a threshold for that backend. Anywhere else
+the scorecard says "not graded" and why; it never counts as a pass.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader import timing
+from grader.backends.selection import Selection
+from grader.course import Case, Stage, Threshold
+from grader.problems import DTYPES
+from grader.report.results import Failure, SpeedCase, SpeedResult
+from grader.sandbox import Runner
+from grader.speed import ceilings as ceilings_module
+from grader.speed.trial import Trial
+
+PLAUSIBLE_FRACTION = 1.15  # above the measured ceiling by more than noise: impossible
+
+
+def merge_benchmark_files(parts: list[Path], out: Path) -> None:
+    """One pytest-benchmark JSON from the per-stage files (pytest runs once per stage)."""
+    merged = None
+    for part in parts:
+        if not part.is_file():
+            continue
+        data = json.loads(part.read_text())
+        if merged is None:
+            merged = data
+        else:
+            merged["benchmarks"] += data["benchmarks"]
+        part.unlink()
+    if merged is not None:
+        out.write_text(json.dumps(merged, indent=2))
+
+
+def not_graded_reason(stage: Stage, selection: Selection) -> str | None:
+    """Why speed cannot be graded for this stage and backend (None: it can)."""
+    if selection.backend.device != "cuda":
+        return "needs a GPU"
+    if stage.speed is None or selection.backend.name not in stage.speed.thresholds:
+        return f"no speed thresholds for {selection.backend.name} in course.toml"
+    return None
+
+
+@dataclass
+class Timed:
+    """A speed case's verdict and the submission's raw samples (for pytest-benchmark)."""
+
+    case: SpeedCase
+    samples_ms: list[float]
+
+
+class SpeedCheck:
+    """Times the speed cases of one stage for one loaded submission."""
+
+    def __init__(self, stage: Stage, selection: Selection, runner: Runner,
+                 threshold: Threshold | None = None, run_seed: int = 0):
+        assert stage.speed is not None
+        self.stage = stage
+        self.speed = stage.speed
+        self.threshold = threshold or stage.speed.thresholds[selection.backend.name]
+        self.runner = runner
+        self.run_seed = run_seed
+        self.device = selection.backend.device
+        self.results: dict[str, SpeedCase] = {}
+
+    def time(self, case: Case) -> Timed:
+        problem = self.stage.problem
+        dtype = DTYPES[case.dtype]
+        result = SpeedCase(id=case.id, dtype=case.dtype, params=dict(case.params), passed=False,
+                           summary="", baseline=self.speed.baseline)
+        self.results[case.id] = result
+        trial = Trial(problem, dict(case.params), case.dtype, self.runner,
+                      problem.baselines[self.speed.baseline], self.stage.tolerance[case.dtype],
+                      timing.Budget(seconds=self.speed.seconds), self.device)
+        found = trial.run()
+        if found.failed:
+            result.summary = f"the timed calls failed: {found.failed}"
+            result.failure = Failure.CALLS_FAILED
+            return Timed(result, [])
+        if not found.student:  # the first batch was rejected or wrong: nothing to show
+            result.summary = (f"timing rejected: {found.rejected}" if found.rejected else
+                              f"the timed calls returned a wrong result: {found.wrong}")
+            result.failure = Failure.TIMING_REJECTED if found.rejected else Failure.WRONG_RESULT
+            return Timed(result, [])
+        work = problem.work(case.params, dtype)
+        limits = ceilings_module.ceilings()
+        ceiling, unit = limits.limit(work, case.dtype)
+        rate = ceilings_module.achieved(work, found.student_ms / 1e3)
+        result.ms = round(found.student_ms, 4)
+        result.baseline_ms = round(found.baseline_ms, 4)
+        result.speedup = round(found.baseline_ms / found.student_ms, 3)
+        result.achieved, result.unit, result.ceiling = round(rate, 1), unit, ceiling
+        result.fraction = round(rate / ceiling, 3)
+        result.repeats = len(found.student)
+        result.spread = round(timing.Samples(found.student).spread, 3)
+        result.unexplained_ms = round(found.unexplained_ms, 4)
+        result.checked = found.checked
+        tampered = found.rejected or self._implausible(result)
+        result.passed, result.summary, result.failure = self._verdict(
+            result, found.wrong is None, found.wrong or "", tampered)
+        return Timed(result, found.student)
+
+    def _implausible(self, r: SpeedCase) -> str | None:
+        """A figure that cannot be true, whatever the clocks say."""
+        if r.fraction > PLAUSIBLE_FRACTION:
+            return (f"{100 * r.fraction:.0f}% of the GPU's measured ceiling is not possible: the "
+                    "timing was altered")
+        return None
+
+    def summary(self) -> SpeedResult:
+        """Speed points in proportion to the speed cases that were fast enough."""
+        cases = [self.results[c.id] for c in self.speed.cases if c.id in self.results]
+        passed, total = sum(c.passed for c in cases), len(self.speed.cases)
+        points = round(self.speed.points * passed / total, 2) if total else 0.0
+        return SpeedResult(True, f"{passed}/{total} speed cases fast enough", points,
+                           self.speed.points, cases)
+
+    def _verdict(self, r: SpeedCase, correct: bool, wrong: str,
+                 tampered: str | None) -> tuple[bool, str, Failure | None]:
+        figures = (f"{r.ms:.4g} ms vs {r.baseline} {r.baseline_ms:.4g} ms: {r.speedup:.2f}x; "
+                   f"{r.achieved:g} {r.unit} = {100 * r.fraction:.0f}% of the measured "
+                   f"{r.ceiling:g} {r.unit}")
+        if not correct:
+            return False, f"the timed calls returned a wrong result: {wrong}", Failure.WRONG_RESULT
+        if tampered:
+            return False, f"timing rejected: {tampered}", Failure.TIMING_REJECTED
+        missed = []
+        t = self.threshold
+        if t.min_speedup is not None and r.speedup < t.min_speedup:
+            missed.append(f"needs {t.min_speedup:g}x {r.baseline}")
+        if t.min_fraction is not None and r.fraction < t.min_fraction:
+            missed.append(f"needs {100 * t.min_fraction:.0f}% of the limit")
+        if missed:
+            return False, f"too slow: {figures} ({'; '.join(missed)})", Failure.TOO_SLOW
+        return True, figures, None

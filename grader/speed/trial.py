@@ -1,0 +1,191 @@
+"""One speed case timed by the grader's rules: the student in the child, the baseline here.
+
+The child (grader.sandbox) runs the submission's timed calls and reports CUDA-event times;
+those are evidence, and the grader checks them:
+
+- every timed call runs on inputs the child has never seen: fresh content drawn on the GPU
+  from a seed the grader picks for that call and sends with its batch, so no result can be
+  replayed (by identity, data pointer or content) or computed ahead of its call;
+- the child commits to each output with a keyed checksum (grader.timing.digest) in the
+  batch's reply; the grader then picks calls at random, fetches their outputs, checks each
+  against its checksum and against the float32 reference of the inputs it draws itself;
+- the grader's own clock spans the whole batch. Before each call the child synchronises
+  the whole device, so work on a side stream, a GPU sleep, or work after the call's end
+  event shows on that clock; what the reported times cannot explain, once the grader's own
+  cost of drawing inputs, flushing L2, synchronising and checksumming is taken away (which
+  it measures itself), rejects the timing;
+- the baseline is timed here, in a process that never loaded student code, in batches
+  interleaved with the student's, so a drifting GPU moves both.
+
+The figure reported is the median over batches of each batch's mean call time (a mean,
+since a submission that knew the batch's seeds could move its work between the calls of a
+batch, but not out of it).
+"""
+
+from __future__ import annotations
+
+import secrets
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+
+from grader import timing
+from grader.course import Tolerance
+from grader.judge.compare import compare
+from grader.problems import DTYPES, Call, Problem
+from grader.sandbox.outcomes import TimingFailed
+from grader.sandbox.runner import Runner
+
+MEMORY_KEPT = 4 << 30  # bytes of outputs the child keeps per batch, for the grader to fetch
+BATCH = 10  # timed calls per batch, fewer for outputs that large
+MIN_BATCHES = 5
+MAX_BATCHES = 200
+# Every one of the first MIN_BATCHES batches has an output fetched and checked, and one in
+# CHECKED after them: the median over batches moves only if most batches are faked.
+CHECKED = 3
+# What the grader's clock may see beyond the reported times and its own work around them:
+# per batch, per call, and in proportion. Honest references on the H200 showed 1.2 to 2.6 ms
+# per batch of 8 to 10 calls (BENCHMARKS.md); gross lies also meet the ceiling check.
+UNEXPLAINED_PER_BATCH_MS = 3.0
+UNEXPLAINED_PER_CALL_MS = 0.1
+UNEXPLAINED_FRACTION = 0.10
+
+
+class Rejected(Exception):
+    """The child's figures or outputs did not stand up to the grader's checks."""
+
+
+class _Wrong(Exception):
+    """A checked output is wrong: nothing more to time."""
+
+
+@dataclass
+class TrialResult:
+    student: list[float] = field(default_factory=list)  # per batch: mean call time, ms
+    baseline: list[float] = field(default_factory=list)
+    unexplained_ms: float = 0.0  # the most, per call, that the grader's clock saw beyond them
+    checked: int = 0  # outputs fetched and checked
+    wrong: str | None = None  # why a checked output is wrong
+    rejected: str | None = None  # why the timing was not believed
+    failed: str | None = None  # why the timed calls could not run
+
+    @property
+    def student_ms(self) -> float:
+        return statistics.median(self.student)
+
+    @property
+    def baseline_ms(self) -> float:
+        return statistics.median(self.baseline)
+
+
+class Trial:
+    def __init__(self, problem: Problem, params: dict, dtype: str, runner: Runner,
+                 baseline: Callable[[Call], torch.Tensor], tolerance: Tolerance,
+                 budget: timing.Budget, device: str = "cuda"):
+        self.problem, self.params, self.dtype = problem, params, dtype
+        self.runner, self.baseline, self.tolerance = runner, baseline, tolerance
+        self.budget, self.device = budget, device
+
+    def draw(self, seed: int) -> Call:
+        return self.problem.draw(self.params, self.dtype, seed, device=self.device)
+
+    # --- the grader's own measurements (replaced in the CPU tests) ------------------------
+
+    def baseline_batch(self, seeds: list[int], key: int) -> tuple[list[float], float]:
+        """The baseline's call times, and the wall time of its whole batch here: the same
+        work as a batch in the child (drawing, flushing, synchronising, checksumming every
+        output), so that what the child's batch took beyond its calls can be compared."""
+        start = time.perf_counter()
+        times, outputs = timing.run_batch(lambda i: self.draw(seeds[i]), self.baseline,
+                                          len(seeds), self._flush())
+        for output in outputs:
+            timing.digest(output, key)
+        timing.synchronize()
+        return times, (time.perf_counter() - start) * 1e3
+
+    def _flush(self):
+        if not hasattr(self, "_l2"):
+            self._l2 = timing.L2Flush(torch.device(self.device))
+        return self._l2
+
+    # --- the trial ----------------------------------------------------------------------
+
+    def run(self) -> TrialResult:
+        result = TrialResult()
+        warmup = self.draw(secrets.randbits(31))
+        failed = self.runner.warm(self.problem.id, self.params, self.dtype,
+                                  secrets.randbits(31), self.budget.warmup)
+        if failed:
+            result.failed = failed
+            return result
+        for _ in range(self.budget.warmup):
+            sample = self.baseline(warmup)
+        key = secrets.randbits(62)
+        size = sample.nbytes
+        count = max(1, min(BATCH, MEMORY_KEPT // max(size, 1)))
+        deadline = time.perf_counter() + self.budget.seconds
+        try:
+            # One batch on each side first, not counted: the memory the batches need is
+            # allocated there, and what has not run before is loaded.
+            self.baseline_batch(self._seeds(count), key)
+            self.runner.time_batch(self.problem.id, self.params, self.dtype, self._seeds(count),
+                                   key)
+            while True:
+                self._batch(result, count, key, size)
+                done = len(result.student)
+                settled = all(timing.Samples(s).spread <= self.budget.rel_spread
+                              for s in (result.student, result.baseline))
+                if done >= MAX_BATCHES or (done >= MIN_BATCHES and
+                                           (settled or time.perf_counter() > deadline)):
+                    break
+        except TimingFailed as exc:
+            result.failed = str(exc)
+        except Rejected as exc:
+            result.rejected = str(exc)
+        except _Wrong:
+            pass
+        return result
+
+    @staticmethod
+    def _seeds(count: int) -> list[int]:
+        return [secrets.randbits(31) for _ in range(count)]
+
+    def _batch(self, result: TrialResult, count: int, key: int, size: int) -> None:
+        theirs, wall = self.baseline_batch(self._seeds(count), key)
+        overhead = max(0.0, wall - sum(theirs))  # drawing, flushing, syncing, checksums here
+        seeds = self._seeds(count)
+        batch = self.runner.time_batch(self.problem.id, self.params, self.dtype, seeds, key)
+        if len(result.student) < MIN_BATCHES or secrets.randbelow(CHECKED) == 0:
+            self._check_one(result, batch, seeds, key, size)  # a wrong output says more
+        claimed = sum(batch.times_ms)
+        unexplained = batch.wall_ms - claimed - overhead
+        result.unexplained_ms = max(result.unexplained_ms, unexplained / count)
+        allowed = (UNEXPLAINED_PER_BATCH_MS + count * UNEXPLAINED_PER_CALL_MS
+                   + UNEXPLAINED_FRACTION * claimed)
+        if min(batch.times_ms) <= 0 or unexplained > allowed:
+            raise Rejected(
+                f"the grader's clock saw {batch.wall_ms:.4g} ms for a batch of {count} calls "
+                f"whose times add up to {claimed:.4g} ms: {unexplained:.3g} ms more than the "
+                f"same batch of the baseline spent around its calls here (work the timed "
+                "calls did not show: on another stream, before or after their events, or "
+                "timers altered)")
+        result.student.append(claimed / count)
+        result.baseline.append(sum(theirs) / count)
+
+    def _check_one(self, result: TrialResult, batch, seeds: list[int], key: int,
+                   size: int) -> None:
+        """Fetch one output at random; it must be the one committed to, and right."""
+        index = secrets.randbelow(len(seeds))
+        output = self.runner.fetch(index, size).to(self.device)
+        if batch.digests[index] != timing.digest(output, key):
+            raise Rejected("the output its process sent is not the one its timed call made "
+                           "(its checksum differs)")
+        expected = self.problem.reference(self.draw(seeds[index]))
+        verdict = compare(output, expected, DTYPES[self.dtype], self.device, self.tolerance)
+        result.checked += 1
+        if not verdict.passed:
+            result.wrong = verdict.summary
+            raise _Wrong()

@@ -1,0 +1,163 @@
+"""The grader's layout is its design: these tests keep it so.
+
+Imports run one way, from the command line down to the course:
+
+    cli -> grading, instructor, doctor -> speed -> judge -> sandbox -> course -> problems, backends
+
+with a few leaves any layer may use (errors, cache, the GPU clock, the simulator, the result
+records), and the report modules depending on the result records only. Every import counts,
+those inside functions too, so a late import cannot hide a cycle.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "grader"
+
+# The layer of each top-level part of grader/: a module may import its own part and the
+# parts of lower layers.
+LAYERS = {
+    "grader": 0,  # the package itself holds only __version__
+    "grader.errors": 0,
+    "grader.cache": 0,
+    "grader.timing": 0,  # the one timed loop, run on both sides of the trust boundary
+    "grader.cutile_sim": 0,
+    "grader.report.results": 0,
+    "grader.problems": 1,
+    "grader.backends": 1,
+    "grader.course": 2,
+    "grader.sandbox": 3,
+    "grader.judge": 4,
+    "grader.speed": 5,
+    "grader.report": 6,
+    "grader.grading": 6,
+    "grader.checks": 6,
+    "grader.instructor": 7,
+    "grader.doctor": 7,
+    "grader.cli": 8,
+    "grader.__main__": 9,
+}
+LARGEST = 350  # lines per module
+LARGER_ALLOWED = {"grader.cutile_sim"}  # one simulator, read top to bottom
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def resolve(name: str) -> str:
+    """The grader module an import statement names."""
+    while name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name
+
+
+def imports(name: str) -> list[tuple[int, str, list[str]]]:
+    """(line, imported module, names taken from it) for every grader import of a module."""
+    path = MODULES[name]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name, []) for a in node.names if a.name.split(".")[0] == "grader"]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1]
+                                + ([base] if base else []))
+            if base.split(".")[0] != "grader":
+                continue
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                if sub in MODULES:  # `from grader.sandbox import runner`: the module itself
+                    found.append((node.lineno, sub, []))
+                else:
+                    found.append((node.lineno, base, [alias.name]))
+    return found
+
+
+def layer_of(name: str) -> tuple[str, int]:
+    while name not in LAYERS:
+        name = name.rpartition(".")[0]
+    return name, LAYERS[name]
+
+
+def test_every_module_has_a_layer():
+    assert all(layer_of(name) for name in MODULES)
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_imports_run_one_way(name):
+    part, layer = layer_of(name)
+    wrong = []
+    for line, target, _ in imports(name):
+        target = resolve(target)
+        other, other_layer = layer_of(target)
+        if other == part:
+            continue
+        if other_layer >= layer:
+            wrong.append(f"line {line}: {name} ({part}, layer {layer}) imports {target} "
+                         f"({other}, layer {other_layer})")
+        if part == "grader.report" and other != "grader.report.results":
+            wrong.append(f"line {line}: a report module imports {target}; reports are made "
+                         "from the result records alone")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_import_cycles():
+    graph = {name: sorted({resolve(t) for _, t, _ in imports(name)} - {name}) for name in MODULES}
+    state: dict[str, str] = {}
+    cycles = []
+
+    def visit(node, trail):
+        state[node] = "open"
+        for nxt in graph[node]:
+            # A package's __init__ importing its own submodules (and their importing
+            # siblings through it) is how a package re-exports; not a cycle of code.
+            if node == nxt.rpartition(".")[0] and MODULES[node].name == "__init__.py":
+                continue
+            if state.get(nxt) == "open":
+                cycles.append(" -> ".join(trail[trail.index(nxt):] + [nxt]))
+            elif nxt not in state:
+                visit(nxt, trail + [nxt])
+        state[node] = "done"
+
+    for name in graph:
+        if name not in state:
+            visit(name, [name])
+    assert not cycles, "\n".join(cycles)
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_no_private_names_taken_from_another_module(name):
+    taken = [f"line {line}: {name} takes {n} from {target}"
+             for line, target, names in imports(name) for n in names
+             if n.startswith("_") and not n.startswith("__")]
+    assert not taken, "\n".join(taken)
+
+
+@pytest.mark.parametrize("name", sorted(set(MODULES) - LARGER_ALLOWED))
+def test_modules_stay_small(name):
+    lines = len(MODULES[name].read_text(encoding="utf-8").splitlines())
+    assert lines <= LARGEST, f"{MODULES[name]} has {lines} lines; split it by concept"
+
+
+def test_no_grab_bag_modules():
+    bags = [p for p in MODULES.values() if p.stem in ("utils", "util", "helpers", "misc", "common")]
+    assert not bags
+
+
+def test_the_check_finds_a_backward_import(tmp_path, monkeypatch):
+    # The rule itself must be able to fail: a course module that imports the judge.
+    fake = PACKAGE / "course" / "model.py"
+    monkeypatch.setitem(MODULES, "grader.course.model", tmp_path / "model.py")
+    (tmp_path / "model.py").write_text(fake.read_text() + "\nfrom grader.judge import compare\n")
+    with pytest.raises(AssertionError, match="imports grader.judge.compare"):
+        test_imports_run_one_way("grader.course.model")
