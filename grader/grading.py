@@ -37,6 +37,7 @@ from grader.speed.check import SpeedCheck
 CHECKS = Path(__file__).parent / "checks"
 
 OnCase = Callable[[CaseResult], None]
+RESULT = "result"  # the user property under which a check item leaves its case's result
 # A stage's progress display: given its label and the number of cases, the context in which
 # it is graded, yielding what to call as each case ends.
 Progress = Callable[[str, int], ContextManager[OnCase]]
@@ -45,10 +46,10 @@ Progress = Callable[[str, int], ContextManager[OnCase]]
 class _CasePlugin:
     """Parametrizes a check module with cases and reports each case as it ends."""
 
-    def __init__(self, cases, results: dict, on_case: OnCase | None):
+    def __init__(self, cases, on_case: OnCase | None):
         self.cases = cases
-        self.results = results  # case id -> result, filled by the check object
         self.on_case = on_case
+        self.collected: list = []  # each test item's result, from pytest's reports
         self.failures: dict[str, str] = {}  # nodeid -> pytest's text, for checks that broke
 
     def pytest_generate_tests(self, metafunc):
@@ -56,21 +57,19 @@ class _CasePlugin:
             metafunc.parametrize("case", self.cases, ids=[c.id for c in self.cases])
 
     def pytest_runtest_logreport(self, report):
-        if report.when != "call":
-            if report.failed:
-                self.failures[report.nodeid] = str(report.longrepr)
-            return
-        result = self.results.get(report.nodeid.rpartition("[")[2].rstrip("]"))
-        if result is None:
-            if report.failed:  # the check itself broke before it could judge the case
-                self.failures[report.nodeid] = str(report.longrepr)
-        elif self.on_case:
-            self.on_case(result)
+        # Each check item records its case's result (record_property) before it asserts.
+        result = dict(report.user_properties).get(RESULT)
+        if report.when == "call" and result is not None:
+            self.collected.append(result)
+            if self.on_case:
+                self.on_case(result)
+        elif report.failed:  # set-up, or the check itself, broke before it judged the case
+            self.failures[report.nodeid] = str(report.longrepr)
 
 
 class _CorrectnessPlugin(_CasePlugin):
     def __init__(self, check: StageCheck, on_case: OnCase | None):
-        super().__init__(check.stage.cases, check.results, on_case)
+        super().__init__(check.stage.cases, on_case)
         self.check = check
 
     @pytest.fixture
@@ -80,7 +79,7 @@ class _CorrectnessPlugin(_CasePlugin):
 
 class _SpeedPlugin(_CasePlugin):
     def __init__(self, check: SpeedCheck, on_case: OnCase | None):
-        super().__init__(check.speed.cases, check.results, on_case)
+        super().__init__(check.speed.cases, on_case)
         self.check = check
 
     @pytest.fixture
@@ -196,8 +195,9 @@ def _grade_loaded(stage, selection, runner, result, todos, on_case, benchmark_js
     if todos.unfilled:
         result.message = f"{result.module} {todos.describe()}"
     check = StageCheck(stage, selection, runner, seed)
-    broken = _run_checks("test_correctness.py", _CorrectnessPlugin(check, on_case))
-    result.cases = [check.results[c.id] for c in stage.cases if c.id in check.results]
+    plugin = _CorrectnessPlugin(check, on_case)
+    broken = _run_checks("test_correctness.py", plugin)
+    result.cases = plugin.collected
     if broken:
         result.message, result.status = broken, Status.ERROR
         return result
@@ -214,8 +214,9 @@ def _grade_loaded(stage, selection, runner, result, todos, on_case, benchmark_js
     extra = ["-p", "pytest_benchmark.plugin", "--benchmark-timer=grader.timing.replay_clock"]
     if benchmark_json:
         extra.append(f"--benchmark-json={benchmark_json}")
-    broken = _run_checks("test_speed.py", _SpeedPlugin(timer, on_case), extra, quiet=True)
-    result.speed = timer.summary()
+    plugin = _SpeedPlugin(timer, on_case)
+    broken = _run_checks("test_speed.py", plugin, extra, quiet=True)
+    result.speed = timer.summary(plugin.collected)
     if broken:
         result.speed.reason = broken
     return result

@@ -17,9 +17,8 @@ from grader.backends import selection as backends
 from grader.course import load_course
 from grader.errors import CourseError
 from grader.problems import PROBLEMS
-from grader.report.results import Status
+from grader.report.results import Failure, Status
 from grader.sandbox import Runner
-from grader.report.results import Failure
 from grader.sandbox.outcomes import Batch
 from grader.speed import ceilings
 from grader.speed import check as speed
