@@ -12,6 +12,8 @@ a message that names the problem (the CPU part of the corpus is tests/test_integ
 - vector add that replays its first output, after a GPU sleep of about a kernel's time:
   a wrong result (every timed call has fresh inputs);
 - vector add that caches its result in the warm-up calls: a wrong result;
+- vector add that hands the timed size to PyTorch (the graded cases are small): the
+  watched call at the timed size fails the timing;
 - vector add that slows PyTorch's own add down in its process: no effect, since the
   baseline is timed in the grader (it passes at its own speed);
 - vector add whose kernel faults on the GPU for one case: that case fails, the next passes;
@@ -115,6 +117,9 @@ def submissions() -> list[tuple[str, str, str, str]]:
             "    _done[x.numel()] = _done.get(x.numel(), 0) + 1\n    _done['out'] = out\n"
             "    return out\n")
     )
+    torch_when_timed = VECTOR_ADD.replace(
+        "    out = torch.empty_like(x)\n",
+        "    if x.numel() > 100000:\n        return torch.add(x, y)\n    out = torch.empty_like(x)\n")
     slow_baseline = (
         "import time, torch\n"
         "_add = torch.add\n"
@@ -149,6 +154,7 @@ def submissions() -> list[tuple[str, str, str, str]]:
         ("work on a side stream", "vector_add", side_stream, "timing rejected"),
         ("GPU sleep and a replayed output", "vector_add", replay, "returned a wrong result"),
         ("result cached in the warm-up", "vector_add", warm_cache, "returned a wrong result"),
+        ("PyTorch at the timed size", "vector_add", torch_when_timed, "a watched call at this size"),
         ("PyTorch's add slowed down", "vector_add", slow_baseline, ""),
         ("kernel faults on the GPU", "vector_add", fault, ""),
     ]

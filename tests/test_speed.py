@@ -57,10 +57,8 @@ class _Digests:
 @pytest.fixture
 def fake_gpu_timing(monkeypatch):
     """Kernel 10 us, baseline 20 us, whatever runs: speed-up 2. The submission still runs (in
-    its child process) for every output the trial checks, so that what it checks is its own."""
-
-    def warm(self, problem_id, params, dtype, seed, calls=3):
-        return None
+    its child process, on the CPU) for every output the trial checks, so that what it checks
+    is its own, and for the watched calls at the timed sizes."""
 
     def time_batch(self, problem_id, params, dtype, seeds, key):
         self.fake_batch = (problem_id, params, dtype, seeds)
@@ -76,7 +74,6 @@ def fake_gpu_timing(monkeypatch):
                                                  inputs, 1 << 20).output
         return self.fake_outputs[index]
 
-    monkeypatch.setattr(Runner, "warm", warm)
     monkeypatch.setattr(Runner, "time_batch", time_batch)
     monkeypatch.setattr(Runner, "fetched", fetched, raising=False)
     monkeypatch.setattr(Runner, "fetch", lambda self, index, size: self.fetched(index))
@@ -274,3 +271,24 @@ def test_a_replayed_output_fails_as_a_wrong_result(grade, monkeypatch):
     assert all(c.summary.startswith("the timed calls returned a wrong result")
                for c in result.speed.cases), [c.summary for c in result.speed.cases]
     assert all(c.failure is Failure.WRONG_RESULT for c in result.speed.cases)
+
+
+# A student who read grader/speed/trial.py knows the timed calls are not watched: host
+# PyTorch only at the timed sizes, or only once the first call at that size is over.
+AT_TIMED_SIZES = "    if x.numel() >= 3000:\n        return x + y\n"
+AFTER_THE_FIRST = ("    if x.numel() >= 3000:\n        SEEN.append(x.numel())\n"
+                   "        if len(SEEN) > 1:\n            return x + y\n")
+
+
+@pytest.mark.parametrize("cheat, prelude", [(AT_TIMED_SIZES, ""), (AFTER_THE_FIRST, "SEEN = []\n")],
+                         ids=["at the timed sizes", "after the first timed call"])
+def test_host_pytorch_in_the_timed_calls_gets_no_speed_points(grade, cheat, prelude):
+    marker = "    out = torch.empty_like(x)\n"
+    source = prelude + REFERENCE.replace(marker, cheat + marker)
+    result = grade(1.5, source)
+    assert result.status is Status.PASS  # the graded cases are small: they run the kernel
+    assert result.speed.points == 0
+    for case in result.speed.cases:
+        assert case.failure is Failure.CALLS_FAILED, case.summary
+        assert case.summary.startswith("the timed calls failed: a watched call at this size: ")
+        assert "kernel" in case.summary or "torch" in case.summary, case.summary

@@ -78,21 +78,9 @@ class StageCheck:
 
     def _misconduct(self, call: Call, outcome: Outcome) -> Verdict | None:
         """Everything wrong with the call besides the numbers it returned."""
-        if outcome.failure:  # the grader's own finding: it timed out or its process died
-            return Verdict(False, outcome.error, kind=outcome.failure)
-        if outcome.error:  # what the child reported its call raised
-            return Verdict(False, f"raised {outcome.error}", kind=Failure.RAISED)
-        if outcome.compile_errors:
-            return Verdict(False, "a kernel does not compile for a GPU (the interpreter ran it, "
-                                  "a GPU compiler would not): " + outcome.compile_errors[0],
-                           outcome.compile_errors[1:], kind=Failure.DOES_NOT_COMPILE)
-        track = self.backend.track
-        if not any(launch.language == track for launch in outcome.launches):
-            language = {"triton": "Triton", "cutile": "cuTile"}.get(track, track)
-            return Verdict(False, f"launched no {language} kernel: the stage must be computed by "
-                                  "a kernel, not by PyTorch", kind=Failure.NO_KERNEL)
-        if outcome.host:
-            return Verdict(False, outcome.host[0], outcome.host[1:], kind=Failure.HOST_WORK)
+        found = host_misconduct(outcome, self.backend.track)
+        if found:
+            return found
         if outcome.overruns:
             return Verdict(False, "wrote out of bounds: " + "; ".join(outcome.overruns),
                            ["a load or store is missing its mask, or its mask is too loose"],
@@ -107,8 +95,29 @@ class StageCheck:
                            kind=Failure.WRONG_RETURN)
         if outcome.output_device != torch.device(self.backend.device).type:
             return Verdict(False, f"returned a tensor on {outcome.output_device}, expected it on "
-                                  f"{self.backend.device} like the inputs", kind=Failure.WRONG_RETURN)
+                                  f"{self.backend.device} like the inputs",
+                           kind=Failure.WRONG_RETURN)
         return None
+
+
+def host_misconduct(outcome: Outcome, track: str) -> Verdict | None:
+    """What is wrong with a watched call besides its output: it failed, a kernel would not
+    compile, no kernel of the track ran, or the host did the work."""
+    if outcome.failure:  # the grader's own finding: it timed out or its process died
+        return Verdict(False, outcome.error, kind=outcome.failure)
+    if outcome.error:  # what the child reported its call raised
+        return Verdict(False, f"raised {outcome.error}", kind=Failure.RAISED)
+    if outcome.compile_errors:
+        return Verdict(False, "a kernel does not compile for a GPU (the interpreter ran it, "
+                              "a GPU compiler would not): " + outcome.compile_errors[0],
+                       outcome.compile_errors[1:], kind=Failure.DOES_NOT_COMPILE)
+    if not any(launch.language == track for launch in outcome.launches):
+        language = {"triton": "Triton", "cutile": "cuTile"}.get(track, track)
+        return Verdict(False, f"launched no {language} kernel: the stage must be computed by "
+                              "a kernel, not by PyTorch", kind=Failure.NO_KERNEL)
+    if outcome.host:
+        return Verdict(False, outcome.host[0], outcome.host[1:], kind=Failure.HOST_WORK)
+    return None
 
 
 def memory_check(stage: Stage, selection: Selection, runner: Runner, seed: int) -> CheckResult:

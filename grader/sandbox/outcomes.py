@@ -12,6 +12,7 @@ from grader.sandbox.launches import Launch
 # shape is a crash of its case.
 RETURNED = {"device?": str, "type?": str}  # a returned tensor's device, or the type returned
 LAUNCH = {"kernel": str, "grid": [int], "constants": {str: (int, bool)}, "language": str}
+WARM_REPLY = {"error": (str, None), "launches": [LAUNCH], "host": [str], "compile_errors": [str]}
 CALL_REPLY = {"error": (str, None), "launches": [LAUNCH], "host": [str], "compile_errors": [str],
               "unchecked": (str, None), "overruns": [str], "output": RETURNED}
 # Errors after which a CUDA context is unusable: the child is replaced.

@@ -31,12 +31,14 @@ from typing import Any
 from grader.report.results import Failure
 from grader.sandbox import filesystem, privileges, processes, protocol, worker
 from grader.sandbox.launches import Launch
-from grader.sandbox.outcomes import CALL_REPLY, RETURNED, Batch, Outcome, TimingFailed
+from grader.sandbox.outcomes import (CALL_REPLY, RETURNED, WARM_REPLY, Batch, Outcome,
+                                     TimingFailed)
 from grader.sandbox.privileges import Protection
 from grader.sandbox.submission import SubmissionError
 
 STARTUP_SECONDS = 120.0  # for the child to confine itself and import torch
 OUTPUT_SHOWN = 20_000  # characters of the submission's output kept for the scorecard
+
 
 class _Failed(Exception):
     """The request got no acceptable reply: it timed out, or the child crashed."""
@@ -75,7 +77,10 @@ class Runner:
 
     def load(self) -> None:
         """Start the child and import the submission there; raises SubmissionError."""
-        source = _submission_source(self.path, self.hidden)
+        try:
+            source = filesystem.submission_source(self.path, self.hidden)
+        except filesystem.Refused as exc:
+            raise SubmissionError(str(exc)) from None
         self.close()
         try:
             self._start(source)
@@ -114,7 +119,8 @@ class Runner:
                                "sys_path": [p for p in sys.path if os.path.isabs(p)]})
         ready = self._receive(0, time.monotonic() + max(self.timeout, STARTUP_SECONDS), 0)
         if ready.header.get("status") != "ready":
-            raise _Failed(Failure.CRASHED, f"crashed: the sandbox did not start ({_text(ready.header)})")
+            raise _Failed(Failure.CRASHED,
+                          f"crashed: the sandbox did not start ({_text(ready.header)})")
         found = self._check(ready.header.get("protections"),
                             [{"name": str, "in_force": bool, "detail": str}], "ready")
         self.protections = [Protection(**p) for p in found]
@@ -163,8 +169,8 @@ class Runner:
             try:
                 self.load()
             except SubmissionError as exc:
-                raise _Failed(Failure.CRASHED, f"crashed: could not be restarted after an earlier "
-                                       f"failure: {exc}") from None
+                raise _Failed(Failure.CRASHED, "crashed: could not be restarted after an "
+                                               f"earlier failure: {exc}") from None
         self._serial += 1
         deadline = time.monotonic() + (timeout or self.timeout)
         try:
@@ -190,8 +196,8 @@ class Runner:
             reply = protocol.receive(self._sock, deadline, max_bytes)
         except protocol.Late:
             self.close()
-            raise _Failed(Failure.TIMED_OUT, f"timed out after {self.timeout:g} s (an endless loop, or "
-                                     "a kernel that never finishes?)") from None
+            raise _Failed(Failure.TIMED_OUT, f"timed out after {self.timeout:g} s (an endless "
+                                             "loop, or a kernel that never finishes?)") from None
         except protocol.Closed:
             raise self._died() from None
         except protocol.ProtocolError as exc:
@@ -210,7 +216,8 @@ class Runner:
     def _died(self) -> _Failed:
         code = self._process.wait()
         self.close()
-        return _Failed(Failure.CRASHED, f"crashed: the process running it died ({processes.exit_reason(code)})")
+        return _Failed(Failure.CRASHED,
+                       f"crashed: the process running it died ({processes.exit_reason(code)})")
 
     def _broken(self, why: str) -> _Failed:
         self.close()
@@ -227,10 +234,8 @@ class Runner:
             reply = self._ask("call", limit, problem_id=problem_id, params=params, dtype=dtype,
                               seed=seed)
             outcome = self._outcome(reply, inputs)
-        except _Failed as exc:
-            return Outcome(error=str(exc), failure=exc.failure)
-        except SubmissionError as exc:
-            return Outcome(error=f"crashed: {exc}", failure=Failure.CRASHED)
+        except (_Failed, SubmissionError) as exc:
+            return _failed_call(exc)
         if outcome.context_lost:
             self.close()  # the next call gets a fresh CUDA context
         return outcome
@@ -263,14 +268,18 @@ class Runner:
         except (_Failed, SubmissionError) as exc:
             return None, str(exc)
 
-    def warm(self, problem_id: str, params: dict, dtype: str, seed: int, calls: int = 3) -> str | None:
-        """Untimed calls that absorb compilation; the error, if they fail."""
+    def warm(self, problem_id: str, params: dict, dtype: str, seed: int, calls: int = 3) -> Outcome:
+        """Untimed calls at a timed size that absorb compilation; what the first of them,
+        watched, did (no output: only its launches, host work and error)."""
         try:
-            self._ask("warm", 0, problem_id=problem_id, params=params, dtype=dtype, seed=seed,
-                      calls=calls)
+            reply = self._ask("warm", 0, problem_id=problem_id, params=params, dtype=dtype,
+                              seed=seed, calls=calls)
+            value = self._check(reply.header["value"], WARM_REPLY, "the warm-up reply")
         except (_Failed, SubmissionError) as exc:
-            return str(exc)
-        return None
+            return _failed_call(exc)
+        return Outcome(error=value["error"], host=value["host"],
+                       compile_errors=value["compile_errors"],
+                       launches=[Launch(**la) for la in value["launches"]])
 
     def time_batch(self, problem_id: str, params: dict, dtype: str, seeds: list[int],
                    key: int) -> Batch:
@@ -328,18 +337,11 @@ def probe() -> list[Protection]:
         runner.close()
 
 
-def _submission_source(path: Path, hidden: list[Path]) -> bytes:
-    """The submission's text, read by the parent; never through a link into a hidden place
-    (grading a reference solution on purpose names it by its own path)."""
-    if path.is_symlink():
-        raise SubmissionError(f"{path.name} is a symbolic link; submit the file itself.")
-    if not path.is_file():
-        raise SubmissionError(f"{path} does not exist.")
-    named, real = Path(os.path.abspath(path)), path.resolve()
-    for secret in hidden:
-        if real.is_relative_to(secret.resolve()) and not named.is_relative_to(secret):
-            raise SubmissionError(f"{path} leads into {secret}, which submissions may not use.")
-    return real.read_bytes()
+def _failed_call(exc: Exception) -> Outcome:
+    """A call that got no acceptable reply: it timed out, or its process could not go on."""
+    if isinstance(exc, _Failed):
+        return Outcome(error=str(exc), failure=exc.failure)
+    return Outcome(error=f"crashed: {exc}", failure=Failure.CRASHED)
 
 
 def _text(header: dict) -> str:

@@ -3,6 +3,9 @@
 The child (grader.sandbox) runs the submission's timed calls and reports CUDA-event times;
 those are evidence, and the grader checks them:
 
+- before the first batch, and after the batches whose outputs it checks, the grader has
+  the child make a call at the timed size under the same watch as a graded call: host code
+  that computes with PyTorch only at the timed sizes, or only after a while, fails;
 - every timed call runs on inputs the child has never seen: fresh content drawn on the GPU
   from a seed the grader picks for that call and sends with its batch, so no result can be
   replayed (by identity, data pointer or content) or computed ahead of its call;
@@ -35,6 +38,7 @@ import torch
 from grader import timing
 from grader.course import Tolerance
 from grader.judge.compare import compare
+from grader.judge.stage import host_misconduct
 from grader.problems import DTYPES, Call, Problem
 from grader.sandbox.outcomes import TimingFailed
 from grader.sandbox.runner import Runner
@@ -116,10 +120,10 @@ class Trial:
     def run(self) -> TrialResult:
         result = TrialResult()
         warmup = self.draw(secrets.randbits(31))
-        failed = self.runner.warm(self.problem.id, self.params, self.dtype,
-                                  secrets.randbits(31), self.budget.warmup)
-        if failed:
-            result.failed = failed
+        try:
+            self._watch(self.budget.warmup)
+        except TimingFailed as exc:
+            result.failed = str(exc)
             return result
         for _ in range(self.budget.warmup):
             sample = self.baseline(warmup)
@@ -160,6 +164,7 @@ class Trial:
         batch = self.runner.time_batch(self.problem.id, self.params, self.dtype, seeds, key)
         if len(result.student) < MIN_BATCHES or secrets.randbelow(CHECKED) == 0:
             self._check_one(result, batch, seeds, key, size)  # a wrong output says more
+            self._watch(1)
         claimed = sum(batch.times_ms)
         unexplained = batch.wall_ms - claimed - overhead
         result.unexplained_ms = max(result.unexplained_ms, unexplained / count)
@@ -174,6 +179,16 @@ class Trial:
                 "timers altered)")
         result.student.append(claimed / count)
         result.baseline.append(sum(theirs) / count)
+
+    def _watch(self, calls: int) -> None:
+        """Untimed calls at this size, the first watched like a graded call (between batches
+        the grader picks at random, as well as before the first): host code that does the
+        work only at the timed sizes, or only after some calls, fails the timing."""
+        outcome = self.runner.warm(self.problem.id, self.params, self.dtype,
+                                   secrets.randbits(31), calls)
+        found = host_misconduct(outcome, self.runner.track)
+        if found:
+            raise TimingFailed(f"a watched call at this size: {found.summary}")
 
     def _check_one(self, result: TrialResult, batch, seeds: list[int], key: int,
                    size: int) -> None:
