@@ -12,9 +12,19 @@
 #     target: under 30 s each)
 #   - the GPU-only part of the bad-submission corpus (scripts/gpu_corpus.py), the sandbox
 #     on the GPU included
+#   - with `timing`: scripts/timing_check.py, the grader's timing of every reference against
+#     the in-process CUDA-event figure, matmul graded five times
 # Usage: scripts/stage-device.sh here once, then on the device tool: carry [".device"],
-#   command: source .device/env.sh; scripts/device-check.sh
+#   command: source .device/env.sh; scripts/device-check.sh [PART ...]
+# PART is grading (everything above but the corpus), corpus, or timing; the default is
+# grading and corpus. One part per call where a call may take 10 minutes at most (the
+# device tool): grading takes about 7, the corpus about 3, timing about 5.
 set -uo pipefail
+PARTS=${*:-grading corpus}
+part() { [[ " $PARTS " == *" $1 "* ]]; }
+for p in $PARTS; do
+  case $p in grading|corpus|timing) ;; *) echo "device-check: no part '$p' (grading, corpus, timing)" >&2; exit 2;; esac
+done
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-/opt/torch/.venv/bin/python3}
 [ -x "$PY" ] || PY=python3
@@ -46,6 +56,7 @@ check() {  # check NAME EXPECTED_EXIT -- ARGS: run `grade ARGS`, append its outp
   "$PY" -c 'import importlib.metadata as m; print("cuda-tile", m.version("cuda-tile"))' 2>&1
 } 2>&1
 
+if part grading; then
 check doctor 0 -- doctor
 check calibrate 0 -- calibrate --write
 cp course.toml "$OUT/course.toml"
@@ -65,9 +76,20 @@ for f in ex-triton ex-cutile; do
 done
 check warm-stage5-cutile 0 -- 5 --solutions --backend cutile
 check warm-stage4-triton 0 -- 4 --solutions --backend triton
-echo "== gpu corpus"
-"$PY" scripts/gpu_corpus.py 2>&1 | tee "$TMP/corpus.log" | grep -v "^grading" || status=1
-cat "$TMP/corpus.log" >> "$OUT/logs.txt"
 for name in calibrate triton cutile; do echo "--- $name"; grep -v '^grading\|^timing' "$TMP/$name.log"; done
+fi
+if part corpus; then
+  echo "== gpu corpus"
+  start=$(date +%s)
+  "$PY" scripts/gpu_corpus.py 2>&1 | tee "$TMP/corpus.log" | grep -v "^grading" || status=1
+  cat "$TMP/corpus.log" >> "$OUT/logs.txt"
+  echo "== gpu corpus: $(( $(date +%s) - start )) s"
+fi
+if part timing; then
+  echo "== timing check"
+  start=$(date +%s)
+  "$PY" scripts/timing_check.py --repeat 5 --seconds 2 2>&1 | tee "$OUT/timing.txt" || status=1
+  echo "== timing check: $(( $(date +%s) - start )) s"
+fi
 echo "device-check: $([ $status -eq 0 ] && echo OK || echo FAILED)"
 exit $status

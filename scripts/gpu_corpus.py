@@ -9,6 +9,9 @@ a message that names the problem (the CPU part of the corpus is tests/test_integ
 - vector add that patches the grader's own timing loop in its process: timing rejected;
 - vector add that does its work on a side stream, the timed call returning at once: timing
   rejected;
+- matmul that runs a kernel twice as slow as the reference on a side stream while the timed
+  stream sleeps for about the reference's time (it reports cuBLAS's speed and hides about
+  0.2 ms per call): timing rejected, by the median over batches;
 - vector add that replays its first output, after a GPU sleep of about a kernel's time:
   a wrong result (every timed call has fresh inputs);
 - vector add that caches its result in the warm-up calls: a wrong result;
@@ -41,6 +44,7 @@ from grader.grading import grade_stage  # noqa: E402
 
 VECTOR_ADD = (ROOT / "solutions/triton/stage1_vector_add.py").read_text()
 ATTENTION = (ROOT / "solutions/triton/stage5_flash_attention.py").read_text()
+MATMUL = (ROOT / "solutions/triton/stage4_matmul.py").read_text()
 
 
 def small_course(real: Course, folder: Path) -> Course:
@@ -117,6 +121,23 @@ def submissions() -> list[tuple[str, str, str, str]]:
             "    _done[x.numel()] = _done.get(x.numel(), 0) + 1\n    _done['out'] = out\n"
             "    return out\n")
     )
+    # At the timed size, a kernel twice as slow as the reference (it runs twice) on a side
+    # stream, while the timed stream sleeps for about one reference call (0.18 ms at
+    # 1.98 GHz): it reports cuBLAS's time and hides ~0.2 ms per call, ~2 ms per batch of ten.
+    matmul_launch = "    matmul_kernel[grid](\n"
+    assert matmul_launch in MATMUL
+    hidden_matmul = "_side = []\n" + MATMUL.replace(
+        matmul_launch,
+        "    big = M >= 2048\n"
+        "    if big and not _side:\n"
+        "        _side.append(torch.cuda.Stream())\n"
+        "    if big:\n"
+        "        _side[0].wait_stream(torch.cuda.current_stream())\n"
+        "        torch.cuda._sleep(350000)\n"
+        "    for _ in range(2 if big else 1):\n"
+        "      with torch.cuda.stream(_side[0]) if big else contextlib.nullcontext():\n"
+        "        matmul_kernel[grid](\n").replace(
+        "import torch\n", "import contextlib\n\nimport torch\n", 1)
     torch_when_timed = VECTOR_ADD.replace(
         "    out = torch.empty_like(x)\n",
         "    if x.numel() > 100000:\n        return torch.add(x, y)\n    out = torch.empty_like(x)\n")
@@ -152,6 +173,7 @@ def submissions() -> list[tuple[str, str, str, str]]:
         ("patched CUDA timer, 20x the work", "vector_add", timer, "too slow"),
         ("patched grader timing loop", "vector_add", patched_loop, "timing rejected"),
         ("work on a side stream", "vector_add", side_stream, "timing rejected"),
+        ("slow matmul on a side stream, asleep", "matmul", hidden_matmul, "timing rejected"),
         ("GPU sleep and a replayed output", "vector_add", replay, "returned a wrong result"),
         ("result cached in the warm-up", "vector_add", warm_cache, "returned a wrong result"),
         ("PyTorch at the timed size", "vector_add", torch_when_timed, "a watched call at this size"),

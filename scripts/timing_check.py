@@ -7,7 +7,9 @@ For every speed case of course.toml, on each track:
 - "graded": the reference in its sandboxed child, timed the way grading times a submission
   (grader.speed.trial: fresh inputs per call, the baseline here, the grader's clock around every
   batch, outputs checked); with the most the grader's clock saw per call beyond the
-  reported times ("unexplained"), and how many outputs it checked.
+  reported times ("unexpl us", the worst batch), the median of that per batch ("median
+  ms", what grader.speed.trial's median check judges), the grader's own work around the
+  baseline's calls per batch ("around ms", median), and how many outputs it checked.
 
 With --repeat N, one case per track (matmul bf16 4096^3 unless --case) is graded N times,
 each with fresh seeds, and the spread of its figure is printed.
@@ -87,7 +89,7 @@ def main() -> int:
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}", flush=True)
     if not args.diagnose:
         print(f"{'track':<7} {'stage':<16} {'case':<44} {'in-process':>10} {'graded':>9} {'ratio':>6} "
-              f"{'base in':>8} {'base gr':>8} {'unexpl us':>9} {'checked':>7} verdict", flush=True)
+              f"{'base in':>8} {'base gr':>8} {'unexpl us':>9} {'median ms':>9} {'around ms':>9} {'checked':>7} verdict", flush=True)
     for track in args.track or ["triton", "cutile"]:
         backends.select(track).backend.prepare()
         for stage in course.stages:
@@ -116,7 +118,10 @@ def main() -> int:
                     print(f"{track:<7} {stage.id:<16} {case.id[:44]:<44} "
                           f"{old['kernel'].median:>10.4f} {new.student_ms:>9.4f} {ratio:>6.3f} "
                           f"{old['baseline'].median:>8.4f} {new.baseline_ms:>8.4f} "
-                          f"{1e3 * new.unexplained_ms:>9.1f} {new.checked:>7} {verdict[:80]}",
+                          f"{1e3 * new.unexplained_ms:>9.1f} "
+                          f"{statistics.median(new.unexplained):>9.3f} "
+                          f"{statistics.median(new.around):>9.3f} {new.checked:>7} "
+                          f"{verdict[:80]}",
                           flush=True)
                 else:
                     print(f"{track:<7} {stage.id:<16} {case.id[:44]:<44} {verdict}", flush=True)

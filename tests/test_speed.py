@@ -10,6 +10,7 @@ import dataclasses
 import json
 
 import pytest
+import torch
 from conftest import ROOT, broken, vector_add_course
 
 from grader import timing
@@ -233,6 +234,33 @@ def test_times_the_graders_clock_contradicts_are_rejected(grade, monkeypatch):
         assert "more than the same batch of the baseline spent around its calls" in case.summary
 
 
+@pytest.mark.parametrize("hidden, rejected", [((2.5,), True), ((2.5, 0.0, 0.0), False)])
+def test_work_hidden_in_every_batch_is_rejected_over_the_median(grade, monkeypatch, hidden,
+                                                                rejected):
+    """2.5 ms unseen per batch of ten passes one batch's allowance (3 ms + 0.1 ms per call +
+    10%) but, in every batch, not the median's (1 ms + 0.05 ms per call + 5%, + 10% of the
+    grader's own work around the calls, none here): work on a side
+    stream behind a GPU sleep that reports a faster kernel's time. In one batch of three
+    only, it is noise, and the timing stands."""
+    fake = Runner.time_batch
+    batches = iter(range(10**6))
+
+    def hiding(self, *args):
+        batch = fake(self, *args)
+        extra = hidden[next(batches) % len(hidden)]
+        return Batch(batch.times_ms, batch.digests, batch.wall_ms + extra)
+
+    monkeypatch.setattr(Runner, "time_batch", hiding)
+    result = grade(1.5)
+    if rejected:
+        assert result.speed.points == 0
+        for case in result.speed.cases:
+            assert case.failure is Failure.TIMING_REJECTED
+            assert "the grader's clock saw a median 2.5 ms per batch more" in case.summary
+    else:
+        assert result.speed.points == 4, [c.summary for c in result.speed.cases]
+
+
 def test_an_output_that_is_not_the_one_committed_to_is_rejected(grade, monkeypatch):
     monkeypatch.setattr(Runner, "fetch", lambda self, index, size: self.fetched(index) + 0)
     fetched = Runner.fetched
@@ -292,3 +320,24 @@ def test_host_pytorch_in_the_timed_calls_gets_no_speed_points(grade, cheat, prel
         assert case.failure is Failure.CALLS_FAILED, case.summary
         assert case.summary.startswith("the timed calls failed: a watched call at this size: ")
         assert "kernel" in case.summary or "torch" in case.summary, case.summary
+
+
+@pytest.mark.parametrize("dtype, count", [(torch.float32, 37), (torch.float16, 37),
+                                          (torch.bfloat16, 64)])
+def test_the_output_checksum_sees_every_bit_and_only_the_bits(dtype, count):
+    """The child commits to its outputs with grader.timing.digest: any one flipped bit (the
+    sign bits included, which wrapping products by an even weight would lose) changes it;
+    the same bits give the same number whatever the tensor's layout, and another key another."""
+    generator = torch.Generator().manual_seed(0)
+    tensor = torch.randn(count, generator=generator).to(dtype)
+    key = 2**40 + 7
+    committed = timing.digest(tensor, key)
+    assert timing.digest(tensor.clone(), key) == committed
+    assert timing.digest(tensor.reshape(1, -1).t().contiguous().t(), key) == committed
+    assert timing.digest(tensor, key + 1) != committed
+    raw = tensor.view(torch.int16 if dtype.itemsize == 2 else torch.int32)
+    for index in (0, count // 2, count - 1):
+        for bit in range(8 * dtype.itemsize):
+            flipped = raw.clone()
+            flipped[index] ^= torch.tensor(1 << bit, dtype=torch.int64).to(raw.dtype)
+            assert timing.digest(flipped.view(dtype), key) != committed, (index, bit)
