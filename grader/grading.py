@@ -23,7 +23,7 @@ import pytest
 from grader.backends import selection as backends
 from grader.backends.selection import Selection
 from grader.course import Course, Stage
-from grader.course.todos import todo_state
+from grader.course.todos import TodoState, todo_state
 from grader.errors import GradeError
 from grader.judge.stage import StageCheck, memory_check
 from grader.report.results import CaseResult, CheckResult, Report, SpeedResult, StageResult, Status
@@ -132,6 +132,29 @@ def _run_checks(module: str, plugin: _CasePlugin, extra: list[str] = (),
     return None
 
 
+class NotRun(Exception):
+    """A stage file that is judged without running it: missing, not started, or screened out."""
+
+    def __init__(self, status: Status, message: str):
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+def read_submission(path: Path, shown: str, rules) -> TodoState:
+    """What is known of a stage's file before it runs (its TODOs); raises NotRun."""
+    if not path.is_file():
+        raise NotRun(Status.ERROR, f"{shown} is missing; restore it from the course handout.")
+    source = path.read_text(encoding="utf-8")
+    todos = todo_state(source)
+    if todos.not_started:
+        numbers = ", ".join(str(n) for n in todos.todos)
+        raise NotRun(Status.NOT_STARTED, f"fill in TODO {numbers} in {shown}")
+    findings = screen(source, path.name, rules)
+    if findings:
+        raise NotRun(Status.ERROR, describe_findings(findings))
+    return todos
+
+
 def grade_stage(
     course: Course,
     stage: Stage,
@@ -160,19 +183,10 @@ def grade_stage(
         max_points=stage.points,
     )
     result.speed = SpeedResult(False, no_speed or "needs all correctness cases to pass first")
-    if not path.is_file():
-        result.message = f"{result.module} is missing; restore it from the course handout."
-        return result
-    source = path.read_text(encoding="utf-8")
-    todos = todo_state(source)
-    if todos.not_started:
-        result.status = Status.NOT_STARTED
-        numbers = ", ".join(str(n) for n in todos.todos)
-        result.message = f"fill in TODO {numbers} in {result.module}"
-        return result
-    findings = screen(source, path.name, course.rules)
-    if findings:
-        result.message = describe_findings(findings)
+    try:
+        todos = read_submission(path, result.module, course.rules)
+    except NotRun as exc:
+        result.status, result.message = exc.status, exc.message
         return result
 
     backend.prepare()  # before the child starts: it inherits the environment
@@ -211,7 +225,7 @@ def _grade_loaded(stage, selection, runner, result, todos, on_case, benchmark_js
         return result
 
     timer = SpeedCheck(stage, selection, runner, run_seed=seed)
-    extra = ["-p", "pytest_benchmark.plugin", "--benchmark-timer=grader.timing.replay_clock"]
+    extra = ["-p", "pytest_benchmark.plugin"]
     if benchmark_json:
         extra.append(f"--benchmark-json={benchmark_json}")
     plugin = _SpeedPlugin(timer, on_case)

@@ -2,11 +2,19 @@
 NOT STARTED, and every way a submission can break is reported without a traceback."""
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
+from xml.etree import ElementTree
 
 import json_schema
 import pytest
+from conftest import COURSE_FILE, broken
 
+from grader import grading
+from grader.backends import selection as backends
+from grader.course import load_course
 from grader.report.results import SCHEMA, Status
 
 SCHEMA_FILE = Path(__file__).resolve().parents[1] / "grader" / "report" / "result.schema.json"
@@ -152,3 +160,56 @@ def test_a_half_done_stage_is_graded_and_names_the_open_todo(grade_source):
     assert result.status is Status.FAIL
     assert "vector_add_submission.py still unfilled: TODO 1 (lines " in result.message
     assert "TODO 2 (lines " in result.message and "TODO 3" not in result.message
+
+
+# --- the checks as plain pytest (grader/checks/plugin.py) ---------------------------------
+
+
+def _plain_pytest(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    return subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "grader.checks",
+                           "-p", "no:cacheprovider", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_the_checks_run_as_plain_pytest_with_the_verdicts_grade_gives(tmp_path):
+    """`pytest --pyargs grader.checks --stage 1 ...`: one item per case, each failing with
+    the grader's own message, the same cases as `grade` with the same seed; speed items are
+    skipped with the reason they are not graded."""
+    submission = tmp_path / "exercises"
+    (submission / "triton").mkdir(parents=True)
+    source = broken("triton", "stage1_vector_add.py", "x + y, mask=mask)", "x + y + (offsets >= 1024), mask=mask)")
+    (submission / "triton" / "stage1_vector_add.py").write_text(source)
+    seed = 12345
+    report = tmp_path / "junit.xml"
+    run = _plain_pytest("--course", str(COURSE_FILE), "--stage", "1", "--backend",
+                        "triton-interpret", f"--submission={tmp_path}", "--seed", str(seed),
+                        f"--junitxml={report}", "-rs", cwd=tmp_path)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert f"seed {seed}" in run.stdout and "not graded: needs a GPU" in run.stdout
+    cases = ElementTree.parse(report).getroot().iter("testcase")
+    verdicts = {c.get("name"): [f.get("message") for f in c.iter("failure")] for c in cases}
+    graded = grading.grade(load_course(COURSE_FILE), [load_course(COURSE_FILE).select("1")],
+                           backends.select("triton-interpret"), submission=submission, seed=seed)
+    expected = {f"test_case[{c.id}]": c for c in graded.stages[0].cases}
+    assert {name for name in verdicts if name.startswith("test_case")} == set(expected)
+    assert any(not c.passed for c in expected.values()) and any(c.passed for c in expected.values())
+    for name, case in expected.items():
+        assert bool(verdicts[name]) is not case.passed, name
+        if not case.passed:
+            assert verdicts[name][0].startswith(f"AssertionError: {case.summary}"), name
+
+
+@pytest.mark.parametrize("args, message", [
+    ((), "name the stage to check"),
+    (("--stage", "9"), "There is no stage '9'"),
+])
+def test_plain_pytest_without_a_known_stage_is_a_usage_error(tmp_path, args, message):
+    run = _plain_pytest("--course", str(COURSE_FILE), *args, cwd=tmp_path)
+    assert run.returncode == 4 and message in run.stderr, run.stdout + run.stderr
+
+
+def test_plain_pytest_on_untouched_exercises_says_not_started(tmp_path):
+    run = _plain_pytest("--course", str(COURSE_FILE), "--stage", "2", "--backend",
+                        "triton-interpret", "-x", cwd=tmp_path)
+    assert run.returncode == 1 and "NOT STARTED: fill in TODO" in run.stdout, run.stdout

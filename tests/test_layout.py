@@ -34,6 +34,7 @@ LAYERS = {
     "grader.report": 6,
     "grader.grading": 6,
     "grader.checks": 6,
+    "grader.checks.plugin": 7,  # `pytest --pyargs grader.checks`: grading driven from pytest
     "grader.instructor": 7,
     "grader.doctor": 7,
     "grader.cli": 8,

@@ -1,0 +1,144 @@
+"""The grader's checks as plain pytest: `pytest --pyargs grader.checks --stage softmax`.
+
+A pytest plugin, installed with the package (the `pytest11` entry point in pyproject.toml),
+that does nothing unless --stage is given. `grade` runs the check modules itself
+(grader.grading, with plugin autoloading off and a plugin of its own), so this module never
+takes part in grading. It is for a student or an instructor who
+wants pytest's own view of one stage: one test item per case of course.toml, the verdict as
+its assertion message, and pytest's options as usual (-k, -x, --lf, -v, --junitxml). With
+the same --seed, the verdicts are those `grade` gives.
+
+  --course PATH       the course.toml (default: course.toml in the current folder)
+  --stage NAME        the stage to check (`stage3`, `3` or `softmax`); required
+  --backend NAME      as `grade --backend` (default auto); --track as `grade --track`
+  --solutions         check the reference solutions instead of exercises/
+  --submission=DIR    check a student's copy of exercises/ (or a folder holding one);
+                      with `=`: a folder given apart would also count as a path to test
+  --seed N            the run seed `grade` printed (default: a fresh one, in the header)
+
+The speed items need a GPU and every correctness case passed first; otherwise each is
+skipped with the reason it is not graded. `grade` also checks GPU memory growth, which
+is not a test item here.
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+import pytest
+
+from grader.backends import selection as backends
+from grader.course import load_course
+from grader.errors import GradeError
+from grader.grading import NotRun, read_submission
+from grader.judge.stage import StageCheck
+from grader.sandbox import Runner
+from grader.sandbox.submission import SubmissionError
+from grader.speed import check as speed
+from grader.speed.check import SpeedCheck
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("tilecourse", "tilecourse: check one stage of a course")
+    group.addoption("--course", default="course.toml", help="the course.toml (default: ./course.toml)")
+    group.addoption("--stage", help="the stage to check: stage3, 3 or softmax")
+    group.addoption("--backend", default=backends.AUTO, help="as `grade --backend` (default auto)")
+    group.addoption("--track", choices=["triton", "cutile"], help="as `grade --track`")
+    group.addoption("--solutions", action="store_true", help="check the reference solutions")
+    group.addoption("--submission", help="a student's exercises/ folder, or one holding it")
+    group.addoption("--seed", type=int, help="the run seed (default: a fresh one)")
+
+
+def pytest_configure(config):
+    if config.getoption("stage") is None:
+        if any(arg.replace("/", ".").rstrip(".").endswith("grader.checks") for arg in config.args):
+            raise pytest.UsageError(
+            "name the stage to check, e.g. `pytest --pyargs grader.checks --stage softmax "
+                "--backend triton-interpret`; `grade list` shows the stages")
+        return
+    config.pluginmanager.register(_StageUnderTest(config), "tilecourse-stage")
+
+
+class _StageUnderTest:
+    """One stage of one course on one backend, as the fixtures of the check modules."""
+
+    def __init__(self, config):
+        option = config.getoption
+        try:
+            self.course = load_course(Path(option("course")))
+            self.stage = self.course.select(option("stage"))
+            self.selection = backends.select(option("backend"), option("track"))
+        except GradeError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        track = self.selection.backend.track
+        if option("solutions"):
+            self.path = self.course.module_path(self.stage, track, solutions=True)
+        elif option("submission"):
+            folder = Path(option("submission"))
+            folder = folder / "exercises" if (folder / "exercises").is_dir() else folder
+            self.path = folder / self.stage.modules[track]
+        else:
+            self.path = self.course.module_path(self.stage, track, solutions=False)
+        self.seed = secrets.randbelow(2**31) if option("seed") is None else option("seed")
+
+    def pytest_report_header(self, config):
+        return (f"tilecourse: {self.stage.name} {self.stage.id}, {self.path}, backend "
+                f"{self.selection.backend.name} ({self.selection.reason}), seed {self.seed} "
+                f"(--seed {self.seed} reproduces the inputs)")
+
+    def pytest_generate_tests(self, metafunc):
+        if "case" in metafunc.fixturenames:
+            timed = metafunc.function.__name__ == "test_speed"
+            cases = (self.stage.speed.cases if self.stage.speed else ()) if timed else self.stage.cases
+            metafunc.parametrize("case", cases, ids=[c.id for c in cases])
+
+    # Function-scoped fixtures over state kept here: one child and one StageCheck for the
+    # whole session (a class's session-scoped fixtures would be a new instance each time).
+    _runner: Runner | None = None
+    _refused: str | None = None
+    _check: StageCheck | None = None
+
+    @pytest.fixture
+    def runner(self) -> Runner:
+        if self._runner is None and self._refused is None:
+            self._refused = self._start()
+        if self._refused:
+            pytest.fail(self._refused, pytrace=False)
+        return self._runner
+
+    def _start(self) -> str | None:
+        try:
+            read_submission(self.path, str(self.path), self.course.rules)
+        except NotRun as exc:
+            return f"{exc.status.value}: {exc.message}"
+        self.selection.backend.prepare()  # before the child starts: it inherits the environment
+        self._runner = Runner(self.path, self.stage.problem.function,
+                              self.selection.backend.device, hidden=self.course.private_paths,
+                              rules=self.course.rules, track=self.selection.backend.track)
+        try:
+            self._runner.load()
+        except SubmissionError as exc:
+            return str(exc)
+        return None
+
+    def pytest_sessionfinish(self, session):
+        if self._runner is not None:
+            self._runner.close()  # every process of the submission ends with the session
+
+    @pytest.fixture
+    def grading(self, runner) -> StageCheck:
+        if self._check is None:
+            self._check = StageCheck(self.stage, self.selection, runner, self.seed)
+        return self._check
+
+    @pytest.fixture
+    def speed(self, runner, grading) -> SpeedCheck:
+        reason = speed.not_graded_reason(self.stage, self.selection)
+        results = grading.results.values()
+        if not reason and (len(results) < len(self.stage.cases)
+                           or not all(r.passed for r in results)):
+            reason = "needs all correctness cases to pass first"
+        if reason:
+            pytest.skip(f"not graded: {reason}")
+        return SpeedCheck(self.stage, self.selection, runner, run_seed=self.seed)
