@@ -143,7 +143,7 @@ def test_a_memory_growth_rule_is_read_with_its_parameters_and_dtype(tmp_path):
 
 @pytest.mark.parametrize("old, new, expected", [
     ("max_growth = 6.0", "max_growth = 1", "stages[0].memory_growth.max_growth: must be above 1"),
-    ('dtype = "float32"', 'dtype = "float64"', "stages[0].memory_growth.small.dtypes: unknown dtype"),
+    ('dtype = "float32"', 'dtype = "float64"', "stages[0].memory_growth.dtype: unknown dtype"),
     ("large = { n = 4096 }", "large = { m = 4096 }", "stages[0].memory_growth.large.m: unknown key"),
     ("small = { n = 1024 }\n", "", "stages[0].memory_growth.small: missing"),
 ])

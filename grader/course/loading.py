@@ -6,6 +6,7 @@ import dataclasses
 import sys
 from pathlib import Path
 
+from grader.course import schema
 from grader.course.checker import Checker
 from grader.course.model import COURSE_FILE, HIDDEN_FILE, Case, Course
 from grader.errors import CourseError
@@ -60,23 +61,20 @@ def with_hidden_cases(course: Course, path: Path) -> Course:
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise CourseError(f"{path} cannot be read as TOML: {exc}.") from None
     checker = Checker(path)
-    top = checker.table(raw, "(top level)", {"stages": list}, {"seed": int})
-    secret = top.get("seed", 0)
+    top = checker.validate(raw, schema.HiddenFile)
     extra: dict[str, list[Case]] = {}
     by_id = {s.id: s for s in course.stages}
-    for i, entry in enumerate(top.get("stages", [])):
+    problems = {s.id: s.problem for s in course.stages}
+    for i, entry in enumerate(top.stages if top else []):
         where = f"stages[{i}]"
-        s = checker.table(entry, where, {"id": str, "cases": list})
-        stage = by_id.get(s.get("id"))
-        if "id" in s and stage is None:
-            checker.error(f"{where}.id", f"no stage '{s['id']}' in {COURSE_FILE}; known: {', '.join(by_id)}")
-        if stage is None:  # the error about its id is already recorded
-            continue
-        for j, case in enumerate(s.get("cases", [])):
-            found = checker.cases(case, f"{where}.cases[{j}]", stage.problem if stage else None,
-                                  stage.tolerance if stage else {}, f"hidden/{s.get('id')}", j)
-            extra.setdefault(stage.id, []).extend(found)
+        problem = checker.problem(entry, where, problems, COURSE_FILE)
+        hidden = problem and checker.validate(entry, schema.hidden_stage(problem), where)
+        if hidden:
+            stage = by_id[hidden.id]
+            extra.setdefault(stage.id, []).extend(checker.cases(
+                hidden.cases, f"{where}.cases", problem, stage.tolerance, f"hidden/{stage.id}"))
     checker.raise_if_errors()
+    secret = top.seed
     stages = []
     for stage in course.stages:
         hidden = [Case(c.params, c.dtype, c.seed_in_run(secret), hidden=n)

@@ -5,6 +5,13 @@ slowest case's figure times a margin (default 0.8: a student kernel within 20% o
 reference earns the speed points), rounded down to 0.05. With --write, the thresholds
 lines of course.toml are rewritten in place (the rest of the file, comments included, is
 left as it is) after a backup.
+
+The edit is by lines, checked by reading the result back with tomllib: it must equal the old
+file with the calibrated values set, or nothing is written. A format-preserving TOML library
+was tried and not kept: tomlkit 0.15.2, adding `thresholds.cutile` next to an existing dotted
+`thresholds.triton` line (this course's own layout), wrote `thresholds.cutile = { ... }cases
+= [...]` on one line, which is not TOML, and appended new keys after the comments that
+introduce the next table.
 """
 
 from __future__ import annotations

@@ -1,0 +1,221 @@
+"""The shape of course.toml as pydantic models: which keys a table has, which are required,
+and the type of each value. Strict on purpose: a typo in an instructor's course.toml must
+not silently drop a case or a tolerance, and TOML's booleans are not numbers.
+
+What the keys mean together (a stage id the grader knows, a baseline of that problem, a
+dtype with a tolerance, the parameters of a case) is checked by grader.course.checker,
+which also turns pydantic's errors into sentences that name the key path
+(`stages[3].cases[1].N`) and what was expected (`describe`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from typing import Annotated, Any, Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_model, model_validator
+
+from grader.course.model import TRACKS, SubmissionRules
+from grader.problems import DTYPES, Problem
+
+STRICT = ConfigDict(extra="forbid", strict=True, frozen=True)
+Text = Annotated[str, StringConstraints(min_length=1)]
+
+
+class Table(BaseModel):
+    model_config = STRICT
+
+
+class Head(Table):
+    title: str
+    description: str = ""
+
+
+class Tolerance(Table):
+    atol: float
+    rtol: float
+
+
+class Threshold(Table):
+    min_speedup: Optional[Annotated[float, Field(gt=0)]] = None
+    min_fraction: Optional[Annotated[float, Field(gt=0)]] = None
+
+    @model_validator(mode="after")
+    def _one_at_least(self):
+        if self.min_speedup is None and self.min_fraction is None:
+            raise ValueError("give min_speedup, min_fraction or both")
+        return self
+
+
+def _table(name: str, fields: dict[str, Any]) -> type[Table]:
+    return create_model(name, __base__=Table, **fields)
+
+
+Rules = _table("submissions", {f.name: (list[Text], ...) for f in dataclasses.fields(SubmissionRules)})
+Modules = _table("modules", {track: (str, ...) for track in TRACKS})
+# Each entry a constexpr name, "*" or a positive integer (grader.course.checker says which).
+Tiles = _table("tiles", {track: (Optional[list[Any]], None) for track in TRACKS})
+Tolerances = _table("tolerance", {dtype: (Optional[Tolerance], None) for dtype in DTYPES})
+
+
+def stage_model(problem: Problem, gpu_backends: tuple[str, ...]) -> type[Table]:
+    """A [[stages]] entry of `problem`: its cases carry the problem's parameters, its speed
+    table names one of the problem's baselines and thresholds for the GPU backends."""
+    return _cached(("stage", _problem_key(problem), gpu_backends),
+                   lambda: _stage_model(problem, gpu_backends))
+
+
+def _stage_model(problem: Problem, gpu_backends: tuple[str, ...]) -> type[Table]:
+    case, sizes = _case_model(problem, with_dtypes=True), _case_model(problem, with_dtypes=False)
+    thresholds = _table("thresholds", {name: (Optional[Threshold], None) for name in gpu_backends})
+    baseline = Literal[tuple(problem.baselines)] if problem.baselines else str
+    speed = _table("speed", {
+        "points": (float, ...), "baseline": (baseline, ...), "cases": (list[case], ...),
+        "thresholds": (thresholds, ...), "seconds": (float, 3.0)})
+    growth = _table("memory_growth", {
+        "small": (sizes, ...), "large": (sizes, ...), "dtype": (str, ...),
+        "max_growth": (Annotated[float, Field(gt=1)], ...)})
+    return _table("stage", {
+        "id": (str, ...), "title": (str, ...), "points": (Annotated[float, Field(ge=0)], ...),
+        "modules": (Modules, ...), "tolerance": (Tolerances, ...), "cases": (list[case], ...),
+        "tiles": (Optional[Tiles], None), "speed": (Optional[speed], None),
+        "memory_growth": (Optional[growth], None)})
+
+
+class CourseFile(Table):
+    course: Head
+    stages: list[dict[str, Any]]  # each checked against its problem's stage_model
+    submissions: Optional[Rules] = None
+
+
+class HiddenFile(Table):
+    """course.hidden.toml: cases of the course's stages that students never see."""
+
+    seed: int = 0  # secret: mixed into every hidden case's seed
+    stages: list[dict[str, Any]]  # each checked against its problem's hidden_stage
+
+
+def hidden_stage(problem: Problem) -> type[Table]:
+    return _cached(("hidden", _problem_key(problem)), lambda: _table("hidden stage", {
+        "id": (str, ...), "cases": (list[_case_model(problem, with_dtypes=True)], ...)}))
+
+
+# Models are built once per problem (and list of GPU backends): pydantic compiles each.
+_models: dict[tuple, type[Table]] = {}
+
+
+def _cached(key: tuple, build) -> type[Table]:
+    if key not in _models:
+        _models[key] = build()
+    return _models[key]
+
+
+def _problem_key(problem: Problem) -> tuple:
+    return problem.id, tuple((p.name, p.type, repr(p.default), p.doc) for p in problem.params)
+
+
+def _case_model(problem: Problem, with_dtypes: bool) -> type[Table]:
+    """One case of `problem`: its parameters (ints at least 1), and unless only the sizes
+    are asked for, its dtypes and an optional seed."""
+    return _cached(("case", _problem_key(problem), with_dtypes),
+                   lambda: _build_case_model(problem, with_dtypes))
+
+
+def _build_case_model(problem: Problem, with_dtypes: bool) -> type[Table]:
+    fields: dict[str, Any] = {}
+    if with_dtypes:
+        fields = {"dtypes": (list[str], ...), "seed": (Optional[int], None)}
+    for p in problem.params:
+        kind = Annotated[int, Field(ge=1)] if p.type is int else p.type
+        default = ... if p.required else p.default
+        fields[p.name] = (kind, Field(default, description=p.doc or None))
+    return _table(f"{problem.id} case" if with_dtypes else f"{problem.id} sizes", fields)
+
+
+# --- pydantic's errors as sentences -----------------------------------------------------
+
+_EXPECTED = {"float_type": "an integer or a number", "int_type": "an integer",
+             "string_type": "a string", "bool_type": "true or false", "dict_type": "a table",
+             "model_type": "a table", "list_type": "an array"}
+
+
+def describe(error: dict, model: type[BaseModel], where: str = "") -> str:
+    """One error of `model.model_validate` as `key.path: what is wrong`."""
+    loc = error["loc"]
+    path = where
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    path = path or "(top level)"
+    kind = error["type"]
+    if kind == "missing":
+        field = _field(model, loc)
+        doc = field.description if field is not None else None
+        return f"{path}: missing" + (f" ({doc})" if doc else "")
+    if kind == "extra_forbidden":
+        parent = _model_at(model, loc[:-1])
+        known = ", ".join(parent.model_fields) if parent else ""
+        return f"{path}: unknown key; expected one of: {known}"
+    if kind in _EXPECTED:
+        return f"{path}: expected {_EXPECTED[kind]}, found {kind_of(error['input'])}"
+    if kind == "literal_error":
+        name = next((part for part in reversed(loc) if isinstance(part, str)), "value")
+        return f"{path}: unknown {name} {error['input']!r}; known: {bound_names(error)}"
+    if kind == "string_too_short":
+        return f"{path}: expected a non-empty string"
+    bound = error.get("ctx", {})
+    if kind == "greater_than":
+        return f"{path}: must be positive" if bound["gt"] == 0 else f"{path}: must be above {bound['gt']}"
+    if kind == "greater_than_equal":
+        return f"{path}: must not be negative" if bound["ge"] == 0 else f"{path}: must be at least {bound['ge']}"
+    return f"{path}: {error['msg'].removeprefix('Value error, ')}"
+
+
+def bound_names(error: dict) -> str:
+    return error.get("ctx", {}).get("expected", "").replace(" or ", ", ")
+
+
+def kind_of(value) -> str:
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+            dict: "a table", list: "an array"}.get(type(value), type(value).__name__)
+
+
+def _model_at(model, loc) -> type[BaseModel] | None:
+    """The model class that validates the value at `loc`, if one does."""
+    current = model
+    for part in loc:
+        if isinstance(part, int) or not (isinstance(current, type) and issubclass(current, BaseModel)):
+            current = _inner(current)  # a list's (or dict's) items
+            if isinstance(part, int):
+                continue
+        field = current.model_fields.get(part) if _is_model(current) else None
+        if field is None:
+            return None
+        current = _unwrap(field.annotation)
+    return current if _is_model(current) else None
+
+
+def _field(model, loc):
+    parent = _model_at(model, loc[:-1])
+    return parent.model_fields.get(loc[-1]) if parent and loc else None
+
+
+def _is_model(kind) -> bool:
+    return isinstance(kind, type) and issubclass(kind, BaseModel)
+
+
+def _unwrap(annotation):
+    """Optional[X] and Annotated[X, ...] as X."""
+    while True:
+        origin = typing.get_origin(annotation)
+        if origin is Annotated:
+            annotation = typing.get_args(annotation)[0]
+        elif origin is Union and type(None) in typing.get_args(annotation):
+            annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
+        else:
+            return annotation
+
+
+def _inner(annotation):
+    args = typing.get_args(_unwrap(annotation))
+    return _unwrap(args[-1]) if args else annotation
