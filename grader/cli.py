@@ -11,7 +11,7 @@
     grade skeletons         regenerate exercises/ from solutions/ (instructors)
 
 Exit codes: 0 every graded stage passes, 1 a stage fails (or is not started), 2 a usage or
-configuration error (the message says what to fix).
+configuration error (the message says what to fix), 130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from grader.report.progress import batch_progress, stage_progress
 from grader.report.scorecard import (make_console, render, render_calibration, render_compile,
                                      sandbox_line)
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 class _GradeGroup(click.Group):
@@ -133,9 +133,19 @@ def _grade(course: Course, stages: list[Stage], backend: str, track: str | None,
            gradescope_path: Path | None, markdown_path: Path | None, verbose: bool,
            benchmark_json: Path | None, seed: int | None, timeout: float) -> int:
     console = make_console()
-    report = grading.grade(course, stages, backends.select(backend, track), solutions, submission,
-                           seed, timeout, benchmark_json,
-                           lambda label, cases: stage_progress(console, label, cases))
+    try:
+        report = grading.grade(course, stages, backends.select(backend, track), solutions,
+                               submission, seed, timeout, benchmark_json,
+                               lambda label, cases: stage_progress(console, label, cases))
+    except grading.Interrupted as stop:
+        if stop.report.stages:
+            render(stop.report, console, verbose)
+        written = [p for p in (json_path, junit_path, gradescope_path, markdown_path,
+                               benchmark_json) if p]
+        console.print(f"interrupted (Ctrl-C) while grading {escape(stop.stage)}: "
+                      f"{len(stop.report.stages)} of {len(stages)} stages graded"
+                      + ("; no result files were written" if written else ""), soft_wrap=True)
+        return EXIT_INTERRUPTED
     render(report, console, verbose)
     writers = [(json_path, lambda r, p: r.write_json(p)), (junit_path, junit.write_junit),
                (gradescope_path, gradescope.write_gradescope),
@@ -334,9 +344,9 @@ def main(args: list[str] | None = None) -> int:
     except click.ClickException as exc:
         exc.show()
         return EXIT_USAGE
-    except click.Abort:
+    except click.Abort:  # Ctrl-C outside grading
         click.echo("aborted", err=True)
-        return 130
+        return EXIT_INTERRUPTED
     return code if isinstance(code, int) else EXIT_OK
 
 

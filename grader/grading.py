@@ -126,10 +126,20 @@ def _run_checks(module: str, plugin: _CasePlugin, extra: list[str] = (),
     with _isolated_pytest(), redirect_stdout(sink) if quiet else nullcontext(), \
             redirect_stderr(sink) if quiet else nullcontext():
         code = pytest.main(args, plugins=[plugin])
+    if code == pytest.ExitCode.INTERRUPTED:
+        raise KeyboardInterrupt  # pytest caught the Ctrl-C: it stops grading, not one stage
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) or plugin.failures:
         broken = "\n".join(plugin.failures.values())
         return f"the grader's checks could not run (pytest exit {int(code)}). {broken}"
     return None
+
+
+class Interrupted(Exception):
+    """Ctrl-C during grading: `report` holds the stages graded before it, none after."""
+
+    def __init__(self, report: Report, stage: str):
+        super().__init__(f"interrupted while grading {stage}")
+        self.report, self.stage = report, stage
 
 
 class NotRun(Exception):
@@ -279,10 +289,18 @@ def grade(course: Course, stages: list[Stage], selection: Selection, solutions: 
         part = benchmark_json.with_name(f"{benchmark_json.name}.{stage.id}") if benchmark_json else None
         parts += [part] if part else []
         started = time.perf_counter()
-        with progress(label, len(stage.cases) + timed) as on_case:
-            module = submission / stage.modules[selection.backend.track] if submission else None
-            result = grade_stage(course, stage, selection, solutions, on_case, module=module,
-                                 benchmark_json=part, seed=seed, timeout=timeout)
+        try:
+            with progress(label, len(stage.cases) + timed) as on_case:
+                module = submission / stage.modules[selection.backend.track] if submission else None
+                result = grade_stage(course, stage, selection, solutions, on_case, module=module,
+                                     benchmark_json=part, seed=seed, timeout=timeout)
+        except KeyboardInterrupt:
+            # The stage's child is already ended (grade_stage's finally); what it had graded
+            # is dropped, so nothing half-graded looks like a result.
+            report.seconds = round(time.perf_counter() - start, 2)
+            for written in parts:  # pytest-benchmark's records of the stages graded so far
+                written.unlink(missing_ok=True)
+            raise Interrupted(report, label) from None
         result.seconds = round(time.perf_counter() - started, 2)
         report.stages.append(result)
     if benchmark_json:

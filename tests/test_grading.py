@@ -3,14 +3,16 @@ NOT STARTED, and every way a submission can break is reported without a tracebac
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from xml.etree import ElementTree
 
 import json_schema
 import pytest
-from conftest import COURSE_FILE, broken
+from conftest import COURSE_FILE, ROOT, broken
 
 from grader import grading
 from grader.backends import selection as backends
@@ -213,3 +215,50 @@ def test_plain_pytest_on_untouched_exercises_says_not_started(tmp_path):
     run = _plain_pytest("--course", str(COURSE_FILE), "--stage", "2", "--backend",
                         "triton-interpret", "-x", cwd=tmp_path)
     assert run.returncode == 1 and "NOT STARTED: fill in TODO" in run.stdout, run.stdout
+
+
+# --- Ctrl-C ------------------------------------------------------------------------------
+
+
+def test_ctrl_c_stops_grading_at_once_and_writes_no_result(tmp_path):
+    """Ctrl-C while stage 2 hangs: the run stops there (no traceback, no ERROR for stage 2,
+    no stage 3), shows stage 1 as graded, says it was interrupted, writes no JSON, leaves no
+    process of the submission behind, and exits 130."""
+    submission = tmp_path / "exercises" / "triton"
+    submission.mkdir(parents=True)
+    for name in ("stage1_vector_add.py", "stage3_softmax.py"):
+        (submission / name).write_text((ROOT / "solutions/triton" / name).read_text())
+    hang = broken("triton", "stage2_fused_gelu.py", "    return out\n",
+                  "    while 'hang-token-2417':\n        pass\n    return out\n")
+    (submission / "stage2_fused_gelu.py").write_text(hang)
+    result = tmp_path / "result.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "grader", "--course", str(COURSE_FILE), "1", "2", "3",
+         "--backend", "triton-interpret", f"--submission={tmp_path}", "--json", str(result)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    seen = []
+    for line in process.stdout:  # not a terminal: one line as each stage starts
+        seen.append(line)
+        if line.startswith("grading stage2"):
+            break
+    time.sleep(3)  # inside the hanging call
+    start = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    out = "".join(seen) + out
+    assert process.returncode == 130, out + err
+    assert time.monotonic() - start < 20
+    assert "interrupted (Ctrl-C) while grading stage2 fused_gelu" in out
+    assert "1 of 3 stages graded; no result files were written" in out
+    assert "vector_add" in out and "softmax" not in out.split("interrupted")[0].split("grading stage2")[1]
+    assert "Traceback" not in out + err and "KeyboardInterrupt" not in out + err
+    assert not result.exists()
+    assert not [pid for pid in os.listdir("/proc") if pid.isdigit() and _mentions(pid, "hang-token")]
+
+
+def _mentions(pid: str, token: str) -> bool:
+    try:
+        return token in Path(f"/proc/{pid}/cmdline").read_text()
+    except OSError:
+        return False
