@@ -42,7 +42,44 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 class _GradeGroup(click.Group):
-    """`grade stage3` is short for `grade stage stage3`: unknown command names are stages."""
+    """`grade stage3` is short for `grade stage stage3`: unknown command names are stages.
+    Grading options may stand before the stage too: `grade --track cutile 1`."""
+
+    def parse_args(self, ctx, args):
+        return super().parse_args(ctx, self._grading_options_after_command(list(args)))
+
+    def _grading_options_after_command(self, args: list[str]) -> list[str]:
+        """Move grading options (and their values) that precede the command or stage name to
+        just after it, where the command's own parser reads them."""
+        takes_value = {name: not p.is_flag for p in self.commands["stage"].params
+                       if isinstance(p, click.Option) for name in p.opts}
+        ours = {name for p in self.params if isinstance(p, click.Option) for name in p.opts}
+        before, moved, i = [], [], 0
+        while i < len(args) and args[i].startswith("-") and args[i] != "--":
+            name = args[i].split("=", 1)[0]
+            target = moved if name in takes_value and name not in ours else before
+            target.append(args[i])
+            value = takes_value.get(name, name in ours and name == "--course")
+            if value and "=" not in args[i] and i + 1 < len(args):
+                target.append(args[i + 1])
+                i += 1
+            i += 1
+        if not moved:
+            return args
+        if any(a in ("-h", "--help") for a in before):
+            return ["--help"]  # the group's help lists the grading options too
+        if i >= len(args):
+            raise click.UsageError(f"{moved[0]} is a grading option: name the stages to grade "
+                                   f"too, e.g. `grade {' '.join(moved)} 1` or `grade all "
+                                   f"{' '.join(moved)}`.")
+        return before + [args[i]] + moved + args[i + 1:]
+
+    def format_options(self, ctx, formatter):
+        super().format_options(ctx, formatter)
+        records = [p.get_help_record(ctx) for p in self.commands["stage"].params
+                   if isinstance(p, click.Option)]
+        with formatter.section("Grading options (before or after the stage: grade --track cutile 1)"):
+            formatter.write_dl([r for r in records if r])
 
     def resolve_command(self, ctx, args):
         if args and args[0] not in self.commands and not args[0].startswith("-"):
@@ -73,8 +110,10 @@ def _grading_options(command):
     options = [
         click.option("--backend", type=click.Choice(backends.CHOICES), default=backends.AUTO,
                      show_default=True,
-                     help="Where kernels run: auto picks the Triton GPU backend when a CUDA GPU "
-                          "is present, else Triton's interpreter on the CPU."),
+                     help="Where kernels run. auto: on a GPU, cuTile where cuda-tile runs "
+                          "there, else Triton; without one, Triton's interpreter (or, with "
+                          "--track cutile, the cuTile simulator); TRITON_INTERPRET=1 forces "
+                          "the interpreter. The scorecard says which was picked and why."),
         click.option("--track", type=click.Choice(TRACKS),
                      help="The tile language to grade (with --backend auto): on a GPU the "
                           "compiled backend, on a CPU Triton's interpreter or the cuTile "

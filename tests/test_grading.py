@@ -91,6 +91,34 @@ def test_a_stage_can_be_named_three_ways(run_grade, course, tmp_path, selector):
     assert [s["id"] for s in load_result(out)["stages"]] == ["softmax"]
 
 
+@pytest.mark.parametrize("args", [
+    ["--backend", "triton-interpret", "1", "--solutions"],
+    ["--track", "triton", "--backend=triton-interpret", "--solutions", "1"],
+    ["1", "--track", "triton", "--backend", "triton-interpret", "--solutions"],
+])
+def test_grading_options_stand_before_or_after_the_stage(run_grade, course, tmp_path, args):
+    out = tmp_path / "r.json"
+    code, stdout, stderr = run_grade("--course", str(course.path), *args, "--json", str(out))
+    assert code == 0, stdout + stderr
+    result = load_result(out)
+    assert [s["id"] for s in result["stages"]] == ["vector_add"]
+    assert result["backend"] == "triton-interpret"
+
+
+def test_the_help_lists_the_grading_options_and_says_what_auto_does(run_grade):
+    code, stdout, _ = run_grade("--help")
+    assert code == 0
+    section = stdout.split("Grading options (before or after the stage")[1]
+    for option in ("--backend", "--track", "--solutions", "--submission", "--seed", "--json"):
+        assert option in section
+    assert "cuTile where cuda-tile runs" in " ".join(section.split())
+
+
+def test_a_grading_option_without_a_stage_says_to_name_one(run_grade):
+    code, _, stderr = run_grade("--backend", "triton")
+    assert code == 2 and "name the stages to grade too" in stderr
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
