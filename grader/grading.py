@@ -16,7 +16,7 @@ import time
 from contextlib import contextmanager, nullcontext, redirect_stderr, redirect_stdout
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, ContextManager
+from typing import Callable, ContextManager, Protocol
 
 import pytest
 
@@ -36,19 +36,28 @@ from grader.speed.check import SpeedCheck
 
 CHECKS = Path(__file__).parent / "checks"
 
-OnCase = Callable[[CaseResult], None]
 RESULT = "result"  # the user property under which a check item leaves its case's result
+
+
+class CaseProgress(Protocol):
+    """What a progress display hears of a stage's cases."""
+
+    def start(self, case_id: str) -> None: ...
+
+    def end(self, result: CaseResult) -> None: ...
+
+
 # A stage's progress display: given its label and the number of cases, the context in which
-# it is graded, yielding what to call as each case ends.
-Progress = Callable[[str, int], ContextManager[OnCase]]
+# it is graded, yielding the CaseProgress told as each case starts and ends.
+Progress = Callable[[str, int], ContextManager[CaseProgress]]
 
 
 class _CasePlugin:
     """Parametrizes a check module with cases and reports each case as it ends."""
 
-    def __init__(self, cases, on_case: OnCase | None):
+    def __init__(self, cases, progress: CaseProgress | None):
         self.cases = cases
-        self.on_case = on_case
+        self.progress = progress
         self.collected: list = []  # each test item's result, from pytest's reports
         self.failures: dict[str, str] = {}  # nodeid -> pytest's text, for checks that broke
 
@@ -56,20 +65,25 @@ class _CasePlugin:
         if "case" in metafunc.fixturenames:
             metafunc.parametrize("case", self.cases, ids=[c.id for c in self.cases])
 
+    def pytest_runtest_setup(self, item):
+        case = item.callspec.params.get("case") if hasattr(item, "callspec") else None
+        if case is not None and self.progress:
+            self.progress.start(case.id)
+
     def pytest_runtest_logreport(self, report):
         # Each check item records its case's result (record_property) before it asserts.
         result = dict(report.user_properties).get(RESULT)
         if report.when == "call" and result is not None:
             self.collected.append(result)
-            if self.on_case:
-                self.on_case(result)
+            if self.progress:
+                self.progress.end(result)
         elif report.failed:  # set-up, or the check itself, broke before it judged the case
             self.failures[report.nodeid] = str(report.longrepr)
 
 
 class _CorrectnessPlugin(_CasePlugin):
-    def __init__(self, check: StageCheck, on_case: OnCase | None):
-        super().__init__(check.stage.cases, on_case)
+    def __init__(self, check: StageCheck, progress: CaseProgress | None):
+        super().__init__(check.stage.cases, progress)
         self.check = check
 
     @pytest.fixture
@@ -78,8 +92,8 @@ class _CorrectnessPlugin(_CasePlugin):
 
 
 class _SpeedPlugin(_CasePlugin):
-    def __init__(self, check: SpeedCheck, on_case: OnCase | None):
-        super().__init__(check.speed.cases, on_case)
+    def __init__(self, check: SpeedCheck, progress: CaseProgress | None):
+        super().__init__(check.speed.cases, progress)
         self.check = check
 
     @pytest.fixture
@@ -170,11 +184,12 @@ def grade_stage(
     stage: Stage,
     selection: Selection,
     solutions: bool = False,
-    on_case: OnCase | None = None,
+    progress: CaseProgress | None = None,
     module: Path | None = None,
     benchmark_json: Path | None = None,
     seed: int = 0,
     timeout: float = 120.0,
+    keep_going: bool = False,
 ) -> StageResult:
     """Grade one stage; `module` overrides the exercise or solution file course.toml names.
 
@@ -204,8 +219,8 @@ def grade_stage(
                     hidden=course.private_paths, rules=course.rules, track=backend.track)
     try:
         runner.load()
-        return _grade_loaded(stage, selection, runner, result, todos, on_case, benchmark_json, seed,
-                             no_speed)
+        check = StageCheck(stage, selection, runner, seed, keep_going)
+        return _grade_loaded(check, result, todos, progress, benchmark_json, no_speed)
     except SubmissionError as exc:
         result.message = str(exc)
         return result
@@ -215,11 +230,13 @@ def grade_stage(
         result.output = runner.output()
 
 
-def _grade_loaded(stage, selection, runner, result, todos, on_case, benchmark_json, seed, no_speed):
+def _grade_loaded(check: StageCheck, result: StageResult, todos: TodoState,
+                  progress: CaseProgress | None, benchmark_json: Path | None,
+                  no_speed: str | None) -> StageResult:
+    stage, runner, selection, seed = check.stage, check.runner, check.selection, check.run_seed
     if todos.unfilled:
         result.message = f"{result.module} {todos.describe()}"
-    check = StageCheck(stage, selection, runner, seed)
-    plugin = _CorrectnessPlugin(check, on_case)
+    plugin = _CorrectnessPlugin(check, progress)
     broken = _run_checks("test_correctness.py", plugin)
     result.cases = plugin.collected
     if broken:
@@ -238,7 +255,7 @@ def _grade_loaded(stage, selection, runner, result, todos, on_case, benchmark_js
     extra = ["-p", "pytest_benchmark.plugin"]
     if benchmark_json:
         extra.append(f"--benchmark-json={benchmark_json}")
-    plugin = _SpeedPlugin(timer, on_case)
+    plugin = _SpeedPlugin(timer, progress)
     broken = _run_checks("test_speed.py", plugin, extra, quiet=True)
     result.speed = timer.summary(plugin.collected)
     if broken:
@@ -253,14 +270,23 @@ def _shown(path: Path, root: Path) -> str:
         return str(path)
 
 
+class _Unseen:
+    def start(self, case_id: str) -> None:
+        pass
+
+    def end(self, result: CaseResult) -> None:
+        pass
+
+
 @contextmanager
 def _silent(label: str, cases: int):
-    yield lambda case: None
+    yield _Unseen()
 
 
 def grade(course: Course, stages: list[Stage], selection: Selection, solutions: bool = False,
           submission: Path | None = None, seed: int | None = None, timeout: float = 120.0,
-          benchmark_json: Path | None = None, progress: Progress = _silent) -> Report:
+          benchmark_json: Path | None = None, progress: Progress = _silent,
+          keep_going: bool = False) -> Report:
     """Grade `stages` of `course` on `selection`'s backend: the solutions, the exercises in
     `submission` (a folder laid out like exercises/, or one holding exercises/), or else the
     course's own exercises/. Raises GradeError for a request that cannot be graded."""
@@ -290,10 +316,11 @@ def grade(course: Course, stages: list[Stage], selection: Selection, solutions: 
         parts += [part] if part else []
         started = time.perf_counter()
         try:
-            with progress(label, len(stage.cases) + timed) as on_case:
+            with progress(label, len(stage.cases) + timed) as cases:
                 module = submission / stage.modules[selection.backend.track] if submission else None
-                result = grade_stage(course, stage, selection, solutions, on_case, module=module,
-                                     benchmark_json=part, seed=seed, timeout=timeout)
+                result = grade_stage(course, stage, selection, solutions, cases, module=module,
+                                     benchmark_json=part, seed=seed, timeout=timeout,
+                                     keep_going=keep_going)
         except KeyboardInterrupt:
             # The stage's child is already ended (grade_stage's finally); what it had graded
             # is dropped, so nothing half-graded looks like a result.

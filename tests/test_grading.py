@@ -17,7 +17,7 @@ from conftest import COURSE_FILE, ROOT, broken
 from grader import grading
 from grader.backends import selection as backends
 from grader.course import load_course
-from grader.report.results import SCHEMA, Status
+from grader.report.results import SCHEMA, Failure, Status
 
 SCHEMA_FILE = Path(__file__).resolve().parents[1] / "grader" / "report" / "result.schema.json"
 
@@ -290,3 +290,27 @@ def _mentions(pid: str, token: str) -> bool:
         return token in Path(f"/proc/{pid}/cmdline").read_text()
     except OSError:
         return False
+
+
+# --- a hang costs one time limit ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("keep_going", [False, True])
+def test_after_a_case_times_out_the_rest_of_the_stage_is_not_run(grade_source, keep_going):
+    """An endless loop in the wrapper: the first case times out, and the other six are "not
+    run" at once, naming it (one limit, not seven); --keep-going runs each to its limit."""
+    source = broken("triton", "stage1_vector_add.py", "    return out\n",
+                    "    while True:\n        pass\n    return out\n")
+    start = time.monotonic()
+    result = grade_source("vector_add", source, timeout=2, keep_going=keep_going)
+    took = time.monotonic() - start
+    first, *rest = result.cases
+    assert len(rest) == 6 and first.failure is Failure.TIMED_OUT
+    if keep_going:
+        assert all(c.failure is Failure.TIMED_OUT for c in rest)
+        assert took > 7 * 2
+    else:
+        assert all(c.failure is Failure.NOT_RUN for c in rest)
+        assert all(c.summary.startswith(f"not run: an earlier case ({first.id}) timed out")
+                   for c in rest)
+        assert took < 6 * 2

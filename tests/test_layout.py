@@ -37,8 +37,9 @@ LAYERS = {
     "grader.checks.plugin": 7,  # `pytest --pyargs grader.checks`: grading driven from pytest
     "grader.instructor": 7,
     "grader.doctor": 7,
-    "grader.cli": 8,
-    "grader.__main__": 9,
+    "grader.commandline": 8,  # how the command line is read (click only)
+    "grader.cli": 9,
+    "grader.__main__": 10,
 }
 LARGEST = 350  # lines per module
 LARGER_ALLOWED = {"grader.cutile_sim"}  # one simulator, read top to bottom

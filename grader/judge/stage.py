@@ -26,9 +26,12 @@ SECOND_DRAW = 0x5EED
 class StageCheck:
     """Checks the cases of one stage against one submission running in a child process."""
 
-    def __init__(self, stage: Stage, selection: Selection, runner: Runner, run_seed: int = 0):
+    def __init__(self, stage: Stage, selection: Selection, runner: Runner, run_seed: int = 0,
+                 keep_going: bool = False):
         self.stage = stage
-        self.backend = selection.backend
+        self.keep_going = keep_going  # go on after a case timed out
+        self.timed_out: str | None = None  # the first case that did
+        self.selection, self.backend = selection, selection.backend
         self.runner = runner
         self.run_seed = run_seed
         self.results: dict[str, CaseResult] = {}
@@ -37,14 +40,15 @@ class StageCheck:
     def check(self, case: Case) -> Verdict:
         start = time.perf_counter()
         seed = case.seed_in_run(self.run_seed)
-        verdict = self._call_and_judge(case, seed)
-        if verdict.passed:
-            again = self._call_and_judge(case, seed ^ SECOND_DRAW)
-            if not again.passed:
-                verdict = Verdict(False, f"a second call with fresh inputs failed: {again.summary}",
-                                  again.details + ["results must be computed from the inputs "
-                                                   "of each call, never reused"], again.stats,
-                                  again.kind)
+        if self.timed_out and not self.keep_going:
+            # One hang costs one time limit, not one per case: the next case would hang too.
+            verdict = Verdict(False, f"not run: an earlier case ({self.timed_out}) timed out; "
+                              "make that one finish first (or grade with --keep-going)",
+                              kind=Failure.NOT_RUN)
+        else:
+            verdict = self._judged(case, seed)
+            if verdict.kind is Failure.TIMED_OUT:
+                self.timed_out = case.id
         if case.hidden:
             verdict = _withheld(verdict)
         self.results[case.id] = CaseResult(
@@ -60,6 +64,18 @@ class StageCheck:
             hidden=bool(case.hidden),
             failure=None if verdict.passed else verdict.kind,
         )
+        return verdict
+
+    def _judged(self, case: Case, seed: int) -> Verdict:
+        """The case called twice, with fresh inputs the second time (the first must pass)."""
+        verdict = self._call_and_judge(case, seed)
+        if verdict.passed:
+            again = self._call_and_judge(case, seed ^ SECOND_DRAW)
+            if not again.passed:
+                verdict = Verdict(False, f"a second call with fresh inputs failed: {again.summary}",
+                                  again.details + ["results must be computed from the inputs "
+                                                   "of each call, never reused"], again.stats,
+                                  again.kind)
         return verdict
 
     def _call_and_judge(self, case: Case, seed: int) -> Verdict:

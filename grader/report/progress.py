@@ -2,34 +2,63 @@
 
 from __future__ import annotations
 
+import time
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                           TimeRemainingColumn)
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn,
+                           TimeElapsedColumn, TimeRemainingColumn)
+from rich.text import Text
 
 from grader.report.results import CaseResult
 
 
+class _Quiet:
+    """Not a terminal: the stage's line says it started; the scorecard says the rest."""
+
+    def start(self, case_id: str) -> None:
+        pass
+
+    def end(self, result: CaseResult) -> None:
+        pass
+
+
+class _CaseClock(ProgressColumn):
+    """The case that is running and for how long: a hang shows as a clock that keeps going."""
+
+    def render(self, task) -> Text:
+        running, since = task.fields.get("running"), task.fields.get("since")
+        if not running or since is None:
+            return Text(task.fields.get("last", ""))
+        return Text(f"{running}: {time.monotonic() - since:.0f} s")
+
+
+class _Bar:
+    def __init__(self, progress: Progress, task):
+        self.progress, self.task = progress, task
+
+    def start(self, case_id: str) -> None:
+        self.progress.update(self.task, running=case_id, since=time.monotonic())
+
+    def end(self, result: CaseResult) -> None:
+        mark = "ok" if result.passed else "FAIL"
+        self.progress.update(self.task, advance=1, running=None, last=f"{result.id} {mark}")
+
+
 @contextmanager
-def stage_progress(console: Console, label: str, total: int) -> Iterator[Callable[[CaseResult], None]]:
-    """Yields a callback to call after each case of the stage."""
+def stage_progress(console: Console, label: str, total: int) -> Iterator[_Bar | _Quiet]:
+    """Yields what to tell as each case of the stage starts and ends."""
     if not console.is_terminal:
         console.print(f"grading {label} ({total} cases) ...", markup=False)
-        yield lambda result: None
+        yield _Quiet()
         return
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("{task.fields[last]}"), TimeElapsedColumn())
+               _CaseClock(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as progress:
-        task = progress.add_task(escape(label), total=total, last="")
-
-        def advance(result: CaseResult) -> None:
-            mark = "ok" if result.passed else "FAIL"
-            progress.update(task, advance=1, last=f"{result.id} {mark}")
-
-        yield advance
+        yield _Bar(progress, progress.add_task(escape(label), total=total, last="", running=None,
+                                               since=None))
 
 
 @contextmanager

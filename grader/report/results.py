@@ -38,6 +38,7 @@ class Failure(str, Enum):
     OUT_OF_BOUNDS = "wrote out of bounds"
     MODIFIED_INPUTS = "modified its inputs"
     WRONG_RETURN = "returned no tensor on its device"
+    NOT_RUN = "not run"  # an earlier case of the stage timed out
     # speed cases
     CALLS_FAILED = "the timed calls failed"
     TIMING_REJECTED = "timing rejected"

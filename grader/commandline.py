@@ -1,0 +1,108 @@
+"""How `grade`'s command line is read: stage names as commands, grading options before or
+after the stage, and the grading options themselves (click only)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from grader.backends import selection as backends
+from grader.course import TRACKS
+
+
+class GradeGroup(click.Group):
+    """`grade stage3` is short for `grade stage stage3`: unknown command names are stages.
+    Grading options may stand before the stage too: `grade --track cutile 1`."""
+
+    def parse_args(self, ctx, args):
+        return super().parse_args(ctx, self._grading_options_after_command(list(args)))
+
+    def _grading_options_after_command(self, args: list[str]) -> list[str]:
+        """Move grading options (and their values) that precede the command or stage name to
+        just after it, where the command's own parser reads them."""
+        takes_value = {name: not p.is_flag for p in self.commands["stage"].params
+                       if isinstance(p, click.Option) for name in p.opts}
+        ours = {name for p in self.params if isinstance(p, click.Option) for name in p.opts}
+        before, moved, i = [], [], 0
+        while i < len(args) and args[i].startswith("-") and args[i] != "--":
+            name = args[i].split("=", 1)[0]
+            target = moved if name in takes_value and name not in ours else before
+            target.append(args[i])
+            value = takes_value.get(name, name in ours and name == "--course")
+            if value and "=" not in args[i] and i + 1 < len(args):
+                target.append(args[i + 1])
+                i += 1
+            i += 1
+        if not moved:
+            return args
+        if any(a in ("-h", "--help") for a in before):
+            return ["--help"]  # the group's help lists the grading options too
+        if i >= len(args):
+            raise click.UsageError(f"{moved[0]} is a grading option: name the stages to grade "
+                                   f"too, e.g. `grade {' '.join(moved)} 1` or `grade all "
+                                   f"{' '.join(moved)}`.")
+        return before + [args[i]] + moved + args[i + 1:]
+
+    def format_options(self, ctx, formatter):
+        super().format_options(ctx, formatter)
+        records = [p.get_help_record(ctx) for p in self.commands["stage"].params
+                   if isinstance(p, click.Option)]
+        with formatter.section("Grading options (before or after the stage: grade --track cutile 1)"):
+            formatter.write_dl([r for r in records if r])
+
+    def resolve_command(self, ctx, args):
+        if args and args[0] not in self.commands and not args[0].startswith("-"):
+            return "stage", self.commands["stage"], args
+        return super().resolve_command(ctx, args)
+
+    def format_usage(self, ctx, formatter):
+        formatter.write_usage(
+            "grade", "[--course PATH] STAGE... | all | list | doctor | compile | calibrate | release | batch "
+            "| skeletons [OPTIONS]")
+
+
+def grading_options(command):
+    """The options of `grade STAGE...` and `grade all`."""
+    options = [
+        click.option("--backend", type=click.Choice(backends.CHOICES), default=backends.AUTO,
+                     show_default=True,
+                     help="Where kernels run. auto: on a GPU, cuTile where cuda-tile runs "
+                          "there, else Triton; without one, Triton's interpreter (or, with "
+                          "--track cutile, the cuTile simulator); TRITON_INTERPRET=1 forces "
+                          "the interpreter. The scorecard says which was picked and why."),
+        click.option("--track", type=click.Choice(TRACKS),
+                     help="The tile language to grade (with --backend auto): on a GPU the "
+                          "compiled backend, on a CPU Triton's interpreter or the cuTile "
+                          "simulator."),
+        click.option("--solutions", is_flag=True,
+                     help="Grade the reference solutions instead of exercises/ (instructors)."),
+        click.option("--submission", type=click.Path(exists=True, file_okay=False, path_type=Path),
+                     help="Grade the exercises in this folder instead of exercises/ (a folder "
+                          "laid out like exercises/, or one that contains exercises/)."),
+        click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
+                     help="Also write the full result as JSON to this file."),
+        click.option("--junit", "junit_path", type=click.Path(dir_okay=False, path_type=Path),
+                     help="Also write JUnit XML (one test case per graded check) for CI."),
+        click.option("--gradescope", "gradescope_path",
+                     type=click.Path(dir_okay=False, path_type=Path),
+                     help="Also write Gradescope's results.json."),
+        click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False, path_type=Path),
+                     help="Also write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY)."),
+        click.option("-v", "--verbose", is_flag=True, help="Show every failing case."),
+        click.option("--seed", type=click.IntRange(0, 2**31 - 1),
+                     help="Draw the inputs from this seed (default: a fresh one, printed on the "
+                          "scorecard, so a failure can be reproduced)."),
+        click.option("--timeout", type=click.FloatRange(1), default=120, show_default=True,
+                     help="Seconds one call of a submission may take before it fails (timeout); "
+                          "the stage's later cases are then not run, unless --keep-going."),
+        click.option("--keep-going", is_flag=True,
+                     help="Run every case of a stage even after one timed out (each may cost "
+                          "the whole --timeout)."),
+        click.option("--benchmark-json", type=click.Path(dir_okay=False, path_type=Path),
+                     help="Write pytest-benchmark's record of the timed speed cases (GPU only); "
+                          "compare two with `pytest-benchmark compare A.json B.json`."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
