@@ -30,7 +30,7 @@ def test_grid_rounded_down_leaves_the_tail_never_written(grade_source):
     assert case.stats["never_written"] == 1 and case.stats["mismatched"] == 1
     report = case_text(case)
     assert "1 element was never written (first at [4096])" in report
-    assert "the grid or a store mask does not cover them" in report
+    assert "no store reached them; the grid or a store mask does not cover them" in report
     assert "tile (4,): out[4096:4097], 1 bad (the last tile along dim 0)" in report
     assert "BLOCK_SIZE=1024 per tile" in report
 
@@ -74,3 +74,30 @@ def test_missing_causal_mask_fails_exactly_the_causal_cases(grade_source):
         assert case.stats["mismatched"] > case.stats["total"] // 2
         assert "BLOCK_M=" in case_text(case)
 
+
+
+def test_a_load_past_the_end_of_an_input_is_named_with_its_fix(grade_source):
+    """The one-tile softmax path without its load mask: the last row reads the NaN guard
+    after the input, and the message names a load past the end and how to mask it (exp turns
+    the poison into a plain NaN, so the cause is named as the likely one, with overflow)."""
+    source = broken("triton", "stage3_softmax.py",
+                    'x = tl.load(x_row + cols * stride_xn, mask=cols < n_cols, other=-float("inf"))',
+                    "x = tl.load(x_row + cols * stride_xn)")
+    result = grade_source("softmax", source)
+    assert result.status is Status.FAIL
+    bad = [c for c in failing(result) if c.stats.get("nan")]
+    assert bad
+    for case in bad:
+        assert ("NaN where a number was expected: from a load past the end of an input (give "
+                "that `tl.load` a `mask=` and `other=`") in case_text(case)
+
+
+def test_undetermined_padding_in_cutile_is_named_with_its_fix(grade_source):
+    source = broken("cutile", "stage3_softmax.py",
+                    "xt = ct.load(x, index=(row, 0), shape=(1, TILE_N), padding_mode=ct.PaddingMode.NEG_INF)",
+                    "xt = ct.load(x, index=(row, 0), shape=(1, TILE_N), padding_mode=ct.PaddingMode.UNDETERMINED)")
+    result = grade_source("softmax", source, backend="cutile-sim")
+    bad = [c for c in failing(result) if c.stats.get("nan")]
+    assert result.status is Status.FAIL and bad
+    for case in bad:
+        assert "load with `padding_mode=ct.PaddingMode.ZERO` (or NEG_INF before a max)" in case_text(case)

@@ -100,3 +100,34 @@ def test_wrong_type_shape_dtype_device():
     verdict = compare(torch.zeros(4), ref, torch.float16, "cpu", TOL)
     assert verdict.summary == "returned dtype float32, expected float16 (the input dtype)"
     assert "expected it on cuda" in compare(torch.zeros(4), ref, torch.float32, "cuda", TOL).summary
+
+
+def test_an_output_no_store_reached_says_so_and_errors_count_only_finite_elements():
+    with PoisonFreshAllocations():
+        nothing = torch.empty(8)
+        half = torch.empty(8)
+        half[:4] = 1.0
+    report = judge(nothing, torch.ones(8)).report
+    assert "no store reached any element: a missing store" in report
+    report = judge(half, torch.ones(8)).report
+    # "max abs error 0" must not stand next to four unwritten elements unqualified.
+    assert "max abs error 0, max rel error 0 (over the 4 of 8 elements where both are finite)" in report
+    assert "4 elements were never written (first at [4]): no store reached them" in report
+
+
+def test_nan_made_from_the_poison_names_the_load_past_the_end():
+    """A value computed from a guard element (quieted poison, as a CPU leaves it) is a load
+    past the end of an input; the fix named follows the kernel's language."""
+    with PoisonFreshAllocations():
+        guard = torch.empty(4)
+    computed = guard * 2 + 1  # arithmetic on the poison keeps its payload on a CPU
+    assert torch.isnan(computed).all() and not never_written(computed).any()
+    out = torch.cat([torch.ones(4), computed])
+    triton = judge(out, torch.ones(8), launches=[Launch("k", (1,), language="triton")]).report
+    assert "4 elements are NaN computed from the grader's poison: a load read past the end" in triton
+    assert "`mask=` and `other=`" in triton
+    cutile = judge(out, torch.ones(8), launches=[Launch("k", (1,), language="cutile")]).report
+    assert "padding_mode=ct.PaddingMode.ZERO" in cutile
+    other = judge(torch.full((4,), float("nan")), torch.ones(4)).report
+    assert "NaN where a number was expected: from a load past the end of an input" in other
+    assert "or from an overflow" in other

@@ -15,7 +15,7 @@ import torch
 from grader.course import WHOLE_DIM, Tolerance
 from grader.report.results import Failure
 from grader.sandbox.launches import Launch
-from grader.sandbox.poison import never_written
+from grader.sandbox.poison import computed_from_poison, never_written
 
 SHOW_INDICES = 5
 SHOW_TILES = 4
@@ -49,6 +49,7 @@ def compare(
 
     # Elementwise work stays on the output's device: GPU outputs can be large.
     unwritten = never_written(output)
+    poisoned = computed_from_poison(output)
     got = output.detach().to(torch.float32)
     want = expected.detach().to(device=got.device, dtype=torch.float32)
     unwritten = torch.zeros_like(got, dtype=torch.bool) if unwritten is None else unwritten
@@ -67,6 +68,8 @@ def compare(
         "nan": int((torch.isnan(got) & ~unwritten & ~torch.isnan(want)).sum()),
         "inf": int((torch.isinf(got) & ~torch.isinf(want)).sum()),
         "never_written": int(unwritten.sum()),
+        "from_poison": 0 if poisoned is None else int(poisoned.sum()),
+        "finite": int(both_finite.sum()),
     }
     if n_bad == 0:
         return Verdict(True, f"all {total} elements match", stats=stats)
@@ -77,16 +80,21 @@ def compare(
     )
     details = []
     if stats["max_abs_error"] is not None:
+        over = ("over all elements" if stats["finite"] == total else
+                f"over the {stats['finite']} of {total} elements where both are finite")
         details.append(f"max abs error {_fmt(stats['max_abs_error'])}, max rel error "
-                       f"{_fmt(stats['max_rel_error'])} (over elements where both are finite)")
-    if stats["never_written"]:
+                       f"{_fmt(stats['max_rel_error'])} ({over})")
+    if stats["never_written"] == total:
+        details.append("no store reached any element: a missing store, or the grid or a store "
+                       "mask that covers nothing")
+    elif stats["never_written"]:
         first = _index(unwritten.nonzero()[0])
         details.append(
             f"{_elements(stats['never_written'], 'were')} never written (first at {first}): "
-            "the grid or a store mask does not cover them"
+            "no store reached them; the grid or a store mask does not cover them"
         )
     if stats["nan"]:
-        details.append(f"{_elements(stats['nan'], 'are')} NaN where a number was expected")
+        details.append(_nan_cause(stats, launches))
     if stats["inf"]:
         details.append(f"{_elements(stats['inf'], 'are')} Inf where a finite number was expected")
     details.append("first mismatches:")
@@ -96,6 +104,23 @@ def compare(
         details.append(f"  out{_index(idx)}: {shown}, expected {_fmt(want[i].item())}")
     details += _tile_report(bad, tiles, launches)
     return Verdict(False, summary, details, stats)
+
+
+def _nan_cause(stats: dict, launches: Sequence[Launch]) -> str:
+    """Where NaNs come from: the grader's poison read past the end of an input (certain
+    where the NaN still carries its payload), or an overflow."""
+    languages = {launch.language for launch in launches}
+    fix = ("load with `padding_mode=ct.PaddingMode.ZERO` (or NEG_INF before a max), not "
+           "UNDETERMINED" if "cutile" in languages else
+           "give that `tl.load` a `mask=` and `other=` a value that changes nothing (0 for a "
+           "sum, -inf for a max)")
+    if stats["from_poison"]:
+        return (f"{_elements(stats['from_poison'], 'are')} NaN computed from the grader's poison: "
+                "a load read past the end of an input (each input is followed by NaNs); "
+                f"{fix}")
+    return (f"{_elements(stats['nan'], 'are')} NaN where a number was expected: from a load past "
+            f"the end of an input ({fix}), or from an overflow (exp of a large value, a "
+            "division by zero)")
 
 
 def _wrong_kind(output, expected, dtype, device) -> str | None:

@@ -50,6 +50,23 @@ def never_written(tensor: torch.Tensor) -> torch.Tensor | None:
     return tensor.view(int_dtype) == bits
 
 
+# The bit an operation sets when it turns a signalling NaN (the poison) into a quiet one.
+_QUIET = {torch.float32: 0x00400000, torch.float16: 0x0200, torch.bfloat16: 0x0040,
+          torch.float64: 0x0008000000000000}
+
+
+def computed_from_poison(tensor: torch.Tensor) -> torch.Tensor | None:
+    """Mask of elements that hold the poison as arithmetic leaves it (quieted, either sign):
+    a value computed from a poisoned element, such as a load past the end of an input. CPUs
+    keep a NaN's payload through arithmetic; GPUs do not, so there it finds nothing."""
+    pattern = PATTERNS.get(tensor.dtype)
+    if pattern is None:
+        return None
+    int_dtype, bits = pattern
+    magnitude = (1 << (8 * tensor.element_size() - 1)) - 1
+    return (tensor.view(int_dtype) & magnitude) == (bits | _QUIET[tensor.dtype])
+
+
 @dataclass
 class Guarded:
     """A tensor that is the front of a larger poisoned buffer."""
