@@ -101,3 +101,16 @@ def test_undetermined_padding_in_cutile_is_named_with_its_fix(grade_source):
     assert result.status is Status.FAIL and bad
     for case in bad:
         assert "load with `padding_mode=ct.PaddingMode.ZERO` (or NEG_INF before a max)" in case_text(case)
+
+
+def test_an_error_inside_a_kernel_points_at_the_kernel_line(grade_source):
+    """A shape error on a kernel line (not at the launch in the wrapper): the report names
+    that line and shows it, with the error of the operation, not the interpreter's wrapper."""
+    line = "x = tl.load(x_ptrs, mask=mask, other=0.0).to(tl.float32)"
+    source = broken("triton", "stage2_fused_gelu.py", line, line + "\n    x = tl.reshape(x, (3, 7))")
+    number = source.splitlines().index("    x = tl.reshape(x, (3, 7))") + 1
+    result = grade_source("fused_gelu", source)
+    assert result.status is Status.FAIL
+    for case in result.cases:
+        assert f"line {number}: x = tl.reshape(x, (3, 7)))" in case.summary, case.summary
+        assert "InterpreterError" not in case.summary
