@@ -22,7 +22,7 @@ import pytest
 
 from grader.backends import selection as backends
 from grader.backends.selection import Selection
-from grader.course import Course, Stage
+from grader.course import Course, Stage, matching_hints
 from grader.course.todos import TodoState, todo_state
 from grader.errors import GradeError
 from grader.judge.stage import StageCheck, memory_check
@@ -247,6 +247,7 @@ def _grade_loaded(check: StageCheck, result: StageResult, todos: TodoState,
                                          f"not graded: {check.unchecked}"))
     if stage.memory_growth:
         result.checks.append(memory_check(stage, selection, runner, seed))
+    result.hints = matching_hints(stage.hints, result.cases)
     result.conclude(len(stage.cases))
     if no_speed or result.status is not Status.PASS:
         return result

@@ -4,14 +4,23 @@ Each broken kernel is a reference solution with one fault put in by a text subst
 the substitution must still apply, so these tests fail loudly if a solution is rewritten.
 """
 
+import re
+
 from conftest import broken, case_text, failing
 
 from grader.report.results import Status
 
 
+def hint(result) -> str:
+    """The one hint printed under a stage's failures, up to its first colon."""
+    assert len(result.hints) == 1, result.hints
+    return result.hints[0].split(":")[0]
+
+
 def test_missing_tail_mask_is_caught_as_an_out_of_bounds_store(grade_source):
     source = broken("triton", "stage1_vector_add.py", "mask = offsets < n_elements", "mask = None")
     result = grade_source("vector_add", source)
+    assert hint(result) == "The last block reaches past the end of the vector"
     assert result.status is Status.FAIL
     # Every case has a tail (no length is a multiple of 1024), so every case fails.
     assert len(failing(result)) == len(result.cases)
@@ -25,6 +34,7 @@ def test_grid_rounded_down_leaves_the_tail_never_written(grade_source):
     source = broken("triton", "stage1_vector_add.py", "triton.cdiv(n_elements, BLOCK_SIZE)",
                     "n_elements // BLOCK_SIZE")
     result = grade_source("vector_add", source)
+    assert hint(result) == "The last elements were never written"
     assert result.status is Status.FAIL and len(failing(result)) == len(result.cases)
     case = next(c for c in result.cases if c.params["n"] == 4097 and c.dtype == "float32")
     assert case.stats["never_written"] == 1 and case.stats["mismatched"] == 1
@@ -39,6 +49,7 @@ def test_softmax_without_max_subtraction_overflows_on_large_inputs(grade_source)
     source = broken("triton", "stage3_softmax.py", "m_new = tl.maximum(m_i, tl.max(x, axis=0))",
                     "m_new = tl.full((), 0.0, dtype=tl.float32)")
     result = grade_source("softmax", source)
+    assert hint(result) == "NaN only for large inputs"
     assert result.status is Status.FAIL
     bad = failing(result)
     # Unit-scale inputs still pass; every large-magnitude case fails with NaN.
@@ -53,6 +64,8 @@ def test_fp16_accumulator_fails_the_long_reduction(grade_source):
     source = broken("triton", "stage4_matmul.py", 'acc = tl.dot(a, b, acc, input_precision="tf32")',
                     "acc = (acc.to(tl.float16) + tl.dot(a, b, out_dtype=tl.float16)).to(tl.float32)")
     result = grade_source("matmul", source)
+    # The accumulator, not the loop over K, though the failing case has a long K too.
+    assert hint(result) == "Only half-precision cases with a long K fail, and the error grows with K"
     assert result.status is Status.FAIL
     bad = failing(result)
     assert all(c.dtype == "float16" for c in bad)
@@ -65,6 +78,7 @@ def test_missing_causal_mask_fails_exactly_the_causal_cases(grade_source):
     source = broken("triton", "stage5_flash_attention.py",
                     "visible = visible & (offs_n[None, :] <= offs_m[:, None])", "visible = visible")
     result = grade_source("flash_attention", source)
+    assert hint(result) == "Only causal cases fail"
     assert result.status is Status.FAIL
     bad = failing(result)
     # N = 1 has nothing to mask; every other causal case must fail, no other case may.
@@ -114,3 +128,26 @@ def test_an_error_inside_a_kernel_points_at_the_kernel_line(grade_source):
     for case in result.cases:
         assert f"line {number}: x = tl.reshape(x, (3, 7)))" in case.summary, case.summary
         assert "InterpreterError" not in case.summary
+
+
+def test_a_single_step_over_k_gets_the_loop_hint(grade_source):
+    source = broken("triton", "stage4_matmul.py", "for k0 in range(0, K, BLOCK_K):",
+                    "for k0 in range(0, min(K, BLOCK_K), BLOCK_K):")
+    result = grade_source("matmul", source)
+    assert result.status is Status.FAIL
+    assert hint(result) == "Every case with K above one element fails"
+
+
+def test_no_hint_when_the_failures_share_no_signature(grade_source):
+    """Wrong everywhere (bias left out): no common mistake fits, so no hint is guessed."""
+    source = broken("triton", "stage2_fused_gelu.py", "z = x * w[None, :] + b[None, :]", "z = x * w[None, :]")
+    result = grade_source("fused_gelu", source)
+    assert result.status is Status.FAIL and result.hints == []
+
+
+def test_hints_name_causes_not_code(course):
+    """Course content: a hint says what is wrong and where to look, not the line to type."""
+    for stage in course.stages:
+        assert stage.hints, stage.id
+        for h in stage.hints:
+            assert not re.search(r"\b(tl|ct|torch)\.\w+\(|=\s*\w+\(", h.text), (stage.id, h.text)

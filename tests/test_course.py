@@ -167,3 +167,16 @@ def test_a_hidden_stage_without_an_id_is_named_not_a_traceback(tmp_path):
     (tmp_path / "course.hidden.toml").write_text('[[stages]]\ncases = [ { n = 7, dtypes = ["float32"] } ]\n')
     message = error_for(tmp_path, MINIMAL)
     assert "course.hidden.toml" in message and "stages[0].id: missing" in message
+
+
+def test_a_hint_names_only_what_the_stage_has(tmp_path):
+    """A hint's signature is checked like a case: parameters of the problem, known dtypes,
+    failure kinds the grader records."""
+    text = MINIMAL + '''
+[[stages.hints]]
+when = { params = { m = 3 }, failure = "exploded", dtypes = ["float64"] }
+hint = "x"
+'''
+    message = error_for(tmp_path, text)
+    assert "stages[0].hints[0].when.params.m: unknown key; expected one of: n" in message
+    assert "stages[0].hints[0].when.failure: unknown failure 'exploded'; known: 'wrong result'" in message

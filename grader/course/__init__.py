@@ -1,6 +1,8 @@
 """The course: course.toml loaded into typed dataclasses, checked, with the hidden cases.
 
-    model.py     the dataclasses: Course, Stage, Case, Speed, tolerances, submission rules
+    model.py     the dataclasses: Course, Stage, Case, Speed, tolerances, submission rules,
+                 hints (the common mistakes, matched against a stage's failures)
+    schema.py    the file's shape as pydantic models, per problem
     checker.py   validation: every error names the file, the key path and what to fix
     loading.py   finding course.toml, reading it and course.hidden.toml
     todos.py     which TODO blocks of a stage file still hold their placeholder
@@ -9,9 +11,10 @@ course.toml, exercises/ and solutions/ are the course; this package only reads t
 """
 
 from grader.course.loading import find_course_file, load_course
-from grader.course.model import (COURSE_FILE, HIDDEN_FILE, TRACKS, WHOLE_DIM, Case, Course,
-                                 MemoryGrowth, Speed, Stage, SubmissionRules, Threshold, Tolerance)
+from grader.course.model import (COURSE_FILE, HIDDEN_FILE, TRACKS, WHOLE_DIM, Case, Course, Hint,
+                                 MemoryGrowth, Speed, Stage, SubmissionRules, Threshold, Tolerance,
+                                 matching_hints)
 
-__all__ = ["COURSE_FILE", "HIDDEN_FILE", "TRACKS", "WHOLE_DIM", "Case", "Course", "MemoryGrowth",
-           "Speed", "Stage", "SubmissionRules", "Threshold", "Tolerance", "find_course_file",
-           "load_course"]
+__all__ = ["COURSE_FILE", "HIDDEN_FILE", "TRACKS", "WHOLE_DIM", "Case", "Course", "Hint",
+           "MemoryGrowth", "Speed", "Stage", "SubmissionRules", "Threshold", "Tolerance",
+           "find_course_file", "load_course", "matching_hints"]

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from grader.backends.selection import BACKENDS
 from grader.course import schema
-from grader.course.model import (WHOLE_DIM, Case, Course, MemoryGrowth, Speed, Stage,
+from grader.course.model import (WHOLE_DIM, Case, Course, Hint, MemoryGrowth, Speed, Stage,
                                  SubmissionRules, Threshold, Tolerance)
 from grader.errors import CourseError
 from grader.problems import DTYPES, PROBLEMS, Problem
@@ -82,9 +82,18 @@ class Checker:
         speed = self.speed(s.speed, f"{where}.speed", problem, tolerance, s.id) if s.speed else None
         growth = self.memory_growth(s.memory_growth, f"{where}.memory_growth", tolerance,
                                     s.id) if s.memory_growth else None
+        hints = tuple(self.hint(h, f"{where}.hints[{j}]", tolerance) for j, h in enumerate(s.hints))
         return Stage(number=index + 1, id=s.id, title=s.title, points=s.points, problem=problem,
                      modules=dict(s.modules), tiles=tiles, tolerance=tolerance,
-                     cases=tuple(cases), speed=speed, memory_growth=growth)
+                     cases=tuple(cases), speed=speed, memory_growth=growth, hints=hints)
+
+    def hint(self, h, where: str, tolerance) -> Hint:
+        when = h.when
+        self.dtypes(when.dtypes or [], f"{where}.when.dtypes", tolerance)
+        return Hint(text=h.hint, failure=when.failure,
+                    stats=tuple(k for k in ("never_written", "nan", "inf") if getattr(when, k)),
+                    params=_given(when.params), larger=_given(when.larger),
+                    dtypes=tuple(when.dtypes or ()))
 
     def problem(self, raw, where: str, known: dict | None = None,
                 course_file: str | None = None) -> Problem | None:
@@ -143,3 +152,8 @@ class Checker:
             elif dtype not in tolerance:
                 self.error(where, f"{dtype} has no tolerance; add [stages.tolerance.{dtype}] "
                            "to this stage")
+
+
+def _given(table) -> tuple[tuple[str, Any], ...]:
+    """The keys of an optional table of optional values that were given."""
+    return tuple((k, v) for k, v in (table or {}) if v is not None)

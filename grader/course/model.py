@@ -83,6 +83,45 @@ class SubmissionRules:
 
 
 @dataclass(frozen=True)
+class Hint:
+    """A common mistake and how it shows: printed under a stage whose every failing case
+    (of those whose inputs are shown) matches `when`. Course content: it names the cause,
+    never the code that fixes it."""
+
+    text: str
+    failure: str | None = None  # the failure kind, as the result records it
+    stats: tuple[str, ...] = ()  # diagnostics that must be present: never_written, nan, inf
+    params: tuple[tuple[str, Any], ...] = ()  # parameters that must have these values
+    larger: tuple[tuple[str, float], ...] = ()  # parameters that must exceed these
+    dtypes: tuple[str, ...] = ()  # the case's dtype is one of these
+
+    def covers(self, case) -> bool:
+        """Whether a case's inputs are of the kind this mistake shows on."""
+        return (all(case.params.get(k) == v for k, v in self.params)
+                and all((case.params.get(k) or 0) > v for k, v in self.larger)
+                and (not self.dtypes or case.dtype in self.dtypes))
+
+    def matches(self, case) -> bool:
+        """Whether a failed CaseResult shows this mistake's signature."""
+        return ((self.failure is None or (case.failure is not None
+                                          and case.failure.value == self.failure))
+                and all(case.stats.get(name) for name in self.stats) and self.covers(case))
+
+
+def matching_hints(hints, cases) -> list[str]:
+    """The hints whose signature every failing case shows (of those whose inputs are shown);
+    of several, the most specific: the one that covers the fewest cases. A float16-only
+    failure at a long K is the accumulator, not the loop over K, though both cover it."""
+    shown = [c for c in cases if not c.hidden]
+    failed = [c for c in shown if not c.passed]
+    if not failed:
+        return []
+    fitting = [h for h in hints if all(h.matches(c) for c in failed)]
+    reach = {h: sum(h.covers(c) for c in shown) for h in fitting}
+    return [h.text for h in fitting if reach[h] == min(reach.values())]
+
+
+@dataclass(frozen=True)
 class Stage:
     number: int
     id: str
@@ -95,6 +134,7 @@ class Stage:
     cases: tuple[Case, ...]
     speed: Speed | None = None
     memory_growth: MemoryGrowth | None = None
+    hints: tuple[Hint, ...] = ()
 
     @property
     def name(self) -> str:

@@ -17,8 +17,10 @@ from typing import Annotated, Any, Literal, Optional, Union
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_model, model_validator
 
 from grader.course.model import TRACKS, SubmissionRules
+from grader.report.results import Failure
 from grader.problems import DTYPES, Problem
 
+FAILURE_KINDS = [kind.value for kind in Failure]
 STRICT = ConfigDict(extra="forbid", strict=True, frozen=True)
 Text = Annotated[str, StringConstraints(min_length=1)]
 
@@ -73,6 +75,15 @@ def _stage_model(problem: Problem, gpu_backends: tuple[str, ...]) -> type[Table]
     speed = _table("speed", {
         "points": (float, ...), "baseline": (baseline, ...), "cases": (list[case], ...),
         "thresholds": (thresholds, ...), "seconds": (float, 3.0)})
+    params = {p.name: (Optional[float if p.type is float else p.type], None) for p in problem.params}
+    when = _table("when", {
+        "failure": (Optional[Literal[tuple(FAILURE_KINDS)]], None),
+        "never_written": (Optional[bool], None), "nan": (Optional[bool], None),
+        "inf": (Optional[bool], None), "params": (Optional[_table("params", params)], None),
+        "larger": (Optional[_table("larger", {p.name: (Optional[float], None)
+                                              for p in problem.params})], None),
+        "dtypes": (Optional[list[str]], None)})
+    hint = _table("hint", {"when": (when, ...), "hint": (Text, ...)})
     growth = _table("memory_growth", {
         "small": (sizes, ...), "large": (sizes, ...), "dtype": (str, ...),
         "max_growth": (Annotated[float, Field(gt=1)], ...)})
@@ -80,7 +91,7 @@ def _stage_model(problem: Problem, gpu_backends: tuple[str, ...]) -> type[Table]
         "id": (str, ...), "title": (str, ...), "points": (Annotated[float, Field(ge=0)], ...),
         "modules": (Modules, ...), "tolerance": (Tolerances, ...), "cases": (list[case], ...),
         "tiles": (Optional[Tiles], None), "speed": (Optional[speed], None),
-        "memory_growth": (Optional[growth], None)})
+        "memory_growth": (Optional[growth], None), "hints": (list[hint], [])})
 
 
 class CourseFile(Table):

@@ -61,6 +61,8 @@ def _correctness_tests(stage: StageResult, name: str, tags: list[str]) -> list[d
         if zeroed and case.passed:
             output += f"\n(no points: the stage failed its {zeroed.name} check)"
         hidden = is_hidden(case)
+        if not case.passed and not hidden:
+            output += "".join(f"\nhint: {hint}" for hint in stage.hints)
         earned = share if case.passed and not zeroed else 0.0
         tests.append(_test(f"{name}: {case.id}", earned, share, case.passed, output,
                            [*tags, "correctness", *(["hidden"] if hidden else [])],

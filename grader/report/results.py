@@ -119,6 +119,7 @@ class StageResult:
     seconds: float = 0.0  # wall time of grading this stage, speed included
     checks: list[CheckResult] = field(default_factory=list)
     output: str = ""  # what the submission printed while it was graded
+    hints: list[str] = field(default_factory=list)  # the stage's hints its failures match
     # The protections its process ran under (grader.sandbox.Protection); the JSON has them
     # once, at the top: they are the same for every stage of a run.
     sandbox: list[Any] = field(default_factory=list)

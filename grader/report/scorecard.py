@@ -143,6 +143,8 @@ def _explain(stage: StageResult, console: Console, verbose: bool) -> None:
                       highlight=False, markup=False)
         for line in case.details:
             console.print(f"    {line}", highlight=False, markup=False)
+    for hint in stage.hints:
+        console.print(f"  hint: {hint}", highlight=False, markup=False)
     for check in stage.checks:
         if check.graded and not check.passed:
             console.print(f"  {check.name}: {check.message}", highlight=False, markup=False)
