@@ -81,8 +81,15 @@ def _grade(course: Course, stages: list[Stage], backend: str, track: str | None,
            gradescope_path: Path | None, markdown_path: Path | None, verbose: bool,
            benchmark_json: Path | None, seed: int | None, timeout: float, keep_going: bool) -> int:
     console = make_console()
+    selection = backends.select(backend, track)
+    if backend == backends.AUTO and track is None and not solutions:
+        started = grading.started_track(course, stages, submission)
+        if started and started != selection.backend.track:
+            selection = backends.select(backend, started)
+            selection = backends.Selection(selection.backend, f"{selection.reason}; the "
+                                           f"{started} track, the one whose exercises are started")
     try:
-        report = grading.grade(course, stages, backends.select(backend, track), solutions,
+        report = grading.grade(course, stages, selection, solutions,
                                submission, seed, timeout, benchmark_json,
                                lambda label, cases: stage_progress(console, label, cases),
                                keep_going)

@@ -22,7 +22,7 @@ import pytest
 
 from grader.backends import selection as backends
 from grader.backends.selection import Selection
-from grader.course import Course, Stage, matching_hints
+from grader.course import TRACKS, Course, Stage, matching_hints
 from grader.course.todos import TodoState, todo_state
 from grader.errors import GradeError
 from grader.judge.stage import StageCheck, memory_check
@@ -154,6 +154,23 @@ class Interrupted(Exception):
     def __init__(self, report: Report, stage: str):
         super().__init__(f"interrupted while grading {stage}")
         self.report, self.stage = report, stage
+
+
+def started_track(course: Course, stages: list[Stage], submission: Path | None = None) -> str | None:
+    """The track whose exercises the student has started (a TODO filled in), when only one
+    has been: `auto` grades that one, so a Triton student on a machine where cuTile runs is
+    not told that every stage is NOT STARTED."""
+    if submission and (submission / "exercises").is_dir():
+        submission = submission / "exercises"
+    started = set()
+    for track in TRACKS:
+        for stage in stages:
+            path = (submission / stage.modules[track] if submission
+                    else course.module_path(stage, track, solutions=False))
+            if path.is_file() and not todo_state(path.read_text(encoding="utf-8")).not_started:
+                started.add(track)
+                break
+    return started.pop() if len(started) == 1 else None
 
 
 class NotRun(Exception):

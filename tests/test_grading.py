@@ -315,3 +315,19 @@ def test_after_a_case_times_out_the_rest_of_the_stage_is_not_run(grade_source, k
         assert all(c.summary.startswith(f"not run: an earlier case ({first.id}) timed out")
                    for c in rest)
         assert took < 6 * 2
+
+
+def test_auto_grades_the_track_the_student_started(run_grade, course, tmp_path):
+    """Only the cuTile exercise of stage 1 is filled in: `auto` grades the cuTile track (here,
+    without a GPU, on the simulator) and says why, instead of NOT STARTED on Triton."""
+    folder = tmp_path / "exercises"
+    (folder / "cutile").mkdir(parents=True)
+    (folder / "cutile" / "stage1_vector_add.py").write_text(
+        (ROOT / "solutions/cutile/stage1_vector_add.py").read_text())
+    out = tmp_path / "r.json"
+    code, stdout, stderr = run_grade("--course", str(course.path), "1",
+                                     f"--submission={tmp_path}", "--json", str(out))
+    result = load_result(out)
+    assert code == 0, stdout + stderr
+    assert result["backend"] == "cutile-sim"
+    assert "the cutile track, the one whose exercises are started" in result["backend_reason"]
