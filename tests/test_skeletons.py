@@ -125,3 +125,23 @@ def test_skeletons_needs_the_solutions(run_grade, tmp_path):
     shutil.rmtree(root / "solutions")
     code, _, err = run_grade("--course", str(root / "course.toml"), "skeletons")
     assert code == 2 and "student handout does not include" in err
+
+
+def test_every_store_a_todo_asks_for_has_a_placeholder(course):
+    """A student who fills in every `...` line must not forget a statement the TODO asks for
+    (the store, the pointer advance): each has a placeholder line of its own, marked by what
+    it stands for."""
+    import re
+
+    for stage in course.stages:
+        for track in ("triton", "cutile"):
+            lines = course.module_path(stage, track, solutions=False).read_text().splitlines()
+            starts = [i for i, line in enumerate(lines) if re.match(r"\s*# TODO \d+:", line)]
+            for n, start in enumerate(starts):
+                end = starts[n + 1] if n + 1 < len(starts) else len(lines)
+                header = [ln for ln in lines[start:end] if ln.strip().startswith("#")]
+                asks = " ".join(header[:4]).lower()
+                body = [ln for ln in lines[start:end] if "..." in ln and not ln.strip().startswith("#")]
+                for verb in ("store", "advance"):
+                    if re.search(rf"\b{verb}\b", asks):
+                        assert any(verb in ln for ln in body), (stage.id, track, lines[start])

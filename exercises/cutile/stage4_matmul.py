@@ -81,6 +81,7 @@ def matmul_kernel(
     #   of C (lanes past M or N are dropped).
     #   Hint: c.dtype, .astype, ct.store(array, index=(...), tile=...).
     c_tile = ...
+    ...  # store the accumulator into this tile of c, in c's dtype
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

@@ -141,6 +141,7 @@ def flash_attention_kernel(
     #   tile (batch, head, pid_m, 0) of out (query rows past N are dropped).
     #   Hint: acc / l_i, .reshape((1, 1, TILE_M, HEAD_DIM)), out.dtype, ct.store.
     o = ...
+    ...  # store o into this tile of out
 
 
 def flash_attention(q, k, v, causal=False, sm_scale=None):

@@ -36,6 +36,7 @@ def vector_add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexp
     #   Hint: tl.load(ptr + offsets, mask=...), tl.store(ptr + offsets, value, mask=...).
     x = ...
     y = ...
+    ...  # store x + y into out, masked
 
 
 def vector_add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:

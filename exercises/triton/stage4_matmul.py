@@ -83,11 +83,13 @@ def matmul_kernel(
         #   Hint: tl.dot with acc as its accumulator argument and input_precision="tf32";
         #   stride_ak, stride_bk.
         acc = ...
+        ...  # advance a_ptrs and b_ptrs to the next tile along K
 
     # TODO 4: Cast the finished tile to C's dtype and store it, masked to the
     #   rows < M and columns < N.
     #   Hint: c_ptr.dtype.element_ty, tl.store(..., mask=...).
     c_ptrs = ...
+    ...  # store the accumulator into c, in c's dtype, masked
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

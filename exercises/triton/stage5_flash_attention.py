@@ -58,8 +58,9 @@ def attend_key_tiles(
     for start_n in range(lo, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)  # key rows of this tile
 
-        # TODO 1: Load this tile of keys TRANSPOSED, as kt [HEAD_DIM, BLOCK_N], and the
-        #   tile of values v [BLOCK_N, HEAD_DIM]. If MASKED, key rows past N_CTX read 0;
+        # TODO 1: Load this tile of keys TRANSPOSED, as kt [D, BLOCK_N], and the tile of
+        #   values v [BLOCK_N, D] (D: the head dimension, the length of offs_d). If
+        #   MASKED, key rows past N_CTX read 0;
         #   otherwise every row is in bounds, so load without a mask.
         #   Hint: swap the roles of [:, None] and [None, :] to load K^T;
         #   tl.load(ptrs, mask=..., other=0.0) or tl.load(ptrs).
@@ -150,6 +151,7 @@ def flash_attention_kernel(
     #   dtype, only for query rows < N_CTX.
     #   Hint: l_i[:, None], o_ptr.dtype.element_ty, tl.store(..., mask=...).
     out = ...
+    ...  # store out into o, masked to the rows that exist
 
 
 def flash_attention(q, k, v, causal=False, sm_scale=None):

@@ -49,6 +49,7 @@ def vector_add_kernel(x, y, out, TILE_SIZE: ct.Constant[int]):
     ct.store(out, index=(pid,), tile=x_tile + y_tile)
     # --- exercise
     # out_tile = ...
+    # ...  # store the sum into out at this block's index
     # <<<
 
 

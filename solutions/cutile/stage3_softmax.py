@@ -62,6 +62,7 @@ def softmax_kernel(x, out, TILE_N: ct.Constant[int], ONE_TILE: ct.Constant[bool]
         ct.store(out, index=(row, 0), tile=y.astype(out.dtype))
         # --- exercise
         # y = ...
+        # ...  # store y into this row of out, in out's dtype
         # <<<
     else:
         num_col_tiles = ct.num_tiles(x, axis=1, shape=(1, TILE_N))
@@ -106,6 +107,7 @@ def softmax_kernel(x, out, TILE_N: ct.Constant[int], ONE_TILE: ct.Constant[bool]
         # --- exercise
         # for j in range(num_col_tiles):
         #     y = ...
+        #     ...  # store y into this tile of the row of out
         # <<<
 
 

@@ -100,6 +100,7 @@ def matmul_kernel(
     ct.store(c, index=(pid_m, pid_n), tile=acc.astype(c.dtype))
     # --- exercise
     # c_tile = ...
+    # ...  # store the accumulator into this tile of c, in c's dtype
     # <<<
 
 

@@ -176,6 +176,7 @@ def flash_attention_kernel(
     ct.store(out, index=(batch, head, pid_m, 0), tile=o)
     # --- exercise
     # o = ...
+    # ...  # store o into this tile of out
     # <<<
 
 

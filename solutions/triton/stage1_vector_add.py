@@ -47,6 +47,7 @@ def vector_add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexp
     # --- exercise
     # x = ...
     # y = ...
+    # ...  # store x + y into out, masked
     # <<<
 
 

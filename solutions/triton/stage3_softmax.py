@@ -81,6 +81,7 @@ def softmax_kernel(
     # --- exercise
     # for start in range(0, n_cols, BLOCK_N):
     #     y = ...
+    #     ...  # store y into this tile of the output row, masked
     # <<<
 
 

@@ -102,6 +102,7 @@ def matmul_kernel(
         b_ptrs += BLOCK_K * stride_bk
         # --- exercise
         # acc = ...
+        # ...  # advance a_ptrs and b_ptrs to the next tile along K
         # <<<
 
     # Step 4: Cast the finished tile to C's dtype and store it, masked to the
@@ -113,6 +114,7 @@ def matmul_kernel(
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=c_mask)
     # --- exercise
     # c_ptrs = ...
+    # ...  # store the accumulator into c, in c's dtype, masked
     # <<<
 
 

@@ -58,8 +58,9 @@ def attend_key_tiles(
     for start_n in range(lo, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)  # key rows of this tile
 
-        # Step 1: Load this tile of keys TRANSPOSED, as kt [HEAD_DIM, BLOCK_N], and the
-        #   tile of values v [BLOCK_N, HEAD_DIM]. If MASKED, key rows past N_CTX read 0;
+        # Step 1: Load this tile of keys TRANSPOSED, as kt [D, BLOCK_N], and the tile of
+        #   values v [BLOCK_N, D] (D: the head dimension, the length of offs_d). If
+        #   MASKED, key rows past N_CTX read 0;
         #   otherwise every row is in bounds, so load without a mask.
         #   Hint: swap the roles of [:, None] and [None, :] to load K^T;
         #   tl.load(ptrs, mask=..., other=0.0) or tl.load(ptrs).
@@ -189,6 +190,7 @@ def flash_attention_kernel(
     tl.store(o_ptrs, out.to(o_ptr.dtype.element_ty), mask=offs_m[:, None] < N_CTX)
     # --- exercise
     # out = ...
+    # ...  # store out into o, masked to the rows that exist
     # <<<
 
 
