@@ -3,7 +3,11 @@ grading a class in a batch."""
 
 import csv
 import json
+import os
+import re
 import shutil
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -57,6 +61,36 @@ def test_grading_in_the_handout_reports_every_stage_not_started(tmp_path, run_gr
     assert [s["status"] for s in data["stages"]] == ["NOT STARTED"] * len(course.stages)
     code, _, err = run_grade("--course", str(out / "course.toml"), "all", "--solutions")
     assert code == 2 and "no solutions/ folder" in err
+
+
+def test_the_handout_readme_is_the_students_and_its_quick_start_works(tmp_path, run_grade, course):
+    """The handout's README.md is exercises/README.md: a quick start first, nothing for
+    instructors, no file the handout lacks; and its quick start's grade commands run in a
+    fresh handout as written (the stages NOT STARTED)."""
+    out = tmp_path / "handout"
+    assert run_grade("--course", str(course.path), "release", str(out))[0] == 0
+    readme = (out / "README.md").read_text()
+    assert readme == (ROOT / "exercises/README.md").read_text()
+    assert not (out / "exercises/README.md").exists()
+    assert readme.index("## Quick start") < readme.index("## Working on a stage")
+    for instructor_only in ("grade calibrate", "grade release", "grade batch", "grade skeletons",
+                            "--solutions", "course.hidden", "BENCHMARKS.md", "tests/",
+                            "scripts/", "solutions/"):
+        assert instructor_only not in readme, instructor_only
+    for mentioned in re.findall(r"`(exercises/[\w/]+\.py)`", readme):
+        assert (out / mentioned).is_file(), mentioned
+    quick_start = readme.split("## Quick start")[1].split("```")[1]
+    commands = [line.split("#")[0].split() for line in quick_start.splitlines()
+                if line.startswith("grade ")]
+    assert [c[:2] for c in commands] == [["grade", "doctor"], ["grade", "1"], ["grade", "3"]]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    for command in commands:
+        run = subprocess.run([sys.executable, "-m", "grader", *command[1:]], cwd=out, env=env,
+                             capture_output=True, text=True, timeout=300)
+        wanted = 0 if command[1] == "doctor" else 1
+        assert run.returncode == wanted, (command, run.stdout, run.stderr)
+        if command[1] != "doctor":
+            assert "NOT STARTED" in run.stdout and "Traceback" not in run.stdout + run.stderr
 
 
 def test_release_never_overwrites_without_force(tmp_path, run_grade, course):

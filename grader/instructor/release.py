@@ -2,7 +2,8 @@
 
 The handout holds what a student needs to work and to grade themselves: the exercises,
 the grader, course.toml (public cases only: hidden cases live in course.hidden.toml, which
-is never copied), the README and pyproject.toml. It never holds solutions/, tests/ (they
+is never copied), the students' README (exercises/README.md, as the handout's README.md)
+and pyproject.toml. It never holds solutions/, tests/ (they
 read the solutions) or the scripts that time the references. After copying, every file of
 the handout is scanned for lines of reference code, and the release fails if one is found.
 """
@@ -17,7 +18,11 @@ from grader.errors import GradeError
 from grader.instructor.backups import is_backup
 from grader.instructor.skeletons import regions
 
-COPIED = ("exercises", "grader", "course.toml", "README.md", "pyproject.toml", ".gitignore")
+COPIED = ("exercises", "grader", "course.toml", "pyproject.toml", ".gitignore")
+# The students' README is course content next to their exercises; it becomes the handout's
+# README.md (the course's own README is for instructors and developers). A course without
+# one hands out its README.md.
+STUDENT_README = "exercises/README.md"
 
 
 class ReleaseError(GradeError):
@@ -43,17 +48,25 @@ def release(course: Course, out: Path, force: bool = False) -> list[Path]:
         for file in files:
             relative = file.relative_to(course.root)
             if "__pycache__" in relative.parts or file.suffix == ".pyc" \
-                    or relative.name == HIDDEN_FILE or is_backup(relative.name):
+                    or relative.name == HIDDEN_FILE or is_backup(relative.name) \
+                    or relative.as_posix() == STUDENT_README:
                 continue
-            target = out / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(file, target)
-            written.append(target)
+            written.append(_copy(file, out / relative))
+    readme = next((p for p in (course.root / STUDENT_README, course.root / "README.md")
+                   if p.is_file()), None)
+    if readme is not None:
+        written.append(_copy(readme, out / "README.md"))
     leaks = solution_leaks(course, written)
     if leaks:
         raise ReleaseError("The handout would contain reference code, so nothing should be "
                            "handed out from " + str(out) + ":\n" + "\n".join(f"  - {x}" for x in leaks[:10]))
     return written
+
+
+def _copy(source: Path, target: Path) -> Path:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(source, target)
+    return target
 
 
 MIN_LENGTH = 16  # shorter lines (`return out`) are too generic to count as a leak
