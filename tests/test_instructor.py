@@ -93,6 +93,35 @@ def test_the_handout_readme_is_the_students_and_its_quick_start_works(tmp_path, 
             assert "NOT STARTED" in run.stdout and "Traceback" not in run.stdout + run.stderr
 
 
+def test_the_handout_notebook_runs_top_to_bottom_on_a_cpu(tmp_path, run_grade, course,
+                                                           monkeypatch):
+    """tilecourse.ipynb, as Colab would run it but here on a CPU: the setup cell (no clone
+    outside Colab) and one cell per stage, each grading its stage: NOT STARTED."""
+    import nbclient
+    import nbformat
+
+    out = tmp_path / "handout"
+    assert run_grade("--course", str(course.path), "release", str(out))[0] == 0
+    book = nbformat.read(out / "tilecourse.ipynb", as_version=4)
+    nbformat.validate(book)
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    for name in [k for k in os.environ if k.startswith("PYTEST_")]:
+        monkeypatch.delenv(name)
+    nbclient.NotebookClient(book, timeout=600, kernel_name="python3",
+                            resources={"metadata": {"path": str(out)}}).execute()
+    code = [c for c in book.cells if c.cell_type == "code"]
+    assert len(code) == 1 + len(course.stages)
+    assert "backend" in _text(code[0]).lower()  # grade doctor ran
+    for stage, cell in zip(course.stages, code[1:]):
+        assert cell.source == f"!grade {stage.number}"
+        assert f"stage{stage.number} {stage.id}" in _text(cell) and "NOT STARTED" in _text(cell)
+        assert "Traceback" not in _text(cell)
+
+
+def _text(cell) -> str:
+    return "".join(o.get("text", "") for o in cell.outputs)
+
+
 def test_release_never_overwrites_without_force(tmp_path, run_grade, course):
     out = tmp_path / "handout"
     out.mkdir()

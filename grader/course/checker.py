@@ -60,7 +60,7 @@ class Checker:
         for dup in sorted({i for i in ids if ids.count(i) > 1}):
             self.error("stages", f"stage id '{dup}' appears more than once")
         return Course(path=self.path.resolve(), title=top.course.title, stages=stages,
-                      rules=rules)
+                      rules=rules, handout=top.course.handout)
 
     def stage(self, raw, index: int) -> Stage | None:
         where = f"stages[{index}]"

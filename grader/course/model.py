@@ -148,6 +148,7 @@ class Course:
     stages: tuple[Stage, ...]
     rules: SubmissionRules
     hidden_file: Path | None = None  # course.hidden.toml, when the instructor has one
+    handout: str = ""  # where students clone the handout from ([course] handout)
 
     @property
     def root(self) -> Path:

@@ -32,6 +32,7 @@ class Table(BaseModel):
 class Head(Table):
     title: str
     description: str = ""
+    handout: str = ""  # where students get the handout (git URL): the notebook clones it
 
 
 class Tolerance(Table):

@@ -16,6 +16,7 @@ from pathlib import Path
 from grader.course import HIDDEN_FILE, Course
 from grader.errors import GradeError
 from grader.instructor.backups import is_backup
+from grader.instructor.notebook import write_notebook
 from grader.instructor.skeletons import regions
 
 COPIED = ("exercises", "grader", "course.toml", "pyproject.toml", ".gitignore")
@@ -52,6 +53,7 @@ def release(course: Course, out: Path, force: bool = False) -> list[Path]:
                     or relative.as_posix() == STUDENT_README:
                 continue
             written.append(_copy(file, out / relative))
+    written.append(write_notebook(course, out))
     readme = next((p for p in (course.root / STUDENT_README, course.root / "README.md")
                    if p.is_file()), None)
     if readme is not None:
