@@ -24,7 +24,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from grader import __version__, doctor, grading, sandbox
+from grader import __version__, doctor, grading, intake, sandbox
 from grader.backends import selection as backends
 from grader.backends import toolchain
 from grader.commandline import GradeGroup, grading_options
@@ -83,7 +83,7 @@ def _grade(course: Course, stages: list[Stage], backend: str, track: str | None,
     console = make_console()
     selection = backends.select(backend, track)
     if backend == backends.AUTO and track is None and not solutions:
-        started = grading.started_track(course, stages, submission)
+        started = intake.started_track(course, stages, submission)
         if started and started != selection.backend.track:
             selection = backends.select(backend, started)
             selection = backends.Selection(selection.backend, f"{selection.reason}; the "

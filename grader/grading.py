@@ -22,14 +22,13 @@ import pytest
 
 from grader.backends import selection as backends
 from grader.backends.selection import Selection
-from grader.course import TRACKS, Course, Stage, matching_hints
-from grader.course.todos import TodoState, todo_state
+from grader.course import Course, Stage, matching_hints
+from grader.course.todos import TodoState
 from grader.errors import GradeError
+from grader.intake import NotRun, read_submission
 from grader.judge.stage import StageCheck, memory_check
 from grader.report.results import CaseResult, CheckResult, Report, SpeedResult, StageResult, Status
 from grader.sandbox import Runner
-from grader.sandbox.screening import describe as describe_findings
-from grader.sandbox.screening import screen
 from grader.sandbox.submission import SubmissionError
 from grader.speed import check as speed
 from grader.speed.check import SpeedCheck
@@ -154,46 +153,6 @@ class Interrupted(Exception):
     def __init__(self, report: Report, stage: str):
         super().__init__(f"interrupted while grading {stage}")
         self.report, self.stage = report, stage
-
-
-def started_track(course: Course, stages: list[Stage], submission: Path | None = None) -> str | None:
-    """The track whose exercises the student has started (a TODO filled in), when only one
-    has been: `auto` grades that one, so a Triton student on a machine where cuTile runs is
-    not told that every stage is NOT STARTED."""
-    if submission and (submission / "exercises").is_dir():
-        submission = submission / "exercises"
-    started = set()
-    for track in TRACKS:
-        for stage in stages:
-            path = (submission / stage.modules[track] if submission
-                    else course.module_path(stage, track, solutions=False))
-            if path.is_file() and not todo_state(path.read_text(encoding="utf-8")).not_started:
-                started.add(track)
-                break
-    return started.pop() if len(started) == 1 else None
-
-
-class NotRun(Exception):
-    """A stage file that is judged without running it: missing, not started, or screened out."""
-
-    def __init__(self, status: Status, message: str):
-        super().__init__(message)
-        self.status, self.message = status, message
-
-
-def read_submission(path: Path, shown: str, rules) -> TodoState:
-    """What is known of a stage's file before it runs (its TODOs); raises NotRun."""
-    if not path.is_file():
-        raise NotRun(Status.ERROR, f"{shown} is missing; restore it from the course handout.")
-    source = path.read_text(encoding="utf-8")
-    todos = todo_state(source)
-    if todos.not_started:
-        numbers = ", ".join(str(n) for n in todos.todos)
-        raise NotRun(Status.NOT_STARTED, f"fill in TODO {numbers} in {shown}")
-    findings = screen(source, path.name, rules)
-    if findings:
-        raise NotRun(Status.ERROR, describe_findings(findings))
-    return todos
 
 
 def grade_stage(

@@ -131,3 +131,24 @@ def test_nan_made_from_the_poison_names_the_load_past_the_end():
     other = judge(torch.full((4,), float("nan")), torch.ones(4)).report
     assert "NaN where a number was expected: from a load past the end of an input" in other
     assert "or from an overflow" in other
+
+
+def test_one_factor_on_every_element_is_named():
+    """A missing constant (sm_scale, log2(e)) scales every element alike: say so."""
+    want = torch.linspace(1, 2, 64)
+    report = judge(want * 1.4427, want).report
+    assert "every element is off by the same factor: got = 1.443 x expected" in report
+    noisy = judge(want + torch.linspace(0, 1, 64), want).report
+    assert "same factor" not in noisy
+
+
+def test_softmax_rows_that_do_not_sum_to_one_are_named():
+    from grader.problems import PROBLEMS
+
+    explain = PROBLEMS["softmax"].explain
+    want = torch.softmax(torch.randn(4, 8, generator=torch.Generator().manual_seed(0)), -1)
+    got = want.clone()
+    got[2] *= 0.5  # one row not normalised by its whole sum
+    report = compare(got, want, torch.float32, "cpu", TOL, explain=explain).report
+    assert "1 of 4 rows do not sum to 1 (row 2 sums to 0.5)" in report
+    assert explain(want, want) == []

@@ -9,7 +9,7 @@ references, and kernels written the way NVIDIA's own samples write them, must pa
 import pytest
 from conftest import ROOT, failure_text
 
-from grader import grading
+from grader import intake
 from grader.report.results import Status
 
 SOLUTIONS = ROOT / "solutions"
@@ -74,7 +74,7 @@ def test_pytorch_on_the_host_next_to_a_cover_kernel_fails(grade_source, stage, s
 @pytest.fixture
 def unscreened(monkeypatch):
     """The static check switched off, to show what stands behind it."""
-    monkeypatch.setattr(grading, "screen", lambda *args: [])
+    monkeypatch.setattr(intake, "screen", lambda *args: [])
 
 
 THREAD = """

@@ -30,6 +30,7 @@ LAYERS = {
     "grader.course": 2,
     "grader.sandbox": 3,
     "grader.judge": 4,
+    "grader.intake": 4,  # the student's files before they run: track, TODOs, screening
     "grader.speed": 5,
     "grader.report": 6,
     "grader.grading": 6,

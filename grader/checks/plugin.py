@@ -31,7 +31,7 @@ import pytest
 from grader.backends import selection as backends
 from grader.course import load_course
 from grader.errors import GradeError
-from grader.grading import NotRun, read_submission
+from grader.intake import NotRun, read_submission
 from grader.judge.stage import StageCheck
 from grader.sandbox import Runner
 from grader.sandbox.submission import SubmissionError

@@ -8,7 +8,7 @@ what kind of wrong: NaN or Inf where a number was expected, or elements never wr
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 
@@ -42,6 +42,7 @@ def compare(
     tolerance: Tolerance,
     tiles: Sequence | None = None,
     launches: Sequence[Launch] = (),
+    explain: Callable[[torch.Tensor, torch.Tensor], list[str]] | None = None,
 ) -> Verdict:
     problem = _wrong_kind(output, expected, dtype, device)
     if problem:
@@ -97,6 +98,9 @@ def compare(
         details.append(_nan_cause(stats, launches))
     if stats["inf"]:
         details.append(f"{_elements(stats['inf'], 'are')} Inf where a finite number was expected")
+    details += _same_factor(got, want, bad, both_finite, tolerance)
+    if explain is not None:
+        details += explain(got, want)
     details.append("first mismatches:")
     for idx in bad.nonzero()[:SHOW_INDICES]:
         i = tuple(idx.tolist())
@@ -104,6 +108,19 @@ def compare(
         details.append(f"  out{_index(idx)}: {shown}, expected {_fmt(want[i].item())}")
     details += _tile_report(bad, tiles, launches)
     return Verdict(False, summary, details, stats)
+
+
+def _same_factor(got, want, bad, finite, tolerance) -> list[str]:
+    """Every element off by one factor: a constant missing or extra (a scale, log2(e))."""
+    sure = finite & (want.abs() > 10 * max(tolerance.atol, 1e-6))
+    if int(sure.sum()) < 8 or not bool(bad[sure].all()):
+        return []
+    ratio = got[sure] / want[sure]
+    mean = float(ratio.mean())
+    if mean == 0 or float(ratio.std()) > 1e-3 * abs(mean):
+        return []
+    return [f"every element is off by the same factor: got = {mean:.4g} x expected (a "
+            "constant missing or extra: a scale such as sm_scale, or log2(e) with exp2)"]
 
 
 def _nan_cause(stats: dict, launches: Sequence[Launch]) -> str:

@@ -90,7 +90,8 @@ class StageCheck:
         if problem_found:
             return problem_found
         return compare(outcome.output, expected, dtype, "cpu", self.stage.tolerance[case.dtype],
-                       self.stage.tiles.get(self.backend.track), outcome.launches)
+                       self.stage.tiles.get(self.backend.track), outcome.launches,
+                       problem.explain)
 
     def _misconduct(self, call: Call, outcome: Outcome) -> Verdict | None:
         """Everything wrong with the call besides the numbers it returned."""

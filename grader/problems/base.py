@@ -74,6 +74,9 @@ class Problem:
     work: Callable[[dict, torch.dtype], Work]
     # PyTorch implementations a submission is timed against, in the input dtype.
     baselines: dict[str, Callable[[Call], torch.Tensor]] = field(default_factory=dict)
+    # Facts about a wrong output that point at a cause, beyond the values (softmax: rows
+    # that do not sum to 1): given the output and the reference, both float32.
+    explain: Callable[[torch.Tensor, torch.Tensor], list[str]] | None = None
 
     @property
     def arg_names(self) -> list[str]:
