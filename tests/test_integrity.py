@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import RELAXED_RULES, failure_text, vector_add_course
 
-from grader.report.results import Status
+from grader.report.results import Failure, Status
 
 ROOT = Path(__file__).resolve().parents[1]
 VECTOR_ADD = (ROOT / "solutions/triton/stage1_vector_add.py").read_text()
@@ -34,8 +34,8 @@ def wrapped(body: str) -> str:
 @pytest.fixture
 def grade_small(grade_source):
     """Grade a vector_add submission on a two-case course, with a short time limit."""
-    return lambda source, timeout=120.0: grade_source("vector_add", source, course_toml=ONE_CASE,
-                                                      timeout=timeout)
+    return lambda source, timeout=120.0, **options: grade_source(
+        "vector_add", source, course_toml=ONE_CASE, timeout=timeout, **options)
 
 
 def test_the_reference_passes_on_the_small_course(grade_small):
@@ -79,11 +79,14 @@ def test_a_kernel_that_writes_its_inputs_fails(grade_small):
 
 
 def test_an_endless_loop_times_out_and_grading_goes_on(grade_small):
+    """With --keep-going, a fresh process grades the next case; without, it is not run."""
     source = wrapped("    if x.numel() == 1000:\n        while True:\n            pass\n")
-    result = grade_small(source, timeout=5)
+    result = grade_small(source, timeout=5, keep_going=True)
     (looping, other) = result.cases
     assert not looping.passed and looping.summary.startswith("timed out after 5 s")
     assert other.passed, other.summary  # a fresh process graded the next case
+    (looping, other) = grade_small(source, timeout=5).cases
+    assert looping.failure is Failure.TIMED_OUT and other.failure is Failure.NOT_RUN
 
 
 def test_a_crash_fails_the_case_and_grading_goes_on(grade_small):
