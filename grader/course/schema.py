@@ -17,8 +17,8 @@ from typing import Annotated, Any, Literal, Optional, Union
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_model, model_validator
 
 from grader.course.model import TRACKS, SubmissionRules
-from grader.report.results import Failure
 from grader.problems import DTYPES, Problem
+from grader.report.results import Failure
 
 FAILURE_KINDS = [kind.value for kind in Failure]
 STRICT = ConfigDict(extra="forbid", strict=True, frozen=True)

@@ -52,8 +52,9 @@ MAX_BATCHES = 200
 # CHECKED after them: the median over batches moves only if most batches are faked.
 CHECKED = 3
 # What the grader's clock may see beyond the reported times and its own work around them:
-# per batch, per call, and in proportion. Honest references on the H200 showed up to 1.9 ms
-# in one batch of 8 to 10 calls (BENCHMARKS.md); gross lies also meet the ceiling check.
+# per batch, per call, and in proportion. Honest references on the H200 showed up to 3.1 ms
+# in one batch of 10 calls, where 5.1 ms were allowed (BENCHMARKS.md); gross lies also meet
+# the ceiling check.
 UNEXPLAINED_PER_BATCH_MS = 3.0
 UNEXPLAINED_PER_CALL_MS = 0.1
 UNEXPLAINED_FRACTION = 0.10

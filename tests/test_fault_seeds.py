@@ -1,0 +1,68 @@
+"""The classic faults fail on every run seed, not on most: a student whose kernel has one
+of them must never see a PASS by luck of the draw (a softmax without its online rescale
+once passed 10 of 11 cases in one run and 9 of 11 in another).
+
+Each fault is a reference with one substitution (as in tests/test_broken_kernels.py),
+graded on 20 run seeds in one sandboxed child. Per seed only the cases where the fault
+shows are called (`where`), which is enough for the claim and keeps the test short.
+"""
+
+import pytest
+from conftest import broken
+
+from grader.backends import selection as backends
+from grader.judge.stage import StageCheck
+from grader.sandbox import Runner
+
+SEEDS = [7 * n + 1 for n in range(20)]
+
+FAULTS = {
+    "grid rounded down": ("vector_add", "stage1_vector_add.py",
+                          "triton.cdiv(n_elements, BLOCK_SIZE)", "n_elements // BLOCK_SIZE",
+                          lambda c: c.params["n"] % 1024 != 0),
+    "softmax without the online rescale": (
+        "softmax", "stage3_softmax.py",
+        "l_i = l_i * tl.exp(m_i - m_new) + tl.sum(tl.exp(x - m_new), axis=0)",
+        "l_i = l_i + tl.sum(tl.exp(x - m_new), axis=0)",
+        lambda c: c.params["N"] > 4096),
+    "softmax without the max subtraction": (
+        "softmax", "stage3_softmax.py", "m_new = tl.maximum(m_i, tl.max(x, axis=0))",
+        "m_new = tl.full((), 0.0, dtype=tl.float32)", lambda c: c.params["scale"] > 1),
+    "matmul with a float16 accumulator": (
+        "matmul", "stage4_matmul.py", 'acc = tl.dot(a, b, acc, input_precision="tf32")',
+        "acc = (acc.to(tl.float16) + tl.dot(a, b, out_dtype=tl.float16)).to(tl.float32)",
+        lambda c: c.dtype == "float16" and c.params["K"] >= 1024),
+    "attention without the causal mask": (
+        "flash_attention", "stage5_flash_attention.py",
+        "visible = visible & (offs_n[None, :] <= offs_m[:, None])", "visible = visible",
+        lambda c: c.params["causal"]),
+    "attention without the accumulator's rescale": (
+        "flash_attention", "stage5_flash_attention.py",
+        "acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)",
+        "acc = acc + tl.dot(p.to(v.dtype), v)", lambda c: c.params["N"] > 64),
+}
+
+
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_a_classic_fault_fails_on_every_seed(course, tmp_path, fault):
+    stage_id, file, old, new, where = FAULTS[fault]
+    stage = course.select(stage_id)
+    module = tmp_path / file
+    module.write_text(broken("triton", file, old, new))
+    selection = backends.select("triton-interpret")
+    selection.backend.prepare()
+    runner = Runner(module, stage.problem.function, "cpu", hidden=course.private_paths,
+                    rules=course.rules, track="triton")
+    cases = [c for c in stage.cases if where(c)]
+    assert cases  # the cases where the fault shows are in the course
+    passed_on = []
+    try:
+        runner.load()
+        check = StageCheck(stage, selection, runner)
+        for seed in SEEDS:
+            check.run_seed = seed
+            if all(check.check(case).passed for case in cases):
+                passed_on.append(seed)
+    finally:
+        runner.close()
+    assert not passed_on, f"{fault} passed every case on run seeds {passed_on}"
