@@ -48,7 +48,7 @@ class CaseProgress(Protocol):
 
 # A stage's progress display: given its label and the number of cases, the context in which
 # it is graded, yielding the CaseProgress told as each case starts and ends.
-Progress = Callable[[str, int], ContextManager[CaseProgress]]
+Progress = Callable[[str, int], ContextManager[CaseProgress | None]]
 
 
 class _CasePlugin:
@@ -247,17 +247,9 @@ def _shown(path: Path, root: Path) -> str:
         return str(path)
 
 
-class _Unseen:
-    def start(self, case_id: str) -> None:
-        pass
-
-    def end(self, result: CaseResult) -> None:
-        pass
-
-
 @contextmanager
 def _silent(label: str, cases: int):
-    yield _Unseen()
+    yield None  # no display: the plugins tell nobody
 
 
 def grade(course: Course, stages: list[Stage], selection: Selection, solutions: bool = False,

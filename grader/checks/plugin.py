@@ -122,6 +122,15 @@ class _StageUnderTest:
             return str(exc)
         return None
 
+    def pytest_terminal_summary(self, terminalreporter):
+        """What was not graded, and why, even without -rs: a skip is never silent."""
+        reasons = {str(r.longrepr[-1]).removeprefix("Skipped: ")
+                   for r in terminalreporter.stats.get("skipped", []) if isinstance(r.longrepr, tuple)}
+        if self.stage.memory_growth:
+            reasons.add("memory growth: not graded here (`grade` checks it, on a GPU)")
+        for reason in sorted(reasons):
+            terminalreporter.write_line(f"tilecourse: {reason}")
+
     def pytest_sessionfinish(self, session):
         if self._runner is not None:
             self._runner.close()  # every process of the submission ends with the session
