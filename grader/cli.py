@@ -79,7 +79,8 @@ def all_command(ctx, **options) -> int:
 def _grade(course: Course, stages: list[Stage], backend: str, track: str | None, solutions: bool,
            submission: Path | None, json_path: Path | None, junit_path: Path | None,
            gradescope_path: Path | None, markdown_path: Path | None, verbose: bool,
-           benchmark_json: Path | None, seed: int | None, timeout: float, keep_going: bool) -> int:
+           benchmark_json: Path | None, seed: int | None, timeout: float | None,
+           keep_going: bool) -> int:
     console = make_console()
     selection = backends.select(backend, track)
     if backend == backends.AUTO and track is None and not solutions:
@@ -225,8 +226,9 @@ def release_command(ctx, outdir: Path, force: bool) -> int:
               help="Submissions graded at once on a CPU host (on a GPU host: one per GPU).")
 @click.option("--seed", type=click.IntRange(0, 2**31 - 1),
               help="One seed for the whole class (default: a fresh one, printed).")
-@click.option("--timeout", type=click.FloatRange(1), default=120, show_default=True,
-              help="Seconds one call of a submission may take.")
+@click.option("--timeout", type=click.FloatRange(1),
+              help="Seconds one call of a submission may take (default: each stage's "
+                   "time_limit in course.toml).")
 @click.option("--limit", type=click.FloatRange(1), default=1800, show_default=True,
               help="Seconds one whole submission may take.")
 @click.option("--force", is_flag=True, help="Grade again submissions that already have a result.")
@@ -235,7 +237,8 @@ def release_command(ctx, outdir: Path, force: bool) -> int:
                    "from a submission, or end every process it starts (see `grade doctor`).")
 @click.pass_context
 def batch_command(ctx, submissions, out: Path, backend: str, jobs: int, seed: int | None,
-                  timeout: float, limit: float, force: bool, allow_weak_sandbox: bool) -> int:
+                  timeout: float | None, limit: float, force: bool,
+                  allow_weak_sandbox: bool) -> int:
     """Grade many submissions (folders or zips), each isolated; write a gradebook (instructors)."""
     course = _course(ctx)
     selection = backends.select(backend)  # fail early, with the fix, if it cannot run here
@@ -255,7 +258,8 @@ def batch_command(ctx, submissions, out: Path, backend: str, jobs: int, seed: in
         import torch
 
         gpus = [str(i) for i in range(torch.cuda.device_count())]
-    options = ["--backend", selection.backend.name, "--seed", str(seed), "--timeout", str(timeout)]
+    options = ["--backend", selection.backend.name, "--seed", str(seed)]
+    options += ["--timeout", str(timeout)] if timeout else []
     workers = f"{len(gpus)} GPU workers" if gpus else f"{jobs} CPU workers"
     console.print(f"grading {len(found)} submissions with {selection.backend.name}, seed {seed}, "
                   f"{workers}; results in {out}", markup=False)

@@ -93,9 +93,11 @@ def grading_options(command):
         click.option("--seed", type=click.IntRange(0, 2**31 - 1),
                      help="Draw the inputs from this seed (default: a fresh one, printed on the "
                           "scorecard, so a failure can be reproduced)."),
-        click.option("--timeout", type=click.FloatRange(1), default=120, show_default=True,
+        click.option("--timeout", type=click.FloatRange(1),
                      help="Seconds one call of a submission may take before it fails (timeout); "
-                          "the stage's later cases are then not run, unless --keep-going."),
+                          "the stage's later cases are then not run, unless --keep-going. "
+                          "Default: the stage's time_limit in course.toml (on the CPU or the "
+                          "GPU)."),
         click.option("--keep-going", is_flag=True,
                      help="Run every case of a stage even after one timed out (each may cost "
                           "the whole --timeout)."),

@@ -164,7 +164,7 @@ def grade_stage(
     module: Path | None = None,
     benchmark_json: Path | None = None,
     seed: int = 0,
-    timeout: float = 120.0,
+    timeout: float | None = None,
     keep_going: bool = False,
 ) -> StageResult:
     """Grade one stage; `module` overrides the exercise or solution file course.toml names.
@@ -191,6 +191,8 @@ def grade_stage(
         return result
 
     backend.prepare()  # before the child starts: it inherits the environment
+    # Unless the command line sets one, a call may take the stage's own time limit.
+    timeout = timeout or stage.time_limit.seconds(backend.device)
     runner = Runner(path, stage.problem.function, backend.device, timeout,
                     hidden=course.private_paths, rules=course.rules, track=backend.track)
     try:
@@ -225,7 +227,7 @@ def _grade_loaded(check: StageCheck, result: StageResult, todos: TodoState,
         result.checks.append(memory_check(stage, selection, runner, seed))
     result.hints = matching_hints(stage.hints, result.cases)
     result.conclude(len(stage.cases))
-    if no_speed or result.status is not Status.PASS:
+    if no_speed or result.status not in (Status.PASS, Status.PARTLY_GRADED):
         return result
 
     timer = SpeedCheck(stage, selection, runner, run_seed=seed)
@@ -253,7 +255,7 @@ def _silent(label: str, cases: int):
 
 
 def grade(course: Course, stages: list[Stage], selection: Selection, solutions: bool = False,
-          submission: Path | None = None, seed: int | None = None, timeout: float = 120.0,
+          submission: Path | None = None, seed: int | None = None, timeout: float | None = None,
           benchmark_json: Path | None = None, progress: Progress = _silent,
           keep_going: bool = False) -> Report:
     """Grade `stages` of `course` on `selection`'s backend: the solutions, the exercises in

@@ -8,8 +8,11 @@ the sandboxed child or, for its baseline, in the grader (grader/speed/trial.py j
 - CUDA events around each call, read back in batches, so the timed region holds GPU work
   and launch overhead but not Python bookkeeping or synchronisation.
 - Warm-up calls first: they absorb JIT compilation and autotuning.
-- The L2 cache is flushed (a buffer twice its size is zeroed) before every timed call, so
-  no call profits from data a previous call left in L2. The flush is enqueued before the
+- The L2 cache is flushed (a buffer twice its size is read) before every timed call, so
+  no call profits from data a previous call left in L2, and none pays for it either: a
+  read leaves L2 holding clean lines, so the write-back of what the previous call (or the
+  flush) wrote happens during the flush, not inside the next timed call, as it would after
+  a flush that zeroes its buffer. The flush is enqueued before the
   start event, which keeps the GPU busy while the CPU launches the timed call (in
   `run_batch`, which synchronises before each call, with a short GPU sleep after it).
 - Candidates are interleaved, call by call in `measure`, batch by batch in a trial, so
@@ -83,14 +86,16 @@ class Budget:
 
 
 class L2Flush:
-    """Zeroing a buffer twice the size of L2 evicts whatever the last call left there."""
+    """Reading a buffer twice the size of L2 evicts whatever the last call left there,
+    dirty lines included, and leaves only clean lines behind (nothing to write back)."""
 
     def __init__(self, device: torch.device):
         l2 = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or 64 << 20
-        self.buffer = torch.empty(2 * l2 // 4, dtype=torch.int32, device=device)
+        self.buffer = torch.zeros(2 * l2 // 4, dtype=torch.int32, device=device)
+        self.sink = torch.zeros((), dtype=torch.int64, device=device)  # no allocation per flush
 
     def __call__(self) -> None:
-        self.buffer.zero_()
+        torch.sum(self.buffer, dim=0, out=self.sink)
 
 
 def measure(candidates: dict[str, Callable[[], object]], budget: Budget = Budget()) -> dict[str, Samples]:

@@ -79,12 +79,12 @@ def main() -> int:
                     wrong.append(f"{name}: {verdict.summary}")
             samples = timing.measure(candidates, timing.Budget(seconds=args.seconds))
             work = problem.work(params, DTYPES[dtype])
-            ceiling, unit = limits.limit(work, dtype)
+            roofline = limits.roofline(work, dtype)
             shape = ",".join(f"{k}={v}" for k, v in params.items() if v is not None)
             torch_ms = samples["torch"].median
             for name, s in samples.items():
-                rate = ceilings.achieved(work, s.median / 1e3)
-                rows.append((stage.id, shape, dtype, name, s.median, rate, unit, rate / ceiling,
+                rows.append((stage.id, shape, dtype, name, s.median, roofline.achieved(s.median / 1e3),
+                             roofline.unit, roofline.fraction(s.median / 1e3),
                              torch_ms / s.median, s.spread, len(s.times_ms)))
                 print(_row(rows[-1]), flush=True)
             for line in wrong:

@@ -57,7 +57,7 @@ def small_course(real: Course, folder: Path) -> Course:
         return Case({"n": n}, "float32", zlib.crc32(f"vector_add/{key}".encode()))
 
     speed = dataclasses.replace(stage.speed, seconds=2.0, cases=(case(2**24, "speed/0"),),
-                                thresholds={"triton": Threshold(min_speedup=0.7)})
+                                thresholds={backends.gpu_arch(): {"triton": Threshold(min_speedup=0.7)}})
     stage = dataclasses.replace(stage, tiles={}, tolerance={"float32": stage.tolerance["float32"]},
                                 cases=(case(1000, "0"), case(5, "1")), speed=speed)
     # Without the static check's lists: the corpus goes around that speed bump to test the

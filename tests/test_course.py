@@ -157,7 +157,7 @@ def test_a_speed_table_without_cases_is_an_error(tmp_path):
 points = 5
 baseline = "torch"
 cases = []
-thresholds.triton = { min_speedup = 1.0 }
+thresholds.sm_90.triton = { min_speedup = 1.0 }
 """
     message = error_for(tmp_path, MINIMAL + speed)
     assert "stages[0].speed.cases: a speed table needs at least one case" in message

@@ -396,14 +396,15 @@ title = "t"
 [[stages]]
 id = "vector_add"
 speed.points = 5   # a speed table written with dotted keys, no [stages.speed] header
-speed.thresholds.triton = { min_speedup = 0.5 }
+speed.thresholds.sm_90.triton = { min_speedup = 0.5 }
 
 [[stages]]
 id = "softmax"
 
 [stages.speed]
 points = 5
-thresholds.triton = { min_fraction = 0.4 }  # set by hand; keep
+thresholds.sm_90.triton = { min_fraction = 0.4 }  # set by hand; keep
+thresholds.sm_80.triton = { copied_from = "sm_90", min_fraction = 0.4 }
 # the next stage
 """
 
@@ -416,8 +417,8 @@ def test_calibrate_writes_only_into_the_stages_own_speed_table(tmp_path):
     path = tmp_path / "course.toml"
     path.write_text(CALIBRATE_COURSE)
 
-    def cal(stage, backend, value):
-        return Calibration(stage, backend, [], Threshold(min_speedup=value))
+    def cal(stage, backend, value, arch="sm_90"):
+        return Calibration(stage, backend, [], Threshold(min_speedup=value), arch)
 
     # vector_add has no [stages.speed] of its own: softmax's must not be written instead.
     with pytest.raises(GradeError, match="vector_add stage has no \\[stages.speed\\] table"):
@@ -426,20 +427,24 @@ def test_calibrate_writes_only_into_the_stages_own_speed_table(tmp_path):
         write_thresholds(path, [cal("sort", "triton", 0.9)])
     assert path.read_text() == CALIBRATE_COURSE and list(tmp_path.iterdir()) == [path]
 
-    # In its own table: the value is set, the hand-written key and comment stay, and a new
-    # backend's line goes at the end of the table, before the comment about the next stage.
-    kept = write_thresholds(path, [cal("softmax", "triton", 0.85), cal("softmax", "cutile", 1.5)])
+    # In its own table: the value is set, the hand-written key and comment stay, a copied
+    # line becomes this architecture's own, and a new backend's line goes at the end of the
+    # table, before the comment about the next stage.
+    kept = write_thresholds(path, [cal("softmax", "triton", 0.85), cal("softmax", "cutile", 1.5),
+                                   cal("softmax", "triton", 0.7, "sm_80")])
     assert kept.read_text() == CALIBRATE_COURSE
     assert path.read_text() == CALIBRATE_COURSE.replace(
-        "thresholds.triton = { min_fraction = 0.4 }  # set by hand; keep\n",
-        "thresholds.triton = { min_speedup = 0.85, min_fraction = 0.4 }  # set by hand; keep\n"
-        "thresholds.cutile = { min_speedup = 1.5 }\n")
+        "thresholds.sm_90.triton = { min_fraction = 0.4 }  # set by hand; keep\n"
+        'thresholds.sm_80.triton = { copied_from = "sm_90", min_fraction = 0.4 }\n',
+        "thresholds.sm_90.triton = { min_speedup = 0.85, min_fraction = 0.4 }  # set by hand; keep\n"
+        "thresholds.sm_80.triton = { min_speedup = 0.7, min_fraction = 0.4 }\n"
+        "thresholds.sm_90.cutile = { min_speedup = 1.5 }\n")
 
     # A layout it cannot edit in place (a [stages.speed.thresholds.*] table) is left alone.
-    nested = CALIBRATE_COURSE.replace("thresholds.triton = { min_fraction = 0.4 }",
-                                      "[stages.speed.thresholds.triton]\nmin_fraction = 0.4")
+    nested = CALIBRATE_COURSE.replace("thresholds.sm_90.triton = { min_fraction = 0.4 }",
+                                      "[stages.speed.thresholds.sm_90.triton]\nmin_fraction = 0.4")
     path.write_text(nested)
-    with pytest.raises(GradeError, match="cannot edit safely.*by hand:\n  softmax: thresholds"):
+    with pytest.raises(GradeError, match="cannot edit safely.*by hand:\n  softmax: thresholds.sm_90.triton"):
         write_thresholds(path, [cal("softmax", "triton", 0.85)])
     assert path.read_text() == nested
 

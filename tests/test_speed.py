@@ -32,7 +32,7 @@ points = 4
 baseline = "torch"
 seconds = 1
 cases = [ { n = 3000, dtypes = ["float32"] }, { n = 5000, dtypes = ["float32"] } ]
-thresholds.triton = { min_speedup = THRESHOLD }
+thresholds.sm_90.triton = { min_speedup = THRESHOLD }
 """)
 
 FAKE_LIMITS = ceilings.Ceilings("Fake GPU", memory_gbps=1000.0, tflops={"float32": 100.0})
@@ -80,10 +80,11 @@ def fake_gpu_timing(monkeypatch):
     monkeypatch.setattr(Runner, "fetch", lambda self, index, size: self.fetched(index))
     monkeypatch.setattr(Trial, "baseline_batch", lambda self, seeds, key: (
         [BASELINE_MS] * len(seeds), BASELINE_MS * len(seeds)))
-    monkeypatch.setattr(ceilings, "ceilings", lambda: FAKE_LIMITS)
+    monkeypatch.setattr(ceilings, "ceilings", lambda remeasure=False: FAKE_LIMITS)
     monkeypatch.setattr(speed, "not_graded_reason", lambda stage, selection: None)
+    monkeypatch.setattr(speed, "gpu_arch", lambda: "sm_90")
     interpret = backends.select("triton-interpret")
-    # Named like the GPU backend so that course.toml's thresholds.triton applies.
+    # Named like the GPU backend so that course.toml's thresholds.sm_90.triton applies.
     return backends.Selection(dataclasses.replace(interpret.backend, name="triton"), "test")
 
 
@@ -138,30 +139,143 @@ def test_speed_waits_for_correctness(grade):
     assert result.total_max_points == 10
 
 
+def test_a_speed_case_in_a_dtype_this_gpu_lacks_is_not_graded(grade, monkeypatch):
+    monkeypatch.setattr(speed, "dtype_unsupported", lambda dtype, device: "fp32 needs sm_99")
+    result = grade(1.5)
+    assert result.speed.graded and result.speed.points == 0
+    assert result.speed.reason == "0/2 speed cases fast enough (2 not graded on this GPU)"
+    assert all(c.failure is Failure.NOT_GRADED and c.summary == "not graded on this GPU: fp32 "
+               "needs sm_99" for c in result.speed.cases)
+
+
+def test_the_limit_of_a_case_is_its_roofline():
+    """The longer of moving the bytes and doing the FLOPs: a kernel with FLOPs but few per
+    byte is judged against memory, not against the tensor cores' peak."""
+    limits = ceilings.Ceilings("GPU", memory_gbps=1000.0, tflops={"bfloat16": 100.0})
+    few = limits.roofline(PROBLEMS["matmul"].work({"M": 4096, "N": 4096, "K": 1}, torch.bfloat16),
+                          "bfloat16")
+    assert few.unit == "GB/s" and few.ceiling == 1000.0
+    assert few.seconds == pytest.approx((2 * 4096 + 4096 * 4096) * 2 / 1e12)
+    many = limits.roofline(PROBLEMS["matmul"].work({"M": 4096, "N": 4096, "K": 4096},
+                                                   torch.bfloat16), "bfloat16")
+    assert many.unit == "TFLOP/s" and many.seconds == pytest.approx(2 * 4096**3 / 1e14)
+    assert many.fraction(2 * many.seconds) == 0.5 and many.achieved(2 * many.seconds) == 50.0
+    copy = limits.roofline(PROBLEMS["vector_add"].work({"n": 1000}, torch.float32), "float32")
+    assert copy.unit == "GB/s" and copy.seconds == pytest.approx(12000 / 1e12)
+
+
+@pytest.mark.parametrize("fresh_gbps, rejected", [(1000.0, False), (0.01, True)])
+def test_a_stale_ceiling_is_measured_again_before_the_timing_is_rejected(
+        grade, monkeypatch, fresh_gbps, rejected):
+    """A cached ceiling measured on a busy GPU is too low: a kernel that seems to beat it is
+    first checked against a fresh measurement; beating that one too is tampering."""
+    stale = dataclasses.replace(FAKE_LIMITS, memory_gbps=0.01)
+    fresh = dataclasses.replace(FAKE_LIMITS, memory_gbps=fresh_gbps)
+    asked = []
+    monkeypatch.setattr(ceilings, "ceilings", lambda remeasure=False: (
+        asked.append(remeasure) or (fresh if remeasure else stale)))
+    result = grade(1.5)
+    assert True in asked
+    if rejected:
+        assert all(c.failure is Failure.TIMING_REJECTED and "of the GPU's measured ceiling is "
+                   "not possible" in c.summary for c in result.speed.cases)
+    else:
+        assert result.speed.points == 4 and result.speed.cases[0].ceiling == 1000.0
+
+
+def test_the_l2_flush_only_reads(monkeypatch):
+    """Zeroing the flush buffer would leave L2 full of dirty lines, written back during the
+    next timed call; a read leaves clean lines. A write would bump the tensor's version."""
+    monkeypatch.setattr(torch.cuda, "get_device_properties",
+                        lambda device: type("Props", (), {"L2_cache_size": 4096})())
+    flush = timing.L2Flush(torch.device("cpu"))
+    assert flush.buffer.numel() * flush.buffer.element_size() == 2 * 4096
+    version = flush.buffer._version
+    flush()
+    flush()
+    assert flush.buffer._version == version
+
+
 def test_no_gpu_means_not_graded(course, interpret):
     stage = course.select("matmul")
     assert speed.not_graded_reason(stage, interpret) == "needs a GPU"
 
 
-def test_every_stage_has_speed_thresholds_for_both_gpu_backends(course):
+def test_every_stage_has_speed_thresholds_per_architecture(course):
+    """Calibrated on sm_90 for both backends; sm_80 and sm_75 (Triton only: cuTile does
+    not run on a T4) are marked as copies, so the scorecard can say so."""
     for stage in course.stages:
         assert stage.speed and stage.speed.cases, stage.id
-        assert set(stage.speed.thresholds) == {"triton", "cutile"}, stage.id
+        thresholds = stage.speed.thresholds
+        assert set(thresholds) == {"sm_90", "sm_80", "sm_75"}, stage.id
+        assert set(thresholds["sm_90"]) == set(thresholds["sm_80"]) == {"triton", "cutile"}
+        assert set(thresholds["sm_75"]) == {"triton"}, stage.id
+        assert all(t.copied_from is None for t in thresholds["sm_90"].values())
+        assert all(t.copied_from == "sm_90" for arch in ("sm_80", "sm_75")
+                   for t in thresholds[arch].values())
         assert stage.speed.baseline in stage.problem.baselines
+
+
+@pytest.mark.parametrize("arch, backend, graded", [
+    ("sm_90", "triton", True), ("sm_80", "cutile", True), ("sm_75", "triton", True),
+    ("sm_75", "cutile", False), ("sm_89", "triton", False), ("sm_120", "cutile", False)])
+def test_a_gpu_without_thresholds_for_its_architecture_is_not_graded(
+        monkeypatch, course, arch, backend, graded):
+    monkeypatch.setattr(speed, "gpu_arch", lambda: arch)
+    monkeypatch.setattr(speed, "gpu_name", lambda: "Some GPU")
+    gpu = backends.Selection(dataclasses.replace(backends.BACKENDS[backend], device="cuda"), "test")
+    reason = speed.not_graded_reason(course.select("matmul"), gpu)
+    if graded:
+        assert reason is None
+    else:
+        assert reason == (f"no thresholds for Some GPU ({arch}) with {backend} in course.toml; "
+                          "run `grade calibrate --write` on this GPU")
+
+
+def test_thresholds_keyed_by_backend_name_the_new_layout(tmp_path):
+    path = tmp_path / "course.toml"
+    path.write_text(COURSE.replace("THRESHOLD", "1").replace("thresholds.sm_90.triton", "thresholds.triton"))
+    with pytest.raises(CourseError) as info:
+        load_course(path)
+    assert ("stages[0].speed.thresholds: 'triton' is not a GPU architecture. Thresholds are set "
+            "per architecture, then backend: thresholds.sm_90.triton = { min_speedup = 1.2 }"
+            in str(info.value))
+
+
+def test_a_copied_threshold_names_an_architecture_of_the_table(tmp_path):
+    path = tmp_path / "course.toml"
+    path.write_text(COURSE.replace("THRESHOLD", "1") +
+                    'thresholds.sm_80.triton = { min_speedup = 1, copied_from = "sm_86" }\n')
+    with pytest.raises(CourseError, match=r"thresholds.sm_80.triton.copied_from: names 'sm_86', "
+                                          r"which has no thresholds of its own here; known: sm_90"):
+        load_course(path)
+
+
+def test_a_copied_threshold_is_named_in_the_verdict(grade_source, fake_gpu_timing, monkeypatch):
+    monkeypatch.setattr(speed, "gpu_arch", lambda: "sm_80")
+    toml = COURSE.replace("THRESHOLD", "1.5").replace(
+        "thresholds.sm_90.triton = { min_speedup = 1.5 }",
+        'thresholds.sm_90.triton = { min_speedup = 9 }\n'
+        'thresholds.sm_80.triton = { min_speedup = 1.5, copied_from = "sm_90" }')
+    result = grade_source("vector_add", REFERENCE, backend=fake_gpu_timing, course_toml=toml)
+    assert result.speed.points == 4  # sm_80's 1.5, not sm_90's 9
+    assert all("(threshold copied from sm_90: not yet calibrated on sm_80)" in c.summary
+               for c in result.speed.cases)
 
 
 def test_speed_section_is_validated(tmp_path):
     path = tmp_path / "course.toml"
     text = COURSE.replace("THRESHOLD", "1").replace('baseline = "torch"', 'baseline = "numpy"')
-    text = text.replace("thresholds.triton = { min_speedup = 1 }",
-                        "thresholds.triton = { min_speedup = 0 }\nthresholds.triton-interpret = { min_speedup = 1 }")
+    text = text.replace("thresholds.sm_90.triton = { min_speedup = 1 }",
+                        "thresholds.sm_90.triton = { min_speedup = 0 }\n"
+                        "thresholds.sm_90.triton-interpret = { min_speedup = 1 }")
     path.write_text(text)
     with pytest.raises(CourseError) as info:
         load_course(path)
     message = str(info.value)
     assert "stages[0].speed.baseline: unknown baseline 'numpy'" in message
-    assert "stages[0].speed.thresholds.triton.min_speedup: must be positive" in message
-    assert "stages[0].speed.thresholds.triton-interpret: unknown key" in message
+    assert "stages[0].speed.thresholds.sm_90.triton.min_speedup: must be positive" in message
+    assert "stages[0].speed.thresholds.sm_90.triton-interpret: unknown key" in message
 
 
 def test_calibrate_writes_thresholds_in_place_and_keeps_a_backup(tmp_path, course):
@@ -172,16 +286,22 @@ def test_calibrate_writes_thresholds_in_place_and_keeps_a_backup(tmp_path, cours
     original = course.path.read_text()
     path.write_text(original)
     # Values that differ from what course.toml holds now, so that each line must change.
-    new_softmax = course.select("softmax").speed.thresholds["triton"].min_speedup + 0.05
-    new_matmul = course.select("matmul").speed.thresholds["cutile"].min_speedup + 0.05
-    found = [Calibration("softmax", "triton", [], Threshold(min_speedup=round(new_softmax, 2))),
-             Calibration("matmul", "cutile", [], Threshold(min_speedup=round(new_matmul, 2)))]
+    sm90, sm80 = (course.select(s).speed.thresholds[a] for s, a in (("softmax", "sm_90"),
+                                                                      ("matmul", "sm_80")))
+    new_softmax = round(sm90["triton"].min_speedup + 0.05, 2)
+    new_matmul = round(sm80["cutile"].min_speedup + 0.05, 2)
+    found = [Calibration("softmax", "triton", [], Threshold(min_speedup=new_softmax), "sm_90"),
+             Calibration("matmul", "cutile", [], Threshold(min_speedup=new_matmul), "sm_80")]
     kept = write_thresholds(path, found)
     assert kept.read_text() == original
     updated = load_course(path)
-    assert updated.select("softmax").speed.thresholds["triton"].min_speedup == round(new_softmax, 2)
-    assert updated.select("matmul").speed.thresholds["cutile"].min_speedup == round(new_matmul, 2)
-    assert updated.select("matmul").speed.thresholds["triton"] == course.select("matmul").speed.thresholds["triton"]
+    assert updated.select("softmax").speed.threshold("sm_90", "triton").min_speedup == new_softmax
+    # Measured on sm_80 now: no longer a copy of sm_90's figure.
+    assert updated.select("matmul").speed.threshold("sm_80", "cutile") == Threshold(new_matmul)
+    assert (updated.select("matmul").speed.threshold("sm_90", "cutile")
+            == course.select("matmul").speed.threshold("sm_90", "cutile"))
+    assert (updated.select("matmul").speed.thresholds["sm_80"]["triton"]
+            == course.select("matmul").speed.thresholds["sm_80"]["triton"])
     # Everything else, comments included, is unchanged.
     before, after = original.splitlines(), path.read_text().splitlines()
     assert len(before) == len(after)

@@ -80,10 +80,11 @@ def _cuda_missing() -> str | None:
             f"needs a CUDA GPU, and this machine has {build}. "
             "Use --backend triton-interpret to run kernels on the CPU."
         )
-    major, _ = torch.cuda.get_device_capability()
-    if major < 8:
+    major, minor = torch.cuda.get_device_capability()
+    if (major, minor) < TRITON_MIN_CAPABILITY:
         name = torch.cuda.get_device_name()
-        return f"{name} has compute capability {major}.x; the course kernels need 8.0 or newer."
+        return (f"{name} has compute capability {major}.{minor}; the course's Triton kernels "
+                "need 7.5 (a T4) or newer.")
     return None
 
 
@@ -92,6 +93,11 @@ def _probe_triton() -> str | None:
 
 
 CUTILE_MAJORS = (8, 9, 10, 11, 12)  # compute capabilities cuTile compiles for
+# Colab's free T4 (sm_75) is the oldest GPU graded: Triton runs there, cuTile does not.
+TRITON_MIN_CAPABILITY = (7, 5)
+# The oldest GPU whose arithmetic has each dtype: sm_75 has no bfloat16 instructions (no
+# bf16 tensor cores), so a bf16 case there is not graded rather than failed or passed.
+DTYPE_MIN_CAPABILITY = {"bfloat16": (8, 0)}
 
 
 def gpu_arch() -> str | None:
@@ -100,6 +106,23 @@ def gpu_arch() -> str | None:
         return None
     major, minor = torch.cuda.get_device_capability()
     return f"sm_{major}{minor}"
+
+
+def gpu_name() -> str:
+    return torch.cuda.get_device_name() if torch.cuda.is_available() else "no GPU"
+
+
+def dtype_unsupported(dtype: str, device: str) -> str | None:
+    """Why cases in `dtype` cannot be graded on this device's GPU (None: they can)."""
+    needed = DTYPE_MIN_CAPABILITY.get(dtype)
+    if device != "cuda" or needed is None:
+        return None
+    have = torch.cuda.get_device_capability()
+    if have >= needed:
+        return None
+    short = {"bfloat16": "bf16"}.get(dtype, dtype)
+    return (f"{short} needs sm_{needed[0]}{needed[1]}, and {gpu_name()} is "
+            f"sm_{have[0]}{have[1]}")
 
 
 def _cuda_tile_missing() -> str | None:

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 from grader.backends.selection import BACKENDS
 from grader.course import schema
 from grader.course.model import (WHOLE_DIM, Case, Course, Hint, MemoryGrowth, Speed, Stage,
-                                 SubmissionRules, Threshold, Tolerance)
+                                 SubmissionRules, Threshold, TimeLimit, Tolerance)
 from grader.errors import CourseError
 from grader.problems import DTYPES, PROBLEMS, Problem
 
@@ -85,7 +85,8 @@ class Checker:
         hints = tuple(self.hint(h, f"{where}.hints[{j}]", tolerance) for j, h in enumerate(s.hints))
         return Stage(number=index + 1, id=s.id, title=s.title, points=s.points, problem=problem,
                      modules=dict(s.modules), tiles=tiles, tolerance=tolerance,
-                     cases=tuple(cases), speed=speed, memory_growth=growth, hints=hints)
+                     cases=tuple(cases), speed=speed, memory_growth=growth, hints=hints,
+                     time_limit=_time_limit(s.time_limit))
 
     def hint(self, h, where: str, tolerance) -> Hint:
         when = h.when
@@ -115,8 +116,15 @@ class Checker:
         return None
 
     def speed(self, s, where: str, problem: Problem, tolerance, stage_id: str) -> Speed:
-        thresholds = {backend: Threshold(t.min_speedup, t.min_fraction)
-                      for backend, t in s.thresholds if t is not None}
+        thresholds = {arch: {backend: Threshold(t.min_speedup, t.min_fraction, t.copied_from)
+                             for backend, t in per_backend if t is not None}
+                      for arch, per_backend in s.thresholds.items()}
+        for arch, per_backend in thresholds.items():
+            for backend, t in per_backend.items():
+                if t.copied_from is not None and t.copied_from not in thresholds:
+                    self.error(f"{where}.thresholds.{arch}.{backend}.copied_from",
+                               f"names {t.copied_from!r}, which has no thresholds of its own "
+                               f"here; known: {', '.join(thresholds)}")
         cases = self.cases(s.cases, f"{where}.cases", problem, tolerance, f"{stage_id}/speed")
         if not s.cases:
             self.error(f"{where}.cases", "a speed table needs at least one case")
@@ -152,6 +160,11 @@ class Checker:
             elif dtype not in tolerance:
                 self.error(where, f"{dtype} has no tolerance; add [stages.tolerance.{dtype}] "
                            "to this stage")
+
+
+def _time_limit(table) -> TimeLimit:
+    """The stage's time limits; a place it does not name keeps the grader's default."""
+    return TimeLimit(**dict(_given(table)))
 
 
 def _given(table) -> tuple[tuple[str, Any], ...]:

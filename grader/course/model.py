@@ -8,6 +8,7 @@ from typing import Any
 
 from grader.errors import StageSelectionError
 from grader.problems import Problem
+from grader.report.results import Failure
 
 COURSE_FILE = "course.toml"
 HIDDEN_FILE = "course.hidden.toml"  # instructor-only cases; `grade release` leaves it out
@@ -47,18 +48,26 @@ class Threshold:
     """What a kernel must reach on the GPU for its speed points (None: not required)."""
 
     min_speedup: float | None = None  # baseline time / kernel time
-    min_fraction: float | None = None  # achieved GB/s or TFLOP/s / the GPU's measured ceiling
+    min_fraction: float | None = None  # the fraction of the case's roofline limit
+    # Another architecture's figures, not measured on this one (`grade calibrate --write`
+    # on such a GPU replaces them): the verdict says so.
+    copied_from: str | None = None
 
 
 @dataclass(frozen=True)
 class Speed:
-    """How a stage's speed is graded: the cases timed, the baseline, thresholds per backend."""
+    """How a stage's speed is graded: the cases timed, the baseline, and thresholds per GPU
+    architecture and backend (a kernel's speed relative to PyTorch differs between GPUs)."""
 
     points: float
     baseline: str
     seconds: float  # timing budget per case
     cases: tuple[Case, ...]
-    thresholds: dict[str, Threshold]  # backend name -> threshold
+    thresholds: dict[str, dict[str, Threshold]]  # "sm_90" -> backend name -> threshold
+
+    def threshold(self, arch: str | None, backend: str) -> Threshold | None:
+        """The threshold for `backend` on a GPU of `arch` (None: not set for it)."""
+        return self.thresholds.get(arch or "", {}).get(backend)
 
 
 @dataclass(frozen=True)
@@ -113,12 +122,24 @@ def matching_hints(hints, cases) -> list[str]:
     of several, the most specific: the one that covers the fewest cases. A float16-only
     failure at a long K is the accumulator, not the loop over K, though both cover it."""
     shown = [c for c in cases if not c.hidden]
-    failed = [c for c in shown if not c.passed]
+    failed = [c for c in shown if not c.passed and c.failure is not Failure.NOT_GRADED]
     if not failed:
         return []
     fitting = [h for h in hints if all(h.matches(c) for c in failed)]
     reach = {h: sum(h.covers(c) for c in shown) for h in fitting}
     return [h.text for h in fitting if reach[h] == min(reach.values())]
+
+
+@dataclass(frozen=True)
+class TimeLimit:
+    """Seconds one call of a submission may take, by where it runs ([[stages]] time_limit).
+    The first call of a stage includes compiling its kernels."""
+
+    cpu: float = 60.0  # Triton's interpreter, the cuTile simulator
+    gpu: float = 120.0
+
+    def seconds(self, device: str) -> float:
+        return self.gpu if device == "cuda" else self.cpu
 
 
 @dataclass(frozen=True)
@@ -135,6 +156,7 @@ class Stage:
     speed: Speed | None = None
     memory_growth: MemoryGrowth | None = None
     hints: tuple[Hint, ...] = ()
+    time_limit: TimeLimit = TimeLimit()
 
     @property
     def name(self) -> str:

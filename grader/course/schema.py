@@ -11,10 +11,12 @@ which also turns pydantic's errors into sentences that name the key path
 from __future__ import annotations
 
 import dataclasses
+import re
 import typing
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_model, model_validator
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, create_model,
+                      model_validator)
 
 from grader.course.model import TRACKS, SubmissionRules
 from grader.problems import DTYPES, Problem
@@ -23,6 +25,8 @@ from grader.report.results import Failure
 FAILURE_KINDS = [kind.value for kind in Failure]
 STRICT = ConfigDict(extra="forbid", strict=True, frozen=True)
 Text = Annotated[str, StringConstraints(min_length=1)]
+ARCH = re.compile(r"sm_[0-9]{2,3}")  # a GPU architecture as nvcc names it: sm_90, sm_120
+ARCH_EXAMPLES = "sm_90: H100/H200, sm_80: A100, sm_86: A10/RTX 30xx, sm_89: L4, sm_75: T4"
 
 
 class Table(BaseModel):
@@ -40,15 +44,34 @@ class Tolerance(Table):
     rtol: float
 
 
+class TimeLimits(Table):
+    cpu: Optional[Annotated[float, Field(gt=0)]] = None
+    gpu: Optional[Annotated[float, Field(gt=0)]] = None
+
+
 class Threshold(Table):
     min_speedup: Optional[Annotated[float, Field(gt=0)]] = None
     min_fraction: Optional[Annotated[float, Field(gt=0)]] = None
+    copied_from: Optional[Text] = None  # the architecture these figures were measured on
 
     @model_validator(mode="after")
     def _one_at_least(self):
         if self.min_speedup is None and self.min_fraction is None:
             raise ValueError("give min_speedup, min_fraction or both")
         return self
+
+
+def _per_arch(value: Any) -> Any:
+    """The keys of `thresholds` are GPU architectures; an older course's backend keys
+    (`thresholds.triton`) get a sentence that shows the new layout."""
+    if isinstance(value, dict):
+        for key in value:
+            if not (isinstance(key, str) and ARCH.fullmatch(key)):
+                raise ValueError(
+                    f"'{key}' is not a GPU architecture. Thresholds are set per architecture, "
+                    f"then backend: thresholds.sm_90.triton = {{ min_speedup = 1.2 }} "
+                    f"({ARCH_EXAMPLES}; `grade doctor` shows a GPU's)")
+    return value
 
 
 def _table(name: str, fields: dict[str, Any]) -> type[Table]:
@@ -71,7 +94,8 @@ def stage_model(problem: Problem, gpu_backends: tuple[str, ...]) -> type[Table]:
 
 def _stage_model(problem: Problem, gpu_backends: tuple[str, ...]) -> type[Table]:
     case, sizes = _case_model(problem, with_dtypes=True), _case_model(problem, with_dtypes=False)
-    thresholds = _table("thresholds", {name: (Optional[Threshold], None) for name in gpu_backends})
+    backends = _table("thresholds", {name: (Optional[Threshold], None) for name in gpu_backends})
+    thresholds = Annotated[dict[str, backends], BeforeValidator(_per_arch)]
     baseline = Literal[tuple(problem.baselines)] if problem.baselines else str
     speed = _table("speed", {
         "points": (float, ...), "baseline": (baseline, ...), "cases": (list[case], ...),
@@ -92,7 +116,8 @@ def _stage_model(problem: Problem, gpu_backends: tuple[str, ...]) -> type[Table]
         "id": (str, ...), "title": (str, ...), "points": (Annotated[float, Field(ge=0)], ...),
         "modules": (Modules, ...), "tolerance": (Tolerances, ...), "cases": (list[case], ...),
         "tiles": (Optional[Tiles], None), "speed": (Optional[speed], None),
-        "memory_growth": (Optional[growth], None), "hints": (list[hint], [])})
+        "memory_growth": (Optional[growth], None), "hints": (list[hint], []),
+        "time_limit": (Optional[TimeLimits], None)})
 
 
 class CourseFile(Table):

@@ -2,9 +2,11 @@
 
 Each reference is timed on every speed case of its stage; the suggested threshold is the
 slowest case's figure times a margin (default 0.8: a student kernel within 20% of the
-reference earns the speed points), rounded down to 0.05. With --write, the thresholds
-lines of course.toml are rewritten in place (the rest of the file, comments included, is
-left as it is) after a backup.
+reference earns the speed points), rounded down to 0.05. The figures hold for the GPU's
+architecture only (`thresholds.sm_90.triton`): with --write, that architecture's lines of
+course.toml are rewritten in place (the rest of the file, comments included, is left as it
+is) after a backup; a line copied from another architecture (`copied_from`) becomes this
+one's own measurement.
 
 The edit is by lines, checked by reading the result back with tomllib: it must equal the old
 file with the calibrated values set, or nothing is written. A format-preserving TOML library
@@ -22,7 +24,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.backends.selection import Selection
+from grader.backends.selection import Selection, gpu_arch
 from grader.course import Course, Stage, Threshold
 from grader.errors import GradeError
 from grader.instructor.backups import backup
@@ -43,6 +45,11 @@ class Calibration:
     backend: str
     cases: list[SpeedCase]
     suggested: Threshold
+    arch: str  # the GPU architecture it was measured on: sm_90
+
+    @property
+    def key(self) -> str:
+        return f"thresholds.{self.arch}.{self.backend}"
 
 
 def _floor(value: float, step: float = 0.05) -> float:
@@ -73,14 +80,16 @@ def calibrate_stage(course: Course, stage: Stage, selection: Selection, margin: 
                          f"no threshold can be derived from it; fix the reference first "
                          f"(`grade {stage.id} --solutions --backend {selection.backend.name}` shows the failure): {wrong[0]}")
     suggested = Threshold(min_speedup=_floor(margin * min(c.speedup for c in cases)))
-    return Calibration(stage.id, selection.backend.name, cases, suggested)
+    return Calibration(stage.id, selection.backend.name, cases, suggested, gpu_arch())
 
 
 def write_thresholds(path: Path, found: list[Calibration]) -> Path:
-    """Set min_speedup in `thresholds.<backend>` of each stage's speed table; returns the backup.
+    """Set min_speedup in `thresholds.<arch>.<backend>` of each stage's speed table; returns
+    the backup.
 
-    Only the number changes on an existing line (its other keys and comments stay); a
-    backend without a line gets one at the end of the table. Nothing is written unless the
+    Only the number changes on an existing line (its other keys and comments stay, but
+    `copied_from` goes: the figure is now this architecture's own); an architecture and
+    backend without a line get one at the end of the table. Nothing is written unless the
     result, read back as TOML, differs from the file in those values only.
     """
     path = Path(path)
@@ -148,21 +157,27 @@ def _number(value: float) -> str:
 
 
 def _set_threshold(lines: list[str], start: int, end: int, cal: Calibration) -> None:
-    """Set min_speedup on the backend's thresholds line in lines[start:end], or add the line."""
+    """Set min_speedup on the architecture and backend's thresholds line in lines[start:end],
+    or add the line."""
     value = _number(cal.suggested.min_speedup)
-    line_of = re.compile(rf"^\s*thresholds\s*\.\s*{re.escape(cal.backend)}\s*=")
+    line_of = re.compile(rf"^\s*thresholds\s*\.\s*{re.escape(cal.arch)}\s*\.\s*"
+                         rf"{re.escape(cal.backend)}\s*=")
     for i in range(start, end):
         if line_of.match(lines[i]):
             line, n = re.subn(r"(\bmin_speedup\s*=\s*)[^,}\s#]+",
                               lambda m: m.group(1) + value, lines[i], count=1)
             if not n:  # min_fraction only: min_speedup joins it
-                line = re.sub(r"=\s*\{\s*", lambda m: f"= {{ min_speedup = {value}, ", lines[i],
+                line = re.sub(r"=\s*\{\s*", lambda m: f"= {{ min_speedup = {value}, ", line,
                               count=1)
-            lines[i] = line
+            lines[i] = _COPIED_FROM.sub("", line)
             return
     if end > 0 and not lines[end - 1].endswith("\n"):
         lines[end - 1] += "\n"
-    lines.insert(end, f"thresholds.{cal.backend} = {{ min_speedup = {value} }}\n")
+    lines.insert(end, f"{cal.key} = {{ min_speedup = {value} }}\n")
+
+
+# `, copied_from = "sm_90"` (or the same as the first key) inside an inline table.
+_COPIED_FROM = re.compile(r"""\s*,\s*copied_from\s*=\s*(["'])[^"']*\1|copied_from\s*=\s*(["'])[^"']*\2\s*,\s*""")
 
 
 def _check_only_thresholds_changed(path: Path, before: str, after: str,
@@ -172,13 +187,15 @@ def _check_only_thresholds_changed(path: Path, before: str, after: str,
         expected = tomllib.loads(before)
         for cal in found:
             stage = next(s for s in expected["stages"] if s.get("id") == cal.stage)
-            threshold = stage["speed"].setdefault("thresholds", {}).setdefault(cal.backend, {})
+            per_arch = stage["speed"].setdefault("thresholds", {}).setdefault(cal.arch, {})
+            threshold = per_arch.setdefault(cal.backend, {})
             threshold["min_speedup"] = float(_number(cal.suggested.min_speedup))
+            threshold.pop("copied_from", None)
         same = tomllib.loads(after) == expected
     except (tomllib.TOMLDecodeError, KeyError, StopIteration, TypeError, AttributeError):
         same = False
     if not same:
-        wanted = "\n".join(f"  {cal.stage}: thresholds.{cal.backend} = {{ min_speedup = "
+        wanted = "\n".join(f"  {cal.stage}: {cal.key} = {{ min_speedup = "
                            f"{_number(cal.suggested.min_speedup)} }}" for cal in found)
         raise GradeError(f"{path} is laid out in a way that `grade calibrate --write` cannot "
                          "edit safely, so it was left as it is. Set these in each stage's "

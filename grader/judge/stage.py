@@ -12,7 +12,7 @@ import time
 
 import torch
 
-from grader.backends.selection import Selection
+from grader.backends.selection import Selection, dtype_unsupported
 from grader.course import Case, Stage
 from grader.judge.compare import Verdict, compare
 from grader.problems import DTYPES, Call
@@ -45,6 +45,9 @@ class StageCheck:
             verdict = Verdict(False, f"not run: an earlier case ({self.timed_out}) timed out; "
                               "make that one finish first (or grade with --keep-going)",
                               kind=Failure.NOT_RUN)
+        elif unsupported := dtype_unsupported(case.dtype, self.backend.device):
+            verdict = Verdict(False, f"not graded on this GPU: {unsupported}",
+                              kind=Failure.NOT_GRADED)
         else:
             verdict = self._judged(case, seed)
             if verdict.kind is Failure.TIMED_OUT:

@@ -58,10 +58,6 @@ class Work:
     bytes: int
     flops: int = 0
 
-    @property
-    def compute_bound(self) -> bool:
-        return self.flops > 0
-
 
 @dataclass(frozen=True)
 class Problem:

@@ -10,7 +10,8 @@ import xml.etree.ElementTree as ET
 from datetime import datetime, timezone
 from pathlib import Path
 
-from grader.report.results import CaseResult, CheckResult, Report, StageResult, Status, write_file
+from grader.report.results import (CaseResult, CheckResult, Failure, Report, StageResult, Status,
+                                   write_file)
 from grader.report.text import (case_text, clean, first_line, is_hidden, not_graded, number, ran,
                                 speed_text, stage_name)
 
@@ -68,7 +69,9 @@ def _junit_cases(stage: StageResult) -> list[ET.Element]:
 
 def _junit_case(classname: str, case: CaseResult) -> ET.Element:
     element = _testcase(classname, case.id, case.seconds)
-    if not case.passed:
+    if case.failure is Failure.NOT_GRADED:
+        _outcome(element, "skipped", case.summary)
+    elif not case.passed:
         kind = "HiddenCaseFailed" if is_hidden(case) else "WrongResult"
         _outcome(element, "failure", case_text(case), kind)
     return element
@@ -97,7 +100,9 @@ def _junit_speed(classname: str, stage: StageResult) -> list[ET.Element]:
     for case in speed.cases:
         # The wall time of a speed case is not recorded; its median is the closest figure.
         element = _testcase(classname, f"speed {case.id}", case.ms / 1e3)
-        if not case.passed:
+        if case.failure is Failure.NOT_GRADED:
+            _outcome(element, "skipped", case.summary)
+        elif not case.passed:
             _outcome(element, "failure", speed_text(case), "TooSlow")
         elements.append(element)
     return elements

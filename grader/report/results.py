@@ -22,6 +22,9 @@ class Status(str, Enum):
     FAIL = "FAIL"
     NOT_STARTED = "NOT STARTED"
     ERROR = "ERROR"
+    # Every case that could run here passed, but some cannot run on this GPU (bf16 on a
+    # T4): not a pass, since those cases were never checked.
+    PARTLY_GRADED = "PARTLY GRADED"
 
 
 class Failure(str, Enum):
@@ -39,6 +42,7 @@ class Failure(str, Enum):
     MODIFIED_INPUTS = "modified its inputs"
     WRONG_RETURN = "returned no tensor on its device"
     NOT_RUN = "not run"  # an earlier case of the stage timed out
+    NOT_GRADED = "not graded on this GPU"  # its dtype has no arithmetic on this GPU
     # speed cases
     CALLS_FAILED = "the timed calls failed"
     TIMING_REJECTED = "timing rejected"
@@ -142,7 +146,10 @@ class StageResult:
         A failed stage-wide check (memory growth: the kernel is not what the stage asks
         for) fails the stage."""
         passed = self.cases_passed
+        not_graded = sum(c.failure is Failure.NOT_GRADED for c in self.cases)
         self.status = Status.PASS if passed == total_cases and total_cases else Status.FAIL
+        if not_graded and passed + not_graded == total_cases:
+            self.status = Status.PARTLY_GRADED
         self.points = round(self.max_points * passed / total_cases, 2) if total_cases else 0.0
         if any(c.graded and not c.passed for c in self.checks):
             self.status, self.points = Status.FAIL, 0.0

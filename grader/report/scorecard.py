@@ -9,12 +9,13 @@ from rich.table import Table
 from rich.text import Text
 
 from grader.report.results import Report, StageResult, Status
-from grader.report.text import number, speed_points, versions
+from grader.report.text import number, ran, speed_points, versions
 
 STYLES = {
     Status.PASS: "bold green",
     Status.FAIL: "bold red",
     Status.NOT_STARTED: "yellow",
+    Status.PARTLY_GRADED: "yellow",
     Status.ERROR: "bold magenta",
 }
 FAILURES_SHOWN = 2  # per stage, unless --verbose
@@ -95,8 +96,7 @@ def _table(report: Report) -> Table:
     table.add_column("Points", justify="right")
     table.add_column("Status")
     for s in report.stages:
-        ran = s.status in (Status.PASS, Status.FAIL)
-        cases = f"{s.cases_passed}/{len(s.cases)}" if ran else "-"
+        cases = f"{s.cases_passed}/{len(s.cases)}" if ran(s) else "-"
         speed = speed_points(s, slowest=True)
         table.add_row(
             str(s.number),
@@ -181,14 +181,15 @@ def render_compile(results, archs, console: Console) -> None:
 
 
 def render_calibration(found, margin: float, console: Console) -> None:
-    table = Table(title=f"speed thresholds from the references (margin {margin:g})",
+    arch = found[0].arch if found else "?"
+    table = Table(title=f"speed thresholds for {arch} from the references (margin {margin:g})",
                   title_justify="left")
     for column in ("Stage", "Backend", "Case", "ms", "Baseline", "Speed-up", "Of limit",
                    "Suggested"):
         table.add_column(column)
     for cal in found:
         for i, c in enumerate(cal.cases):
-            suggested = f"min_speedup = {cal.suggested.min_speedup:g}" if i == 0 else ""
+            suggested = f"{cal.key}.min_speedup = {cal.suggested.min_speedup:g}" if i == 0 else ""
             table.add_row(cal.stage, cal.backend, c.id, f"{c.ms:.4g}",
                           f"{c.baseline} {c.baseline_ms:.4g} ms", f"{c.speedup:.2f}x",
                           f"{100 * c.fraction:.0f}%", suggested)

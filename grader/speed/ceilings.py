@@ -4,7 +4,15 @@
 - Compute: PyTorch's (cuBLAS) matmul at 8192^3 in each dtype; float32 with TF32 allowed.
 
 These are measured ceilings, not datasheet numbers: a kernel at 1.0 matches the best that
-the vendor's own library reaches on this GPU, with these drivers.
+the vendor's own library reaches on this GPU, with these drivers. A case's limit is its
+roofline: the longer of moving its bytes at the measured bandwidth and doing its FLOPs at
+the measured peak, so a kernel whose FLOPs are few (attention at a short head dimension,
+a matmul with a small K) is judged against memory when memory is what binds it.
+
+The cache is keyed by the GPU's name and capability, torch and CUDA. A cached figure is a
+claim about the past (measured while another process shared the GPU, it is too low): when a
+kernel appears to beat it by more than noise, it is measured again before anything is
+concluded (grader.speed.check).
 """
 
 from __future__ import annotations
@@ -27,16 +35,30 @@ class Ceilings:
     memory_gbps: float
     tflops: dict[str, float]  # dtype name -> matmul TFLOP/s
 
-    def limit(self, work: Work, dtype: str) -> tuple[float, str]:
-        """The ceiling that applies to this work: (value, unit)."""
-        if work.compute_bound:
-            return self.tflops[dtype], "TFLOP/s"
-        return self.memory_gbps, "GB/s"
+    def roofline(self, work: Work, dtype: str) -> Roofline:
+        """The least time `work` can take here, and the resource that sets it."""
+        memory_s = work.bytes / (self.memory_gbps * 1e9)
+        compute_s = work.flops / (self.tflops[dtype] * 1e12) if work.flops else 0.0
+        if compute_s > memory_s:
+            return Roofline(compute_s, "TFLOP/s", self.tflops[dtype])
+        return Roofline(memory_s, "GB/s", self.memory_gbps)
 
 
-def achieved(work: Work, seconds: float) -> float:
-    """GB/s for memory-bound work, TFLOP/s for compute-bound work."""
-    return work.flops / seconds / 1e12 if work.compute_bound else work.bytes / seconds / 1e9
+@dataclass(frozen=True)
+class Roofline:
+    """A case's limit: `seconds` at best, set by the resource measured in `unit`."""
+
+    seconds: float
+    unit: str  # "GB/s" (memory binds) or "TFLOP/s" (compute binds)
+    ceiling: float  # that resource's measured ceiling, in `unit`
+
+    def fraction(self, seconds: float) -> float:
+        """How close a time of `seconds` comes to the limit (1.0: at it)."""
+        return self.seconds / seconds
+
+    def achieved(self, seconds: float) -> float:
+        """The binding resource's rate at a time of `seconds`, in `unit`."""
+        return self.ceiling * self.fraction(seconds)
 
 
 def measure_ceilings() -> Ceilings:
@@ -59,10 +81,13 @@ def measure_ceilings() -> Ceilings:
                     {k: round(v, 1) for k, v in tflops.items()})
 
 
-def ceilings() -> Ceilings:
-    """This GPU's ceilings, from the cache or measured now (about 10 seconds)."""
-    key = f"{torch.cuda.get_device_name()} | torch {torch.__version__} | cuda {torch.version.cuda}"
-    cached = cache.lookup(CACHE_FILE, key)
+def ceilings(remeasure: bool = False) -> Ceilings:
+    """This GPU's ceilings, from the cache or measured now (about 10 seconds); `remeasure`
+    replaces the cached figures."""
+    major, minor = torch.cuda.get_device_capability()
+    key = (f"{torch.cuda.get_device_name()} (sm_{major}{minor}) | torch {torch.__version__} | "
+           f"cuda {torch.version.cuda}")
+    cached = None if remeasure else cache.lookup(CACHE_FILE, key)
     if cached:
         return Ceilings(**cached)
     found = measure_ceilings()
