@@ -23,7 +23,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from grader import __version__, doctor, grading, intake, sandbox
+from grader import __version__, doctor, grading, intake
 from grader.backends import selection as backends
 from grader.backends import toolchain
 from grader.commandline import GradeGroup, grading_options

@@ -207,7 +207,7 @@ def watch(course: Course, runs: list[Run], out: Path, seed: int, options: Option
                 if state is None or not state.ended:
                     continue
                 for entry in students:
-                    result = _collect(run, index, entry, state, out, seed, gpus, options)
+                    result = collect(run, index, entry, state, out, seed, gpus, options)
                     if result is None:
                         killed.append(entry)
                     else:
@@ -222,12 +222,15 @@ def watch(course: Course, runs: list[Run], out: Path, seed: int, options: Option
     return graded
 
 
-def _collect(run: Run, index: int, entry: batch.Entry, state: slurm_state.TaskState, out: Path,
+def collect(run: Run, index: int, entry: batch.Entry, state: slurm_state.TaskState, out: Path,
              seed: int, gpus: set[str], options: Options) -> batch.Graded | None:
     """The student's result, validated and renamed into OUT/students/, or why there is
     none; None where the task is to be submitted once more."""
     staged = run.folder / "results" / f"{entry.name}.json"
     error = run.folder / "results" / f"{entry.name}.error"
+    taken = out / "students" / f"{entry.name}.json"
+    if taken.is_file() and not staged.exists():  # taken before a Ctrl-C stopped the collection
+        return batch.Graded(entry.name, taken)
     if batch.whole_json(staged):
         data = json.loads(staged.read_text(encoding="utf-8"))
         gpu = _gpu(staged)
