@@ -137,8 +137,8 @@ class Cluster:
             time.sleep(0.2)
 
     def logs(self) -> str:
-        return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}"
-                         for p in sorted(self.root.glob("*.log")) + sorted(self.root.glob("*.stdout")))
+        files = sorted(self.root.glob("*.log")) + sorted(self.root.glob("*.stdout"))
+        return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}" for p in files)
 
     def squeue(self) -> dict[str, str]:
         """Every task the controller knows: {"12_3": "RUNNING", ...}."""
@@ -153,7 +153,8 @@ class Cluster:
             subprocess.run(["scancel", "--full", "--user", str(os.getuid())], env=self.env,
                            capture_output=True)
             deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and {"RUNNING", "COMPLETING"} & set(self.squeue().values()):
+            busy = {"RUNNING", "COMPLETING"}
+            while time.monotonic() < deadline and busy & set(self.squeue().values()):
                 time.sleep(0.5)
         for process in reversed(self.processes):
             process.terminate()

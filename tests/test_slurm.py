@@ -191,8 +191,8 @@ def test_the_login_node_takes_only_results_of_this_class_and_gpu_kind(tmp_path):
     args = (done, out, 3, gpus, slurm.Options())
     first = slurm.collect(run, 0, _staged(run, "ada", graded), *args)
     assert first.json_path == out / "students/ada.json" and gpus == {"NVIDIA H100"}
-    other = slurm.collect(run, 1, _staged(run, "bob", {**graded, "machine": {"gpu": "NVIDIA A100"}}),
-                           *args)
+    a100 = {**graded, "machine": {"gpu": "NVIDIA A100"}}
+    other = slurm.collect(run, 1, _staged(run, "bob", a100), *args)
     assert "graded on NVIDIA A100, but this class on NVIDIA H100" in other.error
     assert not (out / "students/bob.json").exists()
     assert (out / "students/bob.error").read_text().startswith("graded on NVIDIA A100")

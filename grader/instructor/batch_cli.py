@@ -111,8 +111,9 @@ def batch_command(ctx, submissions, out: Path, backend: str, jobs: int, seed: in
 
 def _on_slurm(course, found, out, grading, seed, limit, force, options, console) -> int:
     backend = grading[1]
-    if options.gres is None and backends.BACKENDS.get(backend, backends.BACKENDS["triton"]).device == "cuda":
-        options.gres = "gpu:1"  # no GPU for the CPU backends (a test cluster, a dry run)
+    on_cpu = backend in backends.BACKENDS and backends.BACKENDS[backend].device != "cuda"
+    if options.gres is None and not on_cpu:  # (auto picks a GPU backend on a GPU node)
+        options.gres = "gpu:1"
     runs = slurm.open_runs(out)
     if runs and force:
         raise GradeError(f"{slurm.cancel_hint(runs)}; --force grades everyone again, so "

@@ -98,9 +98,10 @@ def require_one_gpu_kind(options: Options) -> None:
     if not options.gres or options.allow_mixed_gpus:
         return
     asked = options.gres.split(":")
-    if len(asked) > 2 or any(a.startswith("--constraint") or a.startswith("-C") for a in options.extra):
+    if len(asked) > 2 or any(a.startswith(("--constraint", "-C")) for a in options.extra):
         return  # a type (gpu:h100:1) or a constraint picks the kind
-    command = ["sinfo", "-h", "-o", "%G", *([f"--partition={options.partition}"] if options.partition else [])]
+    command = ["sinfo", "-h", "-o", "%G"]
+    command += [f"--partition={options.partition}"] if options.partition else []
     try:
         done = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     except OSError:
@@ -161,7 +162,8 @@ def open_runs(out: Path) -> list[Run]:
         done = folder.parent / "collected.json"
         run = Run(folder.parent, manifest["job"], manifest["attempt"],
                   [[batch.Entry(n, Path(s)) for n, s in t] for t in manifest["tasks"]],
-                  manifest["grading"], manifest["limit"], set(json.loads(done.read_text())) if done.is_file() else set())
+                  manifest["grading"], manifest["limit"],
+                  set(json.loads(done.read_text())) if done.is_file() else set())
         if run.open:
             found.append(run)
     return found
@@ -223,7 +225,7 @@ def watch(course: Course, runs: list[Run], out: Path, seed: int, options: Option
 
 
 def collect(run: Run, index: int, entry: batch.Entry, state: slurm_state.TaskState, out: Path,
-             seed: int, gpus: set[str], options: Options) -> batch.Graded | None:
+            seed: int, gpus: set[str], options: Options) -> batch.Graded | None:
     """The student's result, validated and renamed into OUT/students/, or why there is
     none; None where the task is to be submitted once more."""
     staged = run.folder / "results" / f"{entry.name}.json"
@@ -273,8 +275,8 @@ def _gpu(result: Path) -> str | None:
 
 def _counts(runs: list[Run], now: dict[str, slurm_state.TaskState],
             graded: list[batch.Graded]) -> dict[str, int]:
-    counts = {"done": sum(not g.error for g in graded), "failed": sum(bool(g.error) for g in graded),
-              "running": 0, "pending": 0}
+    failed = sum(bool(g.error) for g in graded)
+    counts = {"done": len(graded) - failed, "failed": failed, "running": 0, "pending": 0}
     for run in runs:
         for index, students in enumerate(run.tasks):
             state = now.get(f"{run.job}_{index}")

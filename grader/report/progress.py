@@ -82,7 +82,8 @@ def slurm_progress(console: Console, total: int) -> Iterator[Callable[[dict[str,
     pending and failed, as Slurm's own state says; on a terminal a bar, else a line at
     each change."""
     def line(counts: dict[str, int]) -> str:
-        return ", ".join(f"{counts.get(k, 0)} {k}" for k in ("done", "running", "pending", "failed"))
+        return ", ".join(f"{counts.get(k, 0)} {k}" for k in ("done", "running", "pending",
+                                                              "failed"))
 
     if not console.is_terminal:
         last = [""]
@@ -94,9 +95,9 @@ def slurm_progress(console: Console, total: int) -> Iterator[Callable[[dict[str,
 
         yield tell
         return
-    columns = (TextColumn("slurm"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[line]}"),
-               TimeElapsedColumn())
+    columns = (TextColumn("slurm"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("{task.fields[line]}"), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as progress:
         task = progress.add_task("slurm", total=total, line="")
-        yield lambda counts: progress.update(task, completed=counts.get("done", 0) + counts.get("failed", 0),
-                                             line=line(counts))
+        yield lambda counts: progress.update(
+            task, completed=counts.get("done", 0) + counts.get("failed", 0), line=line(counts))
