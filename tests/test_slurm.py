@@ -134,6 +134,17 @@ def test_a_class_is_graded_on_a_real_slurm_cluster(tmp_path, cluster, course, ru
     assert _rows(out / "gradebook.csv")["ada"] == local_rows["ada"]
 
 
+def test_what_sbatch_refuses_is_said_and_nothing_is_left(tmp_path, cluster, course, run_grade,
+                                                        monkeypatch):
+    monkeypatch.setenv("SLURM_CONF", str(cluster.conf))
+    (tmp_path / "subs/ada/triton").mkdir(parents=True)
+    code, _, err = run_grade("--course", str(course.path), "batch", str(tmp_path / "subs"),
+                             "--out", str(tmp_path / "out"), "--backend", "triton-interpret",
+                             "--slurm", "--partition", "nosuch")
+    assert code == 2 and "sbatch refused the array" in err and "partition" in err.lower()
+    assert "Traceback" not in err and not (tmp_path / "out/slurm/1").exists()
+
+
 # --- without a cluster ------------------------------------------------------------------
 
 
@@ -145,8 +156,8 @@ def test_slurm_commands_missing_is_a_clear_error(tmp_path, run_grade, course, mo
     assert code == 2 and "needs Slurm's sbatch, squeue, scancel on PATH" in err
     assert "Traceback" not in err and not (tmp_path / "out").exists()
     code, _, err = run_grade("--course", str(course.path), "batch", str(tmp_path / "subs"),
-                             "--partition", "gpu", "--out", str(tmp_path / "out"))
-    assert code == 2 and "--partition only go with --slurm" in err
+                             "--partition", "gpu", "--time", "5", "--out", str(tmp_path / "out"))
+    assert code == 2 and "--partition, --time only go with --slurm" in err
 
 
 def test_array_task_states_are_read_from_sacct_and_squeue():

@@ -72,7 +72,9 @@ def batch_command(ctx, submissions, out: Path, backend: str, jobs: int, seed: in
     course = _course(ctx)
     console = make_console()
     if not use_slurm:
-        given = [f"--{k.replace('_', '-')}" for k, v in cluster.items() if v and v != 1]
+        flags = {p.name: p.opts[0] for p in ctx.command.params}
+        given = [flags[k] for k, v in cluster.items()
+                 if v not in (None, False, ()) and not (k == "per_task" and v == 1)]
         if given:
             raise GradeError(f"{', '.join(given)} only go with --slurm; add --slurm to grade "
                              "on the cluster, or leave them out to grade on this host.")

@@ -143,7 +143,8 @@ def submit(course: Course, todo: list[batch.Entry], out: Path, grading: list[str
         shutil.rmtree(folder)
         raise GradeError(f"sbatch refused the array: {done.stderr.strip() or done.stdout.strip()}"
                          f" (the command was: {shlex.join(command)}); fix the Slurm options "
-                         "(--partition, --gres, --time, --sbatch) and run again.")
+                         "(--partition, --gres, --time, --sbatch; --per-task where the class has more "
+                         "tasks than the cluster's MaxArraySize) and run again.")
     manifest["job"] = done.stdout.strip().split(";")[0]
     write_file(folder / "manifest.json", json.dumps(manifest, indent=2))
     for entry in todo:
