@@ -16,7 +16,6 @@ configuration error (the message says what to fix), 130 interrupted (Ctrl-C).
 
 from __future__ import annotations
 
-import secrets
 import sys
 from pathlib import Path
 
@@ -24,20 +23,18 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from grader import __version__, doctor, grading, intake, sandbox
+from grader import __version__, batch_command, doctor, grading, intake
 from grader.backends import selection as backends
 from grader.backends import toolchain
 from grader.commandline import GradeGroup, grading_options
 from grader.course import TRACKS, Course, Stage, find_course_file, load_course
 from grader.errors import GradeError
-from grader.instructor import batch
 from grader.instructor import calibrate as calibration
 from grader.instructor import release, skeletons
 from grader.judge import compile_check
 from grader.report import gradescope, junit, markdown
-from grader.report.progress import batch_progress, stage_progress
-from grader.report.scorecard import (make_console, render, render_calibration, render_compile,
-                                     sandbox_line)
+from grader.report.progress import stage_progress
+from grader.report.scorecard import make_console, render, render_calibration, render_compile
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -214,67 +211,6 @@ def release_command(ctx, outdir: Path, force: bool) -> int:
     return EXIT_OK
 
 
-@cli.command("batch")
-@click.argument("submissions", nargs=-1, required=True,
-                type=click.Path(exists=True, path_type=Path))
-@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path),
-              default=Path("grade-results"), show_default=True,
-              help="Folder for students/*.json, logs/ and gradebook.csv.")
-@click.option("--backend", type=click.Choice(backends.CHOICES), default=backends.AUTO,
-              show_default=True)
-@click.option("--jobs", type=click.IntRange(1), default=1, show_default=True,
-              help="Submissions graded at once on a CPU host (on a GPU host: one per GPU).")
-@click.option("--seed", type=click.IntRange(0, 2**31 - 1),
-              help="One seed for the whole class (default: a fresh one, printed).")
-@click.option("--timeout", type=click.FloatRange(1),
-              help="Seconds one call of a submission may take (default: each stage's "
-                   "time_limit in course.toml).")
-@click.option("--limit", type=click.FloatRange(1), default=1800, show_default=True,
-              help="Seconds one whole submission may take.")
-@click.option("--force", is_flag=True, help="Grade again submissions that already have a result.")
-@click.option("--allow-weak-sandbox", is_flag=True,
-              help="Grade even where the sandbox cannot hide the other submissions and results "
-                   "from a submission, or end every process it starts (see `grade doctor`).")
-@click.pass_context
-def batch_command(ctx, submissions, out: Path, backend: str, jobs: int, seed: int | None,
-                  timeout: float | None, limit: float, force: bool,
-                  allow_weak_sandbox: bool) -> int:
-    """Grade many submissions (folders or zips), each isolated; write a gradebook (instructors)."""
-    course = _course(ctx)
-    selection = backends.select(backend)  # fail early, with the fix, if it cannot run here
-    console = make_console()
-    protections = sandbox.probe()
-    batch.require_a_safe_sandbox(protections, allow_weak_sandbox)
-    console.print(sandbox_line(protections), markup=False)
-    seed = secrets.randbelow(2**31) if seed is None else seed
-    found = batch.entries(list(submissions))
-    if not found:
-        raise GradeError("No submissions found: name folders or .zip files, or a folder of them.")
-    names = [e.name for e in found]
-    if len(set(names)) != len(names):
-        raise GradeError("Two submissions have the same name; rename one so results do not mix.")
-    gpus = []
-    if selection.backend.device == "cuda":
-        import torch
-
-        gpus = [str(i) for i in range(torch.cuda.device_count())]
-    options = ["--backend", selection.backend.name, "--seed", str(seed)]
-    options += ["--timeout", str(timeout)] if timeout else []
-    workers = f"{len(gpus)} GPU workers" if gpus else f"{jobs} CPU workers"
-    console.print(f"grading {len(found)} submissions with {selection.backend.name}, seed {seed}, "
-                  f"{workers}; results in {out}", markup=False)
-    todo = batch.pending(found, out, force)
-    with batch_progress(console, len(todo)) as on_done:
-        graded = batch.run(course, todo, out, options, jobs, gpus, limit, on_done)
-    gradebook = batch.write_gradebook(course, out, found)
-    failed = [g for g in graded if g.error]
-    for g in failed:
-        console.print(f"{g.name}: {g.error}", markup=False)
-    console.print(f"graded {len(graded)} now ({len(found) - len(graded)} already had results); "
-                  f"gradebook: {gradebook}")
-    return EXIT_OK
-
-
 @cli.command("skeletons")
 @click.option("--check", is_flag=True, help="Only report exercises that are out of date (exit 1).")
 @click.option("--force", is_flag=True,
@@ -290,6 +226,10 @@ def skeletons_command(ctx, check: bool, force: bool) -> int:
         console.print("exercises are up to date" if not stale else f"{stale} exercises out of date")
         return EXIT_FAILED if stale else EXIT_OK
     return EXIT_FAILED if refused else EXIT_OK
+
+
+cli.add_command(batch_command.batch_command)
+cli.add_command(batch_command.slurm_task_command)
 
 
 def main(args: list[str] | None = None) -> int:

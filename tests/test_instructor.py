@@ -228,6 +228,26 @@ def test_batch_grades_folders_and_zips_and_keeps_going(tmp_path, run_grade, cour
     assert "graded 5 now (0 already had results)" in stdout
 
 
+def test_a_resumed_batch_keeps_the_class_seed(tmp_path):
+    """One seed per class: a batch resumed without --seed takes the recorded one, and
+    another seed is refused once a student was graded with the first (unless --force)."""
+    from grader.errors import GradeError
+    from grader.instructor import batch
+
+    out = tmp_path / "out"
+    first = batch.class_seed(out, None, force=False)
+    assert json.loads((out / "class.json").read_text()) == {"seed": first}
+    assert batch.class_seed(out, None, force=False) == first
+    (out / "students").mkdir()
+    (out / "students/ada.json").write_text("{}")
+    other = (first + 1) % 2**31
+    with pytest.raises(GradeError, match=f"graded with seed {first}: pass --seed {first}"):
+        batch.class_seed(out, other, force=False)
+    assert batch.class_seed(out, first, force=False) == first
+    assert batch.class_seed(out, other, force=True) == other
+    assert batch.class_seed(out, None, force=False) == other
+
+
 def test_a_zip_cannot_write_outside_its_folder(tmp_path, course):
     from grader.instructor import batch
 

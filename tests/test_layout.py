@@ -39,6 +39,7 @@ LAYERS = {
     "grader.instructor": 7,
     "grader.doctor": 7,
     "grader.commandline": 8,  # how the command line is read (click only)
+    "grader.batch_command": 8,  # `grade batch` and the Slurm task's command (click)
     "grader.cli": 9,
     "grader.__main__": 10,
 }

@@ -19,6 +19,7 @@ import csv
 import json
 import os
 import queue
+import secrets
 import shutil
 import subprocess
 import sys
@@ -31,6 +32,7 @@ from pathlib import Path
 
 from grader.course import TRACKS, Course
 from grader.errors import GradeError
+from grader.report.results import write_file
 from grader.sandbox.privileges import NEEDED_FOR_A_CLASS
 
 MACOS_FORKS = "__MACOSX"  # a macOS zip's copies of file metadata, mirroring the real folders
@@ -138,8 +140,10 @@ def _exercise_root(source: Path) -> Path | None:
 
 
 def grade_one(entry: Entry, course: Course, out: Path, options: list[str], env: dict,
-              limit: float) -> Graded:
-    result = out / "students" / f"{entry.name}.json"
+              limit: float, results: Path | None = None) -> Graded:
+    """Grade one submission in its own `grade all` process; its result goes to `results`
+    (OUT/students/ unless given: a Slurm task's go to its run folder), its log to OUT/logs/."""
+    result = (results or out / "students") / f"{entry.name}.json"
     # The grader writes to a scratch name, renamed only once it has finished: a run that
     # crashes or times out leaves no result (nor half of one). An earlier result (--force)
     # is removed first, so that it can never stand in for this run.
@@ -166,7 +170,7 @@ def grade_one(entry: Entry, course: Course, out: Path, options: list[str], env: 
         except subprocess.TimeoutExpired:
             fresh.unlink(missing_ok=True)
             return Graded(entry.name, None, f"grading took longer than {limit:g} s")
-    if finished.returncode not in GRADED_EXIT_CODES or not _whole_json(fresh):
+    if finished.returncode not in GRADED_EXIT_CODES or not whole_json(fresh):
         fresh.unlink(missing_ok=True)
         return Graded(entry.name, None, f"no result was written (exit code "
                                         f"{finished.returncode}); see {log}")
@@ -174,7 +178,7 @@ def grade_one(entry: Entry, course: Course, out: Path, options: list[str], env: 
     return Graded(entry.name, result)
 
 
-def _whole_json(path: Path) -> bool:
+def whole_json(path: Path) -> bool:
     """Whether `path` holds a complete JSON object (not one cut short by a crash)."""
     try:
         return isinstance(json.loads(path.read_text(encoding="utf-8")), dict)
@@ -212,14 +216,37 @@ def run(course: Course, todo: list[Entry], out: Path, options: list[str], jobs: 
         futures = {pool.submit(grade_on_a_free_gpu, entry): entry for entry in todo}
         for future in as_completed(futures):
             graded = future.result()
-            error_file = out / "students" / f"{graded.name}.error"
-            if graded.error:  # keep the reason with the results, so the gradebook shows it
-                error_file.write_text(graded.error + "\n")
-            else:
-                error_file.unlink(missing_ok=True)
+            record(out / "students", graded)
             done.append(graded)
             on_done(graded)
     return done
+
+
+def record(folder: Path, graded: Graded) -> None:
+    """Keep why a submission was not graded beside the results, so the gradebook shows it."""
+    error_file = folder / f"{graded.name}.error"
+    if graded.error:
+        error_file.write_text(graded.error + "\n")
+    else:
+        error_file.unlink(missing_ok=True)
+
+
+def class_seed(out: Path, seed: int | None, force: bool) -> int:
+    """The class's one seed: the one OUT/class.json recorded, a new one only with --force
+    or before any student was graded. The seed is written down before anyone is graded."""
+    recorded = out / "class.json"
+    earlier = json.loads(recorded.read_text())["seed"] if recorded.is_file() else None
+    # Results, or a Slurm array (OUT/slurm/) that may still be grading with that seed.
+    started = any((out / "students").glob("*.json")) or (out / "slurm").is_dir()
+    if earlier is not None and seed not in (None, earlier) and started and not force:
+        raise GradeError(f"{out} holds results graded with seed {earlier}: pass --seed {earlier} "
+                         "(or no --seed) to go on with this class, --force to grade everyone "
+                         "again with the new seed, or another --out.")
+    if seed is None:
+        seed = earlier if earlier is not None else secrets.randbelow(2**31)
+    out.mkdir(parents=True, exist_ok=True)
+    write_file(recorded, json.dumps({"seed": seed}) + "\n")
+    return seed
 
 
 def write_gradebook(course: Course, out: Path, submissions: list[Entry]) -> Path:

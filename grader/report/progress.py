@@ -74,3 +74,30 @@ def batch_progress(console: Console, total: int) -> Iterator[Callable[[object], 
     with Progress(*columns, console=console, transient=True) as progress:
         task = progress.add_task("batch", total=total)
         yield lambda graded: progress.update(task, advance=1)
+
+
+@contextmanager
+def slurm_progress(console: Console, total: int) -> Iterator[Callable[[dict[str, int]], None]]:
+    """Yields a callback for each look at a Slurm array: the students done, running,
+    pending and failed, as Slurm's own state says; on a terminal a bar, else a line at
+    each change."""
+    def line(counts: dict[str, int]) -> str:
+        return ", ".join(f"{counts.get(k, 0)} {k}" for k in ("done", "running", "pending",
+                                                              "failed"))
+
+    if not console.is_terminal:
+        last = [""]
+
+        def tell(counts: dict[str, int]) -> None:
+            if line(counts) != last[0]:
+                last[0] = line(counts)
+                console.print(f"slurm: {last[0]} (of {total})", markup=False)
+
+        yield tell
+        return
+    columns = (TextColumn("slurm"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("{task.fields[line]}"), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as progress:
+        task = progress.add_task("slurm", total=total, line="")
+        yield lambda counts: progress.update(
+            task, completed=counts.get("done", 0) + counts.get("failed", 0), line=line(counts))

@@ -1,0 +1,168 @@
+"""The `grade batch` command (one host, or a Slurm cluster with --slurm) and the hidden
+`grade slurm-task` that each task of a Slurm array runs; grader.cli adds them to `grade`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from grader import sandbox
+from grader.backends import selection as backends
+from grader.course import Course, find_course_file, load_course
+from grader.errors import GradeError
+from grader.instructor import batch, slurm
+from grader.report.progress import batch_progress, slurm_progress
+from grader.report.scorecard import make_console, sandbox_line
+
+EXIT_OK, EXIT_INTERRUPTED = 0, 130
+
+
+def _course(ctx: click.Context) -> Course:
+    return load_course(ctx.obj or find_course_file())
+
+
+@click.command("batch")
+@click.argument("submissions", nargs=-1, required=True,
+                type=click.Path(exists=True, path_type=Path))
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path),
+              default=Path("grade-results"), show_default=True,
+              help="Folder for students/*.json, logs/ and gradebook.csv.")
+@click.option("--backend", type=click.Choice(backends.CHOICES), default=backends.AUTO,
+              show_default=True)
+@click.option("--jobs", type=click.IntRange(1), default=1, show_default=True,
+              help="Submissions graded at once on a CPU host (on a GPU host: one per GPU).")
+@click.option("--seed", type=click.IntRange(0, 2**31 - 1),
+              help="One seed for the whole class (default: the one OUT/class.json recorded, "
+                   "else a fresh one, printed).")
+@click.option("--timeout", type=click.FloatRange(1),
+              help="Seconds one call of a submission may take (default: each stage's "
+                   "time_limit in course.toml).")
+@click.option("--limit", type=click.FloatRange(1), default=1800, show_default=True,
+              help="Seconds one whole submission may take.")
+@click.option("--force", is_flag=True, help="Grade again submissions that already have a result.")
+@click.option("--allow-weak-sandbox", is_flag=True,
+              help="Grade even where the sandbox cannot hide the other submissions and results "
+                   "from a submission, or end every process it starts (see `grade doctor`).")
+@click.option("--slurm", "use_slurm", is_flag=True,
+              help="Grade on a Slurm cluster, as a job array of one GPU per task (run this "
+                   "on the login node; OUT, the course and the submissions on a shared "
+                   "filesystem).")
+@click.option("--partition", help="With --slurm: the partition to run in.")
+@click.option("--gres", help="With --slurm: the GPU to ask for (default gpu:1 for a GPU "
+                             "backend; name a type, gpu:a100:1, where a partition mixes kinds).")
+@click.option("--time", "minutes", type=click.IntRange(1),
+              help="With --slurm: minutes one task may run (default: its students' --limit, "
+                   "plus 10).")
+@click.option("--per-task", type=click.IntRange(1), default=1, show_default=True,
+              help="With --slurm: submissions one task grades, one after another.")
+@click.option("--sbatch", "extra", multiple=True,
+              help="With --slurm: another sbatch option, as sbatch takes it (repeatable): "
+                   "--sbatch=--account=cs101 --sbatch=--constraint=h100.")
+@click.option("--allow-mixed-gpus", is_flag=True,
+              help="With --slurm: take results graded on another GPU kind than the class's "
+                   "(speed thresholds are per GPU kind, so the grades may not compare).")
+@click.option("--poll", type=click.FloatRange(0.1), default=15, hidden=True,
+              help="Seconds between two looks at the array's state.")
+@click.pass_context
+def batch_command(ctx, submissions, out: Path, backend: str, jobs: int, seed: int | None,
+                  timeout: float | None, limit: float, force: bool, allow_weak_sandbox: bool,
+                  use_slurm: bool, poll: float, **cluster) -> int:
+    """Grade many submissions (folders or zips), each isolated; write a gradebook (instructors)."""
+    course = _course(ctx)
+    console = make_console()
+    if not use_slurm:
+        flags = {p.name: p.opts[0] for p in ctx.command.params}
+        given = [flags[k] for k, v in cluster.items()
+                 if v not in (None, False, ()) and not (k == "per_task" and v == 1)]
+        if given:
+            raise GradeError(f"{', '.join(given)} only go with --slurm; add --slurm to grade "
+                             "on the cluster, or leave them out to grade on this host.")
+        selection = backends.select(backend)  # fail early, with the fix, if it cannot run here
+        protections = sandbox.probe()
+        batch.require_a_safe_sandbox(protections, allow_weak_sandbox)
+        console.print(sandbox_line(protections), markup=False)
+    else:
+        slurm.require_slurm()  # the login node needs no GPU: the backend runs on the nodes
+    found = batch.entries(list(submissions))
+    if not found:
+        raise GradeError("No submissions found: name folders or .zip files, or a folder of them.")
+    names = [e.name for e in found]
+    if len(set(names)) != len(names):
+        raise GradeError("Two submissions have the same name; rename one so results do not mix.")
+    seed = batch.class_seed(out, seed, force)
+    name = backend if use_slurm else selection.backend.name
+    options = ["--backend", name, "--seed", str(seed)]
+    options += ["--timeout", str(timeout)] if timeout else []
+    if use_slurm:
+        settings = slurm.Options(**cluster, poll=poll, allow_weak_sandbox=allow_weak_sandbox)
+        return _on_slurm(course, found, out, options, seed, limit, force, settings, console)
+    gpus = []
+    if selection.backend.device == "cuda":
+        import torch
+
+        gpus = [str(i) for i in range(torch.cuda.device_count())]
+    workers = f"{len(gpus)} GPU workers" if gpus else f"{jobs} CPU workers"
+    console.print(f"grading {len(found)} submissions with {selection.backend.name}, seed {seed}, "
+                  f"{workers}; results in {out}", markup=False)
+    todo = batch.pending(found, out, force)
+    with batch_progress(console, len(todo)) as on_done:
+        graded = batch.run(course, todo, out, options, jobs, gpus, limit, on_done)
+    _finish(course, out, found, graded, console)
+    return EXIT_OK
+
+
+def _on_slurm(course, found, out, grading, seed, limit, force, options, console) -> int:
+    backend = grading[1]
+    on_cpu = backend in backends.BACKENDS and backends.BACKENDS[backend].device != "cuda"
+    if options.gres is None and not on_cpu:  # (auto picks a GPU backend on a GPU node)
+        options.gres = "gpu:1"
+    runs = slurm.open_runs(out)
+    if runs and force:
+        raise GradeError(f"{slurm.cancel_hint(runs)}; --force grades everyone again, so "
+                         "cancel it first.")
+    busy = {e.name for r in runs for t in r.tasks for e in t}
+    todo = [e for e in batch.pending(found, out, force) if e.name not in busy]
+    (out / "students").mkdir(parents=True, exist_ok=True)
+    if runs:
+        console.print(f"following Slurm job {', '.join(r.job for r in runs)}, submitted "
+                      f"earlier: {len(busy)} submissions", markup=False)
+    if todo:
+        slurm.require_one_gpu_kind(options)
+        runs.append(slurm.submit(course, todo, out, grading, limit, options))
+        console.print(f"submitted {len(todo)} submissions to Slurm as job {runs[-1].job} "
+                      f"({len(runs[-1].tasks)} tasks, {options.gres or 'no GPU'}, "
+                      f"{slurm.task_minutes(options, limit)} min each), backend {backend}, "
+                      f"seed {seed}; results in {out}", markup=False)
+    graded: list[batch.Graded] = []
+    try:
+        with slurm_progress(console, len(todo) + len(busy)) as on_update:
+            graded = slurm.watch(course, runs, out, seed, options, on_update)
+    except KeyboardInterrupt:
+        batch.write_gradebook(course, out, found)
+        console.print(f"interrupted (Ctrl-C): {slurm.cancel_hint(runs)}", markup=False)
+        return EXIT_INTERRUPTED
+    _finish(course, out, found, graded, console)
+    return EXIT_OK
+
+
+def _finish(course, out, found, graded, console) -> None:
+    gradebook = batch.write_gradebook(course, out, found)
+    for g in graded:
+        if g.error:
+            console.print(f"{g.name}: {g.error}", markup=False)
+    console.print(f"graded {len(graded)} now ({len(found) - len(graded)} already had results); "
+                  f"gradebook: {gradebook}")
+
+
+@click.command("slurm-task", hidden=True)
+@click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
+def slurm_task_command(folder: Path) -> int:
+    """One task of a `grade batch --slurm` array (Slurm runs it; not for people)."""
+    index = os.environ.get("SLURM_ARRAY_TASK_ID")
+    if index is None:
+        raise GradeError("`grade slurm-task` is what a task of `grade batch --slurm` runs, "
+                         "under Slurm (SLURM_ARRAY_TASK_ID is not set).")
+    slurm.run_task(folder, int(index))
+    return EXIT_OK
