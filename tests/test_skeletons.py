@@ -159,7 +159,7 @@ def kernel(x):
     # >>> tuned
     y = x * 2.0  # the fast form
     # --- plain
-    y = x + x
+    # y = x + x
     # <<<
     # --- exercise
     # y = ...
@@ -167,7 +167,7 @@ def kernel(x):
     # >>> tuned: how many copies (see "Making it fast")
     copies = 8
     # --- plain
-    copies = 1
+    # copies = 1
     # <<<
     return [y] * copies
 '''
@@ -189,6 +189,8 @@ def test_a_tuned_block_becomes_a_tune_place_with_the_plain_lines():
     namespace = {}
     exec(plain, namespace)  # the plain solution is working code
     assert namespace["kernel"](3) == [6]
+    exec(TUNED_SOLUTION, namespace)  # the solution itself runs the tuned lines only
+    assert namespace["kernel"](3) == [6.0] * 8
 
 
 def test_tune_places_are_not_todos():
@@ -213,11 +215,13 @@ def test_tuned_lines_are_reference_code_for_the_release_check(tmp_path):
          "a TUNE place says what it controls"),
         (TUNED_SOLUTION.replace("    # >>> tuned: how many", "    # how many"),
          "'# --- plain' found while in the code part"),
-        (TUNED_SOLUTION.replace("    copies = 1\n    # <<<\n", "    copies = 1\n"), "'# >>> tuned' block is not closed"),
-        (TUNED_SOLUTION.replace("    copies = 1\n", "    copies = ...\n"), "a `...` there would count"),
+        (TUNED_SOLUTION.replace("    # <<<\n    return [y] * copies\n", ""),
+         "'# >>> tuned' block is not closed"),
+        (TUNED_SOLUTION.replace("    # copies = 1\n", "    # copies = ...\n"), "a `...` there would count"),
+        (TUNED_SOLUTION.replace("    # copies = 1\n", "    copies = 1\n"), "plain lines between"),
         (TUNED_SOLUTION.replace("    copies = 8\n", "    # >>> solution\n"),
          "'# >>> solution' found while in the tuned part"),
-        (TUNED_SOLUTION.replace("    y = x + x\n    # <<<\n", "    y = x + x\n"),
+        (TUNED_SOLUTION.replace("    # y = x + x\n    # <<<\n", "    # y = x + x\n"),
          "'# --- exercise' found while in the solution-plain part"),
     ],
 )
@@ -231,8 +235,9 @@ def tuned_only(source: str) -> set[str]:
     lines repeat."""
     parts: dict[str, set[str]] = {}
     for part, _, line in regions(source):
-        if line.strip() and not line.strip().startswith("#"):
-            parts.setdefault(part, set()).add(line.strip())
+        text = line.strip().removeprefix("#").strip() if part.endswith("plain") else line.strip()
+        if text and not text.startswith("#"):
+            parts.setdefault(part, set()).add(text)
     shown = parts.get("code", set()) | parts.get("plain", set()) | parts.get("solution-plain", set())
     return (parts.get("tuned", set()) | parts.get("solution-tuned", set())) - shown
 

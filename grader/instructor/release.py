@@ -78,6 +78,8 @@ MIN_LENGTH = 16  # shorter lines (`return out`) are too generic to count as a le
 # TODO block's reference lines, both configurations of a tuned block inside one, and the
 # reference's tuned lines of a TUNE place (the exercise shows its plain lines instead).
 HIDDEN_PARTS = {"solution", "solution-tuned", "solution-plain", "tuned"}
+# The parts written as comments in the solution (placeholders and plain lines).
+COMMENTED_PARTS = {"exercise", "plain", "solution-plain"}
 
 
 def split_solution(source: str, origin: str = "<solution>") -> tuple[set[str], set[str]]:
@@ -88,11 +90,13 @@ def split_solution(source: str, origin: str = "<solution>") -> tuple[set[str], s
     hidden, visible = set(), set()
     for part, _, line in regions(source, origin):
         line = line.strip()
+        if part in COMMENTED_PARTS:  # un-commented in the exercise or the plain solution
+            line = line.removeprefix("#").strip()
         if part in HIDDEN_PARTS:
             if line and not line.startswith("#"):
                 hidden.add(line)
         elif part != "tune":
-            visible.add(line.removeprefix("#").strip() if part == "exercise" else line)
+            visible.add(line)
     return hidden, visible
 
 

@@ -22,11 +22,12 @@ exercise ships:
     # >>> tuned: tile shapes and pipelining (see "Making it fast")
     BLOCK_M, BLOCK_N, num_stages = 128, 256, 4
     # --- plain
-    BLOCK_M, BLOCK_N, num_stages = 64, 64, 2
+    # BLOCK_M, BLOCK_N, num_stages = 64, 64, 2
     # <<<
 
-The exercise gets `# TUNE: tile shapes and pipelining (...)` and the plain lines as they
-are: working code, not a TODO, so it never counts as one. Inside a solution block the same
+The reference runs the tuned lines; the plain ones are comments there, as placeholders
+are. The exercise gets `# TUNE: tile shapes and pipelining (...)` and the plain lines
+un-commented: working code, not a TODO, so it never counts as one. Inside a solution block the same
 block (its description optional) picks between the reference's line and the plain one of
 a piece the student writes (a fast-math flag, a load's latency hint); the exercise shows
 neither. `make_plain_solution` builds the untuned configuration filled in correctly: the
@@ -83,13 +84,14 @@ def regions(solution: str, origin: str = "<solution>") -> Iterator[tuple[str, in
 
     The parts are those of _NEXT. Lines keep their line endings. Raises MarkerError, as it
     reaches them, for markers out of order, a TUNE place without its description, plain
-    lines that hold a `...` placeholder, and a block left open at the end.
+    lines that are not comments or hold a `...` placeholder, and a block left open at the
+    end.
     """
     state = "code"
     for lineno, line in enumerate(solution.splitlines(keepends=True), 1):
         marker = _marker(line)
         if marker is None:
-            if state.endswith("plain") and "..." in line.split("#")[0]:
+            if state.endswith("plain") and "..." in _uncomment(line, origin, lineno).split("#")[0]:
                 raise MarkerError(f"{origin}, line {lineno}: plain lines between '{PLAIN}' and "
                                   f"'{END}' are working code; a `...` there would count as a "
                                   "TODO placeholder.")
@@ -125,7 +127,7 @@ def make_exercise(solution: str, origin: str = "<solution>") -> str:
         elif part == "code":
             out.append(_STEP.sub(r"\1# TODO \2:", line))
         elif part == "plain":
-            out.append(line)
+            out.append(_uncomment(line, origin, lineno))
         elif part == "tune":
             out.append(_tune_comment(line))
     return "".join(out)
@@ -134,9 +136,15 @@ def make_exercise(solution: str, origin: str = "<solution>") -> str:
 def make_plain_solution(solution: str, origin: str = "<solution>") -> str:
     """The untuned configuration filled in correctly: the solution's lines in every TODO
     block, the plain lines (not the tuned ones) in every TUNE place."""
-    kept = {"code", "solution", "plain", "solution-plain", "tune"}
-    return "".join(_tune_comment(line) if part == "tune" else line
-                   for part, _, line in regions(solution, origin) if part in kept)
+    out: list[str] = []
+    for part, lineno, line in regions(solution, origin):
+        if part in ("code", "solution"):
+            out.append(line)
+        elif part in ("plain", "solution-plain"):
+            out.append(_uncomment(line, origin, lineno))
+        elif part == "tune":
+            out.append(_tune_comment(line))
+    return "".join(out)
 
 
 def write_plain_solutions(course: Course, folder: Path) -> list[Path]:
@@ -159,8 +167,9 @@ def _uncomment(line: str, origin: str, lineno: int) -> str:
     indent = line[: len(line) - len(body)]
     if not body.startswith("#"):
         raise MarkerError(
-            f"{origin}, line {lineno}: placeholder lines between '{SPLIT}' and '{END}' "
-            "must be comments (they are un-commented in the exercise)."
+            f"{origin}, line {lineno}: placeholder lines between '{SPLIT}' and '{END}', and "
+            f"plain lines between '{PLAIN}' and '{END}', must be comments (they are "
+            "un-commented in the exercise)."
         )
     body = body[2:] if body.startswith("# ") else body[1:]
     return indent + body

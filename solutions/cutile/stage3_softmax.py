@@ -148,9 +148,9 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
         TILE_N, one_tile = 16384, False
     kernel = softmax_kernel_4_per_sm if TILE_N <= 8192 else softmax_kernel
     # --- plain
-    TILE_N = min(1 << (N - 1).bit_length(), 1024)  # the next power of two >= N, at most 1024
-    one_tile = N <= TILE_N
-    kernel = softmax_kernel
+    # TILE_N = min(1 << (N - 1).bit_length(), 1024)  # the next power of two >= N, at most 1024
+    # one_tile = N <= TILE_N
+    # kernel = softmax_kernel
     # <<<
     ct.launch(torch.cuda.current_stream(), (M,), kernel, (x, out, TILE_N, one_tile))
     return out

@@ -124,7 +124,7 @@ def fused_gelu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> tor
     # Wide tiles: each row of a tile is 128 contiguous elements.
     BLOCK_M, BLOCK_N = 32, 128
     # --- plain
-    BLOCK_M, BLOCK_N = 64, 64
+    # BLOCK_M, BLOCK_N = 64, 64
     # <<<
     grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N),)
     fused_gelu_kernel[grid](

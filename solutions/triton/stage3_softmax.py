@@ -110,8 +110,8 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     # About 2 KiB of the row per warp (16 fp32 or 32 bf16 values per thread), 4 to 32 warps.
     options = dict(num_warps=min(32, max(4, BLOCK_N * x.element_size() // 2048)))
     # --- plain
-    BLOCK_N = min(triton.next_power_of_2(N), 1024)
-    options = {}  # Triton's default warps
+    # BLOCK_N = min(triton.next_power_of_2(N), 1024)
+    # options = {}  # Triton's default warps
     # <<<
     softmax_kernel[(M,)](
         x, out,

@@ -80,9 +80,9 @@ def matmul_kernel(
     pid_m = first_m + local % group_rows
     pid_n = local // group_rows
     # --- plain
-    tiles_n = tl.cdiv(N, BLOCK_N)
-    pid_m = pid // tiles_n  # row by row
-    pid_n = pid % tiles_n
+    # tiles_n = tl.cdiv(N, BLOCK_N)
+    # pid_m = pid // tiles_n  # row by row
+    # pid_n = pid % tiles_n
     # <<<
 
     # Step 1: Compute the row offsets (in M), column offsets (in N) and K offsets of
@@ -163,8 +163,8 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
             BLOCK_M, BLOCK_N, BLOCK_K, num_stages = 128, 256, 64, 4
     options = dict(GROUP_M=GROUP_M, num_warps=8, num_stages=num_stages)
     # --- plain
-    BLOCK_M, BLOCK_N, BLOCK_K = 64, 64, 32
-    options = {}  # Triton's default warps and pipeline stages
+    # BLOCK_M, BLOCK_N, BLOCK_K = 64, 64, 32
+    # options = {}  # Triton's default warps and pipeline stages
     # <<<
     # Triton's CPU interpreter keeps bf16 values as raw 16-bit integers and cannot feed
     # them to tl.dot, so there A and B go in as fp32 copies (exact: every bf16 value is an
