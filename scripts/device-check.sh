@@ -22,7 +22,7 @@
 # PART is grading (everything above but the corpus), corpus, timing, untuned-triton or
 # untuned-cutile; the default is grading and corpus. One part per call where a call may
 # take 10 minutes at most (the device tool): grading takes about 7, the corpus about 3,
-# timing about 5, each untuned part about 4 (two `grade` runs of the five stages).
+# timing about 5, each untuned part about 4.5 (two `grade` runs of the five stages).
 set -uo pipefail
 PARTS=${*:-grading corpus}
 part() { [[ " $PARTS " == *" $1 "* ]]; }

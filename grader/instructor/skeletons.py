@@ -27,12 +27,12 @@ exercise ships:
 
 The reference runs the tuned lines; the plain ones are comments there, as placeholders
 are. The exercise gets `# TUNE: tile shapes and pipelining (...)` and the plain lines
-un-commented: working code, not a TODO, so it never counts as one. Inside a solution block the same
-block (its description optional) picks between the reference's line and the plain one of
-a piece the student writes (a fast-math flag, a load's latency hint); the exercise shows
-neither. `make_plain_solution` builds the untuned configuration filled in correctly: the
-solution lines of every TODO with the plain lines of every TUNE place, the honest baseline
-for what tuning earns.
+un-commented: working code, not a TODO, so it never counts as one. Inside a solution
+block the same block (its description optional) picks between the reference's form and
+the plain one of a line the student writes (a fast-math flag, a load's latency hint); the
+exercise shows neither. `make_plain_solution` builds the untuned configuration filled in
+correctly: the solution lines of every TODO with the plain lines of every TUNE place, the
+honest baseline for what tuning earns.
 """
 
 from __future__ import annotations
