@@ -14,16 +14,21 @@
 #     on the GPU included
 #   - with `timing`: scripts/timing_check.py, the grader's timing of every reference against
 #     the in-process CUDA-event figure, matmul graded five times
+#   - with `untuned-triton` / `untuned-cutile`: scripts/untuned_check.py on that track, the
+#     plain (untuned) solutions against the references with the grader's speed checks: the
+#     references must earn every speed point and the plain solutions none (issue #15)
 # Usage: scripts/stage-device.sh here once, then on the device tool: carry [".device"],
 #   command: source .device/env.sh; scripts/device-check.sh [PART ...]
-# PART is grading (everything above but the corpus), corpus, or timing; the default is
-# grading and corpus. One part per call where a call may take 10 minutes at most (the
-# device tool): grading takes about 7, the corpus about 3, timing about 5.
+# PART is grading (everything above but the corpus), corpus, timing, untuned-triton or
+# untuned-cutile; the default is grading and corpus. One part per call where a call may
+# take 10 minutes at most (the device tool): grading takes about 7, the corpus about 3,
+# timing about 5, each untuned part about 4.5 (two `grade` runs of the five stages).
 set -uo pipefail
 PARTS=${*:-grading corpus}
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 for p in $PARTS; do
-  case $p in grading|corpus|timing) ;; *) echo "device-check: no part '$p' (grading, corpus, timing)" >&2; exit 2;; esac
+  case $p in grading|corpus|timing|untuned-triton|untuned-cutile) ;;
+    *) echo "device-check: no part '$p' (grading, corpus, timing, untuned-triton, untuned-cutile)" >&2; exit 2;; esac
 done
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-/opt/torch/.venv/bin/python3}
@@ -91,5 +96,13 @@ if part timing; then
   "$PY" scripts/timing_check.py --repeat 5 --seconds 2 2>&1 | tee "$OUT/timing.txt" || status=1
   echo "== timing check: $(( $(date +%s) - start )) s"
 fi
+for track in triton cutile; do
+  if part "untuned-$track"; then
+    echo "== untuned check, $track"
+    start=$(date +%s)
+    "$PY" scripts/untuned_check.py --track "$track" --keep "$TMP/untuned" 2>&1 | tee "$OUT/untuned-$track.txt" || status=1
+    echo "== untuned check, $track: $(( $(date +%s) - start )) s"
+  fi
+done
 echo "device-check: $([ $status -eq 0 ] && echo OK || echo FAILED)"
 exit $status

@@ -15,10 +15,7 @@ against a (TILE_M, TILE_N) tile like in NumPy, one copy per row.
 The grid is 1-D and the tiles are numbered row by row: block ct.bid(0) = pid owns
 tile (pid // tiles_n, pid % tiles_n). Blocks start roughly in order of pid, so blocks
 running together read neighbouring tiles of the same rows and the memory system sees
-one stream of ascending addresses (on an H200, about 5% faster than numbering the
-tiles column by column). Wide, short tiles (1 x 1024 for fp32, 2 x 2048 for bf16:
-4 and 8 KiB) and `occupancy=8` (eight blocks per SM, many loads in flight) were the
-fastest shapes measured there.
+one stream of ascending addresses (numbered column by column, the kernel is slower).
 
 Edge tiles hang over the bottom or right edge of x. Loads pad the missing lanes
 (ZERO keeps the arithmetic on them harmless) and the store drops them again.
@@ -30,13 +27,27 @@ GELU_tanh(z) = 0.5 * z * (1 + tanh(u)) with u = sqrt(2/pi) * (z + 0.044715 * z^3
 Since 0.5 * (1 + tanh(u)) = 1 / (1 + exp(-2u)) (the logistic sigmoid of 2u), this is
 y = z / (1 + exp(-2u)): one exp2 and one division per element. For u very negative
 exp(-2u) overflows to inf and y becomes 0 (the right limit); for u very positive it
-is 0 and y = z. With bf16 data (half the bytes of fp32 per element) the arithmetic,
-not memory traffic, comes close to limiting the kernel, so it uses the GPU's fast
-forms for every dtype: `flush_to_zero=True` (results too small for a normal float
-become 0) and `rounding_mode=ct.RoundingMode.APPROX` for the division (within 2
-units in the last place of fp32, far finer than the course's tolerances). With the
-exact tanh instead (ct.tanh, a longer instruction sequence) the bf16 kernel ran
-14-17% slower on an H200.
+is 0 and y = z.
+
+The plain kernel: square 64 x 64 tiles, the compiler's default number of blocks per SM,
+and exact exp2 and division.
+
+Making it fast. Per element the kernel reads one x and writes one y (8 bytes in fp32, 4
+in bf16) and does a few dozen FLOPs: the time is memory traffic, and the target is the
+GPU's copy bandwidth. What to explore, at the TUNE places:
+
+- Tile shape. A row of the tile is one contiguous run of memory: wide, short tiles give
+  long runs, square ones short runs. The tile's size decides how many bytes each block
+  has in flight.
+- Occupancy. `@ct.kernel(occupancy=n)` asks the compiler to fit n blocks on each SM, so
+  that more loads are in flight to hide memory latency; small tiles leave room for more
+  blocks. Try it together with the tile shape.
+- Fast math. With bf16 data (half the bytes of fp32 per element) the arithmetic, not
+  memory traffic, comes close to limiting the kernel. cuTile has faster, slightly less
+  exact forms: `flush_to_zero=True` on ct.exp2 and ct.truediv (results too small for a
+  normal float become 0) and `rounding_mode=ct.RoundingMode.APPROX` for the division
+  (within a few units in the last place of fp32, far finer than the course's
+  tolerances). They would go in TODO 2's formula: time whether they help.
 """
 
 import cuda.tile as ct
@@ -45,7 +56,8 @@ import torch
 __all__ = ["fused_gelu"]
 
 
-@ct.kernel(occupancy=8)
+# TUNE: blocks per SM (see "Making it fast")
+@ct.kernel
 def fused_gelu_kernel(
     x, weight, bias, out,
     TILE_M: ct.Constant[int], TILE_N: ct.Constant[int],
@@ -64,11 +76,8 @@ def fused_gelu_kernel(
     b = ...
 
     # TODO 2: Compute z = x * w + b (w and b broadcast over the rows), then
-    #   y = GELU_tanh(z) in its sigmoid form from the module docstring, with the
-    #   fast exp2 and division.
-    #   Hint: [None, :] (or plain broadcasting); exp(x) = exp2(x * log2(e));
-    #   ct.exp2(..., flush_to_zero=True);
-    #   ct.truediv(a, b, rounding_mode=ct.RoundingMode.APPROX, flush_to_zero=True).
+    #   y = GELU_tanh(z) in its sigmoid form from the module docstring.
+    #   Hint: [None, :] (or plain broadcasting); exp(x) = exp2(x * log2(e)), ct.exp2.
     y = ...
 
     # TODO 3: Cast y to the output's dtype and store it into this block's tile of
@@ -82,7 +91,8 @@ def fused_gelu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> tor
     """Return GELU_tanh(x * weight + bias) for x [M, N] and weight, bias [N]."""
     M, N = x.shape
     out = torch.empty((M, N), device=x.device, dtype=x.dtype)
-    TILE_M, TILE_N = (1, 1024) if x.element_size() == 4 else (2, 2048)
+    # TUNE: tile shape (see "Making it fast")
+    TILE_M, TILE_N = 64, 64
     grid = (ct.cdiv(M, TILE_M) * ct.cdiv(N, TILE_N),)
     ct.launch(
         torch.cuda.current_stream(), grid, fused_gelu_kernel,

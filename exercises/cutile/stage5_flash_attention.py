@@ -28,22 +28,38 @@ computed but dropped by the store. With causal=True, query i only sees keys j <=
 scores above the diagonal are set to -inf, and key tiles that lie entirely above
 the diagonal of this query tile are not visited at all.
 
-Most key tiles need no mask, and a mask costs time in every tile it touches. So the
-loop over key tiles lives in a helper, `attend_key_tiles`, that the kernel calls
-twice: first with MASKED=False over the tiles that are entirely visible (every key
-< N and, with causal=True, before this tile's first query), then with MASKED=True
-over the rest: the ragged last tile, or with causal=True the tile(s) on the
-diagonal. The helper comes first in this file (Steps 1-3: one key tile at a time),
-then the kernel (Steps 4-5: the Q tile and the output).
+The loop over key tiles lives in a helper, `attend_key_tiles`, which comes first in this
+file (Steps 1-3: one key tile at a time), then the kernel (Steps 4-5: the Q tile and the
+output). The helper takes MASKED: with MASKED=True it masks keys past N (and, with
+causal=True, keys after the query); MASKED=False promises that every key it is given is
+visible, so it keeps every score. The plain kernel calls it once, with MASKED=True, over
+every key tile a query tile needs; query tiles are taken in order (pid_m = ct.bid(0)),
+64 queries x 32 keys per tile, with the compiler's default number of blocks per SM.
 
-Speed: the scale is positive, so max(qk) * scale is the max of the scaled scores and
-qk * scale - m is one fused multiply-add per score. `flush_to_zero=True` lets exp2
-flush results too small for a normal float to 0, which saves instructions; such
-probabilities are below 2^-126 and change nothing. `occupancy=4` asks the compiler
-to fit four blocks on each SM, so one block's softmax overlaps with another's
-tensor-core work: without it the same 64 x 64 kernel ran 1.4-2.0x slower on an H200.
-The `latency` hints on the K and V loads tell the compiler how long each load may take
-(in its relative units), so that it can schedule them early enough.
+The scale is positive, so max(qk) * scale is the max of the scaled scores and
+qk * scale - m is one fused multiply-add per score.
+
+Making it fast. Attention does 4 * N^2 * D FLOPs per head (half that with causal=True) on
+O(N * D) bytes: compute bound, so the time goes into the two ct.mma products and the
+softmax between them. What to explore, at the TUNE places:
+
+- Masks cost time in every tile they touch, yet most key tiles need none: only the ragged
+  last tile and, with causal=True, the tiles on the diagonal of the query tile. Splitting
+  the loop into a MASKED=False run over the tiles that are entirely visible and a
+  MASKED=True run over the rest removes the mask from nearly every tile. (Work out the
+  bounds of each run, in tiles.)
+- Occupancy. `@ct.kernel(occupancy=n)` asks the compiler to fit n blocks on each SM, so
+  that one block's softmax overlaps with another's tensor-core work. It pays only while n
+  blocks' registers fit: try it together with the tile shape, at D = 64 and D = 128.
+- Tile shape. Larger tiles feed the tensor cores larger products and reload K and V fewer
+  times, but the score tile and the [TILE_M, D] accumulator live in registers and spill
+  when they no longer fit.
+- Hints on the work itself: `flush_to_zero=True` on ct.exp2 (probabilities below 2^-126
+  become 0, which changes nothing here and saves instructions), and a load's `latency=`
+  hint, which tells the compiler how long to expect it to take (in its relative units) so
+  that it issues the load early enough. They go in the helper's TODOs.
+- Block order. With causal=True the last query tiles have the most keys to visit; which
+  tiles start first decides how evenly the last wave of the launch ends.
 """
 
 import math
@@ -66,7 +82,7 @@ def attend_key_tiles(
         # TODO 1: Load key tile j TRANSPOSED, as kt [HEAD_DIM, TILE_N]; key rows past N
         #   read 0.
         #   Hint: ct.load(k, index=(batch, head, 0, j), shape=(1, 1, HEAD_DIM, TILE_N),
-        #   order=(0, 1, 3, 2), padding_mode=..., latency=2), .reshape.
+        #   order=(0, 1, 3, 2), padding_mode=...), .reshape.
         kt = ...
 
         # TODO 2: Compute the raw scores qk = qt @ kt in fp32 (no scale yet); if MASKED,
@@ -83,10 +99,10 @@ def attend_key_tiles(
         #   [TILE_N, HEAD_DIM] (rows past N read 0; loaded only now, so that it does not
         #   hold registers during the softmax) and update acc (acc rescaled by alpha,
         #   plus p @ vt with p cast to vt's dtype), and finally m_i. The scale already
-        #   holds log2(e), so use exp2 (with flush_to_zero=True).
+        #   holds log2(e), so use exp2.
         #   Hint: ct.max(qk, axis=1, keepdims=True), ct.maximum, ct.exp2,
-        #   ct.sum(p, axis=1, keepdims=True), ct.load(v, index=(batch, head, j, 0), ...,
-        #   latency=4), ct.mma(x, y, acc).
+        #   ct.sum(p, axis=1, keepdims=True), ct.load(v, index=(batch, head, j, 0), ...),
+        #   ct.mma(x, y, acc).
         m_new = ...
         p = ...
         alpha = ...
@@ -97,16 +113,16 @@ def attend_key_tiles(
     return acc, l_i, m_i
 
 
-@ct.kernel(occupancy=4)
+# TUNE: blocks per SM (see "Making it fast")
+@ct.kernel
 def flash_attention_kernel(
     q, k, v, out,
     qk_scale: float, H: int,
     HEAD_DIM: ct.Constant[int], TILE_M: ct.Constant[int], TILE_N: ct.Constant[int],
     CAUSAL: ct.Constant[bool],
 ):
-    # Query tiles are handed out last first: with causal=True the last ones have the
-    # most keys to visit, and starting them first evens out the end of the grid.
-    pid_m = ct.num_blocks(0) - 1 - ct.bid(0)
+    # TUNE: which query tile each block takes (see "Making it fast")
+    pid_m = ct.bid(0)
     bh = ct.bid(1)
     batch = bh // H
     head = bh % H
@@ -124,17 +140,14 @@ def flash_attention_kernel(
     l_i = ct.full((TILE_M, 1), 0.0, dtype=ct.float32)  # running row sum
     acc = ct.full((TILE_M, HEAD_DIM), 0.0, dtype=ct.float32)
 
-    # Key tiles [0, unmasked) need no mask; tiles [unmasked, hi) do. With causal=True,
-    # tiles that start after this query tile's last row are not visited at all.
+    # TUNE: which key tiles need masks (see "Making it fast")
+    # Every key tile this query tile needs, each one masked. With causal=True, tiles that
+    # start after this query tile's last row are not visited at all.
     if CAUSAL:
-        unmasked = (pid_m * TILE_M) // TILE_N
         hi = ct.cdiv(ct.minimum(n_ctx, (pid_m + 1) * TILE_M), TILE_N)
     else:
-        unmasked = n_ctx // TILE_N
         hi = ct.cdiv(n_ctx, TILE_N)
-    acc, l_i, m_i = attend_key_tiles(acc, l_i, m_i, qt, k, v, batch, head, offs_m, 0, unmasked,
-                                     n_ctx, qk_scale, HEAD_DIM, TILE_N, False, CAUSAL)
-    acc, l_i, m_i = attend_key_tiles(acc, l_i, m_i, qt, k, v, batch, head, offs_m, unmasked, hi,
+    acc, l_i, m_i = attend_key_tiles(acc, l_i, m_i, qt, k, v, batch, head, offs_m, 0, hi,
                                      n_ctx, qk_scale, HEAD_DIM, TILE_N, True, CAUSAL)
 
     # TODO 5: Normalise acc by the softmax sum and store it in the output dtype as
@@ -155,9 +168,8 @@ def flash_attention(q, k, v, causal=False, sm_scale=None):
     out = torch.empty_like(q)
     # Fold log2(e) into the scale so the kernel can use exp2.
     qk_scale = float(sm_scale) * 1.4426950408889634
-    # Measured on an H200 with occupancy=4: 64 x 64 tiles are the fastest for D = 64 and
-    # D = 128 (128 x 128 tiles no longer fit in registers at D = 128).
-    TILE_M, TILE_N = 64, 64
+    # TUNE: tile shape (see "Making it fast")
+    TILE_M, TILE_N = 64, 32
     grid = (ct.cdiv(N, TILE_M), B * H)
     ct.launch(
         torch.cuda.current_stream(), grid, flash_attention_kernel,

@@ -24,15 +24,33 @@ query rows >= N are computed but never stored. With causal=True, query i only se
 keys j <= i: scores above the diagonal are set to -inf, and key tiles that lie
 entirely above the diagonal of this query tile are not visited at all.
 
-Most key tiles need no mask, and masks cost time in every tile they touch. So the loop
-over key tiles lives in a helper, `attend_key_tiles`, that the kernel calls twice: first
-with MASKED=False over the tiles that are entirely visible (every key < N and, with
-causal=True, before this tile's first query), which load without bounds masks and keep
-every score; then with MASKED=True over the rest: the ragged last tile, or with
-causal=True the tile(s) on the diagonal. Query tiles are handed out last first, since
-with causal=True the last ones have the most keys to visit. The helper comes first in
-this file (Steps 1-3: one key tile at a time), then the kernel (Steps 4-5: the Q tile
-and the output).
+The loop over key tiles lives in a helper, `attend_key_tiles`, which comes first in this
+file (Steps 1-3: one key tile at a time), then the kernel (Steps 4-5: the Q tile and the
+output). The helper takes MASKED: with MASKED=True it masks keys past N (and, with
+causal=True, keys after the query); MASKED=False promises that every key it is given is
+visible, so it loads and keeps every score without a mask. The plain kernel calls it once,
+with MASKED=True, over every key tile a query tile needs; query tiles are taken in order
+(pid_m = program id), 64 queries x 32 keys per tile, Triton's default warps and stages.
+
+Making it fast. Attention does 4 * N^2 * D FLOPs per head (half that with causal=True) on
+O(N * D) bytes: compute bound, so the time goes into the two tensor-core products and the
+softmax between them. What to explore, at the TUNE places:
+
+- Masks cost time in every tile they touch, yet most key tiles need none: only the ragged
+  last tile (N not a multiple of BLOCK_N) and, with causal=True, the tiles on the diagonal
+  of the query tile. Splitting the loop into a MASKED=False run over the tiles that are
+  entirely visible and a MASKED=True run over the rest removes the mask from nearly every
+  tile. (Work out the bounds of each run; with causal=True, choosing BLOCK_M as a multiple
+  of BLOCK_N keeps the diagonal on whole key tiles.)
+- Tile shape. Larger tiles feed the tensor cores larger products and reload K and V fewer
+  times, but the score tile [BLOCK_M, BLOCK_N] and the accumulator [BLOCK_M, D] live in
+  registers: at D = 128 they run out sooner than at D = 64 and then spill. Try shapes for
+  both head sizes.
+- Warps and pipeline stages (`num_warps`, `num_stages` at the launch): how a tile's work is
+  spread over threads and how many K/V loads are in flight, in shared memory.
+- Program order. With causal=True the last query tiles have the most keys to visit; the
+  GPU starts programs roughly in order of their id, so which tiles start first decides
+  how evenly the last wave of the launch ends.
 """
 
 import math
@@ -59,8 +77,8 @@ def attend_key_tiles(
 
         # TODO 1: Load this tile of keys TRANSPOSED, as kt [D, BLOCK_N], and the tile of
         #   values v [BLOCK_N, D] (D: the head dimension, the length of offs_d). If
-        #   MASKED, key rows past N_CTX read 0;
-        #   otherwise every row is in bounds, so load without a mask.
+        #   MASKED, key rows past N_CTX read 0; otherwise (MASKED=False, see the module
+        #   docstring) every row is in bounds, so load without a mask.
         #   Hint: swap the roles of [:, None] and [None, :] to load K^T;
         #   tl.load(ptrs, mask=..., other=0.0) or tl.load(ptrs).
         kt = ...
@@ -97,9 +115,8 @@ def flash_attention_kernel(
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     IS_CAUSAL: tl.constexpr,
 ):
-    # Last query tile first: with causal=True it has the most work, and starting the big
-    # tiles early leaves small ones to even out the end of the launch.
-    pid_m = tl.num_programs(axis=0) - 1 - tl.program_id(axis=0)
+    # TUNE: which query tile each program takes (see "Making it fast")
+    pid_m = tl.program_id(axis=0)
     bh = tl.program_id(axis=1)
     batch = bh // H
     head = bh % H
@@ -119,24 +136,15 @@ def flash_attention_kernel(
     l_i = tl.zeros((BLOCK_M,), dtype=tl.float32)  # running row sum
     acc = tl.zeros((BLOCK_M, HEAD_DIM), dtype=tl.float32)
 
-    # Key tiles [0, unmasked_hi) are entirely visible: no bounds masks, no score masks.
-    # Causal: keys before this query tile's first row (BLOCK_M is a multiple of BLOCK_N);
-    # the tiles from there to the end of the query tile straddle the diagonal, and key
-    # tiles after it are fully masked, so the loop stops before them. Otherwise every
-    # whole tile is visible and only a ragged last tile (N not a multiple of BLOCK_N) is not.
+    # TUNE: which key tiles need masks (see "Making it fast")
+    # Every key tile this query tile needs, each one masked. With causal=True the keys
+    # after the query tile's last row are all masked, so the loop stops before them.
     if IS_CAUSAL:
-        unmasked_hi = pid_m * BLOCK_M
         hi = tl.minimum(N_CTX, (pid_m + 1) * BLOCK_M)
     else:
-        unmasked_hi = (N_CTX // BLOCK_N) * BLOCK_N
         hi = N_CTX
     acc, l_i, m_i = attend_key_tiles(
-        acc, l_i, m_i, q, k_base, v_base, offs_m, offs_d, 0, unmasked_hi, N_CTX, qk_scale,
-        stride_kn, stride_kd, stride_vn, stride_vd,
-        BLOCK_N, False, IS_CAUSAL,  # MASKED=False
-    )
-    acc, l_i, m_i = attend_key_tiles(
-        acc, l_i, m_i, q, k_base, v_base, offs_m, offs_d, unmasked_hi, hi, N_CTX, qk_scale,
+        acc, l_i, m_i, q, k_base, v_base, offs_m, offs_d, 0, hi, N_CTX, qk_scale,
         stride_kn, stride_kd, stride_vn, stride_vd,
         BLOCK_N, True, IS_CAUSAL,  # MASKED=True
     )
@@ -156,9 +164,9 @@ def flash_attention(q, k, v, causal=False, sm_scale=None):
     out = torch.empty_like(q)
     # Fold log2(e) into the scale so the kernel can use exp2.
     qk_scale = sm_scale * 1.4426950408889634
-    # Small 64 x 64 tiles with 4 warps measured fastest on an H200 for D = 64 and 128; with
-    # causal=True, BLOCK_M must be a multiple of BLOCK_N (see the kernel).
-    BLOCK_M, BLOCK_N = 64, 64
+    # TUNE: tile shape, warps and pipeline depth (see "Making it fast")
+    BLOCK_M, BLOCK_N = 64, 32
+    options = {}  # Triton's default warps and pipeline stages
     # Triton's CPU interpreter keeps bf16 values as raw 16-bit integers and cannot feed
     # them to tl.dot, so there q, k and v go in as fp32 copies (exact: every bf16 value
     # is an fp32 value) and out stays bf16. On a GPU, bf16 goes to tl.dot as is.
@@ -173,7 +181,6 @@ def flash_attention(q, k, v, causal=False, sm_scale=None):
         k.stride(0), k.stride(1), k.stride(2), k.stride(3),
         v.stride(0), v.stride(1), v.stride(2), v.stride(3),
         out.stride(0), out.stride(1), out.stride(2), out.stride(3),
-        HEAD_DIM=D, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, IS_CAUSAL=causal,
-        num_warps=4, num_stages=3,
+        HEAD_DIM=D, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, IS_CAUSAL=causal, **options,
     )
     return out

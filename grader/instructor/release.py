@@ -74,19 +74,29 @@ def _copy(source: Path, target: Path) -> Path:
 MIN_LENGTH = 16  # shorter lines (`return out`) are too generic to count as a leak
 
 
+# The parts of a solution (grader.instructor.skeletons.regions) that no exercise shows: a
+# TODO block's reference lines, both configurations of a tuned block inside one, and the
+# reference's tuned lines of a TUNE place (the exercise shows its plain lines instead).
+HIDDEN_PARTS = {"solution", "solution-tuned", "solution-plain", "tuned"}
+# The parts written as comments in the solution (placeholders and plain lines).
+COMMENTED_PARTS = {"exercise", "plain", "solution-plain"}
+
+
 def split_solution(source: str, origin: str = "<solution>") -> tuple[set[str], set[str]]:
-    """(code lines inside `# >>> solution` regions, lines a student sees in the exercise).
+    """(code lines of the reference that the exercise drops, lines a student sees in it).
 
     Raises MarkerError for markers out of order, as `grade skeletons` does.
     """
     hidden, visible = set(), set()
     for part, _, line in regions(source, origin):
         line = line.strip()
-        if part == "solution":
+        if part in COMMENTED_PARTS:  # un-commented in the exercise or the plain solution
+            line = line.removeprefix("#").strip()
+        if part in HIDDEN_PARTS:
             if line and not line.startswith("#"):
                 hidden.add(line)
-        else:
-            visible.add(line.removeprefix("#").strip() if part == "exercise" else line)
+        elif part != "tune":
+            visible.add(line)
     return hidden, visible
 
 

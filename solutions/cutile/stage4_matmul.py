@@ -21,14 +21,26 @@ be ZERO (PaddingMode.ZERO): 0 * anything adds nothing to the sum, so the last
 partial K step is still correct. Rows past M and columns past N only reach C lanes
 that the store drops.
 
-Block order: consecutive blocks run at the same time and share the L2 cache.
-Instead of sweeping C row by row, blocks are numbered in groups of GROUP_M tile
-rows, column by column inside a group, so neighbouring blocks reuse the same tiles
-of A and B from L2. The grid is therefore 1-D: cdiv(M, TILE_M) * cdiv(N, TILE_N).
+The plain kernel: blocks take the tiles of C row by row (pid_m = pid // tiles_n), with
+64 x 64 tiles 32 deep for every dtype and the compiler's default number of blocks per SM.
+It is correct on every shape; the places marked TUNE are where its speed is decided.
 
-`occupancy=2` asks the compiler for two resident blocks per SM, so one block's loads
-and epilogue overlap with the other's tensor-core work: on an H200, 4096^3 in bf16
-ran 4-5% faster with it (128 x 128 x 64 tiles; larger tiles were slower).
+Making it fast. A 4096^3 matmul does 2 * 4096^3 FLOPs on 3 * 32 MiB of data: there is
+work enough per byte to keep the tensor cores busy, if each byte is loaded few times.
+What to explore, at the TUNE places (time each change, e.g. with `grade 4` on a GPU):
+
+- Tile shape. A TILE_M x TILE_N tile does 2 * TILE_M * TILE_N * TILE_K FLOPs per
+  (TILE_M + TILE_N) * TILE_K elements loaded, so larger tiles reuse each byte more. The
+  cost: the fp32 accumulator lives in registers and the A and B tiles in shared memory;
+  too large, and registers spill or fewer blocks fit on an SM. fp32 inputs take twice the
+  bytes of fp16 per element, so the same depth costs them twice the memory.
+- Block order. Blocks that run at the same time share the L2 cache. Row by row, the
+  blocks of one wave read one row of A tiles but every column of B. Numbering them in
+  groups of a few tile rows, column by column inside a group, makes neighbours read the
+  same A and B tiles, so more of each comes from L2 instead of DRAM.
+- Occupancy. `@ct.kernel(occupancy=n)` asks the compiler to fit n blocks on each SM, so
+  that one block's loads and epilogue overlap with another's tensor-core work, if the
+  tiles of n blocks fit.
 """
 
 import cuda.tile as ct
@@ -37,14 +49,23 @@ import torch
 __all__ = ["matmul"]
 
 
+# >>> tuned: blocks per SM (see "Making it fast")
 @ct.kernel(occupancy=2)
+# --- plain
+# @ct.kernel
+# <<<
 def matmul_kernel(
     a, b, c,
     TILE_M: ct.Constant[int], TILE_N: ct.Constant[int], TILE_K: ct.Constant[int],
+    # >>> tuned: the block order's own parameters, if it has any
     GROUP_M: ct.Constant[int],
+    # --- plain
+    # <<<
 ):
-    # Grouped ordering: map the 1-D block id to a (pid_m, pid_n) tile of C.
     pid = ct.bid(0)
+    # >>> tuned: the order in which blocks take the tiles of C (see "Making it fast")
+    # Grouped ordering: GROUP_M tile rows per group, column by column inside a group, so
+    # that blocks running together reuse the same A and B tiles from L2.
     tiles_m = ct.cdiv(a.shape[0], TILE_M)
     tiles_n = ct.cdiv(b.shape[1], TILE_N)
     blocks_per_group = GROUP_M * tiles_n
@@ -54,6 +75,11 @@ def matmul_kernel(
     local = pid - group * blocks_per_group
     pid_m = first_m + local % group_rows
     pid_n = local // group_rows
+    # --- plain
+    # tiles_n = ct.cdiv(b.shape[1], TILE_N)
+    # pid_m = pid // tiles_n  # row by row
+    # pid_n = pid % tiles_n
+    # <<<
 
     # Step 1: Count the steps along K: the number of TILE_K-wide tiles that cover K
     #   (the last one may be partial).
@@ -109,9 +135,12 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     M, K = a.shape
     _, N = b.shape
     c = torch.empty((M, N), device=a.device, dtype=a.dtype)
+    # >>> tuned: tile shape and block order (see "Making it fast")
+    # 128 x 128 tiles with occupancy=2 on the kernel; fp32 (as tf32) has twice the bytes
+    # per element, so half the K depth.
     if a.element_size() == 2:  # fp16 / bf16
         TILE_M, TILE_N, TILE_K = 128, 128, 64
-    else:  # fp32 as tf32: twice the bytes per element, so half the K depth
+    else:
         TILE_M, TILE_N, TILE_K = 128, 128, 32
     GROUP_M = 8
     grid = (ct.cdiv(M, TILE_M) * ct.cdiv(N, TILE_N),)
@@ -119,4 +148,9 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         torch.cuda.current_stream(), grid, matmul_kernel,
         (a, b, c, TILE_M, TILE_N, TILE_K, GROUP_M),
     )
+    # --- plain
+    # TILE_M, TILE_N, TILE_K = 64, 64, 32
+    # grid = (ct.cdiv(M, TILE_M) * ct.cdiv(N, TILE_N),)
+    # ct.launch(torch.cuda.current_stream(), grid, matmul_kernel, (a, b, c, TILE_M, TILE_N, TILE_K))
+    # <<<
     return c

@@ -15,12 +15,24 @@ BLOCK_N, in two passes:
    After the last block, m is the row max and l the softmax denominator: one read.
 2. Normalise: read the row again and store exp(x - m) / l.
 
-On a GPU the wrapper picks BLOCK_N >= N for rows of up to 32768 columns, so each pass
-is a single block and the second read of the row hits the cache, not DRAM.
-
 Tail lanes (columns >= n_cols) are loaded as -inf: they never win the max and
 exp(-inf - m) = 0 adds nothing to the sum. All arithmetic is in fp32; only the
 stored result is cast back to the input dtype.
+
+The plain wrapper walks every row in blocks of at most 1024 columns, with Triton's
+default warps.
+
+Making it fast. Softmax reads each element and writes it once: at least 2 * M * N
+elements of memory traffic for a few FLOPs each, so the target is the GPU's copy
+bandwidth. The two passes read the row twice; the second read is cheap only if the row
+is still on chip or in L2. What to explore, at the TUNE place in the wrapper:
+
+- Block width. When one block covers the whole row, each loop runs once and the second
+  pass finds the row where the first left it, instead of reading DRAM again. A wide
+  block needs registers for all of its columns, so there is a width past which it no
+  longer pays (and Triton's CPU interpreter is slow with very wide blocks).
+- Warps (`num_warps` at the launch). A wide block spread over too few threads gives each
+  thread many values to hold; scale the warps with the block's bytes.
 """
 
 import torch
@@ -89,19 +101,23 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     """Return the softmax of a 2-D tensor over its last dimension."""
     M, N = x.shape
     out = torch.empty((M, N), device=x.device, dtype=x.dtype)
+    # >>> tuned: block width and warps (see "Making it fast")
     # On a GPU one block covers a whole row of up to 32768 columns: each loop then runs
     # once, and the second pass finds the row still on chip instead of reading DRAM again.
     # Wider rows loop over blocks (the N = 40000 case). The CPU interpreter keeps blocks of
     # at most 4096, so there the N = 5000 case walks several blocks as well.
     BLOCK_N = min(triton.next_power_of_2(N), 32768 if x.is_cuda else 4096)
     # About 2 KiB of the row per warp (16 fp32 or 32 bf16 values per thread), 4 to 32 warps.
-    num_warps = min(32, max(4, BLOCK_N * x.element_size() // 2048))
+    options = dict(num_warps=min(32, max(4, BLOCK_N * x.element_size() // 2048)))
+    # --- plain
+    # BLOCK_N = min(triton.next_power_of_2(N), 1024)
+    # options = {}  # Triton's default warps
+    # <<<
     softmax_kernel[(M,)](
         x, out,
         N,
         x.stride(0), x.stride(1),
         out.stride(0), out.stride(1),
-        BLOCK_N=BLOCK_N,
-        num_warps=num_warps,
+        BLOCK_N=BLOCK_N, **options,
     )
     return out

@@ -17,12 +17,31 @@ Masks: M, N and K need not be multiples of the tile. Rows past M and columns pas
 are masked on load and store; along K, lanes past K load 0.0, which adds nothing to
 the dot product, so the last partial K step is still correct.
 
-Program order: consecutive programs run at the same time and share the L2 cache.
-Instead of sweeping C row by row, programs are numbered in groups of GROUP_M tile
-rows, column by column inside a group, so neighbouring programs reuse the same
-tiles of A and B from L2.
-
 All strides are passed to the kernel, so transposed or sliced inputs work as-is.
+
+The plain kernel: programs take the tiles of C row by row (pid_m = pid // tiles_n), with
+64 x 64 tiles 32 deep and Triton's default warps and pipelining. It is correct on every
+shape; the places marked TUNE are where its speed is decided.
+
+Making it fast. A 4096^3 matmul does 2 * 4096^3 FLOPs on 3 * 32 MiB of data: there is
+work enough per byte to keep the tensor cores busy, if each byte is loaded few times.
+What to explore, at the TUNE places (time each change, e.g. with `grade 4` on a GPU):
+
+- Tile shape. A BLOCK_M x BLOCK_N tile does 2 * BLOCK_M * BLOCK_N * BLOCK_K FLOPs per
+  (BLOCK_M + BLOCK_N) * BLOCK_K elements loaded, so larger tiles reuse each byte more.
+  The cost: the fp32 accumulator lives in registers (BLOCK_M * BLOCK_N * 4 bytes spread
+  over the program's threads), and each pipeline stage holds an A and a B tile in shared
+  memory. Too large, and registers spill or fewer programs fit on an SM.
+- Warps (`num_warps`). More warps share a larger tile's accumulator, so each thread holds
+  fewer registers of it.
+- Pipelining (`num_stages`). With s stages, the loads of the next s - 1 K steps are in
+  flight while the tensor cores work on this one; each stage costs shared memory
+  ((BLOCK_M + BLOCK_N) * BLOCK_K elements), and the GPU's limit per block differs by model
+  (torch.cuda.get_device_properties tells), so a wrapper may pick by what fits.
+- Program order. Programs that run at the same time share the L2 cache. Row by row, the
+  programs of one wave read one row of A tiles but every column of B. Numbering them in
+  groups of a few tile rows, column by column inside a group, makes neighbours read the
+  same A and B tiles, so more of each comes from L2 instead of DRAM.
 """
 
 import os
@@ -42,10 +61,15 @@ def matmul_kernel(
     stride_bk, stride_bn,
     stride_cm, stride_cn,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    # >>> tuned: the program order's own parameters, if it has any
     GROUP_M: tl.constexpr,
+    # --- plain
+    # <<<
 ):
-    # Grouped ordering: map the 1-D program id to a (pid_m, pid_n) tile of C.
     pid = tl.program_id(axis=0)
+    # >>> tuned: the order in which programs take the tiles of C (see "Making it fast")
+    # Grouped ordering: GROUP_M tile rows per group, column by column inside a group, so
+    # that programs running together reuse the same A and B tiles from L2.
     tiles_m = tl.cdiv(M, BLOCK_M)
     tiles_n = tl.cdiv(N, BLOCK_N)
     programs_per_group = GROUP_M * tiles_n
@@ -55,6 +79,11 @@ def matmul_kernel(
     local = pid - group * programs_per_group
     pid_m = first_m + local % group_rows
     pid_n = local // group_rows
+    # --- plain
+    # tiles_n = tl.cdiv(N, BLOCK_N)
+    # pid_m = pid // tiles_n  # row by row
+    # pid_n = pid % tiles_n
+    # <<<
 
     # Step 1: Compute the row offsets (in M), column offsets (in N) and K offsets of
     #   the first step, and the pointer tiles of A [BLOCK_M, BLOCK_K] and
@@ -120,10 +149,11 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     M, K = a.shape
     _, N = b.shape
     c = torch.empty((M, N), device=a.device, dtype=a.dtype)
-    # fp16/bf16 on a GPU with enough shared memory (H100/H200: 227 KiB per block): big
-    # 128 x 256 tiles, 64 deep, 4 stages in flight (4 * 48 KiB of A and B tiles). Each loaded
-    # byte then feeds more tensor-core work. Elsewhere (fp32, smaller GPUs, the interpreter)
-    # 128 x 128 x 32 tiles with 3 stages fit everywhere.
+    # >>> tuned: tile shape, warps and pipeline depth (see "Making it fast")
+    # fp16/bf16 on a GPU with enough shared memory per block for 4 stages of 128 x 256 tiles
+    # 64 deep (4 * 48 KiB of A and B tiles): each loaded byte feeds more tensor-core work.
+    # Elsewhere (fp32, smaller GPUs, the interpreter) 128 x 128 x 32 tiles with 3 stages
+    # fit everywhere.
     BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_stages = 128, 128, 32, 8, 3
     if a.is_cuda and a.element_size() == 2:
         props = torch.cuda.get_device_properties(a.device)
@@ -131,6 +161,11 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
             props, "shared_memory_per_block_optin") else 0  # older torch does not report it
         if optin >= 4 * (128 * 64 + 64 * 256) * 2:
             BLOCK_M, BLOCK_N, BLOCK_K, num_stages = 128, 256, 64, 4
+    options = dict(GROUP_M=GROUP_M, num_warps=8, num_stages=num_stages)
+    # --- plain
+    # BLOCK_M, BLOCK_N, BLOCK_K = 64, 64, 32
+    # options = {}  # Triton's default warps and pipeline stages
+    # <<<
     # Triton's CPU interpreter keeps bf16 values as raw 16-bit integers and cannot feed
     # them to tl.dot, so there A and B go in as fp32 copies (exact: every bf16 value is an
     # fp32 value) and C stays bf16. On a GPU, bf16 goes to tl.dot as is.
@@ -144,7 +179,6 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         a.stride(0), a.stride(1),
         b.stride(0), b.stride(1),
         c.stride(0), c.stride(1),
-        BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M,
-        num_warps=8, num_stages=num_stages,
+        BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, **options,
     )
     return c
