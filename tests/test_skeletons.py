@@ -299,8 +299,10 @@ def load_untuned_check():
     return module
 
 
-def test_untuned_check_judges_the_speed_cases_by_issue_15():
+def test_untuned_check_judges_the_speed_cases_by_issue_15(course):
     check = load_untuned_check()
+    matmul, vector_add = course.select("matmul"), course.select("vector_add")
+    assert vector_add.speed.plain_at_limit and not matmul.speed.plain_at_limit
     case = {"id": "M=1-float32", "passed": True, "speedup": 1.5, "summary": "fast enough"}
     result = {"stages": [{"id": "matmul", "speed": {"graded": True, "reason": "", "cases": [case]}}]}
     fast = check.speed_cells(result, "matmul", "M=1-float32")
@@ -308,10 +310,10 @@ def test_untuned_check_judges_the_speed_cases_by_issue_15():
     case["passed"], case["summary"] = False, "too slow: 0.60x, needs 0.75x"
     slow = check.speed_cells(result, "matmul", "M=1-float32")
     assert slow == ("1.50x", "too slow: 0.60x, needs 0.75x", False)
-    assert check.target_missed("matmul", fast, slow) is False  # what the issue asks for
-    assert check.target_missed("matmul", fast, fast)  # the plain kernel earned the points
-    assert check.target_missed("matmul", slow, slow)  # the reference did not
-    assert not check.target_missed("vector_add", fast, fast)  # plain may reach the ceiling
+    assert check.target_missed(matmul, fast, slow) is False  # what the issue asks for
+    assert check.target_missed(matmul, fast, fast)  # the plain kernel earned the points
+    assert check.target_missed(matmul, slow, slow)  # the reference did not
+    assert not check.target_missed(vector_add, fast, fast)  # plain may reach the ceiling
     cpu = {"stages": [{"id": "matmul", "speed": {"graded": False, "reason": "needs a GPU"}}]}
     assert check.speed_cells(cpu, "matmul", "M=1-float32") == ("-", "not graded: no GPU", False)
 

@@ -129,7 +129,7 @@ class Checker:
         if not s.cases:
             self.error(f"{where}.cases", "a speed table needs at least one case")
         return Speed(points=s.points, baseline=s.baseline, seconds=s.seconds, cases=tuple(cases),
-                     thresholds=thresholds)
+                     thresholds=thresholds, plain_at_limit=s.plain_at_limit)
 
     def memory_growth(self, m, where: str, tolerance, stage_id: str) -> MemoryGrowth:
         self.dtypes([m.dtype], f"{where}.dtype", tolerance)

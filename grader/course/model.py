@@ -64,6 +64,9 @@ class Speed:
     seconds: float  # timing budget per case
     cases: tuple[Case, ...]
     thresholds: dict[str, dict[str, Threshold]]  # "sm_90" -> backend name -> threshold
+    # Why the plain (untuned) kernel may earn these points too (empty: it must not): the
+    # stage's work is at the GPU's limit without tuning (scripts/untuned_check.py).
+    plain_at_limit: str = ""
 
     def threshold(self, arch: str | None, backend: str) -> Threshold | None:
         """The threshold for `backend` on a GPU of `arch` (None: not set for it)."""

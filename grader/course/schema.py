@@ -99,7 +99,8 @@ def _stage_model(problem: Problem, gpu_backends: tuple[str, ...]) -> type[Table]
     baseline = Literal[tuple(problem.baselines)] if problem.baselines else str
     speed = _table("speed", {
         "points": (float, ...), "baseline": (baseline, ...), "cases": (list[case], ...),
-        "thresholds": (thresholds, ...), "seconds": (float, 3.0)})
+        "thresholds": (thresholds, ...), "seconds": (float, 3.0),
+        "plain_at_limit": (str, "")})
     params = {p.name: (Optional[float if p.type is float else p.type], None) for p in problem.params}
     when = _table("when", {
         "failure": (Optional[Literal[tuple(FAILURE_KINDS)]], None),
