@@ -17,18 +17,20 @@
 #   - with `untuned-triton` / `untuned-cutile`: scripts/untuned_check.py on that track, the
 #     plain (untuned) solutions against the references with the grader's speed checks: the
 #     references must earn every speed point and the plain solutions none (issue #15)
+#   - with `flush`: scripts/flush_check.py, the short memory-bound references and their
+#     baselines timed after a zeroing and after a reading L2 flush (about 1 minute)
 # Usage: scripts/stage-device.sh here once, then on the device tool: carry [".device"],
 #   command: source .device/env.sh; scripts/device-check.sh [PART ...]
-# PART is grading (everything above but the corpus), corpus, timing, untuned-triton or
-# untuned-cutile; the default is grading and corpus. One part per call where a call may
+# PART is grading (everything above but the corpus), corpus, timing, untuned-triton,
+# untuned-cutile or flush; the default is grading and corpus. One part per call where a call may
 # take 10 minutes at most (the device tool): grading takes about 7, the corpus about 3,
 # timing about 5, each untuned part about 4.5 (two `grade` runs of the five stages).
 set -uo pipefail
 PARTS=${*:-grading corpus}
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 for p in $PARTS; do
-  case $p in grading|corpus|timing|untuned-triton|untuned-cutile) ;;
-    *) echo "device-check: no part '$p' (grading, corpus, timing, untuned-triton, untuned-cutile)" >&2; exit 2;; esac
+  case $p in grading|corpus|timing|untuned-triton|untuned-cutile|flush) ;;
+    *) echo "device-check: no part '$p' (grading, corpus, timing, untuned-triton, untuned-cutile, flush)" >&2; exit 2;; esac
 done
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-/opt/torch/.venv/bin/python3}
@@ -89,6 +91,12 @@ if part corpus; then
   "$PY" scripts/gpu_corpus.py 2>&1 | tee "$TMP/corpus.log" | grep -v "^grading" || status=1
   cat "$TMP/corpus.log" >> "$OUT/logs.txt"
   echo "== gpu corpus: $(( $(date +%s) - start )) s"
+fi
+if part flush; then
+  echo "== flush check"
+  start=$(date +%s)
+  "$PY" scripts/flush_check.py 2>&1 | tee "$OUT/flush.txt" || status=1
+  echo "== flush check: $(( $(date +%s) - start )) s"
 fi
 if part timing; then
   echo "== timing check"

@@ -1,0 +1,81 @@
+"""What the L2 flush bills to the timed call: a zeroing flush against the reading one.
+
+grader.timing flushes L2 before every timed call. A flush that zeroes its buffer leaves L2
+full of dirty lines, and the timed call that follows pays for writing them back to DRAM;
+a flush that reads its buffer leaves clean lines, so that write-back happens inside the
+flush, before the start event. The difference matters most for short memory-bound kernels:
+here the references of the memory-bound speed cases and their PyTorch baselines are timed
+with each flush, alternating, `--rounds` times, with timing.measure.
+
+Usage:  python scripts/flush_check.py [--rounds N] [--seconds S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from grader import timing  # noqa: E402
+from grader.course import load_course  # noqa: E402
+from grader.problems import DTYPES  # noqa: E402
+from grader.sandbox.submission import Submission  # noqa: E402
+
+# The short memory-bound cases, where a write-back of up to one L2 shows.
+CASES = [("fused_gelu", {"M": 8192, "N": 8192}, "bfloat16"),
+         ("fused_gelu", {"M": 8192, "N": 8192}, "float32"),
+         ("softmax", {"M": 8192, "N": 8192}, "bfloat16"),
+         ("vector_add", {"n": 67108864}, "float32")]
+
+
+def zeroing(self) -> None:  # the flush grader.timing used before
+    self.buffer.zero_()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=1.0)
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("flush check: not run: needs a GPU")
+        return 1
+    course = load_course(ROOT / "course.toml")
+    reading = timing.L2Flush.__call__
+    print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}: median ms per call "
+          f"with each flush, median of {args.rounds} rounds")
+    print(f"{'stage':<12} {'case':<24} {'impl':<8} {'zeroing':>9} {'reading':>9} {'change':>8}")
+    for stage_id, params, dtype in CASES:
+        stage = course.select(stage_id)
+        problem = stage.problem
+        call = problem.make_call(params, DTYPES[dtype], torch.Generator().manual_seed(0)).to("cuda")
+        kernels = {}
+        for track in ("triton", "cutile"):
+            submission = Submission(course.module_path(stage, track, True), problem.function)
+            submission.load()
+            kernels[track] = submission.bound(call.args, call.kwargs)
+        kernels["torch"] = lambda: problem.baselines["torch"](call)
+        figures = {name: {"zeroing": [], "reading": []} for name in kernels}
+        for _ in range(args.rounds):
+            for label, flush in (("zeroing", zeroing), ("reading", reading)):
+                timing.L2Flush.__call__ = flush
+                found = timing.measure(kernels, timing.Budget(seconds=args.seconds))
+                for name, samples in found.items():
+                    figures[name][label].append(samples.median)
+        timing.L2Flush.__call__ = reading
+        shape = ",".join(f"{k}={v}" for k, v in params.items()) + f" {dtype}"
+        for name, f in figures.items():
+            zero, read = statistics.median(f["zeroing"]), statistics.median(f["reading"])
+            print(f"{stage_id:<12} {shape:<24} {name:<8} {zero:>9.4f} {read:>9.4f} "
+                  f"{100 * (read / zero - 1):>+7.1f}%", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
