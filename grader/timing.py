@@ -91,8 +91,10 @@ class L2Flush:
 
     def __init__(self, device: torch.device):
         l2 = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or 64 << 20
-        self.buffer = torch.zeros(2 * l2 // 4, dtype=torch.int32, device=device)
-        self.sink = torch.zeros((), dtype=torch.int64, device=device)  # no allocation per flush
+        # float32 in, float32 out: the sum reads the buffer where it lies (an int32 buffer
+        # summed into int64 would first be copied, writing a temporary twice its size).
+        self.buffer = torch.zeros(2 * l2 // 4, dtype=torch.float32, device=device)
+        self.sink = torch.zeros((), dtype=torch.float32, device=device)  # no allocation per flush
 
     def __call__(self) -> None:
         torch.sum(self.buffer, dim=0, out=self.sink)

@@ -64,6 +64,11 @@ UNEXPLAINED_FRACTION = 0.10
 # twice as slow as it claimed (a side stream behind a GPU sleep) showed 2.26 ms of 2.21 ms
 # allowed. Part of the honest excess grows with the work around the calls (fresh inputs,
 # checksums: 6 to 21 ms per batch), hence the last term.
+# One batch over its allowance is timed again rather than believed or condemned: on the
+# H200 an honest Triton matmul reference once showed 5.1 ms beyond 4.2 ms allowed, in one
+# batch of a trial, twice in a run. A second such batch rejects the timing; hidden work
+# shows in every batch, and in the median besides.
+OVER_ALLOWANCE_TOLERATED = 1
 MEDIAN_PER_BATCH_MS = 1.0
 MEDIAN_PER_CALL_MS = 0.05
 MEDIAN_FRACTION = 0.05
@@ -87,6 +92,7 @@ class TrialResult:
     around: list[float] = field(default_factory=list)  # per batch: the grader's own work
     # around the baseline's calls (drawing, flushing, synchronising, checksums), ms
     calls: int = 0  # timed calls per batch
+    over: list[str] = field(default_factory=list)  # batches over their allowance, dropped
     checked: int = 0  # outputs fetched and checked
     wrong: str | None = None  # why a checked output is wrong
     rejected: str | None = None  # why the timing was not believed
@@ -194,13 +200,19 @@ class Trial:
         result.calls = count
         allowed = (UNEXPLAINED_PER_BATCH_MS + count * UNEXPLAINED_PER_CALL_MS
                    + UNEXPLAINED_FRACTION * claimed)
-        if min(batch.times_ms) <= 0 or unexplained > allowed:
-            raise Rejected(
+        if min(batch.times_ms) <= 0:
+            raise Rejected(f"a timed call reported {min(batch.times_ms):.4g} ms (timers altered)")
+        if unexplained > allowed:
+            result.over.append(
                 f"the grader's clock saw {batch.wall_ms:.4g} ms for a batch of {count} calls "
                 f"whose times add up to {claimed:.4g} ms: {unexplained:.3g} ms more than the "
-                f"same batch of the baseline spent around its calls here (work the timed "
-                "calls did not show: on another stream, before or after their events, or "
-                "timers altered)")
+                f"same batch of the baseline spent around its calls here, {allowed:.3g} ms "
+                "allowed")
+            if len(result.over) > OVER_ALLOWANCE_TOLERATED:
+                raise Rejected(
+                    f"{'; then '.join(result.over)} (work the timed calls did not show: on "
+                    "another stream, before or after their events, or timers altered)")
+            return  # timed again: the next batch stands in for this one
         result.student.append(claimed / count)
         result.baseline.append(sum(theirs) / count)
 
