@@ -1,36 +1,35 @@
 #!/usr/bin/env bash
-# One call on a GPU machine that checks everything the GPU can check, with logs under $OUT:
-#   - the machine: GPU, driver, Python, torch, triton, cuda-tile; `grade doctor`
-#   - `grade calibrate --write`: speed thresholds from the references on this GPU (the
-#     updated course.toml comes back as $OUT/course.toml)
-#   - `grade all --solutions` on the Triton GPU backend and on cuTile: every case must pass,
-#     speed included (pytest-benchmark records in $OUT/<backend>-bench.json)
-#   - `--backend auto` must pick cuTile when it works
-#   - cuTile with a stale CUDA_HOME (the machine's older toolkit) must still grade
-#   - `grade all` on the untouched exercises: every stage NOT STARTED
-#   - two stages graded again with warm caches, 5 on cuTile and 4 on Triton (the overhead
-#     target: under 30 s each)
-#   - the GPU-only part of the bad-submission corpus (scripts/gpu_corpus.py), the sandbox
-#     on the GPU included
-#   - with `timing`: scripts/timing_check.py, the grader's timing of every reference against
-#     the in-process CUDA-event figure, matmul graded five times
-#   - with `untuned-triton` / `untuned-cutile`: scripts/untuned_check.py on that track, the
-#     plain (untuned) solutions against the references with the grader's speed checks: the
+# The script that checks everything a GPU can check, in parts, with logs under $OUT:
+#   grading: the machine (GPU, driver, Python, torch, triton, cuda-tile), `grade doctor`;
+#     `grade all --solutions` on the Triton GPU backend and on cuTile, every case passing,
+#     speed included (pytest-benchmark records in $OUT/<backend>-bench.json); `--backend
+#     auto` must pick cuTile when it works; cuTile with a stale CUDA_HOME (the machine's
+#     older toolkit) must still grade
+#   calibrate: `grade calibrate --write`, speed thresholds from the references on this GPU
+#     (the updated course.toml comes back as $OUT/course.toml)
+#   exercises: `grade all` on the untouched exercises, every stage NOT STARTED; two stages
+#     graded again with warm caches, 5 on cuTile and 4 on Triton (under 30 s each)
+#   corpus: the GPU-only part of the bad-submission corpus (scripts/gpu_corpus.py), the
+#     sandbox on the GPU included
+#   timing: scripts/timing_check.py, the grader's timing of every reference against the
+#     in-process CUDA-event figure, matmul graded five times
+#   untuned-triton / untuned-cutile: scripts/untuned_check.py on that track, the plain
+#     (untuned) solutions against the references with the grader's speed checks: the
 #     references must earn every speed point and the plain solutions none (issue #15)
-#   - with `flush`: scripts/flush_check.py, the short memory-bound references and their
-#     baselines timed after a zeroing and after a reading L2 flush (about 1 minute)
+#   flush: scripts/flush_check.py, the short memory-bound references and their baselines
+#     timed after a zeroing and after a reading L2 flush
 # Usage: scripts/stage-device.sh here once, then on the device tool: carry [".device"],
 #   command: source .device/env.sh; scripts/device-check.sh [PART ...]
-# PART is grading (everything above but the corpus), corpus, timing, untuned-triton,
-# untuned-cutile or flush; the default is grading and corpus. One part per call where a call may
-# take 10 minutes at most (the device tool): grading takes about 7, the corpus about 3,
-# timing about 5, each untuned part about 4.5 (two `grade` runs of the five stages).
+# The default is every part; a device call may take 10 minutes at most, so there name one
+# or two parts per call. Measured on the H200 (2026-12-01): grading about 7 minutes (the
+# two `grade all` runs 187 s and 192 s), calibrate 3-4, exercises 2, corpus 3, timing 5,
+# each untuned part 4 (218 s), flush 1 (20 s).
 set -uo pipefail
-PARTS=${*:-grading corpus}
+ALL="grading calibrate exercises corpus timing untuned-triton untuned-cutile flush"
+PARTS=${*:-$ALL}
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 for p in $PARTS; do
-  case $p in grading|corpus|timing|untuned-triton|untuned-cutile|flush) ;;
-    *) echo "device-check: no part '$p' (grading, corpus, timing, untuned-triton, untuned-cutile, flush)" >&2; exit 2;; esac
+  [[ " $ALL " == *" $p "* ]] || { echo "device-check: no part '$p' ($ALL)" >&2; exit 2; }
 done
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-/opt/torch/.venv/bin/python3}
@@ -65,8 +64,6 @@ check() {  # check NAME EXPECTED_EXIT -- ARGS: run `grade ARGS`, append its outp
 
 if part grading; then
 check doctor 0 -- doctor
-check calibrate 0 -- calibrate --write
-cp course.toml "$OUT/course.toml"
 for b in triton cutile; do
   check "$b" 0 -- all --solutions --backend "$b" --json "$OUT/$b.json" --benchmark-json "$OUT/$b-bench.json"
 done
@@ -76,6 +73,18 @@ if [ -d /usr/local/cuda ]; then
   CUDA_HOME=/usr/local/cuda check stale-cuda-home 0 -- 1 --solutions --backend cutile --json "$TMP/stale.json"
   grep -o '"backend_reason": "[^"]*"' "$TMP/stale.json" | sed 's/^/   /'
 fi
+for name in triton cutile; do echo "--- $name"; grep -v '^grading\|^timing' "$TMP/$name.log"; done
+fi
+if part calibrate; then
+cp course.toml "$TMP/course.toml.before"
+check calibrate 0 -- calibrate --write
+cp course.toml "$OUT/course.toml"
+diff "$TMP/course.toml.before" course.toml | sed 's/^/   /'
+grep -v '^grading\|^timing' "$TMP/calibrate.log"
+mv "$TMP/course.toml.before" course.toml  # the later parts grade by the thresholds as written
+rm -f course.toml.bak
+fi
+if part exercises; then
 check exercises-triton 1 -- all --backend triton --json "$TMP/ex-triton.json"
 check exercises-cutile 1 -- all --backend cutile --json "$TMP/ex-cutile.json"
 for f in ex-triton ex-cutile; do
@@ -83,7 +92,6 @@ for f in ex-triton ex-cutile; do
 done
 check warm-stage5-cutile 0 -- 5 --solutions --backend cutile
 check warm-stage4-triton 0 -- 4 --solutions --backend triton
-for name in calibrate triton cutile; do echo "--- $name"; grep -v '^grading\|^timing' "$TMP/$name.log"; done
 fi
 if part corpus; then
   echo "== gpu corpus"

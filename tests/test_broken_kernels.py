@@ -130,6 +130,56 @@ def test_an_error_inside_a_kernel_points_at_the_kernel_line(grade_source):
         assert "InterpreterError" not in case.summary
 
 
+KERNEL_FILE = """\
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def kern(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    y = tl.dot(x, x)
+    tl.store(x_ptr + offs, y, mask=offs < n)
+
+
+def run(x):
+    kern[(1,)](x, x.numel(), BLOCK=128)
+"""
+
+
+class CompilationError(Exception):
+    """What Triton's compiler raises (on a GPU, or in the compile check): the kernel's
+    source from its `def`, and the AST node that failed, numbered from there."""
+
+    def __init__(self, src, lineno):
+        super().__init__(f"at {lineno}:8:\n... input and other must have equal ranks >= 2")
+        self.src, self.node = src, type("Node", (), {"lineno": lineno})()
+
+
+def test_a_compile_error_points_at_the_kernel_line_not_the_launch(tmp_path):
+    """On a GPU a compile error is raised from the launch line in the wrapper; the report
+    names the kernel line that the compiler rejected, found in the student's file."""
+    from grader.sandbox.locate import describe
+
+    path = tmp_path / "stage.py"
+    path.write_text(KERNEL_FILE)
+    kernel_src = KERNEL_FILE[KERNEL_FILE.index("def kern"):KERNEL_FILE.index("\n\n\ndef run")]
+    try:
+        try:
+            # A frame at line 15 of the student's file, where the wrapper would launch.
+            exec(compile("\n" * 14 + "raise_it()", str(path), "exec"),  # noqa: S102
+                 {"raise_it": lambda: (_ for _ in ()).throw(CompilationError(kernel_src, 4))})
+        except CompilationError as exc:
+            raise RuntimeError("launch failed") from exc
+    except RuntimeError as exc:
+        text = describe(exc, path)
+    assert "(at stage.py, line 9: y = tl.dot(x, x))" in text  # not the launch, line 15
+    # A kernel source the file does not hold (edited since) points at no kernel line.
+    other = CompilationError(kernel_src.replace("tl.dot(x, x)", "tl.dot(x, y)"), 4)
+    assert "line 9" not in describe(other, path)
+
+
 def test_a_single_step_over_k_gets_the_loop_hint(grade_source):
     source = broken("triton", "stage4_matmul.py", "for k0 in range(0, K, BLOCK_K):",
                     "for k0 in range(0, min(K, BLOCK_K), BLOCK_K):")

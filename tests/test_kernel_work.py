@@ -175,6 +175,9 @@ def test_a_triton_kernel_body_that_no_gpu_compiler_accepts_fails(grade_source):
     assert result.status is Status.FAIL and result.cases_passed == 0
     text = failure_text(result)
     assert "a kernel does not compile for a GPU" in text and "NOTES.append(pid)" in text
+    # At the kernel line itself, not at the wrapper's launch line the error is raised from.
+    line = source.splitlines().index("    NOTES.append(pid)") + 1
+    assert f"(at vector_add_submission.py, line {line}: NOTES.append(pid))" in text
 
 
 def test_a_triton_kernel_defined_inside_a_function_is_named(grade_source):
@@ -213,6 +216,8 @@ def test_a_cutile_kernel_body_that_calls_pytorch_fails_on_the_simulator(grade_so
     text = failure_text(result)
     assert "a kernel does not compile for a GPU" in text
     assert "matmul() is not supported in device code" in text
+    line = source.splitlines().index("    torch.matmul(x, y)") + 1
+    assert f"(at vector_add_submission.py, line {line}: torch.matmul(x, y))" in text
 
 
 def test_host_attention_next_to_a_kernel_that_reads_its_block_id_fails(grade_source):

@@ -31,6 +31,7 @@ from pathlib import Path
 import torch
 
 from grader.backends.build import signatures
+from grader.sandbox.locate import describe
 
 TRITON_TARGET = ("cuda", 80, 32)  # backend, compute capability, warp size
 _TRITON_TYPES = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16",
@@ -209,7 +210,7 @@ def serve_triton(fd: int) -> None:
             while not hasattr(jit, "arg_names") and hasattr(jit, "fn"):
                 jit = jit.fn
             constexprs = {k: _dtype(v) for k, v in request["constexprs"].items()}
-            reply = {"error": _lower_triton(jit, request["signature"], constexprs)}
+            reply = {"error": _lower_triton(jit, request["signature"], constexprs, Path(path))}
         except Exception as exc:  # noqa: BLE001 - told to the student as the check's failure
             reply = {"error": f"the module could not be compiled for a GPU: {_message(exc)}"}
         protocol.send(sock, reply)
@@ -234,8 +235,9 @@ def _probe_kernel():
     return triton.jit(probe)
 
 
-def _lower_triton(jit, signature: dict, constexprs: dict) -> str | None:
-    """Triton's front end on one kernel: None, or its message (in the helper process)."""
+def _lower_triton(jit, signature: dict, constexprs: dict, path: Path | None = None) -> str | None:
+    """Triton's front end on one kernel: None, or its message (in the helper process), at
+    the kernel line of `path` it rejected."""
     try:
         from triton._C.libtriton import ir
         from triton.backends.compiler import GPUTarget
@@ -261,10 +263,14 @@ def _lower_triton(jit, signature: dict, constexprs: dict) -> str | None:
     except TypeError as exc:
         if "make_ir" in str(exc) or "positional argument" in str(exc):
             raise Unavailable(f"this Triton's front end takes other arguments ({exc})") from None
-        return _message(exc)
+        return _rejection(exc, path)
     except Exception as exc:  # noqa: BLE001 - the compiler's rejection is the answer
-        return _message(exc)
+        return _rejection(exc, path)
     return None
+
+
+def _rejection(exc: BaseException, path: Path | None) -> str:
+    return describe(exc, path, max_lines=40) if path else _message(exc)
 
 
 # --- cuTile --------------------------------------------------------------------------------
@@ -287,5 +293,6 @@ def cutile(kernel, args: tuple) -> str | None:
                           output_format="tileir_bytecode")
             _checked[key] = None
         except Exception as exc:  # noqa: BLE001 - the compiler's rejection is the answer
-            _checked[key] = _message(exc)
+            filename = getattr(getattr(exc, "loc", None), "filename", None)
+            _checked[key] = _rejection(exc, Path(filename) if filename else None)
     return _checked[key]

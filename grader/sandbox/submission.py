@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import sys
-import traceback
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +20,7 @@ from grader.course import SubmissionRules
 from grader.sandbox import launches
 from grader.sandbox.host import HostWatch
 from grader.sandbox.launches import Launch
+from grader.sandbox.locate import describe
 from grader.sandbox.poison import Guarded
 
 _serial = itertools.count()
@@ -128,31 +128,3 @@ class Submission:
         finally:
             torch.cuda.current_stream = saved
         return session.captured
-
-
-def describe(exc: BaseException, path: Path, max_lines: int = 25) -> str:
-    """`Type (at file, line N: its source): message`, at the deepest frame in the student's
-    file over the chain of causes: Triton's interpreter raises its own error from the one
-    the kernel's line raised, so that line is in the cause's traceback, not the launch's."""
-    frame = _deepest_frame(exc, path)
-    where = ""
-    if frame is not None:
-        source = (frame.line or "").strip()
-        where = f" (at {path.name}, line {frame.lineno}" + (f": {source}" if source else "") + ")"
-    if type(exc).__name__ == "InterpreterError" and exc.__cause__ is not None:
-        exc = exc.__cause__  # its message is only the repr of the cause
-    message = str(exc).strip()
-    lines = message.splitlines()
-    if len(lines) > max_lines:
-        message = "\n".join(lines[:max_lines] + [f"... ({len(lines) - max_lines} more lines)"])
-    return f"{type(exc).__name__}{where}: {message}" if message else f"{type(exc).__name__}{where}"
-
-
-def _deepest_frame(exc: BaseException, path: Path):
-    found, seen = None, set()
-    while exc is not None and id(exc) not in seen:  # from the outermost error to its causes
-        seen.add(id(exc))
-        frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == path]
-        found = frames[-1] if frames else found
-        exc = exc.__cause__ or exc.__context__
-    return found

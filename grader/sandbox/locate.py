@@ -1,0 +1,91 @@
+"""Where in the student's file an error points, for the message the student reads.
+
+Two kinds of error carry that place differently:
+
+- an error raised while Python runs the student's code (the interpreter running a kernel
+  line, a host line of the wrapper) has the line in its traceback, possibly in a cause:
+  Triton's interpreter raises its own error from the one the kernel's line raised;
+- a compile error (on a GPU, or in the CPU's compile check) is raised from the launch line,
+  but names the kernel line itself. That line is the one to show. Triton's carries the
+  kernel's source and the AST node that failed, numbered from the kernel's `def`; cuTile's
+  (TileError) a `loc` with the file and line.
+"""
+
+from __future__ import annotations
+
+import traceback
+from pathlib import Path
+
+
+def describe(exc: BaseException, path: Path, max_lines: int = 25) -> str:
+    """`Type (at file, line N: its source): message`, at the kernel line a compile error
+    names, else at the deepest frame in the student's file over the chain of causes."""
+    place = compiled_line(exc, path) or _deepest_frame(exc, path)
+    where = ""
+    if place is not None:
+        lineno, source = place
+        where = f" (at {path.name}, line {lineno}" + (f": {source}" if source else "") + ")"
+    if type(exc).__name__ == "InterpreterError" and exc.__cause__ is not None:
+        exc = exc.__cause__  # its message is only the repr of the cause
+    message = str(exc).strip()
+    lines = message.splitlines()
+    if len(lines) > max_lines:
+        message = "\n".join(lines[:max_lines] + [f"... ({len(lines) - max_lines} more lines)"])
+    return f"{type(exc).__name__}{where}: {message}" if message else f"{type(exc).__name__}{where}"
+
+
+def compiled_line(exc: BaseException, path: Path) -> tuple[int, str] | None:
+    """(line, source) in `path` of the kernel line a Triton compile error in `exc`'s chain
+    names, if it is in that file."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        loc = getattr(exc, "loc", None)  # cuTile
+        line = getattr(loc, "line", None)
+        if isinstance(line, int) and Path(str(getattr(loc, "filename", ""))) == path:
+            return line, _source_line(path, line)
+        node, src = getattr(exc, "node", None), getattr(exc, "src", None)  # Triton
+        lineno = getattr(node, "lineno", None)
+        if isinstance(src, str) and isinstance(lineno, int):
+            found = _in_file(src, lineno, path)
+            if found:
+                return found
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def _in_file(src: str, lineno: int, path: Path) -> tuple[int, str] | None:
+    """The file line of line `lineno` of the kernel source `src` (its `def` is line 1),
+    found by matching the source against the file, so a kernel defined twice or a file
+    edited since it was loaded points nowhere rather than at the wrong line."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    kernel = src.splitlines()
+    if not kernel or not 0 < lineno <= len(kernel):
+        return None
+    starts = [i for i, line in enumerate(lines) if line.strip() == kernel[0].strip()]
+    for start in starts:
+        if all(start + k < len(lines) and lines[start + k].strip() == kernel[k].strip()
+               for k in range(lineno)):
+            return start + lineno, lines[start + lineno - 1].strip()
+    return None
+
+
+def _source_line(path: Path, lineno: int) -> str:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return ""
+    return lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""
+
+
+def _deepest_frame(exc: BaseException, path: Path) -> tuple[int, str] | None:
+    found, seen = None, set()
+    while exc is not None and id(exc) not in seen:  # from the outermost error to its causes
+        seen.add(id(exc))
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == path]
+        found = (frames[-1].lineno, (frames[-1].line or "").strip()) if frames else found
+        exc = exc.__cause__ or exc.__context__
+    return found
