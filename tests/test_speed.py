@@ -148,6 +148,20 @@ def test_a_speed_case_in_a_dtype_this_gpu_lacks_is_not_graded(grade, monkeypatch
                "needs sm_99" for c in result.speed.cases)
 
 
+@pytest.mark.parametrize("threshold, trials", [(1.5, 1), (2.02, 2), (1.97, 2), (2.5, 1)])
+def test_a_speed_up_within_the_noise_of_its_threshold_is_timed_again(grade, monkeypatch,
+                                                                       threshold, trials):
+    """The fake kernel's speed-up is 2.0: within 2% of the threshold it is timed a second
+    time and judged over both trials' batches; further away one trial decides."""
+    runs = []
+    real = Trial.run
+    monkeypatch.setattr(Trial, "run", lambda self: runs.append(1) or real(self))
+    result = grade(threshold)
+    assert len(runs) == 2 * trials  # two speed cases
+    assert all(c.repeats == trials * trial.MIN_BATCHES for c in result.speed.cases)
+    assert result.speed.points == (4 if threshold < 2 else 0)
+
+
 def test_the_limit_of_a_case_is_its_roofline():
     """The longer of moving the bytes and doing the FLOPs: a kernel with FLOPs but few per
     byte is judged against memory, not against the tensor cores' peak."""

@@ -22,6 +22,10 @@ from grader.speed import ceilings as ceilings_module
 from grader.speed.trial import Trial
 
 PLAUSIBLE_FRACTION = 1.15  # above the measured ceiling by more than noise: impossible
+# A speed-up this close to its threshold (either side) is timed once more, and the verdict
+# taken over both trials' batches: five gradings of the same matmul on the H200 spread 1.85%
+# (BENCHMARKS.md), so a single trial there could land on either side.
+RETIME_WITHIN = 0.02
 
 
 def merge_benchmark_files(parts: list[Path], out: Path) -> None:
@@ -87,6 +91,8 @@ class SpeedCheck:
             result.failure = Failure.NOT_GRADED
             return Timed(result, [])
         found = trial.run()
+        if self._near_threshold(found):
+            found = _together(found, trial.run())
         if found.failed:
             result.summary = f"the timed calls failed: {found.failed}"
             result.failure = Failure.CALLS_FAILED
@@ -116,6 +122,13 @@ class SpeedCheck:
         result.passed, result.summary, result.failure = self._verdict(
             result, found.wrong is None, found.wrong or "", tampered)
         return Timed(result, found.student)
+
+    def _near_threshold(self, found) -> bool:
+        """Whether an untroubled trial's speed-up lies within the noise of the threshold."""
+        if found.failed or found.rejected or found.wrong or not found.student:
+            return False
+        wanted = self.threshold.min_speedup
+        return bool(wanted) and abs(found.baseline_ms / found.student_ms / wanted - 1) <= RETIME_WITHIN
 
     def _implausible(self, r: SpeedCase) -> str | None:
         """A figure that cannot be true, whatever the clocks say."""
@@ -155,3 +168,13 @@ class SpeedCheck:
         if missed:
             return False, f"too slow: {figures} ({'; '.join(missed)})", Failure.TOO_SLOW
         return True, figures, None
+
+
+def _together(first, second):
+    """Two trials of one case as one: the second's failure stands; else all batches count."""
+    if second.failed or second.rejected or second.wrong or not second.student:
+        return second
+    for name in ("student", "baseline", "unexplained", "around", "over"):
+        getattr(first, name).extend(getattr(second, name))
+    first.checked += second.checked
+    return first
