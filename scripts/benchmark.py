@@ -6,6 +6,12 @@ the course does not time), the Triton and cuTile references and the PyTorch impl
 events, L2 flushed before every call, calls interleaved, median reported. Every candidate's
 output is checked against the float32 reference first.
 
+A second opinion on every row: the same callables timed by an independent method in the
+same run, Triton's `triton.testing.do_bench` (its own L2 flush and repeat rule, median).
+The table shows its time, the speed-up over torch by it, and the gap to grader.timing's
+figure; a gap above DISAGREE is marked `!`, so a bias of the grader's clock shows up as a
+disagreement rather than hiding in both columns.
+
 Usage:  python scripts/benchmark.py [--only STAGE] [--markdown FILE] [--seconds S]
 """
 
@@ -26,6 +32,16 @@ from grader.judge.compare import compare  # noqa: E402
 from grader.problems import DTYPES  # noqa: E402
 from grader.sandbox.submission import Submission  # noqa: E402
 from grader.speed import ceilings  # noqa: E402
+
+DISAGREE = 0.03  # the two methods' medians differ by more than this: find out why
+
+
+def do_bench_ms(fn) -> float:
+    """fn's median time by triton.testing.do_bench (its own warm-up, L2 flush, repeats)."""
+    import triton.testing
+
+    return float(triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median"))
+
 
 # Shapes kernel engineers also quote that course.toml does not time, per stage: (params,
 # dtype). Parameters left out take the problem's defaults, as in course.toml.
@@ -82,25 +98,30 @@ def main() -> int:
             roofline = limits.roofline(work, dtype)
             shape = ",".join(f"{k}={v}" for k, v in params.items() if v is not None)
             torch_ms = samples["torch"].median
+            second = {name: do_bench_ms(fn) for name, fn in candidates.items()}
             for name, s in samples.items():
                 rows.append((stage.id, shape, dtype, name, s.median, roofline.achieved(s.median / 1e3),
                              roofline.unit, roofline.fraction(s.median / 1e3),
-                             torch_ms / s.median, s.spread, len(s.times_ms)))
+                             torch_ms / s.median, s.spread, len(s.times_ms), second[name],
+                             second["torch"] / second[name]))
                 print(_row(rows[-1]), flush=True)
             for line in wrong:
                 print(f"  WRONG {stage.id} {shape} {dtype}: {line}", flush=True)
     if args.markdown:
-        header = ("| stage | shape | dtype | implementation | ms | achieved | of ceiling | "
-                  "vs torch | IQR/median | repeats |\n|---|---|---|---|---|---|---|---|---|---|\n")
+        header = ("| stage | shape | dtype | implementation | ms | achieved | of limit | "
+                  "vs torch | IQR/median | repeats | do_bench ms | vs torch (do_bench) | gap |\n"
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
         body = "".join("| " + " | ".join(_cells(r)) + " |\n" for r in rows)
         args.markdown.write_text(header + body)
     return 0
 
 
 def _cells(r) -> list[str]:
-    stage, shape, dtype, name, ms, rate, unit, fraction, speedup, spread, n = r
+    stage, shape, dtype, name, ms, rate, unit, fraction, speedup, spread, n, other, other_speedup = r
+    gap = other / ms - 1
     return [stage, shape, dtype, name, f"{ms:.4f}", f"{rate:.0f} {unit}", f"{100 * fraction:.0f}%",
-            f"{speedup:.2f}x", f"{100 * spread:.1f}%", str(n)]
+            f"{speedup:.2f}x", f"{100 * spread:.1f}%", str(n), f"{other:.4f}",
+            f"{other_speedup:.2f}x", f"{100 * gap:+.1f}%" + (" !" if abs(gap) > DISAGREE else "")]
 
 
 def _row(r) -> str:
