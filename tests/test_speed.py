@@ -512,3 +512,35 @@ def test_the_benchmark_table_marks_where_the_second_opinion_disagrees():
     differ = bench._cells(row + (0.21, 0.93))
     assert agree[-3:] == ["0.2040", "0.94x", "+2.0%"]
     assert differ[-1] == "+5.0% !"
+
+
+@pytest.mark.parametrize("alone_ms, speedup, noted", [(0.02, 2.0, False), (0.0198, 2.0, False),
+                                                     (0.015, 1.5, True)])
+def test_a_baseline_slowed_next_to_the_submission_is_judged_by_its_time_alone(
+        grade, monkeypatch, alone_ms, speedup, noted):
+    """GPU work a submission leaves running after its batch slows the grader's next
+    baseline batch. The baseline is also timed with the submission's process ended: read
+    more than 3% slower next to it (here 0.02 ms against 0.015 ms alone), its time alone
+    counts; within that, the interleaved figure stands."""
+    order = []
+    monkeypatch.setattr(trial.Trial, "baseline_alone",
+                        lambda self: order.append("alone") or alone_ms)
+    close = Runner.close
+    monkeypatch.setattr(Runner, "close", lambda self: order.append("close") or close(self))
+    result = grade(1.2)
+    first = order.index("alone")
+    assert order[first - 1] == "close"  # the child ended first
+    assert order[first:first + 2] == ["alone", "alone"]  # both cases, once per stage
+    assert all(c.speedup == speedup for c in result.speed.cases)
+    assert all(("read 33% slower next to the submission than alone" in c.summary) == noted
+               for c in result.speed.cases)
+
+
+def test_the_baseline_alone_is_the_median_of_its_batches_after_the_first(monkeypatch):
+    means = iter([9.0, 0.02, 0.03, 0.025])
+    monkeypatch.setattr(Trial, "baseline_batch",
+                        lambda self, seeds, key: ([next(means)] * len(seeds), 0.0))
+    problem = PROBLEMS["vector_add"]
+    found = Trial(problem, {"n": 100}, "float32", None, problem.baselines["torch"],
+                  None, timing.Budget(warmup=1), "cpu").baseline_alone()
+    assert found == pytest.approx(0.025)

@@ -144,19 +144,39 @@ class Trial:
 
     # --- the trial ----------------------------------------------------------------------
 
+    def baseline_alone(self, batches: int = 3) -> float:
+        """The baseline's mean call time (median over `batches`, after one uncounted), timed
+        the way a trial times it; called while no submission process lives, it is what the
+        baseline costs on a GPU that nothing else is using."""
+        sample = self._warm_baseline()
+        key, count = secrets.randbits(62), self._count(sample.nbytes)
+        means = []
+        for _ in range(batches + 1):
+            times, _ = self.baseline_batch(self._seeds(count), key)
+            means.append(sum(times) / len(times))
+        return statistics.median(means[1:])
+
+    def _warm_baseline(self) -> torch.Tensor:
+        warmup = self.draw(secrets.randbits(31))
+        for _ in range(self.budget.warmup):
+            sample = self.baseline(warmup)
+        return sample
+
+    @staticmethod
+    def _count(size: int) -> int:
+        return max(1, min(BATCH, MEMORY_KEPT // max(size, 1)))
+
     def run(self) -> TrialResult:
         result = TrialResult()
-        warmup = self.draw(secrets.randbits(31))
         try:
             self._watch(self.budget.warmup)
         except TimingFailed as exc:
             result.failed = str(exc)
             return result
-        for _ in range(self.budget.warmup):
-            sample = self.baseline(warmup)
+        sample = self._warm_baseline()
         key = secrets.randbits(62)
         size = sample.nbytes
-        count = max(1, min(BATCH, MEMORY_KEPT // max(size, 1)))
+        count = self._count(size)
         deadline = time.perf_counter() + self.budget.seconds
         try:
             # One batch on each side first, not counted: the memory the batches need is
