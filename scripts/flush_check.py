@@ -4,7 +4,7 @@ grader.timing flushes L2 before every timed call. A flush that zeroes its buffer
 full of dirty lines, and the timed call that follows pays for writing them back to DRAM;
 a flush that reads its buffer leaves clean lines, so that write-back happens inside the
 flush, before the start event. The difference matters most for short memory-bound kernels:
-here the references of the memory-bound speed cases and their PyTorch baselines are timed
+here the references of course.toml's memory-bound speed cases and their PyTorch baselines are timed
 with each flush, alternating, `--rounds` times, with timing.measure.
 
 Usage:  python scripts/flush_check.py [--rounds N] [--seconds S]
@@ -27,12 +27,14 @@ from grader.course import load_course  # noqa: E402
 from grader.problems import DTYPES  # noqa: E402
 from grader.sandbox.submission import Submission  # noqa: E402
 
-# The short memory-bound cases, where a write-back of up to one L2 shows (their params as
-# course.toml's speed cases give them, defaults included).
-CASES = [("fused_gelu", {"M": 8192, "N": 8192}, "bfloat16"),
-         ("fused_gelu", {"M": 8192, "N": 8192}, "float32"),
-         ("softmax", {"M": 8192, "N": 8192, "scale": 1.0}, "bfloat16"),
-         ("vector_add", {"n": 67108864}, "float32")]
+
+def memory_bound_cases(course):
+    """course.toml's speed cases whose limit is memory (no FLOPs): the short ones, where a
+    write-back of up to one L2 shows."""
+    for stage in course.stages:
+        for case in stage.speed.cases if stage.speed else ():
+            if not stage.problem.work(case.params, DTYPES[case.dtype]).flops:
+                yield stage, case
 
 
 def zeroing(self) -> None:  # the flush grader.timing used before
@@ -53,10 +55,10 @@ def main() -> int:
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}: median ms per call "
           f"with each flush, median of {args.rounds} rounds")
     print(f"{'stage':<12} {'case':<24} {'impl':<8} {'zeroing':>9} {'reading':>9} {'change':>8}")
-    for stage_id, params, dtype in CASES:
-        if args.only and stage_id not in args.only:
+    for stage, case in memory_bound_cases(course):
+        if args.only and stage.id not in args.only:
             continue
-        stage = course.select(stage_id)
+        stage_id, params, dtype = stage.id, case.params, case.dtype
         problem = stage.problem
         call = problem.make_call(params, DTYPES[dtype], torch.Generator().manual_seed(0)).to("cuda")
         kernels = {}

@@ -15,7 +15,7 @@ from conftest import ROOT, broken, vector_add_course
 from grader.backends import selection as backends
 from grader.judge import stage as judge_stage
 from grader.report import junit
-from grader.report.results import Failure, Status
+from grader.report.results import Failure, Report, Status
 from grader.report.scorecard import render
 
 GELU = (ROOT / "solutions/triton/stage2_fused_gelu.py").read_text()
@@ -90,8 +90,6 @@ def test_a_real_failure_next_to_cases_not_graded_is_a_failure(grade_source, t4_b
 
 
 def _report(result):
-    from grader.report.results import Report
-
     return Report(course="t", target="exercises", backend="triton", backend_reason="test",
                   machine={}, started_at="2026-12-01T00:00:00+00:00", stages=[result])
 

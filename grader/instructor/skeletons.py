@@ -122,12 +122,10 @@ def make_exercise(solution: str, origin: str = "<solution>") -> str:
     """The student skeleton for a solution source: TODO placeholders, plain TUNE places."""
     out: list[str] = []
     for part, lineno, line in regions(solution, origin):
-        if part == "exercise":
+        if part in ("exercise", "plain"):
             out.append(_uncomment(line, origin, lineno))
         elif part == "code":
             out.append(_STEP.sub(r"\1# TODO \2:", line))
-        elif part == "plain":
-            out.append(_uncomment(line, origin, lineno))
         elif part == "tune":
             out.append(_tune_comment(line))
     return "".join(out)

@@ -131,8 +131,8 @@ class SpeedCheck:
             roofline = ceilings_module.ceilings(remeasure=True).roofline(work, case.dtype)
         baseline_ms, slowed = found.baseline_ms, ""
         if alone and baseline_ms > alone * (1 + BASELINE_SLOWER):
-            slowed = (f"; the {self.speed.baseline} baseline read {100 * (baseline_ms / alone - 1):.0f}% "
-                      f"slower next to the submission than alone: judged against its time alone")
+            slowed = (f"; the {self.speed.baseline} baseline ran {100 * (baseline_ms / alone - 1):.0f}% "
+                      f"slower next to the submission than alone, so its time alone counts")
             baseline_ms = alone
         result.ms = round(found.student_ms, 4)
         result.baseline_ms = round(baseline_ms, 4)
@@ -152,7 +152,7 @@ class SpeedCheck:
 
     def _near_threshold(self, found) -> bool:
         """Whether an untroubled trial's speed-up lies within the noise of the threshold."""
-        if found.failed or found.rejected or found.wrong or not found.student:
+        if not found.timed:
             return False
         wanted = self.threshold.min_speedup
         speedup = found.baseline_ms / found.student_ms
@@ -200,7 +200,7 @@ class SpeedCheck:
 
 def _together(first, second):
     """Two trials of one case as one: the second's failure stands; else all batches count."""
-    if second.failed or second.rejected or second.wrong or not second.student:
+    if not second.timed:
         return second
     for name in ("student", "baseline", "unexplained", "around", "over"):
         getattr(first, name).extend(getattr(second, name))

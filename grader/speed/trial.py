@@ -99,6 +99,11 @@ class TrialResult:
     failed: str | None = None  # why the timed calls could not run
 
     @property
+    def timed(self) -> bool:
+        """Whether the trial timed batches without a failure, a rejection or a wrong output."""
+        return bool(self.student) and not (self.failed or self.rejected or self.wrong)
+
+    @property
     def student_ms(self) -> float:
         return statistics.median(self.student)
 
