@@ -84,7 +84,7 @@ def main() -> int:
             kernels[track] = Submission(course.module_path(stage, track, True), problem.function)
             kernels[track].load()
         for params, dtype in shapes(stage):
-            call = problem.make_call(params, DTYPES[dtype], torch.Generator().manual_seed(0)).to("cuda")
+            call = problem.draw(params, dtype, 0, device="cuda")
             expected = problem.reference(call)
             candidates = {name: k.bound(call.args, call.kwargs) for name, k in kernels.items()}
             candidates.update({name: (lambda b=b: b(call)) for name, b in problem.baselines.items()})

@@ -10,12 +10,15 @@
 #   exercises: `grade all` on the untouched exercises, every stage NOT STARTED; two stages
 #     graded again with warm caches, 5 on cuTile and 4 on Triton (under 30 s each)
 #   corpus: the GPU-only part of the bad-submission corpus (scripts/gpu_corpus.py), the
-#     sandbox on the GPU included
+#     sandbox on the GPU included (CORPUS_ONLY=WORD: only the submissions named with WORD)
 #   timing: scripts/timing_check.py, the grader's timing of every reference against the
 #     in-process CUDA-event figure, matmul graded five times
 #   untuned-triton / untuned-cutile: scripts/untuned_check.py on that track, the plain
 #     (untuned) solutions against the references with the grader's speed checks: the
 #     references must earn every speed point and the plain solutions none (issue #15)
+#   repeat: scripts/repeat_check.py, matmul and softmax references graded 5 times each on both
+#     tracks, alternating with a copy made 10% slower: same verdict every time, speed-ups
+#     within 2%, the slower copy told apart every time (issue #15; REPEAT_ARGS: its options)
 #   flush: scripts/flush_check.py, the short memory-bound references and their baselines
 #     timed after a zeroing and after a reading L2 flush
 # Usage: scripts/stage-device.sh here once, then on the device tool: carry [".device"],
@@ -25,7 +28,7 @@
 # two `grade all` runs 187 s and 192 s), calibrate 3-4, exercises 2, corpus 3, timing 5,
 # each untuned part 4 (218 s), flush 1 (20 s).
 set -uo pipefail
-ALL="grading calibrate exercises corpus timing untuned-triton untuned-cutile flush"
+ALL="grading calibrate exercises corpus timing untuned-triton untuned-cutile repeat flush"
 PARTS=${*:-$ALL}
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 for p in $PARTS; do
@@ -96,7 +99,7 @@ fi
 if part corpus; then
   echo "== gpu corpus"
   start=$(date +%s)
-  "$PY" scripts/gpu_corpus.py 2>&1 | tee "$TMP/corpus.log" | grep -v "^grading" || status=1
+  "$PY" scripts/gpu_corpus.py ${CORPUS_ONLY:-} 2>&1 | tee "$TMP/corpus.log" | grep --line-buffered -v "^grading" || status=1
   cat "$TMP/corpus.log" >> "$OUT/logs.txt"
   echo "== gpu corpus: $(( $(date +%s) - start )) s"
 fi
@@ -111,6 +114,12 @@ if part timing; then
   start=$(date +%s)
   "$PY" scripts/timing_check.py --repeat 5 --seconds 2 2>&1 | tee "$OUT/timing.txt" || status=1
   echo "== timing check: $(( $(date +%s) - start )) s"
+fi
+if part repeat; then
+  echo "== repeat check"
+  start=$(date +%s)
+  "$PY" scripts/repeat_check.py ${REPEAT_ARGS:-} 2>&1 | grep --line-buffered -v "^grading" | tee "$OUT/repeat.txt" || status=1
+  echo "== repeat check: $(( $(date +%s) - start )) s"
 fi
 for track in triton cutile; do
   if part "untuned-$track"; then

@@ -12,6 +12,14 @@ a message that names the problem (the CPU part of the corpus is tests/test_integ
 - matmul that runs a kernel twice as slow as the reference on a side stream while the timed
   stream sleeps for about the reference's time (it reports cuBLAS's speed and hides about
   0.2 ms per call): timing rejected, by the median over batches;
+- vector add that leaves GPU work running after each batch (a finalizer on the last timed
+  call's input launches a 3 ms GPU spin on a side stream once the child's batch loop has
+  returned, after its last synchronisation), so that the grader's next baseline batch would
+  share the GPU with it and read slower: caught if the baseline's time alone counts or the
+  next batch's clock shows the spin (timing rejected); harmless if the speed-up stays at
+  most 1.03x, vector add's honest figure. (On the H200 it stayed at 1.00x: after each of a
+  trial's first five batches the grader checks an output and watches a call, and the
+  child's synchronisation there waits for the spin before the next baseline batch.)
 - vector add that replays its first output, after a GPU sleep of about a kernel's time:
   a wrong result (every timed call has fresh inputs);
 - vector add that caches its result in the warm-up calls: a wrong result;
@@ -42,6 +50,9 @@ from grader.backends import selection as backends  # noqa: E402
 from grader.course import Case, Course, Threshold, load_course  # noqa: E402
 from grader.grading import grade_stage  # noqa: E402
 
+# Vector add and torch.add both stream at the copy bandwidth (1.00x on the H200): a speed-up
+# above this means the baseline was slowed and the slowing believed.
+FLATTERED = 1.03
 VECTOR_ADD = (ROOT / "solutions/triton/stage1_vector_add.py").read_text()
 ATTENTION = (ROOT / "solutions/triton/stage5_flash_attention.py").read_text()
 MATMUL = (ROOT / "solutions/triton/stage4_matmul.py").read_text()
@@ -67,8 +78,8 @@ def small_course(real: Course, folder: Path) -> Course:
                                stages=(stage,), hidden_file=None, rules=rules)
 
 
-def submissions() -> list[tuple[str, str, str, str]]:
-    """(name, stage, source, text the verdict must contain)."""
+def submissions() -> list[tuple[str, str, str, str | tuple[str, ...]]]:
+    """(name, stage, source, text the verdict must contain, or texts one of which it must)."""
     # Also allocates B x H x N x N floats: what flash attention exists to avoid.
     alloc = "    out = torch.empty_like(q)\n"
     assert alloc in ATTENTION
@@ -138,6 +149,26 @@ def submissions() -> list[tuple[str, str, str, str]]:
         "      with torch.cuda.stream(_side[0]) if big else contextlib.nullcontext():\n"
         "        matmul_kernel[grid](\n").replace(
         "import torch\n", "import contextlib\n\nimport torch\n", 1)
+    # The inputs of a batch's last call die as the child's batch loop (timing.run_batch)
+    # returns, after its final device synchronisation: the frame that frees them is the
+    # child's time_batch (checked on the CPU; a watched call's inputs outlive it, held by
+    # the host watch). Work launched then runs on while the child replies, unseen by its
+    # batch clock (about 3 ms at 1.98 GHz).
+    left_running = (
+        "import traceback, weakref\n"
+        "_side = []\n"
+        "def _after_batch():\n"
+        "    frames = [f for f in traceback.extract_stack()\n"
+        "              if not f.filename.endswith('weakref.py') and f.name != '_after_batch']\n"
+        "    if frames and frames[-1].name == 'time_batch':\n"
+        "        if not _side:\n"
+        "            _side.append(torch.cuda.Stream())\n"
+        "        with torch.cuda.stream(_side[0]):\n"
+        "            torch.cuda._sleep(6000000)\n" + VECTOR_ADD.replace(
+            "    out = torch.empty_like(x)\n",
+            "    if x.numel() > 100000:\n"
+            "        weakref.finalize(x, _after_batch)\n"
+            "    out = torch.empty_like(x)\n"))
     torch_when_timed = VECTOR_ADD.replace(
         "    out = torch.empty_like(x)\n",
         "    if x.numel() > 100000:\n        return torch.add(x, y)\n    out = torch.empty_like(x)\n")
@@ -174,6 +205,8 @@ def submissions() -> list[tuple[str, str, str, str]]:
         ("patched grader timing loop", "vector_add", patched_loop, "timing rejected"),
         ("work on a side stream", "vector_add", side_stream, "timing rejected"),
         ("slow matmul on a side stream, asleep", "matmul", hidden_matmul, "timing rejected"),
+        ("GPU work left running after a batch", "vector_add", left_running,
+         ("its time alone counts", "timing rejected")),
         ("GPU sleep and a replayed output", "vector_add", replay, "returned a wrong result"),
         ("result cached in the warm-up", "vector_add", warm_cache, "returned a wrong result"),
         ("PyTorch at the timed size", "vector_add", torch_when_timed, "a watched call at this size"),
@@ -209,14 +242,25 @@ def main() -> int:
                 fast = [c for c in result.speed.cases if c.passed and c.speedup > 0.7]
                 ok = result.status.value == "PASS" and len(fast) == len(result.speed.cases) > 0
                 got = "; ".join(c.summary[:120] for c in result.speed.cases)
+            elif name == "GPU work left running after a batch":
+                # Caught (its baseline's time alone counts, or the clock rejects it), or
+                # without effect: both kernels stream at the copy bandwidth, so a speed-up
+                # above FLATTERED means the baseline was slowed and believed.
+                speeds = [c.speedup for c in result.speed.cases if c.speedup]
+                hit = [t for t in texts if any(e in t for e in expected)]
+                ok = bool(hit) or (bool(speeds) and max(speeds) <= FLATTERED)
+                got = (hit or [c.summary[:150] for c in result.speed.cases] or ["(nothing)"])[0]
             elif name == "kernel faults on the GPU":
                 first, second = result.cases
                 ok = not first.passed and second.passed
                 got = f"case 1: {first.summary[:120]} | case 2: {'PASS' if second.passed else second.summary}"
             else:
-                hit = [t for t in texts if expected in t]
+                wanted_texts = (expected,) if isinstance(expected, str) else expected
+                hit = [t for t in texts if any(e in t for e in wanted_texts)]
                 ok = bool(hit)
-                got = (hit or [t for t in texts if t] or ["(nothing)"])[0][:200]
+                shown = [c.summary for c in result.speed.cases] if stage_id == "vector_add" else []
+                got = (hit or [t for t in shown if t] or [t for t in texts if t]
+                       or ["(nothing)"])[0][:200]
             failures += not ok
             print(f"{'ok  ' if ok else 'FAIL'} {name:<34} {result.status.value:<11} {got}", flush=True)
     print(f"gpu corpus: {'OK' if not failures else f'{failures} unexpected verdicts'}")

@@ -1,0 +1,185 @@
+"""How repeatable a speed verdict is: the same kernel graded 5 times, and one 10% slower.
+
+Issue #15 asks for a verdict that noise cannot flip: the same kernel graded five times
+(fresh seeds: every trial draws its own) gets the same speed verdict every time, its
+speed-up within 2%; and a kernel made 10% slower is told apart every time. For each track
+and each stage named (default: matmul and softmax, one compute-bound and one memory-bound
+stage, their first speed case):
+
+1. the reference and its baseline are timed once in this process (grader.timing.measure),
+   giving the reference's speed-up s and a separating threshold T = s * (1 + 1/1.1) / 2,
+   halfway between the reference and a kernel 10% slower;
+2. the reference and a slowed copy of it are graded alternately, RUNS times each, with
+   threshold T: one grader.speed.check.SpeedCheck per kernel, as grading has one per stage
+   (its sandboxed child, and the baseline timed alone once, with no child alive), each
+   run a whole trial on fresh seeds. The slowed copy is the reference
+   file with its entry point wrapped: after the reference's kernels it runs a GPU spin
+   (torch.cuda._sleep) of 10% of the reference's time, calibrated here in cycles;
+3. one line per kernel: the speed-ups, their spread ((max - min) / median) and the
+   reference's times' spread, the verdicts under T, and the verdict under course.toml's own
+   threshold for this GPU (taken from the figures: the threshold lies far from both).
+
+Exit code 1 when the reference's speed-ups spread more than 2%, when a verdict under T
+differs between runs of one kernel, or when a slowed run is not told apart from every run
+of the reference (its speed-up at or above the slowest reference run's).
+
+Usage:  python scripts/repeat_check.py [--track T] [--only STAGE] [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from grader import timing  # noqa: E402
+from grader.backends import selection as backends  # noqa: E402
+from grader.course import Threshold, load_course  # noqa: E402
+from grader.sandbox import Runner  # noqa: E402
+from grader.sandbox.submission import Submission  # noqa: E402
+from grader.speed.check import SpeedCheck  # noqa: E402
+
+SLOWER = 0.10
+SPREAD = 0.02
+
+
+def cycles_per_ms() -> float:
+    """The GPU's spin rate: torch.cuda._sleep's cycles per millisecond, timed here."""
+    spin = 2_000_000
+    torch.cuda._sleep(spin)  # warm
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    torch.cuda._sleep(spin)
+    end.record()
+    torch.cuda.synchronize()
+    return spin / start.elapsed_time(end)
+
+
+def slowed_source(reference: Path, function: str, cycles: int) -> str:
+    """The reference file with its entry point wrapped in a GPU spin of `cycles`."""
+    return (reference.read_text(encoding="utf-8")
+            + f"\n\n_reference_{function} = {function}\n\n\n"
+            f"def {function}(*args, **kwargs):\n"
+            f"    out = _reference_{function}(*args, **kwargs)\n"
+            f"    torch.cuda._sleep({cycles})  # {100 * SLOWER:.0f}% of the reference's time\n"
+            "    return out\n")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", action="append", help="stage id (repeatable)")
+    parser.add_argument("--track", action="append", choices=["triton", "cutile"])
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    course = load_course(ROOT / "course.toml")
+    arch = backends.gpu_arch()
+    rate = cycles_per_ms()
+    print(f"# {torch.cuda.get_device_name()} ({arch}), torch {torch.__version__}; "
+          f"GPU spin {rate / 1e6:.3f} M cycles/ms", flush=True)
+    bad = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        selections = {track: backends.select(track) for track in args.track or ["triton", "cutile"]}
+        for selection in selections.values():
+            selection.backend.prepare()
+        for stage_id in args.only or ["matmul", "softmax"]:
+            for track, selection in selections.items():
+                bad += repeat(course, course.select(stage_id), track, selection, arch, rate,
+                              args.runs, Path(tmp))
+    print(f"repeat check: {'OK' if not bad else f'{bad} problems'}", flush=True)
+    return 1 if bad else 0
+
+
+def repeat(course, stage, track, selection, arch, rate, runs, tmp: Path) -> int:
+    problem, case = stage.problem, stage.speed.cases[0]
+    path = course.module_path(stage, track, solutions=True)
+    local = Submission(path, problem.function)
+    local.load()
+    call = problem.draw(case.params, case.dtype, case.seed).to("cuda")
+    baseline = problem.baselines[stage.speed.baseline]
+    here = timing.measure({"kernel": local.bound(call.args, call.kwargs),
+                           "baseline": lambda: baseline(call)}, timing.Budget(seconds=2.0))
+    speedup = here["baseline"].median / here["kernel"].median
+    split = Threshold(min_speedup=round(speedup * (1 + 1 / (1 + SLOWER)) / 2, 4))
+    cycles = int(SLOWER * here["kernel"].median * rate)
+    slow = tmp / f"{track}_{stage.id}_slowed.py"
+    slow.write_text(slowed_source(path, problem.function, cycles), encoding="utf-8")
+    own = stage.speed.threshold(arch, selection.backend.name)
+    print(f"{track} {stage.id} {case.id}: in-process {here['kernel'].median:.4f} ms, "
+          f"{speedup:.3f}x {stage.speed.baseline}; separating threshold {split.min_speedup}x; "
+          f"slowed by a {cycles / rate:.4f} ms spin; course threshold {own}", flush=True)
+    # One SpeedCheck (and sandboxed child) per kernel, as grading has per stage: its
+    # baseline timed alone once, with no child alive, then RUNS trials, each on fresh seeds.
+    checks = {}
+    for name, module in (("reference", path), ("slowed", slow)):
+        runner = Runner(module, problem.function, "cuda", hidden=course.private_paths,
+                        rules=course.rules, track=track)
+        checks[name] = SpeedCheck(stage, selection, runner, threshold=split)
+    found: dict[str, list] = {name: [] for name in checks}
+    try:
+        for check in checks.values():
+            check.baselines_alone()
+        for run in range(runs):  # alternately, so that a drifting GPU moves both alike
+            for name, check in checks.items():
+                start = time.perf_counter()
+                timed = check.time(case).case
+                found[name].append(timed)
+                print(f"  run {run + 1} {name}: {timed.summary[:150]} "
+                      f"({time.perf_counter() - start:.0f} s)", flush=True)
+    finally:
+        for check in checks.values():
+            check.runner.close()
+    bad = 0
+    for name, cases in found.items():
+        graded = [c for c in cases if c.speedup]
+        if len(graded) < len(cases):
+            bad += 1
+            for c in cases:
+                if not c.speedup:
+                    print(f"  {name}: not timed: {c.summary}", flush=True)
+        if not graded:
+            continue
+        ups = [c.speedup for c in graded]
+        ms = [c.ms for c in graded]
+        spread = (max(ups) - min(ups)) / statistics.median(ups)
+        ms_spread = (max(ms) - min(ms)) / statistics.median(ms)
+        verdicts = ["pass" if c.passed else "FAIL" for c in graded]
+        own_verdicts = ["pass" if passes(c, own) else "FAIL" for c in graded]
+        same = len(set(verdicts)) == 1
+        print(f"  {name:<9} speed-ups {', '.join(f'{u:.3f}' for u in ups)} (spread "
+              f"{100 * spread:.2f}%); ms {', '.join(f'{m:.4f}' for m in ms)} (spread "
+              f"{100 * ms_spread:.2f}%); under {split.min_speedup}x: {' '.join(verdicts)}"
+              f"{'' if same else ' (VERDICTS DIFFER)'}; under course.toml: {' '.join(own_verdicts)}",
+              flush=True)
+        bad += not same
+        if name == "reference":
+            bad += spread > SPREAD
+    ref = [c.speedup for c in found["reference"] if c.speedup]
+    slowed = [c.speedup for c in found["slowed"] if c.speedup]
+    if ref and slowed:
+        apart = max(slowed) < min(ref)
+        gap = statistics.median(ref) / statistics.median(slowed) - 1
+        print(f"  told apart every time: {'yes' if apart else 'NO'} (slowest reference "
+              f"{min(ref):.3f}x, fastest slowed {max(slowed):.3f}x; medians {100 * gap:.1f}% "
+              "apart)", flush=True)
+        bad += not apart
+    return bad
+
+
+def passes(case, threshold: Threshold | None) -> bool:
+    """The verdict course.toml's threshold gives these figures (no retiming)."""
+    if threshold is None:
+        return False
+    return ((threshold.min_speedup is None or case.speedup >= threshold.min_speedup)
+            and (threshold.min_fraction is None or case.fraction >= threshold.min_fraction))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
