@@ -8,6 +8,7 @@ scripts/device-check.sh.
 
 import dataclasses
 import json
+import sys
 
 import pytest
 import torch
@@ -502,16 +503,72 @@ def test_the_output_checksum_sees_every_bit_and_only_the_bits(dtype, count):
 def test_the_benchmark_table_marks_where_the_second_opinion_disagrees():
     """scripts/benchmark.py times every row by do_bench too (on a GPU); a gap above 3%
     between the two methods is marked, so a bias of the grader's clock shows."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("benchmark", ROOT / "scripts" / "benchmark.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = _script("benchmark")
     row = ("matmul", "M=4096", "bfloat16", "triton", 0.2, 700.0, "TFLOP/s", 0.9, 0.95, 0.01, 20)
     agree = bench._cells(row + (0.204, 0.94))
     differ = bench._cells(row + (0.21, 0.93))
     assert agree[-3:] == ["0.2040", "0.94x", "+2.0%"]
     assert differ[-1] == "+5.0% !"
+
+
+def _script(name: str):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"scripts.{name}", ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("track", ["triton", "cutile"])
+def test_the_repeat_checks_slowed_copy_is_the_reference_and_a_spin(tmp_path, track):
+    """scripts/repeat_check.py tells a kernel 10% slower from the reference (on a GPU): the
+    slowed copy must pass the grader's intake as a submission would, and its entry point
+    must run the reference's own and then spin the GPU for the cycles asked."""
+    from grader.intake import read_submission
+
+    repeat = _script("repeat_check")
+    course = load_course(ROOT / "course.toml")
+    for stage in course.stages:
+        if not stage.speed:
+            continue
+        path = course.module_path(stage, track, solutions=True)
+        source = repeat.slowed_source(path, stage.problem.function, 36911)
+        copy = tmp_path / f"{stage.id}.py"
+        copy.write_text(source)
+        assert read_submission(copy, copy.name, course.rules).todos == ()
+        spins = []
+        namespace = {"torch": type("T", (), {"cuda": type("C", (), {
+            "_sleep": staticmethod(spins.append)})})}
+        tail = source[len(path.read_text()):]
+        exec(f"def {stage.problem.function}(*a, **k):\n    return 'out'\n" + tail, namespace)
+        assert namespace[stage.problem.function](1, 2) == "out"
+        assert spins == [36911]
+
+
+def test_every_tuning_sweep_variant_is_an_edit_of_the_reference_it_names(tmp_path):
+    """scripts/sweep.py times variants of the references' TUNE places (on a GPU). Each must
+    still find its lines in today's reference, change it, and pass the grader's intake; a
+    reference edited under it makes the variant fail here, not time a copy of the reference."""
+    from grader.intake import read_submission
+
+    sweep = _script("sweep")
+    course = load_course(ROOT / "course.toml")
+    assert {(v.track, v.stage) for v in sweep.VARIANTS} >= {
+        (track, stage) for track in ("triton", "cutile")
+        for stage in ("softmax", "fused_gelu", "matmul", "flash_attention")}
+    for i, variant in enumerate(sweep.VARIANTS):
+        reference = course.module_path(course.select(variant.stage), variant.track, True)
+        source = variant.source(reference.read_text())
+        assert source != reference.read_text(), variant.label
+        copy = tmp_path / f"{i}.py"
+        copy.write_text(source)
+        compile(source, str(copy), "exec")
+        assert read_submission(copy, copy.name, course.rules).todos == ()
+    stale = sweep.Variant("matmul", "triton", "stale", (("    BLOCK_M = 7\n", "    BLOCK_M = 8\n"),))
+    with pytest.raises(ValueError, match="not in the reference exactly once"):
+        stale.source("BLOCK_M = 1\n")
 
 
 @pytest.mark.parametrize("alone_ms, speedup, noted", [(0.02, 2.0, False), (0.0198, 2.0, False),
