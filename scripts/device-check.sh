@@ -26,7 +26,7 @@
 # The default is every part; a device call may take 10 minutes at most, so there name one
 # or two parts per call. Measured on the H200 (2026-12-01): grading about 7 minutes (the
 # two `grade all` runs 187 s and 192 s), calibrate 3-4, exercises 2, corpus 3, timing 5,
-# each untuned part 4 (218 s), flush 1 (20 s).
+# each untuned part 4 (218 s), flush 1 (20 s); repeat 5 (276 s, fifth session).
 set -uo pipefail
 ALL="grading calibrate exercises corpus timing untuned-triton untuned-cutile repeat flush"
 PARTS=${*:-$ALL}

@@ -20,6 +20,10 @@ a message that names the problem (the CPU part of the corpus is tests/test_integ
   most 1.03x, vector add's honest figure. (On the H200 it stayed at 1.00x: after each of a
   trial's first five batches the grader checks an output and watches a call, and the
   child's synchronisation there waits for the spin before the next baseline batch.)
+- the same, with every other batch of ten calls made 10 us a call slower, so that the trial
+  does not settle in five batches and most later batches hand the GPU, spin running, to
+  the grader's next baseline batch: the same verdicts count as caught or harmless (not yet
+  run on a GPU);
 - vector add that replays its first output, after a GPU sleep of about a kernel's time:
   a wrong result (every timed call has fresh inputs);
 - vector add that caches its result in the warm-up calls: a wrong result;
@@ -79,7 +83,8 @@ def small_course(real: Course, folder: Path) -> Course:
 
 
 def submissions() -> list[tuple[str, str, str, str | tuple[str, ...]]]:
-    """(name, stage, source, text the verdict must contain, or texts one of which it must)."""
+    """(name, stage, source, text the verdict must contain, or the texts one of which
+    it must)."""
     # Also allocates B x H x N x N floats: what flash attention exists to avoid.
     alloc = "    out = torch.empty_like(q)\n"
     assert alloc in ATTENTION
@@ -169,6 +174,17 @@ def submissions() -> list[tuple[str, str, str, str | tuple[str, ...]]]:
             "    if x.numel() > 100000:\n"
             "        weakref.finalize(x, _after_batch)\n"
             "    out = torch.empty_like(x)\n"))
+    # The same, kept from settling: every other batch of ten calls runs 10 us longer a call
+    # (a fifth of the kernel), so the batch means spread ~20% and the trial runs to its time
+    # budget. Its batches after the fifth are checked one time in three, so most of them
+    # hand the GPU, spin still running, straight to the grader's next baseline batch.
+    unsettled = left_running.replace(
+        "    if x.numel() > 100000:\n        weakref.finalize(x, _after_batch)\n",
+        "    if x.numel() > 100000:\n        weakref.finalize(x, _after_batch)\n"
+        "        _calls.append(1)\n"
+        "        if len(_calls) // 10 % 2:\n"
+        "            torch.cuda._sleep(20000)\n").replace("_side = []\n", "_side = []\n_calls = []\n", 1)
+    assert unsettled.count("_calls") == 3
     torch_when_timed = VECTOR_ADD.replace(
         "    out = torch.empty_like(x)\n",
         "    if x.numel() > 100000:\n        return torch.add(x, y)\n    out = torch.empty_like(x)\n")
@@ -207,6 +223,8 @@ def submissions() -> list[tuple[str, str, str, str | tuple[str, ...]]]:
         ("slow matmul on a side stream, asleep", "matmul", hidden_matmul, "timing rejected"),
         ("GPU work left running after a batch", "vector_add", left_running,
          ("its time alone counts", "timing rejected")),
+        ("GPU work left running, trial unsettled", "vector_add", unsettled,
+         ("its time alone counts", "timing rejected")),
         ("GPU sleep and a replayed output", "vector_add", replay, "returned a wrong result"),
         ("result cached in the warm-up", "vector_add", warm_cache, "returned a wrong result"),
         ("PyTorch at the timed size", "vector_add", torch_when_timed, "a watched call at this size"),
@@ -242,7 +260,7 @@ def main() -> int:
                 fast = [c for c in result.speed.cases if c.passed and c.speedup > 0.7]
                 ok = result.status.value == "PASS" and len(fast) == len(result.speed.cases) > 0
                 got = "; ".join(c.summary[:120] for c in result.speed.cases)
-            elif name == "GPU work left running after a batch":
+            elif name.startswith("GPU work left running"):
                 # Caught (its baseline's time alone counts, or the clock rejects it), or
                 # without effect: both kernels stream at the copy bandwidth, so a speed-up
                 # above FLATTERED means the baseline was slowed and believed.
@@ -255,12 +273,9 @@ def main() -> int:
                 ok = not first.passed and second.passed
                 got = f"case 1: {first.summary[:120]} | case 2: {'PASS' if second.passed else second.summary}"
             else:
-                wanted_texts = (expected,) if isinstance(expected, str) else expected
-                hit = [t for t in texts if any(e in t for e in wanted_texts)]
+                hit = [t for t in texts if expected in t]
                 ok = bool(hit)
-                shown = [c.summary for c in result.speed.cases] if stage_id == "vector_add" else []
-                got = (hit or [t for t in shown if t] or [t for t in texts if t]
-                       or ["(nothing)"])[0][:200]
+                got = (hit or [t for t in texts if t] or ["(nothing)"])[0][:200]
             failures += not ok
             print(f"{'ok  ' if ok else 'FAIL'} {name:<34} {result.status.value:<11} {got}", flush=True)
     print(f"gpu corpus: {'OK' if not failures else f'{failures} unexpected verdicts'}")

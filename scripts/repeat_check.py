@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -61,6 +62,18 @@ def cycles_per_ms() -> float:
     end.record()
     torch.cuda.synchronize()
     return spin / start.elapsed_time(end)
+
+
+def gpu_state() -> str:
+    """The SM clock, power and temperature now (nvidia-smi), to see whether a drift between
+    runs follows the GPU's clocks rather than the grader's."""
+    try:
+        reading = subprocess.run(
+            ["nvidia-smi", "--query-gpu=clocks.sm,power.draw,temperature.gpu",
+             "--format=csv,noheader"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return "no nvidia-smi"
+    return reading.strip().splitlines()[0] if reading.strip() else "no reading"
 
 
 def slowed_source(reference: Path, function: str, cycles: int) -> str:
@@ -98,6 +111,7 @@ def main() -> int:
 
 
 def repeat(course, stage, track, selection, arch, rate, runs, tmp: Path) -> int:
+    """One stage on one track: the table lines of its first speed case; the problems found."""
     problem, case = stage.problem, stage.speed.cases[0]
     path = course.module_path(stage, track, solutions=True)
     local = Submission(path, problem.function)
@@ -132,7 +146,7 @@ def repeat(course, stage, track, selection, arch, rate, runs, tmp: Path) -> int:
                 timed = check.time(case).case
                 found[name].append(timed)
                 print(f"  run {run + 1} {name}: {timed.summary[:150]} "
-                      f"({time.perf_counter() - start:.0f} s)", flush=True)
+                      f"({time.perf_counter() - start:.0f} s; after it {gpu_state()})", flush=True)
     finally:
         for check in checks.values():
             check.runner.close()
