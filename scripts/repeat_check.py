@@ -189,10 +189,8 @@ def repeat(course, stage, track, selection, arch, rate, runs, tmp: Path) -> int:
 
 def passes(case, threshold: Threshold | None) -> bool:
     """The verdict course.toml's threshold gives these figures (no retiming)."""
-    if threshold is None:
-        return False
-    return ((threshold.min_speedup is None or case.speedup >= threshold.min_speedup)
-            and (threshold.min_fraction is None or case.fraction >= threshold.min_fraction))
+    return threshold is not None and not threshold.missed(case.speedup, case.fraction,
+                                                           case.baseline)
 
 
 if __name__ == "__main__":

@@ -500,6 +500,16 @@ def test_the_output_checksum_sees_every_bit_and_only_the_bits(dtype, count):
             assert timing.digest(flipped.view(dtype), key) != committed, (index, bit)
 
 
+def _script(name: str):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"scripts.{name}", ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_the_benchmark_table_marks_where_the_second_opinion_disagrees():
     """scripts/benchmark.py times every row by do_bench too (on a GPU); a gap above 3%
     between the two methods is marked, so a bias of the grader's clock shows."""
@@ -509,16 +519,6 @@ def test_the_benchmark_table_marks_where_the_second_opinion_disagrees():
     differ = bench._cells(row + (0.21, 0.93))
     assert agree[-3:] == ["0.2040", "0.94x", "+2.0%"]
     assert differ[-1] == "+5.0% !"
-
-
-def _script(name: str):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(f"scripts.{name}", ROOT / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.parametrize("track", ["triton", "cutile"])

@@ -53,6 +53,15 @@ class Threshold:
     # on such a GPU replaces them): the verdict says so.
     copied_from: str | None = None
 
+    def missed(self, speedup: float, fraction: float, baseline: str) -> list[str]:
+        """What figures of a case fall short of, in the verdict's words (empty: met)."""
+        missed = []
+        if self.min_speedup is not None and speedup < self.min_speedup:
+            missed.append(f"needs {self.min_speedup:g}x {baseline}")
+        if self.min_fraction is not None and fraction < self.min_fraction:
+            missed.append(f"needs {100 * self.min_fraction:.0f}% of the limit")
+        return missed
+
 
 @dataclass(frozen=True)
 class Speed:

@@ -35,8 +35,8 @@ def describe(exc: BaseException, path: Path, max_lines: int = 25) -> str:
 
 
 def compiled_line(exc: BaseException, path: Path) -> tuple[int, str] | None:
-    """(line, source) in `path` of the kernel line a Triton compile error in `exc`'s chain
-    names, if it is in that file."""
+    """(line, source) in `path` of the kernel line a compile error in `exc`'s chain names
+    (cuTile's `loc`, Triton's `node` within `src`), if it is in that file."""
     seen = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))

@@ -184,12 +184,8 @@ class SpeedCheck:
             return False, f"the timed calls returned a wrong result: {wrong}", Failure.WRONG_RESULT
         if tampered:
             return False, f"timing rejected: {tampered}", Failure.TIMING_REJECTED
-        missed = []
         t = self.threshold
-        if t.min_speedup is not None and r.speedup < t.min_speedup:
-            missed.append(f"needs {t.min_speedup:g}x {r.baseline}")
-        if t.min_fraction is not None and r.fraction < t.min_fraction:
-            missed.append(f"needs {100 * t.min_fraction:.0f}% of the limit")
+        missed = t.missed(r.speedup, r.fraction, r.baseline)
         if t.copied_from:
             figures += (f" (threshold copied from {t.copied_from}: not yet calibrated on "
                         f"{gpu_arch()})")
