@@ -16,7 +16,7 @@ from conftest import ROOT, broken, vector_add_course
 
 from grader import timing
 from grader.backends import selection as backends
-from grader.course import load_course
+from grader.course import Threshold, load_course
 from grader.errors import CourseError
 from grader.problems import PROBLEMS
 from grader.report.results import Failure, Status
@@ -161,6 +161,14 @@ def test_a_speed_up_within_the_noise_of_its_threshold_is_timed_again(grade, monk
     assert len(runs) == 2 * trials  # two speed cases
     assert all(c.repeats == trials * trial.MIN_BATCHES for c in result.speed.cases)
     assert result.speed.points == (4 if threshold < 2 else 0)
+
+
+def test_a_threshold_names_each_figure_that_falls_short():
+    both = Threshold(min_speedup=1.15, min_fraction=0.75)
+    assert both.missed(1.2, 0.8, "torch") == []
+    assert both.missed(1.1, 0.8, "torch") == ["needs 1.15x torch"]
+    assert both.missed(1.1, 0.7, "sdpa-flash") == ["needs 1.15x sdpa-flash", "needs 75% of the limit"]
+    assert Threshold(min_fraction=0.75).missed(0.1, 0.75, "torch") == []  # at it is enough
 
 
 def test_the_limit_of_a_case_is_its_roofline():
