@@ -15,9 +15,10 @@ the sandboxed child or, for its baseline, in the grader (grader/speed/trial.py j
   a flush that zeroes its buffer. The flush is enqueued before the
   start event, which keeps the GPU busy while the CPU launches the timed call (in
   `run_batch`, which synchronises before each call, with a short GPU sleep after it).
-- Candidates are interleaved, call by call in `measure`, batch by batch in a trial, so
-  drift of clocks, temperature or neighbours on a shared GPU hits both alike; verdicts use
-  ratios.
+- Candidates are interleaved, call by call in `measure` (in an order that rotates every
+  round, so that none is always the first after a synchronisation), batch by batch in a
+  trial, so drift of clocks, temperature or neighbours on a shared GPU hits both alike;
+  verdicts use ratios.
 - Repeats go on until the interquartile range of every candidate is within `rel_spread` of
   its median (after `min_repeats`), or until the time budget or `max_repeats` runs out.
 - The median is the figure reported.
@@ -109,11 +110,18 @@ def measure(candidates: dict[str, Callable[[], object]], budget: Budget = Budget
             fn()
     _synchronize()
     samples = {name: Samples() for name in candidates}
+    names = list(candidates)
+    rounds = 0
     deadline = time.perf_counter() + budget.seconds
     while True:
         events = {name: [] for name in candidates}
         for _ in range(BATCH):
-            for name, fn in candidates.items():
+            # The order rotates every round: in a fixed one, the first candidate would
+            # always be the first call after a synchronisation and always follow the last.
+            shift = rounds % len(names)
+            rounds += 1
+            for name in names[shift:] + names[:shift]:
+                fn = candidates[name]
                 flush()
                 start, end = _Event(enable_timing=True), _Event(enable_timing=True)
                 start.record()

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The script that checks everything a GPU can check, in parts, with logs under $OUT:
 #   grading: the machine (GPU, driver, Python, torch, triton, cuda-tile), `grade doctor`;
-#     `grade all --solutions` on the Triton GPU backend and on cuTile, every case passing,
+#     `grade all --solutions` (GRADING_STAGES: other selectors) on the Triton GPU backend and on cuTile, every case passing,
 #     speed included (pytest-benchmark records in $OUT/<backend>-bench.json); `--backend
 #     auto` must pick cuTile when it works; cuTile with a stale CUDA_HOME (the machine's
 #     older toolkit) must still grade
@@ -19,6 +19,10 @@
 #   repeat: scripts/repeat_check.py, matmul and softmax references graded 5 times each on both
 #     tracks, alternating with a copy made 10% slower: same verdict every time, speed-ups
 #     within 2%, the slower copy told apart every time (issue #15; REPEAT_ARGS: its options)
+#   sweep: scripts/sweep.py, variants of the references' TUNE places timed side by side with
+#     the reference and PyTorch (issue #16; SWEEP_ARGS: its options, e.g. --track triton)
+#   benchmark: scripts/benchmark.py, every reference and PyTorch by both clocks (the
+#     grader's and do_bench), the table also as Markdown in $OUT/benchmark.md
 #   flush: scripts/flush_check.py, the short memory-bound references and their baselines
 #     timed after a zeroing and after a reading L2 flush
 # Usage: scripts/stage-device.sh here once, then on the device tool: carry [".device"],
@@ -26,9 +30,10 @@
 # The default is every part; a device call may take 10 minutes at most, so there name one
 # or two parts per call. Measured on the H200 (2026-12-01): grading about 7 minutes (the
 # two `grade all` runs 187 s and 192 s), calibrate 3-4, exercises 2, corpus 3, timing 5,
-# each untuned part 4 (218 s), flush 1 (20 s); repeat 5 (276 s, fifth session).
+# each untuned part 4 (218 s), flush 1 (20 s); repeat 5 (276 s, fifth session); sweep 5
+# (268 s for every stage, both tracks; sixth session), benchmark under 4 (--seconds 1.5).
 set -uo pipefail
-ALL="grading calibrate exercises corpus timing untuned-triton untuned-cutile repeat flush"
+ALL="grading calibrate exercises corpus timing untuned-triton untuned-cutile repeat flush sweep benchmark"
 PARTS=${*:-$ALL}
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 for p in $PARTS; do
@@ -68,7 +73,7 @@ check() {  # check NAME EXPECTED_EXIT -- ARGS: run `grade ARGS`, append its outp
 if part grading; then
 check doctor 0 -- doctor
 for b in triton cutile; do
-  check "$b" 0 -- all --solutions --backend "$b" --json "$OUT/$b.json" --benchmark-json "$OUT/$b-bench.json"
+  check "$b" 0 -- ${GRADING_STAGES:-all} --solutions --backend "$b" --json "$OUT/$b.json" --benchmark-json "$OUT/$b-bench.json"
 done
 check auto 0 -- 1 --solutions --json "$TMP/auto.json"
 "$PY" -c "import json,sys; d=json.load(open('$TMP/auto.json')); print('   auto picked', d['backend'], '-', d['backend_reason']); sys.exit(d['backend'] != 'cutile')" || status=1
@@ -120,6 +125,18 @@ if part repeat; then
   start=$(date +%s)
   "$PY" scripts/repeat_check.py ${REPEAT_ARGS:-} 2>&1 | grep --line-buffered -v "^grading" | tee "$OUT/repeat.txt" || status=1
   echo "== repeat check: $(( $(date +%s) - start )) s"
+fi
+if part sweep; then
+  echo "== tuning sweep"
+  start=$(date +%s)
+  "$PY" scripts/sweep.py ${SWEEP_ARGS:-} 2>&1 | grep --line-buffered -v "^grading" | tee "$OUT/sweep.txt" || status=1
+  echo "== tuning sweep: $(( $(date +%s) - start )) s"
+fi
+if part benchmark; then
+  echo "== benchmark"
+  start=$(date +%s)
+  "$PY" scripts/benchmark.py --seconds 1.5 --markdown "$OUT/benchmark.md" 2>&1 | tee "$OUT/benchmark.txt" || status=1
+  echo "== benchmark: $(( $(date +%s) - start )) s"
 fi
 for track in triton cutile; do
   if part "untuned-$track"; then

@@ -1,10 +1,11 @@
 """Tuning sweep: variants of the references' TUNE places, timed against the reference and
-PyTorch in one run; one table per speed case.
+PyTorch in one run; one table per shape.
 
 Issue #16 wants the references at the hardware limit. A variant is the reference file with
 a few lines of its tuned blocks rewritten (a tile shape, warps, stages, an occupancy hint:
 what a student would try at the same TUNE places), so every variant below is an edit a
-reader can apply by hand. For each speed case of the stages named, the reference, its
+reader can apply by hand. For each shape of the stages named (their speed cases, then the
+shapes scripts/benchmark.py adds: matmul 8192^3, attention at D = 64), the reference, its
 variants and PyTorch's implementations are timed together by grader.timing.measure (the
 grader's clock: CUDA events, L2 flushed before every call, calls interleaved, median); every
 output is checked against the float32 reference first, and a wrong one is reported, not
@@ -54,11 +55,13 @@ def _variants() -> list[Variant]:
         out.append(Variant(stage, track, label, tuple(edits)))
 
     # Triton softmax: warps per row, and the widest one-block row.
-    warps = "    options = dict(num_warps=min(32, max(4, BLOCK_N * x.element_size() // 2048)))\n"
+    warps = "    options = dict(num_warps=min(32, max(4, BLOCK_N * x.element_size() // per_warp)))\n"
     for w in (8, 16, 32):
         add("triton", "softmax", f"num_warps={w}", (warps, f"    options = dict(num_warps={w})\n"))
-    add("triton", "softmax", "1 KiB of row per warp", (warps, warps.replace("2048", "1024")))
-    add("triton", "softmax", "4 KiB of row per warp", (warps, warps.replace("2048", "4096")))
+    per_warp = "    per_warp = 2048 if x.element_size() == 4 else 4096\n"
+    for fp32, half in ((2048, 2048), (4096, 4096), (2048, 8192), (1024, 4096)):
+        add("triton", "softmax", f"{fp32 // 1024} KiB of an fp32 row per warp, {half // 1024} KiB of 16-bit",
+            (per_warp, f"    per_warp = {fp32} if x.element_size() == 4 else {half}\n"))
     block = "    BLOCK_N = min(triton.next_power_of_2(N), 32768 if x.is_cuda else 4096)\n"
     for cap in (8192, 16384):
         add("triton", "softmax", f"blocks of at most {cap}", (block, block.replace("32768", str(cap))))
@@ -82,34 +85,53 @@ def _variants() -> list[Variant]:
     for g in (4, 16):
         add("triton", "matmul", f"GROUP_M={g}", (group, group.replace(" 8, 3\n", f" {g}, 3\n")))
 
-    # Triton attention: tile shape, warps, stages (causal needs BLOCK_M a multiple of BLOCK_N).
+    # Triton attention: tile shape, warps, stages.
     tiles = "    BLOCK_M, BLOCK_N = 64, 64\n    options = dict(num_warps=4, num_stages=3)\n"
-    for m, n, w, s in ((128, 64, 8, 3), (128, 64, 4, 3), (128, 64, 8, 2), (128, 128, 8, 3),
-                       (128, 32, 4, 3), (64, 64, 4, 2), (64, 64, 4, 4), (64, 32, 4, 3)):
+    for m, n, w, s in ((64, 128, 4, 3), (64, 128, 4, 2), (64, 128, 8, 3), (64, 128, 8, 2),
+                       (128, 128, 8, 3), (128, 64, 8, 3), (64, 64, 8, 3), (64, 64, 2, 3),
+                       (32, 64, 4, 3), (32, 128, 4, 3)):
         add("triton", "flash_attention", f"{m}x{n}, {w} warps, {s} stages",
             (tiles, f"    BLOCK_M, BLOCK_N = {m}, {n}\n"
                     f"    options = dict(num_warps={w}, num_stages={s})\n"))
 
-    # cuTile softmax: the widest one-tile row, the two-pass tile, the occupancy hint.
-    hint = "softmax_kernel_4_per_sm = softmax_kernel.replace_hints(occupancy=4)\n"
-    one = "    if N <= 32768:\n"
-    two = "        TILE_N, one_tile = 16384, False\n"
+    # Triton attention: the products' arithmetic. The rescaled accumulator as tl.dot's own
+    # accumulator (the add inside the tensor-core instruction); the scale applied to every
+    # score before the max (the plain kernel's form) instead of inside the exponent.
+    add("triton", "flash_attention", "acc as the dot's accumulator",
+        ("        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)\n",
+         "        acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])\n"))
+    add("triton", "flash_attention", "scores scaled before the max (the plain form)",
+        ("        s = tl.dot(q, kt)  # raw scores: Step 3 applies the scale inside the exponent\n",
+         "        s = tl.dot(q, kt) * qk_scale\n"),
+        ("        m_new = tl.maximum(m_i, tl.max(s, axis=1) * qk_scale)\n",
+         "        m_new = tl.maximum(m_i, tl.max(s, axis=1))\n"),
+        ("        p = tl.exp2(s * qk_scale - m_new[:, None])\n",
+         "        p = tl.exp2(s - m_new[:, None])\n"))
+
+    # A copy of a reference that differs only in a comment: how far apart the clock puts two
+    # identical kernels timed side by side (the reference's file versus a copy elsewhere).
+    add("triton", "softmax", "the reference, copied",
+        ("    row = tl.program_id(axis=0)\n", "    row = tl.program_id(axis=0)  # copied\n"))
+
+    # cuTile softmax: the widest one-tile row, the two-pass tile, the occupancy hints.
+    one = "    if N <= 16384:\n"
+    two = "        TILE_N, one_tile = 8192, False\n"
     pick = "    kernel = softmax_kernel_4_per_sm if TILE_N <= 8192 else softmax_kernel\n"
-    for o in (2, 8):
-        add("cutile", "softmax", f"occupancy={o} up to 8192", (hint, hint.replace("=4", f"={o}")))
-    for cap, width in ((16384, 4096), (16384, 8192), (8192, 4096), (8192, 8192)):
-        add("cutile", "softmax", f"one tile up to {cap}, then tiles of {width}",
-            (one, f"    if N <= {cap}:\n"), (two, f"        TILE_N, one_tile = {width}, False\n"))
-    add("cutile", "softmax", "one tile up to 16384, tiles of 4096, occupancy=4 for every width",
-        (one, "    if N <= 16384:\n"), (two, "        TILE_N, one_tile = 4096, False\n"),
-        (pick, "    kernel = softmax_kernel_4_per_sm\n"))
-    add("cutile", "softmax", "occupancy=2 for every width",
-        (hint, hint.replace("=4", "=2")), (pick, "    kernel = softmax_kernel_4_per_sm\n"))
+    for width, o in ((8192, 2), (8192, 8), (4096, 8), (2048, 8), (16384, 2)):
+        add("cutile", "softmax", f"two passes in tiles of {width}, occupancy={o}",
+            (two, f"        TILE_N, one_tile = {width}, False\n"),
+            (pick, pick + f"    if not one_tile:\n"
+                          f"        kernel = softmax_kernel.replace_hints(occupancy={o})\n"))
+    add("cutile", "softmax", "one tile up to 32768 (the first reference)",
+        (one, "    if N <= 32768:\n"), (two, "        TILE_N, one_tile = 16384, False\n"))
+    hint = "softmax_kernel_4_per_sm = softmax_kernel.replace_hints(occupancy=4)\n"
+    for o in (2, 3, 6):
+        add("cutile", "softmax", f"occupancy={o} for tiles up to 8192", (hint, hint.replace("=4", f"={o}")))
 
     # cuTile bias+GELU: tile shape per dtype, occupancy.
-    shape = "    TILE_M, TILE_N = (1, 1024) if x.element_size() == 4 else (2, 2048)\n"
-    for fp32, half in (((1, 1024), (1, 2048)), ((1, 1024), (4, 2048)), ((1, 1024), (2, 4096)),
-                       ((1, 1024), (4, 1024)), ((2, 1024), (8, 1024)), ((1, 2048), (1, 4096))):
+    shape = "    TILE_M, TILE_N = (1, 1024) if x.element_size() == 4 else (4, 2048)\n"
+    for fp32, half in (((1, 1024), (2, 2048)), ((1, 1024), (2, 4096)), ((1, 1024), (8, 2048)),
+                       ((1, 1024), (4, 4096)), ((2, 2048), (4, 2048)), ((4, 1024), (4, 2048))):
         add("cutile", "fused_gelu", f"fp32 {fp32[0]}x{fp32[1]}, half {half[0]}x{half[1]}",
             (shape, f"    TILE_M, TILE_N = {fp32} if x.element_size() == 4 else {half}\n"))
     for o in (4, 16):
@@ -118,25 +140,31 @@ def _variants() -> list[Variant]:
 
     # cuTile matmul: tiles, occupancy, group size.
     mm = "        TILE_M, TILE_N, TILE_K = 128, 128, 64\n"
-    for m, n, k in ((128, 256, 64), (256, 128, 64), (128, 128, 32), (128, 64, 64)):
+    for m, n, k in ((128, 128, 32), (128, 64, 64)):  # 128x256 and 256x128 spill (16x slower)
         add("cutile", "matmul", f"{m}x{n}x{k}", (mm, f"        TILE_M, TILE_N, TILE_K = {m}, {n}, {k}\n"))
     for o in (1, 3):
         add("cutile", "matmul", f"occupancy={o}", ("@ct.kernel(occupancy=2)\n", f"@ct.kernel(occupancy={o})\n"))
-    add("cutile", "matmul", "128x256x64, occupancy=1",
-        (mm, "        TILE_M, TILE_N, TILE_K = 128, 256, 64\n"),
-        ("@ct.kernel(occupancy=2)\n", "@ct.kernel(occupancy=1)\n"))
     for g in (4, 16):
         add("cutile", "matmul", f"GROUP_M={g}", ("    GROUP_M = 8\n", f"    GROUP_M = {g}\n"))
 
-    # cuTile attention: tile shape and occupancy.
-    at = "    TILE_M, TILE_N = 64, 64\n"
-    for o in (2, 3, 5):
-        add("cutile", "flash_attention", f"64x64, occupancy={o}",
-            ("@ct.kernel(occupancy=4)\n", f"@ct.kernel(occupancy={o})\n"))
-    for m, n, o in ((128, 64, 2), (128, 64, 1), (64, 128, 2), (128, 128, 1)):
-        add("cutile", "flash_attention", f"{m}x{n}, occupancy={o}",
-            (at, f"    TILE_M, TILE_N = {m}, {n}\n"),
-            ("@ct.kernel(occupancy=4)\n", f"@ct.kernel(occupancy={o})\n"))
+    # cuTile attention: tile shape and occupancy, per head size.
+    d128 = "        TILE_M, TILE_N, kernel = 64, 128, flash_attention_kernel_2_per_sm\n"
+    d64 = "        TILE_M, TILE_N, kernel = 64, 64, flash_attention_kernel\n"
+    for m, n, o in ((64, 128, 1), (64, 128, 3), (64, 128, 4), (64, 256, 1), (64, 256, 2),
+                    (32, 128, 4), (64, 64, 4)):
+        add("cutile", "flash_attention", f"D=128: {m}x{n}, occupancy={o}",
+            (d128, f"        TILE_M, TILE_N, kernel = {m}, {n}, "
+                   f"flash_attention_kernel.replace_hints(occupancy={o})\n"))
+    for m, n, o in ((64, 64, 3), (64, 64, 6), (64, 128, 3), (32, 64, 8)):
+        add("cutile", "flash_attention", f"D=64: {m}x{n}, occupancy={o}",
+            (d64, f"        TILE_M, TILE_N, kernel = {m}, {n}, "
+                  f"flash_attention_kernel.replace_hints(occupancy={o})\n"))
+    # cuTile attention: how early the K and V loads are issued (the latency hints).
+    kload = "order=(0, 1, 3, 2), padding_mode=zero, latency=2)"
+    vload = "padding_mode=zero, latency=4).reshape((TILE_N, HEAD_DIM))"
+    for kl, vl in ((2, 2), (1, 2), (3, 3), (2, 8)):
+        add("cutile", "flash_attention", f"latency K={kl}, V={vl}",
+            (kload, kload.replace("=2)", f"={kl})")), (vload, vload.replace("=4)", f"={vl})")))
     return out
 
 
@@ -186,27 +214,29 @@ def sweep(course, stage, track, variants: list[Variant], tmp: Path, seconds: flo
     for submission in kernels.values():
         submission.load()
     limits = ceilings.ceilings()
-    for case in stage.speed.cases:
-        call = problem.draw(case.params, case.dtype, case.seed, device="cuda")
+    from benchmark import shapes  # the shapes scripts/benchmark.py times, course.toml's first
+
+    for params, dtype in shapes(stage):
+        label = ",".join(f"{k}={v}" for k, v in params.items() if v is not None) + f" {dtype}"
+        call = problem.draw(params, dtype, 0, device="cuda")
         expected = problem.reference(call)
         candidates = {}
         for name, submission in kernels.items():
             fn = submission.bound(call.args, call.kwargs)
             try:
-                verdict = compare(fn(), expected, DTYPES[case.dtype], "cuda",
-                                  stage.tolerance[case.dtype])
+                verdict = compare(fn(), expected, DTYPES[dtype], "cuda", stage.tolerance[dtype])
             except Exception as exc:  # noqa: BLE001 - a variant that fails is a finding
-                print(f"  FAILED {track} {stage.id} {case.id} {name}: {exc}"[:300], flush=True)
+                print(f"  FAILED {track} {stage.id} {label} {name}: {exc}"[:300], flush=True)
                 continue
             if verdict.passed:
                 candidates[name] = fn
             else:
-                print(f"  WRONG {track} {stage.id} {case.id} {name}: {verdict.summary}", flush=True)
+                print(f"  WRONG {track} {stage.id} {label} {name}: {verdict.summary}", flush=True)
         candidates.update({name: (lambda b=b: b(call)) for name, b in problem.baselines.items()})
         samples = timing.measure(candidates, timing.Budget(seconds=seconds))
-        roofline = limits.roofline(problem.work(case.params, DTYPES[case.dtype]), case.dtype)
+        roofline = limits.roofline(problem.work(params, DTYPES[dtype]), dtype)
         ref_ms = samples["reference"].median if "reference" in samples else float("nan")
-        print(f"{track} {stage.id} {case.id}:", flush=True)
+        print(f"{track} {stage.id} {label}:", flush=True)
         for name, s in sorted(samples.items(), key=lambda item: item[1].median):
             print(f"  {name:<58} {s.median:>8.4f} ms  {100 * roofline.fraction(s.median / 1e3):>4.0f}% "
                   f"of limit  {ref_ms / s.median:>5.3f}x reference  IQR {100 * s.spread:.1f}%",

@@ -219,6 +219,39 @@ def test_the_l2_flush_only_reads(monkeypatch):
     assert flush.buffer._version == version
 
 
+def test_measure_rotates_the_order_of_the_candidates(monkeypatch):
+    """Timed side by side in a fixed order, the first candidate would always be the first
+    call after a synchronisation and always follow the last one. Every candidate must take
+    every place in the order equally often, and keep its own samples."""
+    calls = []
+
+    class Event:
+        def __init__(self, enable_timing):
+            self.at = None
+
+        def record(self):
+            self.at = len(calls)
+
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(timing, "L2Flush", lambda device: lambda: None)
+    monkeypatch.setattr(timing, "_Event", Event)
+    monkeypatch.setattr(timing, "_synchronize", lambda: None)
+    # A call's "time" is the place it took in its round, so the samples say where it ran.
+    monkeypatch.setattr(timing, "_elapsed_time", lambda start, end: float(start.at % 3))
+    names = ["a", "b", "c"]
+    candidates = {name: (lambda name=name: calls.append(name)) for name in names}
+    budget = timing.Budget(seconds=0.0, warmup=1, min_repeats=30, max_repeats=30)
+    samples = timing.measure(candidates, budget)
+    timed = calls[len(names):]  # after one warm-up call each
+    assert len(timed) == 3 * 30
+    rounds = [timed[i:i + 3] for i in range(0, len(timed), 3)]
+    assert all(sorted(r) == names for r in rounds)
+    for name in names:
+        places = [r.index(name) for r in rounds]
+        assert [places.count(k) for k in range(3)] == [10, 10, 10], name
+        assert sorted(samples[name].times_ms) == sorted(float(k) for k in places)
+
+
 def test_no_gpu_means_not_graded(course, interpret):
     stage = course.select("matmul")
     assert speed.not_graded_reason(stage, interpret) == "needs a GPU"

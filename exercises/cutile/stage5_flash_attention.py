@@ -51,6 +51,8 @@ softmax between them. What to explore, at the TUNE places:
 - Occupancy. `@ct.kernel(occupancy=n)` asks the compiler to fit n blocks on each SM, so
   that one block's softmax overlaps with another's tensor-core work. It pays only while n
   blocks' registers fit: try it together with the tile shape, at D = 64 and D = 128.
+  `kernel.replace_hints(occupancy=n)` gives a copy of a kernel with another hint, so a
+  wrapper can launch different copies for different head sizes.
 - Tile shape. Larger tiles feed the tensor cores larger products and reload K and V fewer
   times, but the score tile and the [TILE_M, D] accumulator live in registers and spill
   when they no longer fit.
@@ -157,6 +159,9 @@ def flash_attention_kernel(
     ...  # store o into this tile of out
 
 
+# TUNE: a copy of the kernel with another occupancy hint (see "Making it fast")
+
+
 def flash_attention(q, k, v, causal=False, sm_scale=None):
     """Return softmax(q @ k^T * sm_scale [+ causal mask]) @ v for [B, H, N, D] inputs."""
     B, H, N, D = q.shape
@@ -168,11 +173,12 @@ def flash_attention(q, k, v, causal=False, sm_scale=None):
     out = torch.empty_like(q)
     # Fold log2(e) into the scale so the kernel can use exp2.
     qk_scale = float(sm_scale) * 1.4426950408889634
-    # TUNE: tile shape (see "Making it fast")
+    # TUNE: tile shape, and which copy of the kernel runs (see "Making it fast")
     TILE_M, TILE_N = 64, 32
+    kernel = flash_attention_kernel
     grid = (ct.cdiv(N, TILE_M), B * H)
     ct.launch(
-        torch.cuda.current_stream(), grid, flash_attention_kernel,
+        torch.cuda.current_stream(), grid, kernel,
         (q, k, v, out, qk_scale, H, D, TILE_M, TILE_N, bool(causal)),
     )
     return out

@@ -40,8 +40,7 @@ softmax between them. What to explore, at the TUNE places:
   last tile (N not a multiple of BLOCK_N) and, with causal=True, the tiles on the diagonal
   of the query tile. Splitting the loop into a MASKED=False run over the tiles that are
   entirely visible and a MASKED=True run over the rest removes the mask from nearly every
-  tile. (Work out the bounds of each run; with causal=True, choosing BLOCK_M as a multiple
-  of BLOCK_N keeps the diagonal on whole key tiles.)
+  tile. (Work out the bounds of each run, in whole key tiles.)
 - Tile shape. Larger tiles feed the tensor cores larger products and reload K and V fewer
   times, but the score tile [BLOCK_M, BLOCK_N] and the accumulator [BLOCK_M, D] live in
   registers: at D = 128 they run out sooner than at D = 64 and then spill. Try shapes for
@@ -51,6 +50,10 @@ softmax between them. What to explore, at the TUNE places:
 - Program order. With causal=True the last query tiles have the most keys to visit; the
   GPU starts programs roughly in order of their id, so which tiles start first decides
   how evenly the last wave of the launch ends.
+- The arithmetic per score. Scaling every score and then subtracting the row max is two
+  operations per score. The scale is positive, so max(s) * scale is the max of the scaled
+  scores, and exp2(s * scale - m) is one fused multiply-add per score. It goes in the
+  helper's TODOs (Steps 2 and 3).
 """
 
 import math
@@ -161,9 +164,12 @@ def flash_attention(q, k, v, causal=False, sm_scale=None):
     B, H, N, D = q.shape
     if sm_scale is None:
         sm_scale = 1.0 / math.sqrt(D)
+    if not sm_scale > 0:
+        raise ValueError(f"sm_scale must be positive (the kernel may take the row max before "
+                         f"scaling), got {sm_scale}")
     out = torch.empty_like(q)
     # Fold log2(e) into the scale so the kernel can use exp2.
-    qk_scale = sm_scale * 1.4426950408889634
+    qk_scale = float(sm_scale) * 1.4426950408889634
     # TUNE: tile shape, warps and pipeline depth (see "Making it fast")
     BLOCK_M, BLOCK_N = 64, 32
     options = {}  # Triton's default warps and pipeline stages

@@ -120,8 +120,10 @@ def fused_gelu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> tor
     M, N = x.shape
     out = torch.empty((M, N), device=x.device, dtype=x.dtype)
     # >>> tuned: tile shape (see "Making it fast")
-    # Wide, short tiles (4 KiB of fp32, 8 KiB of bf16) with occupancy=8 on the kernel.
-    TILE_M, TILE_N = (1, 1024) if x.element_size() == 4 else (2, 2048)
+    # Wide, short tiles with occupancy=8 on the kernel: 4 KiB of fp32, 16 KiB of bf16. The
+    # 16-bit tile holds twice as many values as the fp32 one; larger fp32 tiles gained
+    # nothing (BENCHMARKS.md, the tuning sweep).
+    TILE_M, TILE_N = (1, 1024) if x.element_size() == 4 else (4, 2048)
     # --- plain
     # TILE_M, TILE_N = 64, 64
     # <<<

@@ -127,9 +127,9 @@ def softmax_kernel(x, out, TILE_N: ct.Constant[int], ONE_TILE: ct.Constant[bool]
 
 
 # >>> tuned: a copy of the kernel with an occupancy hint (see "Making it fast")
-# Rows of up to 8192 columns are small enough to keep 4 blocks per SM busy, which hides
-# memory latency; wider one-tile rows need the registers of a whole SM and keep the
-# compiler's own choice.
+# Tiles of up to 8192 columns (one-tile rows, and the two-pass path's tiles) are small
+# enough to keep 4 blocks per SM busy, which hides memory latency; wider one-tile rows
+# need the registers of a whole SM and keep the compiler's own choice.
 softmax_kernel_4_per_sm = softmax_kernel.replace_hints(occupancy=4)
 # --- plain
 # <<<
@@ -140,12 +140,15 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     M, N = x.shape
     out = torch.empty((M, N), device=x.device, dtype=x.dtype)
     # >>> tuned: tile width and which copy of the kernel runs (see "Making it fast")
-    # A row of up to 32768 columns is one tile (the next power of two >= N); wider rows
-    # take the two-pass path in tiles of 16384.
-    if N <= 32768:
+    # A row of up to 16384 columns is one tile (the next power of two >= N); wider rows
+    # take the two-pass path in tiles of 8192, with 4 blocks per SM. One tile of 32768
+    # fp32 values is too much for one block's registers: the two passes over 8192-wide
+    # tiles ran faster there, even though they read the row twice (BENCHMARKS.md, the
+    # tuning sweep).
+    if N <= 16384:
         TILE_N, one_tile = 1 << (N - 1).bit_length(), True
     else:
-        TILE_N, one_tile = 16384, False
+        TILE_N, one_tile = 8192, False
     kernel = softmax_kernel_4_per_sm if TILE_N <= 8192 else softmax_kernel
     # --- plain
     # TILE_N = min(1 << (N - 1).bit_length(), 1024)  # the next power of two >= N, at most 1024

@@ -51,6 +51,8 @@ softmax between them. What to explore, at the TUNE places:
 - Occupancy. `@ct.kernel(occupancy=n)` asks the compiler to fit n blocks on each SM, so
   that one block's softmax overlaps with another's tensor-core work. It pays only while n
   blocks' registers fit: try it together with the tile shape, at D = 64 and D = 128.
+  `kernel.replace_hints(occupancy=n)` gives a copy of a kernel with another hint, so a
+  wrapper can launch different copies for different head sizes.
 - Tile shape. Larger tiles feed the tensor cores larger products and reload K and V fewer
   times, but the score tile and the [TILE_M, D] accumulator live in registers and spill
   when they no longer fit.
@@ -230,6 +232,13 @@ def flash_attention_kernel(
     # <<<
 
 
+# >>> tuned: a copy of the kernel with another occupancy hint (see "Making it fast")
+# The D = 128 tile shape below leaves registers for 2 blocks per SM, not 4.
+flash_attention_kernel_2_per_sm = flash_attention_kernel.replace_hints(occupancy=2)
+# --- plain
+# <<<
+
+
 def flash_attention(q, k, v, causal=False, sm_scale=None):
     """Return softmax(q @ k^T * sm_scale [+ causal mask]) @ v for [B, H, N, D] inputs."""
     B, H, N, D = q.shape
@@ -241,16 +250,21 @@ def flash_attention(q, k, v, causal=False, sm_scale=None):
     out = torch.empty_like(q)
     # Fold log2(e) into the scale so the kernel can use exp2.
     qk_scale = float(sm_scale) * 1.4426950408889634
-    # >>> tuned: tile shape (see "Making it fast")
-    # 64 x 64 tiles with occupancy=4 on the kernel, for D = 64 and D = 128 (larger tiles no
-    # longer fit in registers at D = 128).
-    TILE_M, TILE_N = 64, 64
+    # >>> tuned: tile shape, and which copy of the kernel runs (see "Making it fast")
+    # D = 64: 64 x 64 tiles with occupancy=4 on the kernel. D = 128: 64 queries x 128 keys
+    # with 2 blocks per SM, which beat 64 x 64 there (and lost to it at D = 64); 128-query
+    # tiles spill at D = 128 (BENCHMARKS.md, the tuning sweep).
+    if D > 64:
+        TILE_M, TILE_N, kernel = 64, 128, flash_attention_kernel_2_per_sm
+    else:
+        TILE_M, TILE_N, kernel = 64, 64, flash_attention_kernel
     # --- plain
     # TILE_M, TILE_N = 64, 32
+    # kernel = flash_attention_kernel
     # <<<
     grid = (ct.cdiv(N, TILE_M), B * H)
     ct.launch(
-        torch.cuda.current_stream(), grid, flash_attention_kernel,
+        torch.cuda.current_stream(), grid, kernel,
         (q, k, v, out, qk_scale, H, D, TILE_M, TILE_N, bool(causal)),
     )
     return out

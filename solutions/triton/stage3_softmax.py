@@ -107,8 +107,12 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     # Wider rows loop over blocks (the N = 40000 case). The CPU interpreter keeps blocks of
     # at most 4096, so there the N = 5000 case walks several blocks as well.
     BLOCK_N = min(triton.next_power_of_2(N), 32768 if x.is_cuda else 4096)
-    # About 2 KiB of the row per warp (16 fp32 or 32 bf16 values per thread), 4 to 32 warps.
-    options = dict(num_warps=min(32, max(4, BLOCK_N * x.element_size() // 2048)))
+    # Warps scale with the row's bytes, 4 to 32 of them: 2 KiB of an fp32 row per warp (16
+    # values per thread), 4 KiB of a 16-bit row (64 values per thread). 16-bit rows ran
+    # best with half as many warps as their bytes suggest, each thread keeping more loads
+    # in flight (BENCHMARKS.md, the tuning sweep).
+    per_warp = 2048 if x.element_size() == 4 else 4096
+    options = dict(num_warps=min(32, max(4, BLOCK_N * x.element_size() // per_warp)))
     # --- plain
     # BLOCK_N = min(triton.next_power_of_2(N), 1024)
     # options = {}  # Triton's default warps

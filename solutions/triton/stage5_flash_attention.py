@@ -40,8 +40,7 @@ softmax between them. What to explore, at the TUNE places:
   last tile (N not a multiple of BLOCK_N) and, with causal=True, the tiles on the diagonal
   of the query tile. Splitting the loop into a MASKED=False run over the tiles that are
   entirely visible and a MASKED=True run over the rest removes the mask from nearly every
-  tile. (Work out the bounds of each run; with causal=True, choosing BLOCK_M as a multiple
-  of BLOCK_N keeps the diagonal on whole key tiles.)
+  tile. (Work out the bounds of each run, in whole key tiles.)
 - Tile shape. Larger tiles feed the tensor cores larger products and reload K and V fewer
   times, but the score tile [BLOCK_M, BLOCK_N] and the accumulator [BLOCK_M, D] live in
   registers: at D = 128 they run out sooner than at D = 64 and then spill. Try shapes for
@@ -51,6 +50,10 @@ softmax between them. What to explore, at the TUNE places:
 - Program order. With causal=True the last query tiles have the most keys to visit; the
   GPU starts programs roughly in order of their id, so which tiles start first decides
   how evenly the last wave of the launch ends.
+- The arithmetic per score. Scaling every score and then subtracting the row max is two
+  operations per score. The scale is positive, so max(s) * scale is the max of the scaled
+  scores, and exp2(s * scale - m) is one fused multiply-add per score. It goes in the
+  helper's TODOs (Steps 2 and 3).
 """
 
 import math
@@ -100,7 +103,11 @@ def attend_key_tiles(
         #   the query (key j > query i).
         #   Hint: tl.dot, tl.where, compare offs_n[None, :] with offs_m[:, None].
         # >>> solution
-        s = tl.dot(q, kt) * qk_scale
+        # >>> tuned
+        s = tl.dot(q, kt)  # raw scores: Step 3 applies the scale inside the exponent
+        # --- plain
+        # s = tl.dot(q, kt) * qk_scale
+        # <<<
         if MASKED:
             visible = offs_n[None, :] < N_CTX
             if IS_CAUSAL:
@@ -116,9 +123,15 @@ def attend_key_tiles(
         #   finally m_i. The scale already holds log2(e), so use exp2.
         #   Hint: tl.max(s, axis=1), tl.maximum, tl.exp2, tl.sum(p, axis=1), [:, None], tl.dot.
         # >>> solution
-        m_new = tl.maximum(m_i, tl.max(s, axis=1))
+        # >>> tuned
+        m_new = tl.maximum(m_i, tl.max(s, axis=1) * qk_scale)
         alpha = tl.exp2(m_i - m_new)
-        p = tl.exp2(s - m_new[:, None])
+        p = tl.exp2(s * qk_scale - m_new[:, None])
+        # --- plain
+        # m_new = tl.maximum(m_i, tl.max(s, axis=1))
+        # alpha = tl.exp2(m_i - m_new)
+        # p = tl.exp2(s - m_new[:, None])
+        # <<<
         l_i = l_i * alpha + tl.sum(p, axis=1)
         acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
         m_i = m_new
@@ -177,12 +190,12 @@ def flash_attention_kernel(
 
     # >>> tuned: which key tiles need masks (see "Making it fast")
     # Key tiles [0, unmasked_hi) are entirely visible: no bounds masks, no score masks.
-    # Causal: keys before this query tile's first row (BLOCK_M is a multiple of BLOCK_N);
-    # the tiles from there to the end of the query tile straddle the diagonal, and key
-    # tiles after it are fully masked, so the loop stops before them. Otherwise every
-    # whole tile is visible and only a ragged last tile (N not a multiple of BLOCK_N) is not.
+    # Causal: the whole key tiles before this query tile's first row; the tiles from there
+    # to the end of the query tile straddle the diagonal, and key tiles after it are fully
+    # masked, so the loop stops before them. Otherwise every whole tile is visible and only
+    # a ragged last tile (N not a multiple of BLOCK_N) is not.
     if IS_CAUSAL:
-        unmasked_hi = pid_m * BLOCK_M
+        unmasked_hi = (pid_m * BLOCK_M) // BLOCK_N * BLOCK_N
         hi = tl.minimum(N_CTX, (pid_m + 1) * BLOCK_M)
     else:
         unmasked_hi = (N_CTX // BLOCK_N) * BLOCK_N
@@ -229,12 +242,15 @@ def flash_attention(q, k, v, causal=False, sm_scale=None):
     B, H, N, D = q.shape
     if sm_scale is None:
         sm_scale = 1.0 / math.sqrt(D)
+    if not sm_scale > 0:
+        raise ValueError(f"sm_scale must be positive (the kernel may take the row max before "
+                         f"scaling), got {sm_scale}")
     out = torch.empty_like(q)
     # Fold log2(e) into the scale so the kernel can use exp2.
-    qk_scale = sm_scale * 1.4426950408889634
+    qk_scale = float(sm_scale) * 1.4426950408889634
     # >>> tuned: tile shape, warps and pipeline depth (see "Making it fast")
-    # 64 x 64 tiles with 4 warps, for D = 64 and 128; with causal=True, BLOCK_M must be a
-    # multiple of BLOCK_N (see the kernel).
+    # 64 x 64 tiles with 4 warps and 3 stages, for D = 64 and 128: faster than every other
+    # shape, warp count and pipeline depth tried (BENCHMARKS.md, the tuning sweep).
     BLOCK_M, BLOCK_N = 64, 64
     options = dict(num_warps=4, num_stages=3)
     # --- plain
