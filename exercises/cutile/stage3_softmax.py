@@ -46,6 +46,8 @@ one-tile path reads it once. What to explore, at the TUNE places:
   compiler to fit n blocks on each SM, so that more loads are in flight to hide memory
   latency. That only works while n blocks' tiles fit an SM's registers, so the right hint
   depends on the tile width: a wrapper may launch different copies for different widths.
+  Make each copy once, at module level: a copy made inside the wrapper is a new kernel on
+  every call, prepared again each time.
 """
 
 import math

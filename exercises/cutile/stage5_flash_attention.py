@@ -52,7 +52,9 @@ softmax between them. What to explore, at the TUNE places:
   that one block's softmax overlaps with another's tensor-core work. It pays only while n
   blocks' registers fit: try it together with the tile shape, at D = 64 and D = 128.
   `kernel.replace_hints(occupancy=n)` gives a copy of a kernel with another hint, so a
-  wrapper can launch different copies for different head sizes.
+  wrapper can launch different copies for different head sizes. Make each copy once, at
+  module level: a copy made inside the wrapper is a new kernel on every call, prepared
+  again each time.
 - Tile shape. Larger tiles feed the tensor cores larger products and reload K and V fewer
   times, but the score tile and the [TILE_M, D] accumulator live in registers and spill
   when they no longer fit.
