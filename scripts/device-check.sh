@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The script that checks everything a GPU can check, in parts, with logs under $OUT:
 #   grading: the machine (GPU, driver, Python, torch, triton, cuda-tile), `grade doctor`;
-#     `grade all --solutions` (GRADING_STAGES: other selectors) on the Triton GPU backend and on cuTile, every case passing,
-#     speed included (pytest-benchmark records in $OUT/<backend>-bench.json); `--backend
-#     auto` must pick cuTile when it works; cuTile with a stale CUDA_HOME (the machine's
-#     older toolkit) must still grade
+#     `grade all --solutions` (GRADING_STAGES: other selectors) on the Triton GPU backend
+#     and on cuTile, every case passing, speed included (pytest-benchmark records in
+#     $OUT/<backend>-bench.json); `--backend auto` must pick cuTile when it works; cuTile
+#     with a stale CUDA_HOME (the machine's older toolkit) must still grade
 #   calibrate: `grade calibrate --write`, speed thresholds from the references on this GPU
 #     (the updated course.toml comes back as $OUT/course.toml)
 #   exercises: `grade all` on the untouched exercises, every stage NOT STARTED; two stages

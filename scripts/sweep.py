@@ -16,6 +16,7 @@ A variant whose lines are no longer in the reference fails loudly (tests/test_sp
 checks every one on the CPU), so the sweep cannot rot into timing copies of the reference.
 
 Usage:  python scripts/sweep.py [--only STAGE] [--track T] [--seconds S] [--list]
+        [--reference-last]
 """
 
 from __future__ import annotations
@@ -108,6 +109,29 @@ def _variants() -> list[Variant]:
         ("        p = tl.exp2(s * qk_scale - m_new[:, None])\n",
          "        p = tl.exp2(s - m_new[:, None])\n"))
 
+    # Triton attention: K and V through tensor descriptors (tl.make_tensor_descriptor), so
+    # the loads become tensor-memory-accelerator copies on Hopper, rows past N read as 0
+    # without a mask; in-kernel descriptors need global scratch (triton.set_allocator).
+    tma = (
+        ('        kt_ptrs = k_base + offs_n[None, :] * stride_kn + offs_d[:, None] * stride_kd\n        v_ptrs = v_base + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd\n        if MASKED:\n            kt = tl.load(kt_ptrs, mask=offs_n[None, :] < N_CTX, other=0.0)\n            v = tl.load(v_ptrs, mask=offs_n[:, None] < N_CTX, other=0.0)\n        else:\n            kt = tl.load(kt_ptrs)\n            v = tl.load(v_ptrs)\n',
+         '        kt = k_base.load([start_n, 0]).T  # k_base, v_base: tensor descriptors here\n        v = v_base.load([start_n, 0])\n'),
+        ('    o_base = o_ptr + batch * stride_ob + head * stride_oh\n',
+         '    o_base = o_ptr + batch * stride_ob + head * stride_oh\n    k_desc = tl.make_tensor_descriptor(k_base, shape=[N_CTX, HEAD_DIM], strides=[stride_kn, stride_kd],\n                                       block_shape=[BLOCK_N, HEAD_DIM])\n    v_desc = tl.make_tensor_descriptor(v_base, shape=[N_CTX, HEAD_DIM], strides=[stride_vn, stride_vd],\n                                       block_shape=[BLOCK_N, HEAD_DIM])\n'),
+        ('        acc, l_i, m_i, q, k_base, v_base, offs_m, offs_d, 0, unmasked_hi, N_CTX, qk_scale,\n',
+         '        acc, l_i, m_i, q, k_desc, v_desc, offs_m, offs_d, 0, unmasked_hi, N_CTX, qk_scale,\n'),
+        ('        acc, l_i, m_i, q, k_base, v_base, offs_m, offs_d, unmasked_hi, hi, N_CTX, qk_scale,\n',
+         '        acc, l_i, m_i, q, k_desc, v_desc, offs_m, offs_d, unmasked_hi, hi, N_CTX, qk_scale,\n'),
+        ('def flash_attention(q, k, v, causal=False, sm_scale=None):\n',
+         'def _descriptor_scratch(size, alignment, stream):\n    return torch.empty(size, dtype=torch.int8, device="cuda")\n\n\ndef flash_attention(q, k, v, causal=False, sm_scale=None):\n'),
+        ('    grid = (triton.cdiv(N, BLOCK_M), B * H)\n',
+         '    if q.is_cuda:\n        triton.set_allocator(_descriptor_scratch)  # in-kernel descriptors live in global memory\n    grid = (triton.cdiv(N, BLOCK_M), B * H)\n'),
+    )
+    add("triton", "flash_attention", "K, V by tensor descriptors", *tma)
+    add("triton", "flash_attention", "K, V by tensor descriptors, 128x128, 8 warps, 3 stages", *tma,
+        (tiles, "    BLOCK_M, BLOCK_N = 128, 128\n    options = dict(num_warps=8, num_stages=3)\n"))
+    add("triton", "flash_attention", "K, V by tensor descriptors, 128x64, 8 warps, 3 stages", *tma,
+        (tiles, "    BLOCK_M, BLOCK_N = 128, 64\n    options = dict(num_warps=8, num_stages=3)\n"))
+
     # A copy of a reference that differs only in a comment: how far apart the clock puts two
     # identical kernels timed side by side (the reference's file versus a copy elsewhere).
     add("triton", "softmax", "the reference, copied",
@@ -185,6 +209,9 @@ def main() -> int:
     parser.add_argument("--track", action="append", choices=["triton", "cutile"])
     parser.add_argument("--seconds", type=float, default=1.5, help="timing budget per case")
     parser.add_argument("--list", action="store_true", help="print the variants and stop")
+    parser.add_argument("--reference-last", action="store_true",
+                        help="load and time the reference after its variants (is the first "
+                             "one loaded timed differently?)")
     args = parser.parse_args()
     course = load_course(ROOT / "course.toml")
     chosen = [v for v in VARIANTS if (not args.only or v.stage in args.only)
@@ -198,11 +225,12 @@ def main() -> int:
             for stage in course.stages:
                 mine = [v for v in chosen if v.track == track and v.stage == stage.id]
                 if mine and stage.speed:
-                    sweep(course, stage, track, mine, Path(tmp), args.seconds)
+                    sweep(course, stage, track, mine, Path(tmp), args.seconds, args.reference_last)
     return 0
 
 
-def sweep(course, stage, track, variants: list[Variant], tmp: Path, seconds: float) -> None:
+def sweep(course, stage, track, variants: list[Variant], tmp: Path, seconds: float,
+          reference_last: bool = False) -> None:
     import torch
 
     from grader import timing
@@ -214,12 +242,14 @@ def sweep(course, stage, track, variants: list[Variant], tmp: Path, seconds: flo
     problem = stage.problem
     path = course.module_path(stage, track, solutions=True)
     reference = path.read_text(encoding="utf-8")
-    kernels = {"reference": Submission(path, problem.function)}
+    kernels = {} if reference_last else {"reference": Submission(path, problem.function)}
     for i, variant in enumerate(variants):
         module = tmp / f"{track}_{stage.id}_{i}.py"
         module.write_text(variant.source(reference), encoding="utf-8")
         kernels[variant.label] = Submission(module, problem.function)
-    for submission in kernels.values():
+    if reference_last:
+        kernels["reference"] = Submission(path, problem.function)
+    for submission in kernels.values():  # loaded, and later timed, in this order
         submission.load()
     limits = ceilings.ceilings()
     from benchmark import shapes  # the shapes scripts/benchmark.py times, course.toml's first
