@@ -16,7 +16,9 @@ configuration error (the message says what to fix), 130 interrupted (Ctrl-C).
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 from pathlib import Path
 
 import click
@@ -234,6 +236,11 @@ cli.add_command(batch_command.slurm_task_command)
 
 def main(args: list[str] | None = None) -> int:
     """Entry point: run the CLI and turn errors into messages and exit codes."""
+    if threading.current_thread() is threading.main_thread():
+        # Python leaves SIGINT ignored when it starts with it ignored (a background job of
+        # a non-interactive shell, some CI runners and wrappers), and Ctrl-C would then do
+        # nothing; grading must stop on it wherever it was started from.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         code = cli.main(args=args, prog_name="grade", standalone_mode=False)
     except GradeError as exc:

@@ -250,10 +250,13 @@ def test_plain_pytest_on_untouched_exercises_says_not_started(tmp_path):
 # --- Ctrl-C ------------------------------------------------------------------------------
 
 
-def test_ctrl_c_stops_grading_at_once_and_writes_no_result(tmp_path):
+@pytest.mark.parametrize("inherited", ["default", "ignored"])
+def test_ctrl_c_stops_grading_at_once_and_writes_no_result(tmp_path, inherited):
     """Ctrl-C while stage 2 hangs: the run stops there (no traceback, no ERROR for stage 2,
     no stage 3), shows stage 1 as graded, says it was interrupted, writes no JSON, leaves no
-    process of the submission behind, and exits 130."""
+    process of the submission behind, and exits 130. Also when `grade` starts with SIGINT
+    ignored, as a background job of a non-interactive shell does: Python would keep it
+    ignored."""
     submission = tmp_path / "exercises" / "triton"
     submission.mkdir(parents=True)
     for name in ("stage1_vector_add.py", "stage3_softmax.py"):
@@ -266,7 +269,9 @@ def test_ctrl_c_stops_grading_at_once_and_writes_no_result(tmp_path):
     process = subprocess.Popen(
         [sys.executable, "-m", "grader", "--course", str(COURSE_FILE), "1", "2", "3",
          "--backend", "triton-interpret", f"--submission={tmp_path}", "--json", str(result)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+        if inherited == "ignored" else None)
     seen = []
     for line in process.stdout:  # not a terminal: one line as each stage starts
         seen.append(line)
