@@ -61,6 +61,11 @@ def shapes(stage) -> list[tuple[dict, str]]:
     return listed
 
 
+def shape_label(params: dict) -> str:
+    """A shape as the tables print it: the parameters that are set, `name=value`."""
+    return ",".join(f"{k}={v}" for k, v in params.items() if v is not None)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", action="append", help="stage id (repeatable)")
@@ -96,7 +101,7 @@ def main() -> int:
             samples = timing.measure(candidates, timing.Budget(seconds=args.seconds))
             work = problem.work(params, DTYPES[dtype])
             roofline = limits.roofline(work, dtype)
-            shape = ",".join(f"{k}={v}" for k, v in params.items() if v is not None)
+            shape = shape_label(params)
             torch_ms = samples["torch"].median
             second = {name: do_bench_ms(fn) for name, fn in candidates.items()}
             for name, s in samples.items():

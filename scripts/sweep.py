@@ -113,18 +113,32 @@ def _variants() -> list[Variant]:
     # the loads become tensor-memory-accelerator copies on Hopper, rows past N read as 0
     # without a mask; in-kernel descriptors need global scratch (triton.set_allocator).
     tma = (
-        ('        kt_ptrs = k_base + offs_n[None, :] * stride_kn + offs_d[:, None] * stride_kd\n        v_ptrs = v_base + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd\n        if MASKED:\n            kt = tl.load(kt_ptrs, mask=offs_n[None, :] < N_CTX, other=0.0)\n            v = tl.load(v_ptrs, mask=offs_n[:, None] < N_CTX, other=0.0)\n        else:\n            kt = tl.load(kt_ptrs)\n            v = tl.load(v_ptrs)\n',
-         '        kt = k_base.load([start_n, 0]).T  # k_base, v_base: tensor descriptors here\n        v = v_base.load([start_n, 0])\n'),
-        ('    o_base = o_ptr + batch * stride_ob + head * stride_oh\n',
-         '    o_base = o_ptr + batch * stride_ob + head * stride_oh\n    k_desc = tl.make_tensor_descriptor(k_base, shape=[N_CTX, HEAD_DIM], strides=[stride_kn, stride_kd],\n                                       block_shape=[BLOCK_N, HEAD_DIM])\n    v_desc = tl.make_tensor_descriptor(v_base, shape=[N_CTX, HEAD_DIM], strides=[stride_vn, stride_vd],\n                                       block_shape=[BLOCK_N, HEAD_DIM])\n'),
-        ('        acc, l_i, m_i, q, k_base, v_base, offs_m, offs_d, 0, unmasked_hi, N_CTX, qk_scale,\n',
-         '        acc, l_i, m_i, q, k_desc, v_desc, offs_m, offs_d, 0, unmasked_hi, N_CTX, qk_scale,\n'),
-        ('        acc, l_i, m_i, q, k_base, v_base, offs_m, offs_d, unmasked_hi, hi, N_CTX, qk_scale,\n',
-         '        acc, l_i, m_i, q, k_desc, v_desc, offs_m, offs_d, unmasked_hi, hi, N_CTX, qk_scale,\n'),
-        ('def flash_attention(q, k, v, causal=False, sm_scale=None):\n',
-         'def _descriptor_scratch(size, alignment, stream):\n    return torch.empty(size, dtype=torch.int8, device="cuda")\n\n\ndef flash_attention(q, k, v, causal=False, sm_scale=None):\n'),
-        ('    grid = (triton.cdiv(N, BLOCK_M), B * H)\n',
-         '    if q.is_cuda:\n        triton.set_allocator(_descriptor_scratch)  # in-kernel descriptors live in global memory\n    grid = (triton.cdiv(N, BLOCK_M), B * H)\n'),
+        ("        kt_ptrs = k_base + offs_n[None, :] * stride_kn + offs_d[:, None] * stride_kd\n"
+         "        v_ptrs = v_base + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd\n"
+         "        if MASKED:\n"
+         "            kt = tl.load(kt_ptrs, mask=offs_n[None, :] < N_CTX, other=0.0)\n"
+         "            v = tl.load(v_ptrs, mask=offs_n[:, None] < N_CTX, other=0.0)\n"
+         "        else:\n"
+         "            kt = tl.load(kt_ptrs)\n"
+         "            v = tl.load(v_ptrs)\n",
+         "        kt = k_base.load([start_n, 0]).T  # k_base, v_base: tensor descriptors here\n"
+         "        v = v_base.load([start_n, 0])\n"),
+        (o_base := "    o_base = o_ptr + batch * stride_ob + head * stride_oh\n",
+         o_base + "".join(
+             f"    {x}_desc = tl.make_tensor_descriptor({x}_base, shape=[N_CTX, HEAD_DIM], "
+             f"strides=[stride_{x}n, stride_{x}d],\n"
+             f"                                       block_shape=[BLOCK_N, HEAD_DIM])\n"
+             for x in "kv")),
+        *((call, call.replace("k_base, v_base", "k_desc, v_desc")) for call in (
+            "        acc, l_i, m_i, q, k_base, v_base, offs_m, offs_d, 0, unmasked_hi, N_CTX, qk_scale,\n",
+            "        acc, l_i, m_i, q, k_base, v_base, offs_m, offs_d, unmasked_hi, hi, N_CTX, qk_scale,\n")),
+        (wrapper := "def flash_attention(q, k, v, causal=False, sm_scale=None):\n",
+         "def _descriptor_scratch(size, alignment, stream):\n"
+         "    return torch.empty(size, dtype=torch.int8, device=\"cuda\")\n\n\n" + wrapper),
+        (grid := "    grid = (triton.cdiv(N, BLOCK_M), B * H)\n",
+         "    if q.is_cuda:\n"
+         "        triton.set_allocator(_descriptor_scratch)  # in-kernel descriptors live in global memory\n"
+         + grid),
     )
     add("triton", "flash_attention", "K, V by tensor descriptors", *tma)
     add("triton", "flash_attention", "K, V by tensor descriptors, 128x128, 8 warps, 3 stages", *tma,
@@ -233,6 +247,8 @@ def sweep(course, stage, track, variants: list[Variant], tmp: Path, seconds: flo
           reference_last: bool = False) -> None:
     import torch
 
+    from benchmark import shape_label, shapes  # the shapes benchmark.py times, course.toml's first
+
     from grader import timing
     from grader.judge.compare import compare
     from grader.problems import DTYPES
@@ -252,10 +268,8 @@ def sweep(course, stage, track, variants: list[Variant], tmp: Path, seconds: flo
     for submission in kernels.values():  # loaded, and later timed, in this order
         submission.load()
     limits = ceilings.ceilings()
-    from benchmark import shapes  # the shapes scripts/benchmark.py times, course.toml's first
-
     for params, dtype in shapes(stage):
-        label = ",".join(f"{k}={v}" for k, v in params.items() if v is not None) + f" {dtype}"
+        label = f"{shape_label(params)} {dtype}"
         call = problem.draw(params, dtype, 0, device="cuda")
         expected = problem.reference(call)
         candidates = {}
