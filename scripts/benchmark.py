@@ -66,6 +66,32 @@ def shape_label(params: dict) -> str:
     return ",".join(f"{k}={v}" for k, v in params.items() if v is not None)
 
 
+def references(course, stage, tracks: list[str]) -> dict[str, Submission]:
+    """The stage's reference solution on each track, loaded."""
+    kernels = {}
+    for track in tracks:
+        kernels[track] = Submission(course.module_path(stage, track, True), stage.problem.function)
+        kernels[track].load()
+    return kernels
+
+
+def callables(stage, kernels: dict[str, Submission], params: dict, dtype: str):
+    """What is timed at one shape: each kernel bound to inputs drawn on the GPU, then
+    PyTorch's implementations of the problem; and a line for every output that is wrong
+    against the float32 reference."""
+    problem = stage.problem
+    call = problem.draw(params, dtype, 0, device="cuda")
+    expected = problem.reference(call)
+    candidates = {name: k.bound(call.args, call.kwargs) for name, k in kernels.items()}
+    candidates.update({name: (lambda b=b: b(call)) for name, b in problem.baselines.items()})
+    wrong = []
+    for name, fn in candidates.items():
+        verdict = compare(fn(), expected, DTYPES[dtype], "cuda", stage.tolerance[dtype])
+        if not verdict.passed:
+            wrong.append(f"{name}: {verdict.summary}")
+    return candidates, wrong
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", action="append", help="stage id (repeatable)")
@@ -83,21 +109,9 @@ def main() -> int:
         if args.only and stage.id not in args.only:
             continue
         problem = stage.problem
-        tracks = ["triton"] + ([] if args.no_cutile else ["cutile"])
-        kernels = {}
-        for track in tracks:
-            kernels[track] = Submission(course.module_path(stage, track, True), problem.function)
-            kernels[track].load()
+        kernels = references(course, stage, ["triton"] + ([] if args.no_cutile else ["cutile"]))
         for params, dtype in shapes(stage):
-            call = problem.draw(params, dtype, 0, device="cuda")
-            expected = problem.reference(call)
-            candidates = {name: k.bound(call.args, call.kwargs) for name, k in kernels.items()}
-            candidates.update({name: (lambda b=b: b(call)) for name, b in problem.baselines.items()})
-            wrong = []
-            for name, fn in candidates.items():
-                verdict = compare(fn(), expected, DTYPES[dtype], "cuda", stage.tolerance[dtype])
-                if not verdict.passed:
-                    wrong.append(f"{name}: {verdict.summary}")
+            candidates, wrong = callables(stage, kernels, params, dtype)
             samples = timing.measure(candidates, timing.Budget(seconds=args.seconds))
             work = problem.work(params, DTYPES[dtype])
             roofline = limits.roofline(work, dtype)

@@ -25,6 +25,9 @@
 #     grader's and do_bench), the table also as Markdown in $OUT/benchmark.md
 #   flush: scripts/flush_check.py, the short memory-bound references and their baselines
 #     timed after a zeroing and after a reading L2 flush
+#   clockgap: scripts/clock_gap_check.py, why the grader's clock and do_bench disagree: each
+#     shape timed with either flush in either order, SM clock and power sampled (issue #16;
+#     CLOCKGAP_ARGS: its options); the tables also in $OUT/clockgap.md
 # Usage: scripts/stage-device.sh here once, then on the device tool: carry [".device"],
 #   command: source .device/env.sh; scripts/device-check.sh [PART ...]
 # The default is every part; a device call may take 10 minutes at most, so there name one
@@ -33,7 +36,7 @@
 # each untuned part 4 (218 s), flush 1 (20 s); repeat 5 (276 s, fifth session); sweep 5
 # (268 s for every stage, both tracks; sixth session), benchmark under 4 (--seconds 1.5).
 set -uo pipefail
-ALL="grading calibrate exercises corpus timing untuned-triton untuned-cutile repeat flush sweep benchmark"
+ALL="grading calibrate exercises corpus timing untuned-triton untuned-cutile repeat flush sweep benchmark clockgap"
 PARTS=${*:-$ALL}
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 for p in $PARTS; do
@@ -52,6 +55,7 @@ if ! "$PY" -c "import safetensors, pydantic" 2>/dev/null; then
   "$PY" -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .device/wheels/*.whl
 fi
 status=0
+words() { eval "WORDS=(${1:-})"; }  # options from a variable, quoted words kept whole (--label 'a b')
 grade() { "$PY" -m grader "$@"; }
 check() {  # check NAME EXPECTED_EXIT -- ARGS: run `grade ARGS`, append its output to $OUT/logs.txt, compare the exit code
   local name=$1 want=$2; shift 3
@@ -123,13 +127,13 @@ fi
 if part repeat; then
   echo "== repeat check"
   start=$(date +%s)
-  "$PY" scripts/repeat_check.py ${REPEAT_ARGS:-} 2>&1 | grep --line-buffered -v "^grading" | tee "$OUT/repeat.txt" || status=1
+  words "${REPEAT_ARGS:-}"; "$PY" scripts/repeat_check.py "${WORDS[@]}" 2>&1 | grep --line-buffered -v "^grading" | tee "$OUT/repeat.txt" || status=1
   echo "== repeat check: $(( $(date +%s) - start )) s"
 fi
 if part sweep; then
   echo "== tuning sweep"
   start=$(date +%s)
-  "$PY" scripts/sweep.py ${SWEEP_ARGS:-} 2>&1 | grep --line-buffered -v "^grading" | tee "$OUT/sweep.txt" || status=1
+  words "${SWEEP_ARGS:-}"; "$PY" scripts/sweep.py "${WORDS[@]}" 2>&1 | grep --line-buffered -v "^grading" | tee "$OUT/sweep.txt" || status=1
   echo "== tuning sweep: $(( $(date +%s) - start )) s"
 fi
 if part benchmark; then
@@ -137,6 +141,12 @@ if part benchmark; then
   start=$(date +%s)
   "$PY" scripts/benchmark.py --seconds 1.5 --markdown "$OUT/benchmark.md" 2>&1 | tee "$OUT/benchmark.txt" || status=1
   echo "== benchmark: $(( $(date +%s) - start )) s"
+fi
+if part clockgap; then
+  echo "== clock gap check"
+  start=$(date +%s)
+  words "${CLOCKGAP_ARGS:-}"; "$PY" scripts/clock_gap_check.py "${WORDS[@]}" --markdown "$OUT/clockgap.md" 2>&1 | grep --line-buffered -v "^grading" || status=1
+  echo "== clock gap check: $(( $(date +%s) - start )) s"
 fi
 for track in triton cutile; do
   if part "untuned-$track"; then

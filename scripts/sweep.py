@@ -15,8 +15,8 @@ speed-up over the reference.
 A variant whose lines are no longer in the reference fails loudly (tests/test_speed.py
 checks every one on the CPU), so the sweep cannot rot into timing copies of the reference.
 
-Usage:  python scripts/sweep.py [--only STAGE] [--track T] [--seconds S] [--list]
-        [--reference-last]
+Usage:  python scripts/sweep.py [--only STAGE] [--track T] [--label TEXT] [--seconds S]
+        [--list] [--reference-last]
 """
 
 from __future__ import annotations
@@ -86,14 +86,24 @@ def _variants() -> list[Variant]:
     for g in (4, 16):
         add("triton", "matmul", f"GROUP_M={g}", (group, group.replace(" 8, 3\n", f" {g}, 3\n")))
 
-    # Triton attention: tile shape, warps, stages.
-    tiles = "    BLOCK_M, BLOCK_N = 64, 64\n    options = dict(num_warps=4, num_stages=3)\n"
-    for m, n, w, s in ((64, 128, 4, 3), (64, 128, 4, 2), (64, 128, 8, 3), (64, 128, 8, 2),
-                       (128, 128, 8, 3), (128, 64, 8, 3), (64, 64, 8, 3), (64, 64, 2, 3),
-                       (32, 64, 4, 3), (32, 128, 4, 3)):
-        add("triton", "flash_attention", f"{m}x{n}, {w} warps, {s} stages",
-            (tiles, f"    BLOCK_M, BLOCK_N = {m}, {n}\n"
-                    f"    options = dict(num_warps={w}, num_stages={s})\n"))
+    # Triton attention: tile shape, warps, stages; at D = 128 on Hopper the reference loads K
+    # and V through tensor descriptors, elsewhere (D = 64 here) by pointers.
+    pointers = "        BLOCK_M, BLOCK_N = 64, 64\n        options = dict(num_warps=4, num_stages=3)\n"
+    for m, n, w, s in ((64, 128, 4, 3), (64, 64, 8, 3), (64, 64, 4, 4), (128, 64, 8, 3),
+                       (128, 128, 8, 3), (32, 64, 4, 3)):
+        add("triton", "flash_attention", f"D=64 by pointers: {m}x{n}, {w} warps, {s} stages",
+            (pointers, f"        BLOCK_M, BLOCK_N = {m}, {n}\n"
+                       f"        options = dict(num_warps={w}, num_stages={s})\n"))
+    described = ("        BLOCK_M, BLOCK_N = 128, 128\n"
+                 "        options = dict(num_warps=8, num_stages=3, KV_DESCRIPTORS=True)\n")
+    for m, n, w, s in ((64, 64, 4, 3), (128, 64, 8, 3), (128, 128, 8, 2), (64, 128, 4, 3)):
+        add("triton", "flash_attention", f"D=128 by descriptors: {m}x{n}, {w} warps, {s} stages",
+            (described, f"        BLOCK_M, BLOCK_N = {m}, {n}\n"
+                        f"        options = dict(num_warps={w}, num_stages={s}, KV_DESCRIPTORS=True)\n"))
+    add("triton", "flash_attention", "D=128 by pointers, 128x128, 8 warps, 3 stages",
+        (described, described.replace(", KV_DESCRIPTORS=True", "")))
+    add("triton", "flash_attention", "D=128 as the sixth session's (pointers, 64x64, 4 warps)",
+        ("    if D == 128 and hopper and rows:\n", "    if False:  # pointer loads at every head size\n"))
 
     # Triton attention: the products' arithmetic. The rescaled accumulator as tl.dot's own
     # accumulator (the add inside the tensor-core instruction); the scale applied to every
@@ -108,43 +118,6 @@ def _variants() -> list[Variant]:
          "        m_new = tl.maximum(m_i, tl.max(s, axis=1))\n"),
         ("        p = tl.exp2(s * qk_scale - m_new[:, None])\n",
          "        p = tl.exp2(s - m_new[:, None])\n"))
-
-    # Triton attention: K and V through tensor descriptors (tl.make_tensor_descriptor), so
-    # the loads become tensor-memory-accelerator copies on Hopper, rows past N read as 0
-    # without a mask; in-kernel descriptors need global scratch (triton.set_allocator).
-    tma = (
-        ("        kt_ptrs = k_base + offs_n[None, :] * stride_kn + offs_d[:, None] * stride_kd\n"
-         "        v_ptrs = v_base + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd\n"
-         "        if MASKED:\n"
-         "            kt = tl.load(kt_ptrs, mask=offs_n[None, :] < N_CTX, other=0.0)\n"
-         "            v = tl.load(v_ptrs, mask=offs_n[:, None] < N_CTX, other=0.0)\n"
-         "        else:\n"
-         "            kt = tl.load(kt_ptrs)\n"
-         "            v = tl.load(v_ptrs)\n",
-         "        kt = k_base.load([start_n, 0]).T  # k_base, v_base: tensor descriptors here\n"
-         "        v = v_base.load([start_n, 0])\n"),
-        (o_base := "    o_base = o_ptr + batch * stride_ob + head * stride_oh\n",
-         o_base + "".join(
-             f"    {x}_desc = tl.make_tensor_descriptor({x}_base, shape=[N_CTX, HEAD_DIM], "
-             f"strides=[stride_{x}n, stride_{x}d],\n"
-             f"                                       block_shape=[BLOCK_N, HEAD_DIM])\n"
-             for x in "kv")),
-        *((call, call.replace("k_base, v_base", "k_desc, v_desc")) for call in (
-            "        acc, l_i, m_i, q, k_base, v_base, offs_m, offs_d, 0, unmasked_hi, N_CTX, qk_scale,\n",
-            "        acc, l_i, m_i, q, k_base, v_base, offs_m, offs_d, unmasked_hi, hi, N_CTX, qk_scale,\n")),
-        (wrapper := "def flash_attention(q, k, v, causal=False, sm_scale=None):\n",
-         "def _descriptor_scratch(size, alignment, stream):\n"
-         "    return torch.empty(size, dtype=torch.int8, device=\"cuda\")\n\n\n" + wrapper),
-        (grid := "    grid = (triton.cdiv(N, BLOCK_M), B * H)\n",
-         "    if q.is_cuda:\n"
-         "        triton.set_allocator(_descriptor_scratch)  # in-kernel descriptors live in global memory\n"
-         + grid),
-    )
-    add("triton", "flash_attention", "K, V by tensor descriptors", *tma)
-    add("triton", "flash_attention", "K, V by tensor descriptors, 128x128, 8 warps, 3 stages", *tma,
-        (tiles, "    BLOCK_M, BLOCK_N = 128, 128\n    options = dict(num_warps=8, num_stages=3)\n"))
-    add("triton", "flash_attention", "K, V by tensor descriptors, 128x64, 8 warps, 3 stages", *tma,
-        (tiles, "    BLOCK_M, BLOCK_N = 128, 64\n    options = dict(num_warps=8, num_stages=3)\n"))
 
     # A copy of a reference that differs only in a comment: how far apart the clock puts two
     # identical kernels timed side by side (the reference's file versus a copy elsewhere).
@@ -221,6 +194,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", action="append", help="stage id (repeatable)")
     parser.add_argument("--track", action="append", choices=["triton", "cutile"])
+    parser.add_argument("--label", action="append",
+                        help="only the variants whose label contains this text (repeatable)")
     parser.add_argument("--seconds", type=float, default=1.5, help="timing budget per case")
     parser.add_argument("--list", action="store_true", help="print the variants and stop")
     parser.add_argument("--reference-last", action="store_true",
@@ -229,7 +204,8 @@ def main() -> int:
     args = parser.parse_args()
     course = load_course(ROOT / "course.toml")
     chosen = [v for v in VARIANTS if (not args.only or v.stage in args.only)
-              and (not args.track or v.track in args.track)]
+              and (not args.track or v.track in args.track)
+              and (not args.label or any(text in v.label for text in args.label))]
     if args.list:
         for v in chosen:
             print(f"{v.track:<7} {v.stage:<16} {v.label}")

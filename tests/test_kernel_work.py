@@ -180,6 +180,59 @@ def test_a_triton_kernel_body_that_no_gpu_compiler_accepts_fails(grade_source):
     assert f"(at vector_add_submission.py, line {line}: NOTES.append(pid))" in text
 
 
+def test_a_unit_stride_compiles_as_the_gpu_compiles_it(grade_source):
+    """What the real tools accept must pass: Triton's JIT compiles an integer argument equal
+    to 1 as the constant 1, and a tensor descriptor compiles only with a constant last stride.
+    A kernel that passes its unit stride as an argument is checked the same way."""
+    described = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, stride, BLOCK: tl.constexpr):
+    start = tl.program_id(0) * BLOCK
+    x = tl.make_tensor_descriptor(x_ptr, shape=[n], strides=[stride], block_shape=[BLOCK])
+    y = tl.make_tensor_descriptor(y_ptr, shape=[n], strides=[stride], block_shape=[BLOCK])
+    out = tl.make_tensor_descriptor(out_ptr, shape=[n], strides=[stride], block_shape=[BLOCK])
+    out.store([start], x.load([start]) + y.load([start]))
+
+
+def vector_add(x, y):
+    out = torch.empty_like(x)
+    add_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), x.stride(0), BLOCK=1024)
+    return out
+'''
+    result = grade_source("vector_add", described)
+    assert result.status is Status.PASS, failure_text(result)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_attention_references_path_for_gpus_before_hopper_compiles_for_sm_80(causal):
+    """GPUs before Hopper have no tensor-memory accelerator: there the Triton attention
+    reference loads K and V by pointers at D = 128 too. Graded on a CPU, it takes its
+    descriptor path at D = 128 (the interpreter checks that one), so the pointer path at that
+    head size is compiled for sm_80 here, with the launch an A100 would make."""
+    import importlib.util
+    import sys
+
+    import torch
+
+    from grader.sandbox import frontends
+
+    path = ROOT / "solutions/triton/stage5_flash_attention.py"
+    spec = importlib.util.spec_from_file_location("attention_reference_sm80", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    x = torch.zeros(1, 1, 200, 128, dtype=torch.bfloat16)
+    strides = {f"stride_{t}{d}": s for t in "qkvo" for d, s in zip("bhnd", x.stride())}
+    bound = dict(q_ptr=x, k_ptr=x, v_ptr=x, o_ptr=x, H=1, N_CTX=200, qk_scale=0.1, **strides,
+                 HEAD_DIM=128, BLOCK_M=64, BLOCK_N=64, IS_CAUSAL=causal, KV_DESCRIPTORS=False)
+    assert frontends.triton(module.flash_attention_kernel, bound) is None
+
+
 def test_a_triton_kernel_defined_inside_a_function_is_named(grade_source):
     """The compile check finds a kernel by its name in the module: one made inside a
     function cannot be checked, and the message says how to write it instead."""

@@ -634,6 +634,43 @@ def test_a_baseline_slowed_next_to_the_submission_is_judged_by_its_time_alone(
                for c in result.speed.cases)
 
 
+def test_the_precision_of_a_speed_up_is_the_error_of_its_batches_median():
+    """1.2533 sigma / sqrt(n), sigma from the interquartile range of the batches' own
+    speed-ups (baseline batch over student batch): steady batches are precise at once, 2%
+    noise needs more than the five first batches, and one wild batch does not count."""
+    steady = [0.010] * 5
+    assert trial.precise(steady, [0.020] * 5)
+    noisy = [0.0100, 0.0102, 0.0099, 0.0101, 0.0098]  # speed-ups 1.96 to 2.04
+    assert not trial.precise(noisy, [0.020] * 5)
+    assert trial.precise(noisy * 20, [0.020] * 100)  # 100 batches: the error shrinks
+    assert trial.precise(steady * 3 + [0.1], [0.020] * 16)  # one batch 10x slow
+    assert not trial.precise([0.01] * 3, [0.02] * 3)  # too few to tell
+
+
+def test_noisy_batches_are_timed_until_the_speed_up_is_precise(grade, monkeypatch):
+    """An honest kernel whose batches vary by 1.5% is timed past the first five batches, and
+    the trial stops as soon as its speed-up is precise: the figure is the median of many
+    batches, not of five that happened to look steady."""
+    fake = Runner.time_batch
+    batches = iter(range(10**6))
+    noise = [1.0, 1.01, 0.995, 1.005, 0.99, 1.0, 1.015, 0.985]
+
+    def noisy(self, *args):
+        batch = fake(self, *args)
+        scale = noise[next(batches) % len(noise)]
+        return Batch([t * scale for t in batch.times_ms], batch.digests, batch.wall_ms * scale)
+
+    monkeypatch.setattr(Runner, "time_batch", noisy)
+    ran = []
+    real = trial.precise
+    monkeypatch.setattr(trial, "precise", lambda s, b: ran.append(real(s, b)) or ran[-1])
+    result = grade(1.5)
+    case = result.speed.cases[0]
+    assert case.passed and case.repeats > trial.MIN_BATCHES, case.summary
+    assert ran[case.repeats - 1] and not any(ran[trial.MIN_BATCHES - 1:case.repeats - 1])
+    assert case.speedup == pytest.approx(2.0, rel=0.02)
+
+
 def test_the_baseline_alone_is_the_median_of_its_batches_after_the_first(monkeypatch):
     means = iter([9.0, 0.02, 0.03, 0.025])
     monkeypatch.setattr(Trial, "baseline_batch",

@@ -47,6 +47,15 @@ softmax between them. What to explore, at the TUNE places:
   both head sizes.
 - Warps and pipeline stages (`num_warps`, `num_stages` at the launch): how a tile's work is
   spread over threads and how many K/V loads are in flight, in shared memory.
+- How K and V tiles arrive (Hopper and later). A tensor descriptor (tl.make_tensor_descriptor:
+  a tensor's base, shape and strides, and the tile shape) lets the GPU's tensor-memory
+  accelerator copy a whole tile into shared memory in one instruction, rows past the end
+  read as 0, instead of every thread computing addresses and loading its share. It frees
+  the warps for the products, which pays when tiles are large: try it with larger tiles and
+  more warps at D = 128. The kernel takes KV_DESCRIPTORS for this (False: pointers, as in
+  Step 1); descriptors made inside a kernel need scratch memory, which the wrapper hands
+  Triton with triton.set_allocator. GPUs before Hopper have no such unit: keep pointer
+  loads there.
 - Program order. With causal=True the last query tiles have the most keys to visit; the
   GPU starts programs roughly in order of their id, so which tiles start first decides
   how evenly the last wave of the launch ends.
@@ -71,10 +80,12 @@ def attend_key_tiles(
     acc, l_i, m_i, q, k_base, v_base, offs_m, offs_d, lo, hi, N_CTX, qk_scale,
     stride_kn, stride_kd, stride_vn, stride_vd,
     BLOCK_N: tl.constexpr, MASKED: tl.constexpr, IS_CAUSAL: tl.constexpr,
+    KV_DESCRIPTORS: tl.constexpr,
 ):
     """Fold the key tiles starting at lo, lo + BLOCK_N, ... < hi into one query tile's
     running (acc, l_i, m_i). MASKED=False promises that every key of these tiles is < N_CTX
-    and visible to every query of the tile, so nothing is masked."""
+    and visible to every query of the tile, so nothing is masked. KV_DESCRIPTORS is False
+    in the plain kernel (k_base and v_base are pointers); see "Making it fast"."""
     for start_n in range(lo, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)  # key rows of this tile
 
@@ -116,7 +127,7 @@ def flash_attention_kernel(
     stride_vb, stride_vh, stride_vn, stride_vd,
     stride_ob, stride_oh, stride_on, stride_od,
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    IS_CAUSAL: tl.constexpr,
+    IS_CAUSAL: tl.constexpr, KV_DESCRIPTORS: tl.constexpr = False,
 ):
     # TUNE: which query tile each program takes (see "Making it fast")
     pid_m = tl.program_id(axis=0)
@@ -127,6 +138,7 @@ def flash_attention_kernel(
     k_base = k_ptr + batch * stride_kb + head * stride_kh
     v_base = v_ptr + batch * stride_vb + head * stride_vh
     o_base = o_ptr + batch * stride_ob + head * stride_oh
+    # TUNE: how K and V tiles are loaded (see "Making it fast")
 
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)  # query rows of this program
     offs_d = tl.arange(0, HEAD_DIM)
@@ -149,7 +161,7 @@ def flash_attention_kernel(
     acc, l_i, m_i = attend_key_tiles(
         acc, l_i, m_i, q, k_base, v_base, offs_m, offs_d, 0, hi, N_CTX, qk_scale,
         stride_kn, stride_kd, stride_vn, stride_vd,
-        BLOCK_N, True, IS_CAUSAL,  # MASKED=True
+        BLOCK_N, True, IS_CAUSAL, KV_DESCRIPTORS,  # MASKED=True
     )
 
     # TODO 5: Normalise acc by the softmax sum and store the O tile in the output
@@ -170,7 +182,7 @@ def flash_attention(q, k, v, causal=False, sm_scale=None):
     out = torch.empty_like(q)
     # Fold log2(e) into the scale so the kernel can use exp2.
     qk_scale = float(sm_scale) * 1.4426950408889634
-    # TUNE: tile shape, warps and pipeline depth (see "Making it fast")
+    # TUNE: tile shape, warps, pipeline depth, how K and V are loaded (see "Making it fast")
     BLOCK_M, BLOCK_N = 64, 32
     options = {}  # Triton's default warps and pipeline stages
     # Triton's CPU interpreter keeps bf16 values as raw 16-bit integers and cannot feed

@@ -71,10 +71,15 @@ def triton(kernel, bound: dict) -> str | None:
                 "kernel by its name, so define it (@triton.jit def ...) at the top level of "
                 "your file")
     signature, constexprs = {}, {}
-    for name, param in inspect.signature(fn).parameters.items():
+    unspecialized = set(getattr(kernel, "do_not_specialize", None) or ())
+    for index, (name, param) in enumerate(inspect.signature(fn).parameters.items()):
         value = bound.get(name, param.default)
         if "constexpr" in str(param.annotation) or value is None:
             signature[name], constexprs[name] = "constexpr", _constant(value)
+        elif type(value) is int and value == 1 and not unspecialized & {index, name}:
+            # Triton's JIT compiles an integer argument equal to 1 as the constant 1 (a unit
+            # stride), and some code compiles only so: a tensor descriptor's last stride.
+            signature[name], constexprs[name] = "constexpr", 1
         else:
             signature[name] = _triton_type(value)
     key = ("triton", module.__file__, fn.__name__, json.dumps([signature, constexprs]))

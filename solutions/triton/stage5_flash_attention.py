@@ -47,6 +47,15 @@ softmax between them. What to explore, at the TUNE places:
   both head sizes.
 - Warps and pipeline stages (`num_warps`, `num_stages` at the launch): how a tile's work is
   spread over threads and how many K/V loads are in flight, in shared memory.
+- How K and V tiles arrive (Hopper and later). A tensor descriptor (tl.make_tensor_descriptor:
+  a tensor's base, shape and strides, and the tile shape) lets the GPU's tensor-memory
+  accelerator copy a whole tile into shared memory in one instruction, rows past the end
+  read as 0, instead of every thread computing addresses and loading its share. It frees
+  the warps for the products, which pays when tiles are large: try it with larger tiles and
+  more warps at D = 128. The kernel takes KV_DESCRIPTORS for this (False: pointers, as in
+  Step 1); descriptors made inside a kernel need scratch memory, which the wrapper hands
+  Triton with triton.set_allocator. GPUs before Hopper have no such unit: keep pointer
+  loads there.
 - Program order. With causal=True the last query tiles have the most keys to visit; the
   GPU starts programs roughly in order of their id, so which tiles start first decides
   how evenly the last wave of the launch ends.
@@ -71,10 +80,12 @@ def attend_key_tiles(
     acc, l_i, m_i, q, k_base, v_base, offs_m, offs_d, lo, hi, N_CTX, qk_scale,
     stride_kn, stride_kd, stride_vn, stride_vd,
     BLOCK_N: tl.constexpr, MASKED: tl.constexpr, IS_CAUSAL: tl.constexpr,
+    KV_DESCRIPTORS: tl.constexpr,
 ):
     """Fold the key tiles starting at lo, lo + BLOCK_N, ... < hi into one query tile's
     running (acc, l_i, m_i). MASKED=False promises that every key of these tiles is < N_CTX
-    and visible to every query of the tile, so nothing is masked."""
+    and visible to every query of the tile, so nothing is masked. KV_DESCRIPTORS is False
+    in the plain kernel (k_base and v_base are pointers); see "Making it fast"."""
     for start_n in range(lo, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)  # key rows of this tile
 
@@ -85,14 +96,31 @@ def attend_key_tiles(
         #   Hint: swap the roles of [:, None] and [None, :] to load K^T;
         #   tl.load(ptrs, mask=..., other=0.0) or tl.load(ptrs).
         # >>> solution
-        kt_ptrs = k_base + offs_n[None, :] * stride_kn + offs_d[:, None] * stride_kd
-        v_ptrs = v_base + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd
-        if MASKED:
-            kt = tl.load(kt_ptrs, mask=offs_n[None, :] < N_CTX, other=0.0)
-            v = tl.load(v_ptrs, mask=offs_n[:, None] < N_CTX, other=0.0)
+        # >>> tuned
+        if KV_DESCRIPTORS:
+            # k_base and v_base are tensor descriptors of this head's [N, D] keys and
+            # values: one tensor-memory-accelerator copy per tile, rows past N read as 0.
+            kt = k_base.load([start_n, 0]).T
+            v = v_base.load([start_n, 0])
         else:
-            kt = tl.load(kt_ptrs)
-            v = tl.load(v_ptrs)
+            kt_ptrs = k_base + offs_n[None, :] * stride_kn + offs_d[:, None] * stride_kd
+            v_ptrs = v_base + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd
+            if MASKED:
+                kt = tl.load(kt_ptrs, mask=offs_n[None, :] < N_CTX, other=0.0)
+                v = tl.load(v_ptrs, mask=offs_n[:, None] < N_CTX, other=0.0)
+            else:
+                kt = tl.load(kt_ptrs)
+                v = tl.load(v_ptrs)
+        # --- plain
+        # kt_ptrs = k_base + offs_n[None, :] * stride_kn + offs_d[:, None] * stride_kd
+        # v_ptrs = v_base + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd
+        # if MASKED:
+            # kt = tl.load(kt_ptrs, mask=offs_n[None, :] < N_CTX, other=0.0)
+            # v = tl.load(v_ptrs, mask=offs_n[:, None] < N_CTX, other=0.0)
+        # else:
+            # kt = tl.load(kt_ptrs)
+            # v = tl.load(v_ptrs)
+        # <<<
         # --- exercise
         # kt = ...
         # v = ...
@@ -155,7 +183,7 @@ def flash_attention_kernel(
     stride_vb, stride_vh, stride_vn, stride_vd,
     stride_ob, stride_oh, stride_on, stride_od,
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    IS_CAUSAL: tl.constexpr,
+    IS_CAUSAL: tl.constexpr, KV_DESCRIPTORS: tl.constexpr = False,
 ):
     # >>> tuned: which query tile each program takes (see "Making it fast")
     # Last query tile first: with causal=True it has the most work, and starting the big
@@ -171,6 +199,16 @@ def flash_attention_kernel(
     k_base = k_ptr + batch * stride_kb + head * stride_kh
     v_base = v_ptr + batch * stride_vb + head * stride_vh
     o_base = o_ptr + batch * stride_ob + head * stride_oh
+    # >>> tuned: how K and V tiles are loaded (see "Making it fast")
+    if KV_DESCRIPTORS:  # from here on, k_base and v_base describe this head's K and V
+        k_base = tl.make_tensor_descriptor(k_base, shape=[N_CTX, HEAD_DIM],
+                                           strides=[stride_kn, stride_kd],
+                                           block_shape=[BLOCK_N, HEAD_DIM])
+        v_base = tl.make_tensor_descriptor(v_base, shape=[N_CTX, HEAD_DIM],
+                                           strides=[stride_vn, stride_vd],
+                                           block_shape=[BLOCK_N, HEAD_DIM])
+    # --- plain
+    # <<<
 
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)  # query rows of this program
     offs_d = tl.arange(0, HEAD_DIM)
@@ -203,12 +241,12 @@ def flash_attention_kernel(
     acc, l_i, m_i = attend_key_tiles(
         acc, l_i, m_i, q, k_base, v_base, offs_m, offs_d, 0, unmasked_hi, N_CTX, qk_scale,
         stride_kn, stride_kd, stride_vn, stride_vd,
-        BLOCK_N, False, IS_CAUSAL,  # MASKED=False
+        BLOCK_N, False, IS_CAUSAL, KV_DESCRIPTORS,  # MASKED=False
     )
     acc, l_i, m_i = attend_key_tiles(
         acc, l_i, m_i, q, k_base, v_base, offs_m, offs_d, unmasked_hi, hi, N_CTX, qk_scale,
         stride_kn, stride_kd, stride_vn, stride_vd,
-        BLOCK_N, True, IS_CAUSAL,  # MASKED=True
+        BLOCK_N, True, IS_CAUSAL, KV_DESCRIPTORS,  # MASKED=True
     )
     # --- plain
     # # Every key tile this query tile needs, each one masked. With causal=True the keys
@@ -220,7 +258,7 @@ def flash_attention_kernel(
     # acc, l_i, m_i = attend_key_tiles(
         # acc, l_i, m_i, q, k_base, v_base, offs_m, offs_d, 0, hi, N_CTX, qk_scale,
         # stride_kn, stride_kd, stride_vn, stride_vd,
-        # BLOCK_N, True, IS_CAUSAL,  # MASKED=True
+        # BLOCK_N, True, IS_CAUSAL, KV_DESCRIPTORS,  # MASKED=True
     # )
     # <<<
 
@@ -248,11 +286,23 @@ def flash_attention(q, k, v, causal=False, sm_scale=None):
     out = torch.empty_like(q)
     # Fold log2(e) into the scale so the kernel can use exp2.
     qk_scale = float(sm_scale) * 1.4426950408889634
-    # >>> tuned: tile shape, warps and pipeline depth (see "Making it fast")
-    # 64 x 64 tiles with 4 warps and 3 stages, for D = 64 and 128: faster than every other
-    # shape, warp count and pipeline depth tried (BENCHMARKS.md, the tuning sweep).
-    BLOCK_M, BLOCK_N = 64, 64
-    options = dict(num_warps=4, num_stages=3)
+    # >>> tuned: tile shape, warps, pipeline depth, how K and V are loaded (see "Making it fast")
+    # D = 128 on Hopper and later (and on the interpreter, which checks that path): K and V
+    # through tensor descriptors, in 128 x 128 tiles with 8 warps (two warp groups) and 3
+    # stages. Otherwise (D = 64, and every D on GPUs without a tensor-memory accelerator)
+    # pointer loads in 64 x 64 tiles with 4 warps and 3 stages. Each won against every other
+    # shape, warp count, depth and load tried (BENCHMARKS.md, the tuning sweep).
+    hopper = not q.is_cuda or torch.cuda.get_device_capability(q.device) >= (9, 0)
+    rows = k.stride(3) == 1 and v.stride(3) == 1  # a descriptor's tile rows are contiguous
+    if D == 128 and hopper and rows:
+        BLOCK_M, BLOCK_N = 128, 128
+        options = dict(num_warps=8, num_stages=3, KV_DESCRIPTORS=True)
+        if q.is_cuda:  # descriptors made inside a kernel live in global scratch memory
+            triton.set_allocator(lambda size, alignment, stream: torch.empty(
+                size, dtype=torch.int8, device=q.device))
+    else:
+        BLOCK_M, BLOCK_N = 64, 64
+        options = dict(num_warps=4, num_stages=3)
     # --- plain
     # BLOCK_M, BLOCK_N = 64, 32
     # options = {}  # Triton's default warps and pipeline stages
