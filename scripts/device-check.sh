@@ -34,7 +34,8 @@
 # or two parts per call. Measured on the H200 (2026-12-01): grading about 7 minutes (the
 # two `grade all` runs 187 s and 192 s), calibrate 3-4, exercises 2, corpus 3, timing 5,
 # each untuned part 4 (218 s), flush 1 (20 s); repeat 5 (276 s, fifth session); sweep 5
-# (268 s for every stage, both tracks; sixth session), benchmark under 4 (--seconds 1.5).
+# (268 s for every stage, both tracks; sixth session), benchmark under 4 (--seconds 1.5),
+# clockgap 2 (98 s; seventh session).
 set -uo pipefail
 ALL="grading calibrate exercises corpus timing untuned-triton untuned-cutile repeat flush sweep benchmark clockgap"
 PARTS=${*:-$ALL}
