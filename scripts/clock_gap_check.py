@@ -34,6 +34,7 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))  # benchmark.py, also when this file is imported
 
 from benchmark import callables, do_bench_ms, references, shape_label, shapes  # noqa: E402
 

@@ -562,6 +562,29 @@ def test_the_benchmark_table_marks_where_the_second_opinion_disagrees():
     assert differ[-1] == "+5.0% !"
 
 
+def test_the_clock_gap_table_splits_each_gap_into_flush_and_order():
+    """scripts/clock_gap_check.py (on a GPU) times every implementation with either flush in
+    either order; its table gives each implementation's flush part (zeroing over reading,
+    interleaved) and order part (alone over interleaved, reading), and the speed-ups over
+    torch by three of the methods. Without NVML it says once that it has no clock readings."""
+    gap = _script("clock_gap_check")
+    ms = {"grader.timing": {"triton": 1.0, "torch": 1.0},
+          "grader.timing, held": {"triton": 1.01, "torch": 1.0},
+          "do_bench": {"triton": 1.2, "torch": 1.0},
+          "read-interleaved": {"triton": 1.0, "torch": 0.9},
+          "zero-interleaved": {"triton": 1.05, "torch": 0.9},
+          "read-alone": {"triton": 1.1, "torch": 0.9},
+          "zero-alone": {"triton": 1.2, "torch": 1.0}}
+    clocks = {("read-interleaved", "*"): "no clock readings (no NVML)",
+              ("read-alone", "triton"): "no clock readings (no NVML)"}
+    lines = gap.report("matmul", ms, clocks)
+    (triton,) = [line for line in lines if line.startswith("| triton |")]
+    assert "| +5.0% | +10.0% | 0.900x / 0.833x / 0.833x |" in triton
+    assert lines[-1] == "no clock readings (no NVML)"
+    clocks[("read-alone", "triton")] = "1500 MHz, 690 W (power cap)"
+    assert "- read-alone, triton: 1500 MHz, 690 W (power cap)" in gap.report("matmul", ms, clocks)
+
+
 @pytest.mark.parametrize("track", ["triton", "cutile"])
 def test_the_repeat_checks_slowed_copy_is_the_reference_and_a_spin(tmp_path, track):
     """scripts/repeat_check.py tells a kernel 10% slower from the reference (on a GPU): the
