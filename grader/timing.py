@@ -101,10 +101,12 @@ class L2Flush:
         torch.sum(self.buffer, dim=0, out=self.sink)
 
 
-def measure(candidates: dict[str, Callable[[], object]], budget: Budget = Budget()) -> dict[str, Samples]:
-    """Time each zero-argument callable on the current CUDA device, interleaved."""
-    device = torch.device("cuda", torch.cuda.current_device())
-    flush = L2Flush(device)
+def measure(candidates: dict[str, Callable[[], object]], budget: Budget = Budget(),
+            flush: Callable[[], None] | None = None) -> dict[str, Samples]:
+    """Time each zero-argument callable on the current CUDA device, interleaved, with `flush`
+    before every call (default: L2Flush; scripts compare other flushes through it)."""
+    if flush is None:
+        flush = L2Flush(torch.device("cuda", torch.cuda.current_device()))
     for fn in candidates.values():
         for _ in range(budget.warmup):
             fn()

@@ -11,9 +11,9 @@ do_bench, and marks gaps above 3%. The two methods differ in two ways:
 
 Here each shape's implementations are timed by one loop in the four combinations (reading
 or zeroing flush; interleaved or one at a time), next to both real methods, so each gap
-splits into a flush part and an order part. The loop is the same in all four: flush, start
-event, call, end event, median of the calls; the reading-interleaved cell should match
-grader.timing and the zeroing-one-at-a-time cell do_bench. The SM clock and the board power
+splits into a flush part and an order part. Each call is timed the same way in all four:
+flush, start event, call, end event, median of the calls; the reading-interleaved cell
+should match grader.timing and the zeroing-one-at-a-time cell do_bench. The SM clock and the board power
 are sampled every 20 ms through NVML while each cell runs, so that a gap that follows the
 clock shows as one.
 
@@ -123,26 +123,6 @@ def timed(fn, flush, count: int) -> list:
     return pairs
 
 
-def interleaved(candidates: dict, flush, repeats: int) -> dict[str, list[float]]:
-    """grader.timing.measure's order with the flush given: call by call, the order rotating
-    every round, a synchronisation every timing.BATCH rounds."""
-    for fn in candidates.values():
-        for _ in range(3):
-            fn()
-    torch.cuda.synchronize()
-    names, found = list(candidates), {name: [] for name in candidates}
-    for first in range(0, repeats, timing.BATCH):
-        pairs = {name: [] for name in names}
-        for r in range(first, min(first + timing.BATCH, repeats)):
-            shift = r % len(names)
-            for name in names[shift:] + names[:shift]:
-                pairs[name] += timed(candidates[name], flush, 1)
-        torch.cuda.synchronize()
-        for name in names:
-            found[name] += [s.elapsed_time(e) for s, e in pairs[name]]
-    return found
-
-
 def alone(fn, flush, repeats: int, estimate_ms: float) -> list[float]:
     """do_bench's order with the flush given: WARMUP_MS of calls back to back, then the
     timed calls one after another, one synchronisation at the end."""
@@ -176,8 +156,9 @@ def factorial(candidates: dict, repeats: int, rounds: int, monitor: GpuMonitor):
             flush = flushes[cell.split("-")[0]]
             if cell.endswith("interleaved"):
                 start = time.monotonic()
-                for name, times in interleaved(candidates, flush, repeats).items():
-                    figures[cell][name].append(statistics.median(times))
+                rounds_of = timing.Budget(seconds=0.0, min_repeats=repeats, max_repeats=repeats)
+                for name, found in timing.measure(candidates, rounds_of, flush).items():
+                    figures[cell][name].append(found.median)
                 clocks[(cell, "*")] = monitor.window(start, time.monotonic())
                 continue
             for name, fn in candidates.items():

@@ -252,6 +252,22 @@ def test_measure_rotates_the_order_of_the_candidates(monkeypatch):
         assert sorted(samples[name].times_ms) == sorted(float(k) for k in places)
 
 
+def test_measure_flushes_with_the_flush_it_is_given_before_every_call(monkeypatch):
+    """scripts/flush_check.py and clock_gap_check.py time with another flush through
+    timing.measure itself: the flush given runs before every call, warm-up calls excepted."""
+    calls = []
+    monkeypatch.setattr(timing, "L2Flush", lambda device: pytest.fail("default flush made"))
+    monkeypatch.setattr(timing, "_Event", lambda enable_timing: type("E", (), {"record": lambda self: None})())
+    monkeypatch.setattr(timing, "_synchronize", lambda: None)
+    monkeypatch.setattr(timing, "_elapsed_time", lambda start, end: 1.0)
+    budget = timing.Budget(seconds=0.0, warmup=1, min_repeats=10, max_repeats=10)
+    timing.measure({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}, budget,
+                   flush=lambda: calls.append("flush"))
+    timed = calls[2:]  # one warm-up call each, unflushed
+    assert len(timed) == 40
+    assert timed[0::2] == ["flush"] * 20 and sorted(timed[1::2]) == ["a"] * 10 + ["b"] * 10
+
+
 def test_no_gpu_means_not_graded(course, interpret):
     stage = course.select("matmul")
     assert speed.not_graded_reason(stage, interpret) == "needs a GPU"
