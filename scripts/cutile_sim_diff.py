@@ -28,7 +28,7 @@ from grader import cutile_sim  # noqa: E402
 from grader.course import Case, Stage, load_course  # noqa: E402
 from grader.judge.compare import compare  # noqa: E402
 from grader.problems import DTYPES  # noqa: E402
-from grader.sandbox.poison import PoisonFreshAllocations  # noqa: E402
+from grader.replay.poison import PoisonFreshAllocations  # noqa: E402
 from grader.sandbox.submission import Submission  # noqa: E402
 
 # (stage, name, old, new, undefined): faults a student makes in cuTile, applied to the

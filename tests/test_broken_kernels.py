@@ -160,7 +160,7 @@ class CompilationError(Exception):
 def test_a_compile_error_points_at_the_kernel_line_not_the_launch(tmp_path):
     """On a GPU a compile error is raised from the launch line in the wrapper; the report
     names the kernel line that the compiler rejected, found in the student's file."""
-    from grader.sandbox.locate import describe
+    from grader.replay.locate import describe
 
     path = tmp_path / "stage.py"
     path.write_text(KERNEL_FILE)

@@ -5,7 +5,7 @@ import torch
 from grader.course import Tolerance
 from grader.judge.compare import compare
 from grader.sandbox.launches import Launch
-from grader.sandbox.poison import PoisonFreshAllocations, never_written
+from grader.replay.poison import PoisonFreshAllocations, never_written
 
 TOL = Tolerance(atol=1e-3, rtol=1e-3)
 

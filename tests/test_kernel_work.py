@@ -219,7 +219,7 @@ def test_the_attention_references_path_for_gpus_before_hopper_compiles_for_sm_80
 
     import torch
 
-    from grader.sandbox import frontends
+    from grader.replay import frontends
 
     path = ROOT / "solutions/triton/stage5_flash_attention.py"
     spec = importlib.util.spec_from_file_location("attention_reference_sm80", path)
@@ -342,7 +342,7 @@ def test_a_front_end_the_grader_cannot_call_leaves_the_check_unmade(course, inte
     from test_runner import ScriptedRunner, correct
 
     from grader.judge.stage import StageCheck
-    from grader.sandbox import frontends, launches
+    from grader.replay import frontends, launches
 
     session = launches.Session()
 

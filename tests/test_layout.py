@@ -2,7 +2,7 @@
 
 Imports run one way, from the command line down to the course:
 
-    cli -> grading, instructor, doctor -> speed -> judge -> sandbox -> course -> problems, backends
+    cli -> grading, instructor, doctor -> speed -> judge -> sandbox -> replay -> course -> problems, backends
 
 with a few leaves any layer may use (errors, cache, the GPU clock, the simulator, the result
 records), and the report modules depending on the result records only. Every import counts,
@@ -23,25 +23,27 @@ LAYERS = {
     "grader.errors": 0,
     "grader.cache": 0,
     "grader.timing": 0,  # the one timed loop, run on both sides of the trust boundary
+    "grader.protocol": 0,  # the wire between the grader and its processes
     "grader.cutile_sim": 0,
     "grader.report.results": 0,
     "grader.problems": 1,
     "grader.backends": 1,
     "grader.course": 2,
-    "grader.sandbox": 3,
-    "grader.judge": 4,
-    "grader.intake": 4,  # the student's files before they run: track, TODOs, screening
-    "grader.speed": 5,
-    "grader.report": 6,
-    "grader.grading": 6,
-    "grader.checks": 6,
-    "grader.checks.plugin": 7,  # `pytest --pyargs grader.checks`: grading driven from pytest
-    "grader.instructor": 7,
-    "grader.doctor": 7,
-    "grader.commandline": 8,  # how the command line is read (click only)
-    "grader.batch_command": 8,  # `grade batch` and the Slurm task's command (click)
-    "grader.cli": 9,
-    "grader.__main__": 10,
+    "grader.replay": 3,  # the grader's own run of the submission's kernels
+    "grader.sandbox": 4,
+    "grader.judge": 5,
+    "grader.intake": 5,  # the student's files before they run: track, TODOs, screening
+    "grader.speed": 6,
+    "grader.report": 7,
+    "grader.grading": 7,
+    "grader.checks": 7,
+    "grader.checks.plugin": 8,  # `pytest --pyargs grader.checks`: grading driven from pytest
+    "grader.instructor": 8,
+    "grader.doctor": 8,
+    "grader.commandline": 9,  # how the command line is read (click only)
+    "grader.batch_command": 9,  # `grade batch` and the Slurm task's command (click)
+    "grader.cli": 10,
+    "grader.__main__": 11,
 }
 LARGEST = 350  # lines per module
 LARGER_ALLOWED = {"grader.cutile_sim"}  # one simulator, read top to bottom

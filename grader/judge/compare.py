@@ -14,8 +14,8 @@ import torch
 
 from grader.course import WHOLE_DIM, Tolerance
 from grader.report.results import Failure
-from grader.sandbox.launches import Launch
-from grader.sandbox.poison import computed_from_poison, never_written
+from grader.replay.execute import LaunchRecord as Launch
+from grader.replay.poison import computed_from_poison, never_written
 
 SHOW_INDICES = 5
 SHOW_TILES = 4

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from grader.course import Course, Stage
 from grader.course.todos import todo_state
 from grader.sandbox import Runner
-from grader.sandbox.protocol import ProtocolError, check
+from grader.protocol import ProtocolError, check
 from grader.sandbox.screening import describe, screen
 from grader.sandbox.submission import SubmissionError
 

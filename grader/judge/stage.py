@@ -18,9 +18,11 @@ from grader.judge.compare import Verdict, compare
 from grader.problems import DTYPES, Call
 from grader.report.results import CaseResult, CheckResult, Failure
 from grader.sandbox import Outcome, Runner
+from grader.sandbox.outcomes import Proposed
 
-# A second call of every case with fresh inputs: a submission that caches results fails.
-SECOND_DRAW = 0x5EED
+# The replay draws its inputs from another seed than the recorded call: what the wrapper
+# saw of the inputs it was given cannot be what the grader judges.
+REPLAY_DRAW = 0x5EED
 
 
 class StageCheck:
@@ -70,37 +72,40 @@ class StageCheck:
         return verdict
 
     def _judged(self, case: Case, seed: int) -> Verdict:
-        """The case called twice, with fresh inputs the second time (the first must pass)."""
-        verdict = self._call_and_judge(case, seed)
-        if verdict.passed:
-            again = self._call_and_judge(case, seed ^ SECOND_DRAW)
-            if not again.passed:
-                verdict = Verdict(False, f"a second call with fresh inputs failed: {again.summary}",
-                                  again.details + ["results must be computed from the inputs "
-                                                   "of each call, never reused"], again.stats,
-                                  again.kind)
+        """The wrapper's proposal, recorded in the child on inputs drawn from `seed`, then
+        replayed by the grader on fresh inputs: only the replay's output is judged."""
+        problem = self.stage.problem
+        proposed = self.runner.record(problem.id, dict(case.params), case.dtype, seed)
+        refused = proposal_misconduct(proposed, self.backend.track)
+        if refused:
+            return refused
+        replay_seed = seed ^ REPLAY_DRAW
+        call = problem.draw(case.params, case.dtype, replay_seed)
+        expected = problem.reference(call.to(self.backend.device))
+        outcome = self.runner.replay.call(problem.id, dict(case.params), case.dtype, replay_seed,
+                                          call.tensors(), expected.nbytes, proposed.proposal)
+        self.unchecked = self.unchecked or outcome.unchecked
+        verdict = self._misconduct(call, outcome) or compare(
+            outcome.output, expected, DTYPES[case.dtype], "cpu", self.stage.tolerance[case.dtype],
+            self.stage.tiles.get(self.backend.track), outcome.launches, problem.explain)
+        if not verdict.passed and proposed.host:
+            # What the host watch saw is a fact about the wrapper; it explains, never decides.
+            verdict = Verdict(False, f"{proposed.host[0]} ({verdict.summary})",
+                              proposed.host[1:] + verdict.details, verdict.stats,
+                              Failure.HOST_WORK if verdict.kind is Failure.WRONG_RESULT
+                              else verdict.kind)
         return verdict
 
-    def _call_and_judge(self, case: Case, seed: int) -> Verdict:
-        problem = self.stage.problem
-        dtype = DTYPES[case.dtype]
-        call = problem.draw(case.params, case.dtype, seed)
-        expected = problem.reference(call.to(self.backend.device))
-        outcome = self.runner.call(problem.id, dict(case.params), case.dtype, seed,
-                                   call.tensors(), expected.nbytes)
-        self.unchecked = self.unchecked or outcome.unchecked
-        problem_found = self._misconduct(call, outcome)
-        if problem_found:
-            return problem_found
-        return compare(outcome.output, expected, dtype, "cpu", self.stage.tolerance[case.dtype],
-                       self.stage.tiles.get(self.backend.track), outcome.launches,
-                       problem.explain)
-
     def _misconduct(self, call: Call, outcome: Outcome) -> Verdict | None:
-        """Everything wrong with the call besides the numbers it returned."""
-        found = host_misconduct(outcome, self.backend.track)
-        if found:
-            return found
+        """Everything wrong with the replay besides the numbers it returned."""
+        if outcome.failure:  # the grader's own finding: it timed out or its process died
+            return Verdict(False, outcome.error, kind=outcome.failure)
+        if outcome.error:
+            return Verdict(False, f"raised {outcome.error}", kind=Failure.RAISED)
+        if outcome.compile_errors:
+            return Verdict(False, "a kernel does not compile for a GPU (the interpreter ran it, "
+                                  "a GPU compiler would not): " + outcome.compile_errors[0],
+                           outcome.compile_errors[1:], kind=Failure.DOES_NOT_COMPILE)
         if outcome.overruns:
             return Verdict(False, "wrote out of bounds: " + "; ".join(outcome.overruns),
                            ["a load or store is missing its mask, or its mask is too loose"],
@@ -120,23 +125,25 @@ class StageCheck:
         return None
 
 
-def host_misconduct(outcome: Outcome, track: str) -> Verdict | None:
-    """What is wrong with a watched call besides its output: it failed, a kernel would not
-    compile, no kernel of the track ran, or the host did the work."""
-    if outcome.failure:  # the grader's own finding: it timed out or its process died
-        return Verdict(False, outcome.error, kind=outcome.failure)
-    if outcome.error:  # what the child reported its call raised
-        return Verdict(False, f"raised {outcome.error}", kind=Failure.RAISED)
-    if outcome.compile_errors:
-        return Verdict(False, "a kernel does not compile for a GPU (the interpreter ran it, "
-                              "a GPU compiler would not): " + outcome.compile_errors[0],
-                       outcome.compile_errors[1:], kind=Failure.DOES_NOT_COMPILE)
-    if not any(launch.language == track for launch in outcome.launches):
+def proposal_misconduct(proposed: Proposed, track: str) -> Verdict | None:
+    """Why a recorded call gives nothing to replay: it failed, no kernel of the track was
+    launched, or what it launched cannot be replayed."""
+    if proposed.failure:  # the grader's own finding: it timed out or its process died
+        return Verdict(False, proposed.error, kind=proposed.failure)
+    if proposed.error:  # what the child reported its call raised
+        return Verdict(False, f"raised {proposed.error}", kind=Failure.RAISED)
+    launched = [s for s in proposed.proposal.get("steps", []) if isinstance(s, dict)
+                and s.get("op") == "launch" and s.get("language") == track]
+    if not launched and not proposed.refused:
         language = {"triton": "Triton", "cutile": "cuTile"}.get(track, track)
         return Verdict(False, f"launched no {language} kernel: the stage must be computed by "
-                              "a kernel, not by PyTorch", kind=Failure.NO_KERNEL)
-    if outcome.host:
-        return Verdict(False, outcome.host[0], outcome.host[1:], kind=Failure.HOST_WORK)
+                              "a kernel, not by PyTorch", proposed.host, kind=Failure.NO_KERNEL)
+    if proposed.refused:
+        kind = Failure.HOST_WORK if proposed.host else Failure.NOT_REPLAYABLE
+        return Verdict(False, proposed.host[0] if proposed.host else
+                       f"its launches cannot be replayed: {proposed.refused}",
+                       [f"its launches cannot be replayed: {proposed.refused}"] * bool(proposed.host)
+                       + proposed.host[1:], kind=kind)
     return None
 
 
@@ -149,7 +156,12 @@ def memory_check(stage: Stage, selection: Selection, runner: Runner, seed: int) 
     small, large, limit = rule.small.params, rule.large.params, rule.max_growth
     sizes = []
     for case in (rule.small, rule.large):
-        used, error = runner.memory(stage.problem.id, dict(case.params), case.dtype, seed)
+        proposed = runner.record(stage.problem.id, dict(case.params), case.dtype, seed)
+        refused = proposal_misconduct(proposed, selection.backend.track)
+        if refused:
+            return CheckResult(name, True, False, f"could not be measured: {refused.summary}")
+        used, error = runner.replay.memory(stage.problem.id, dict(case.params), case.dtype,
+                                           seed, proposed.proposal)
         if error:
             return CheckResult(name, True, False, f"could not be measured: {error}")
         sizes.append(max(used, 1))

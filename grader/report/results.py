@@ -38,6 +38,7 @@ class Failure(str, Enum):
     DOES_NOT_COMPILE = "does not compile"
     NO_KERNEL = "launched no kernel"
     HOST_WORK = "host did the work"
+    NOT_REPLAYABLE = "launches not replayable"  # the grader could not replay what it proposed
     OUT_OF_BOUNDS = "wrote out of bounds"
     MODIFIED_INPUTS = "modified its inputs"
     WRONG_RETURN = "returned no tensor on its device"

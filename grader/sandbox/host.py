@@ -18,7 +18,7 @@ check of where every tensor came from:
 
 Inside a launch (grader.sandbox.launches) the watch is paused: there, the kernel language's own
 machinery runs (and, on a CPU, the interpreter or the simulator executing the kernel body,
-which grader.sandbox.frontends checks the way a real compiler would).
+which grader.replay.frontends checks the way a real compiler would).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from torch.overrides import TorchFunctionMode, resolve_name
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from grader.course import SubmissionRules
-from grader.sandbox.poison import FRESH, Guarded, fresh
+from grader.replay.poison import FRESH, Guarded, fresh
 
 # Printing a tensor (debugging) reads its values through many operators: allowed, unwatched.
 _PRINTING = {"torch.Tensor.__repr__", "torch.Tensor.__str__", "torch.Tensor.__format__"}
@@ -50,7 +50,9 @@ class _Known:
 class HostWatch:
     """The watch over one graded call; `violations` says what the host did wrong."""
 
-    def __init__(self, rules: SubmissionRules, inputs: list[tuple[str, torch.Tensor]]):
+    def __init__(self, rules: SubmissionRules, inputs: list[tuple[str, torch.Tensor]],
+                 recorder=None):
+        self.recorder = recorder  # a grader.sandbox.recorder.Recorder: host steps go there
         self.functions = frozenset(rules.host_functions)
         self.ops = frozenset(rules.host_ops)
         self.violations: list[str] = []
@@ -170,7 +172,7 @@ class HostWatch:
                 return func(*args, **kwargs)
         self._all_known(name, _tensors((args, kwargs)))
         result = func(*args, **kwargs)
-        if func in FRESH and isinstance(result, torch.Tensor):
+        if func in FRESH and isinstance(result, torch.Tensor) and self.recorder is None:
             with self.paused():
                 result, guarded = fresh(result, func.__name__)
             self.allocations += [guarded] if guarded else []
@@ -188,7 +190,10 @@ class HostWatch:
             self.violate(f"it ran aten::{name} on the host: during the graded call the host "
                          "may only allocate, view, copy and launch kernels (host_ops in "
                          "course.toml); the stage's work belongs in your kernel")
-        return func(*args, **kwargs)
+        result = func(*args, **kwargs)
+        if self.recorder is not None:
+            self.recorder.operator(func, args, kwargs, result)
+        return result
 
 
 class _Functions(TorchFunctionMode):

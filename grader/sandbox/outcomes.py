@@ -6,15 +6,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grader.report.results import Failure
-from grader.sandbox.launches import Launch
+from grader.replay.execute import LaunchRecord
 
-# The shapes of the child's replies (grader.sandbox.protocol.check): a reply of another
+# The shapes of the child's replies (grader.protocol.check): a reply of another
 # shape is a crash of its case.
 RETURNED = {"device?": str, "type?": str}  # a returned tensor's device, or the type returned
 LAUNCH = {"kernel": str, "grid": [int], "constants": {str: (int, bool)}, "language": str}
 WARM_REPLY = {"error": (str, None), "launches": [LAUNCH], "host": [str], "compile_errors": [str]}
 CALL_REPLY = {"error": (str, None), "launches": [LAUNCH], "host": [str], "compile_errors": [str],
               "unchecked": (str, None), "overruns": [str], "output": RETURNED}
+RECORD_REPLY = {"error": (str, None), "refused": (str, None), "launches": int, "host": [str],
+                "proposal": {str: object}}
 # Errors after which a CUDA context is unusable: the child is replaced.
 STICKY = ("CUDA error", "illegal memory access", "illegal instruction", "unspecified launch failure",
            "device-side assert")
@@ -28,7 +30,7 @@ class Outcome:
     output_device: str | None = None
     error: str | None = None  # raised, timed out, or crashed, described for the student
     failure: Failure | None = None  # set by the grader when the call timed out or crashed
-    launches: list[Launch] = field(default_factory=list)
+    launches: list[LaunchRecord] = field(default_factory=list)
     host: list[str] = field(default_factory=list)  # what its host code did that it may not
     compile_errors: list[str] = field(default_factory=list)  # a GPU compiler's rejections
     unchecked: str | None = None  # why its kernels could not be given to a compiler
@@ -39,6 +41,19 @@ class Outcome:
     def context_lost(self) -> bool:
         """The call broke its CUDA context: the next one needs a fresh child."""
         return bool(self.error) and any(s in self.error for s in STICKY)
+
+
+@dataclass
+class Proposed:
+    """What one recorded call of the wrapper proposed, as the child reported it: the proposal
+    is data the replay checks before it runs any of it."""
+
+    proposal: dict | None = None
+    error: str | None = None  # what the wrapper raised, timed out or crashed
+    failure: Failure | None = None  # set by the grader when the call timed out or crashed
+    refused: str | None = None  # why its launches cannot be replayed
+    launches: int = 0
+    host: list[str] = field(default_factory=list)  # the host watch's findings
 
 
 @dataclass

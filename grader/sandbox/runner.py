@@ -29,10 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from grader.report.results import Failure
-from grader.sandbox import filesystem, privileges, processes, protocol, worker
-from grader.sandbox.launches import Launch
-from grader.sandbox.outcomes import (CALL_REPLY, RETURNED, WARM_REPLY, Batch, Outcome,
-                                     TimingFailed)
+from grader import protocol
+from grader.sandbox import filesystem, privileges, processes, worker
+from grader.replay.execute import LaunchRecord
+from grader.sandbox.outcomes import (CALL_REPLY, RECORD_REPLY, RETURNED, WARM_REPLY, Batch,
+                                     Outcome, Proposed, TimingFailed)
 from grader.sandbox.privileges import Protection
 from grader.sandbox.submission import SubmissionError
 
@@ -58,7 +59,8 @@ class Runner:
     """
 
     def __init__(self, path: Path, function: str, device: str, timeout: float = 120.0,
-                 hidden: list[Path] = (), rules=None, track: str = ""):
+                 hidden: list[Path] = (), rules=None, track: str = "", role: str = "child"):
+        self.role = role  # "child": runs the wrapper; "replay": runs only the kernels
         self.path = Path(path)
         self.function = function
         self.device = device
@@ -72,6 +74,16 @@ class Runner:
         self._base: Path | None = None
         self._log = tempfile.TemporaryFile()  # unnamed: the child can only write its own fd
         self._serial = 0
+        self._replay: Runner | None = None
+
+    @property
+    def replay(self) -> "Runner":
+        """The runner of this submission's replay process: started like the child, confined
+        like it, but no student host code ever runs there (grader.replay)."""
+        if self._replay is None:
+            self._replay = Runner(self.path, self.function, self.device, self.timeout,
+                                  self.hidden, self.rules, self.track, role="replay")
+        return self._replay
 
     # --- lifecycle ------------------------------------------------------------------
 
@@ -115,7 +127,7 @@ class Runner:
         )
         child.close()
         self._sock = parent
-        protocol.send(parent, {"plan": plan.to_json(), "track": self.track,
+        protocol.send(parent, {"plan": plan.to_json(), "track": self.track, "role": self.role,
                                "sys_path": [p for p in sys.path if os.path.isabs(p)]})
         ready = self._receive(0, time.monotonic() + max(self.timeout, STARTUP_SECONDS), 0)
         if ready.header.get("status") != "ready":
@@ -127,6 +139,8 @@ class Runner:
 
     def close(self) -> None:
         """End the child and everything it started; returns once they are gone."""
+        if getattr(self, "_replay", None) is not None:
+            self._replay.close()
         if self._sock is not None:
             self._sock.close()
         if self._process is not None:
@@ -147,7 +161,13 @@ class Runner:
             self.close()
 
     def output(self) -> str:
-        """What the submission printed so far (the start and the end of it, if long)."""
+        """What the submission printed so far (the start and the end of it, if long): its
+        wrapper in the child, then its kernels in the replay."""
+        own = self._own_output()
+        kernels = self._replay._own_output() if self._replay is not None else ""
+        return own + kernels
+
+    def _own_output(self) -> str:
         self._log.flush()
         size = self._log.seek(0, os.SEEK_END)
         self._log.seek(0)
@@ -225,14 +245,29 @@ class Runner:
 
     # --- requests -------------------------------------------------------------------
 
+    def record(self, problem_id: str, params: dict, dtype: str, seed: int) -> Proposed:
+        """One call of the wrapper on the case's inputs drawn from `seed`, written down as a
+        proposal (its launches are not run)."""
+        try:
+            reply = self._ask("record", 0, problem_id=problem_id, params=params, dtype=dtype,
+                              seed=seed)
+            value = self._check(reply.header["value"], RECORD_REPLY, "the recorded call")
+        except (_Failed, SubmissionError) as exc:
+            failed = _failed_call(exc)
+            return Proposed(error=failed.error, failure=failed.failure)
+        return Proposed(proposal=value["proposal"], error=value["error"],
+                        refused=value["refused"], launches=value["launches"],
+                        host=value["host"])
+
     def call(self, problem_id: str, params: dict, dtype: str, seed: int,
-             inputs: list, output_bytes: int) -> Outcome:
-        """One call on the case's inputs (`inputs`: the parent's own copies, for the sizes
-        that may come back; `output_bytes`: the size of the expected output)."""
+             inputs: list, output_bytes: int, proposal: dict) -> Outcome:
+        """The replay of `proposal` on the case's inputs drawn from `seed` (`inputs`: the
+        parent's own copies, for the sizes that may come back; `output_bytes`: the size of
+        the expected output)."""
         limit = 2 * (sum(t.nbytes for t in inputs) + output_bytes) + (1 << 20)
         try:
             reply = self._ask("call", limit, problem_id=problem_id, params=params, dtype=dtype,
-                              seed=seed)
+                              seed=seed, proposal=proposal)
             outcome = self._outcome(reply, inputs)
         except (_Failed, SubmissionError) as exc:
             return _failed_call(exc)
@@ -257,38 +292,40 @@ class Runner:
             returned=None if output is not None else returned.get("type", "nothing"),
             error=value["error"], host=value["host"], compile_errors=value["compile_errors"],
             unchecked=value["unchecked"], overruns=value["overruns"],
-            launches=[Launch(**la) for la in value["launches"]], inputs_after=after)
+            launches=[LaunchRecord(**la) for la in value["launches"]], inputs_after=after)
 
-    def memory(self, problem_id: str, params: dict, dtype: str, seed: int) -> tuple[int | None, str | None]:
-        """(peak extra bytes of one call, error)."""
+    def memory(self, problem_id: str, params: dict, dtype: str, seed: int,
+               proposal: dict) -> tuple[int | None, str | None]:
+        """(peak extra bytes of one replayed call, error)."""
         try:
             reply = self._ask("memory", 0, problem_id=problem_id, params=params, dtype=dtype,
-                              seed=seed)
+                              seed=seed, proposal=proposal)
             return self._check(reply.header["value"], int, "the memory reply"), None
         except (_Failed, SubmissionError) as exc:
             return None, str(exc)
 
-    def warm(self, problem_id: str, params: dict, dtype: str, seed: int, calls: int = 3) -> Outcome:
-        """Untimed calls at a timed size that absorb compilation; what the first of them,
-        watched, did (no output: only its launches, host work and error)."""
+    def warm(self, problem_id: str, params: dict, dtype: str, seed: int, proposal: dict,
+             calls: int = 3) -> Outcome:
+        """Untimed replays at a timed size that absorb compilation; what the first of them
+        did (no output: only its launches, compile errors and error)."""
         try:
             reply = self._ask("warm", 0, problem_id=problem_id, params=params, dtype=dtype,
-                              seed=seed, calls=calls)
+                              seed=seed, calls=calls, proposal=proposal)
             value = self._check(reply.header["value"], WARM_REPLY, "the warm-up reply")
         except (_Failed, SubmissionError) as exc:
             return _failed_call(exc)
         return Outcome(error=value["error"], host=value["host"],
                        compile_errors=value["compile_errors"],
-                       launches=[Launch(**la) for la in value["launches"]])
+                       launches=[LaunchRecord(**la) for la in value["launches"]])
 
     def time_batch(self, problem_id: str, params: dict, dtype: str, seeds: list[int],
-                   key: int) -> Batch:
-        """One batch of timed calls in the child, on fresh inputs drawn from `seeds`, with the
-        grader's own clock around all of it; raises TimingFailed."""
+                   key: int, proposal: dict) -> Batch:
+        """One batch of timed replays, on fresh inputs drawn from `seeds`, with the grader's
+        own clock around all of it; raises TimingFailed."""
         start = time.perf_counter()
         try:
             reply = self._ask("time_batch", 0, problem_id=problem_id, params=params,
-                              dtype=dtype, seeds=seeds, key=key)
+                              dtype=dtype, seeds=seeds, key=key, proposal=proposal)
             value = self._check(reply.header["value"], {
                 "times": [float], "digests": [(int, None)], "outputs": [RETURNED]},
                 "the timing reply")

@@ -18,10 +18,10 @@ import torch
 
 from grader.course import SubmissionRules
 from grader.sandbox import launches
+from grader.replay.locate import describe
+from grader.replay.proposal import Proposal
 from grader.sandbox.host import HostWatch
-from grader.sandbox.launches import Launch
-from grader.sandbox.locate import describe
-from grader.sandbox.poison import Guarded
+from grader.sandbox.recorder import Recorder
 
 _serial = itertools.count()
 
@@ -31,16 +31,14 @@ class SubmissionError(Exception):
 
 
 @dataclass
-class Called:
-    """What one instrumented call did."""
+class Recorded:
+    """What one recorded call of the wrapper proposed, and what the host watch saw."""
 
-    output: Any = None
+    proposal: Proposal | None = None
     error: str | None = None  # what the call raised, described for the student
-    launches: list[Launch] = field(default_factory=list)
-    allocations: list[Guarded] = field(default_factory=list)  # fresh tensors, with guards
+    refused: str | None = None  # why the launches it made cannot be replayed
+    launches: int = 0  # launches the wrapper made
     host: list[str] = field(default_factory=list)  # what the host code did that it may not
-    compile_errors: list[str] = field(default_factory=list)  # a GPU compiler's rejections
-    unchecked: str | None = None  # why no GPU compiler's front end could check the kernels
 
 
 class Submission:
@@ -74,32 +72,30 @@ class Submission:
                 f"{self.path.name} must define a function `{self.function_name}`; it does not."
             )
         self._function = function
+        self._module = module
 
-    def call(self, args: tuple, kwargs: dict, rules: SubmissionRules,
-             names: list[str]) -> Called:
-        """Call the function under the host watch (grader.sandbox.host) and the launch hooks
-        (grader.sandbox.launches, installed before the submission was imported); `names` name the
-        tensor arguments, in order."""
-        outcome = Called()
+    def record(self, args: tuple, kwargs: dict, rules: SubmissionRules,
+               names: list[str]) -> Recorded:
+        """Call the wrapper under the host watch (grader.sandbox.host) with its launches
+        written down, not run (grader.sandbox.recorder); `names` name the tensor arguments,
+        in order."""
+        outcome = Recorded()
         tensors = [v for v in [*args, *kwargs.values()] if isinstance(v, torch.Tensor)]
-        host = HostWatch(rules, list(zip(names, tensors)))
-        session = launches.Session(host)
+        recorder = Recorder(vars(self._module), list(zip(names, tensors)))
+        host = HostWatch(rules, list(zip(names, tensors)), recorder)
+        session = launches.Session(host, recorder)
+        output = None
         with host, launches.recording(session), warnings.catch_warnings():
-            # The interpreter's numpy warns on overflow; the verdict reports NaN/Inf itself.
             warnings.simplefilter("ignore", RuntimeWarning)
             try:
-                outcome.output = self._function(*args, **kwargs)
-                with host.paused():
-                    if torch.cuda.is_available() and torch.cuda.is_initialized():
-                        torch.cuda.synchronize()  # surface asynchronous kernel faults here
+                output = self._function(*args, **kwargs)
             except Exception as exc:  # noqa: BLE001 - a failing call is a graded outcome
                 outcome.error = describe(exc, self.path)
-            host.finish(outcome.output)
-        outcome.launches = session.launches
-        outcome.allocations = host.allocations
+            host.finish(output)
+        outcome.proposal = recorder.finish(output)
+        outcome.refused = recorder.refused
+        outcome.launches = session.count
         outcome.host = host.violations
-        outcome.compile_errors = session.compile_errors
-        outcome.unchecked = session.unchecked
         return outcome
 
     def bound_function(self) -> Callable:

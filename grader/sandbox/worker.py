@@ -5,7 +5,7 @@ grading relies on, says which protections are in force, and only then answers re
 one at a time: load the submission, call it on a case, measure its memory, time it against
 its baseline, compile its cuTile kernels. It draws a case's inputs itself from the case's
 seed (the parent draws the same ones to judge the result), so large inputs never cross the
-boundary; outputs go back as raw tensor bytes (grader.sandbox.protocol).
+boundary; outputs go back as raw tensor bytes (grader.protocol).
 
 Everything this process says after the submission is loaded may be forged by it: the
 parent checks every reply's shape and sizes, and judges the results itself.
@@ -16,36 +16,70 @@ from __future__ import annotations
 import os
 import socket
 import sys
+from pathlib import Path
 
-from grader.sandbox import privileges, protocol
+from grader import protocol
+from grader.sandbox import privileges
 
 BOOT = ("import sys; sys.path.insert(0, sys.argv[1]); "
         "from grader.sandbox.worker import main; main(int(sys.argv[2]))")
 
 
 class _Worker:
-    def __init__(self):
-        self.submission = None
+    """Answers the parent's requests. In the role "child" it loads the submission and records
+    its wrapper's calls; in the role "replay" it never imports the submission: it rebuilds
+    the file's kernels from source and runs the proposals the parent sends."""
+
+    def __init__(self, role: str, track: str):
+        self.role, self.track = role, track
+        self.submission = None  # the child's Submission
+        self.replay = None  # the replay's grader.replay.execute.Replay
         self.device = "cpu"
         self.rules = None
         self.kept = []  # the outputs of the last timed batch
         self.flush = None
+        self._parsed: dict[str, object] = {}
 
     def load(self, path: str, function: str, device: str, rules: dict):
         from grader.course import SubmissionRules
-        from grader.sandbox.submission import Submission
+        from grader.sandbox.submission import Submission, SubmissionError
 
         self.device = device
+        if self.role == "replay":
+            from grader.replay import execute, kernels
+
+            try:
+                file = kernels.load(Path(path), self.track,
+                                    interpreted=device == "cpu" and self.track == "triton")
+            except kernels.SourceError as exc:
+                raise SubmissionError(str(exc)) from None
+            self.replay = execute.Replay(file, device, frontend=device == "cpu")
+            return True, {}
         self.rules = SubmissionRules(**{k: tuple(v) for k, v in rules.items()})
         self.submission = Submission(path, function)
         self.submission.load()  # raises SubmissionError, sent back as such
         return True, {}
 
+    # --- the child: what the wrapper proposes ---------------------------------------------
+
+    def record(self, problem_id: str, params: dict, dtype: str, seed: int):
+        from grader.problems import PROBLEMS
+
+        problem = PROBLEMS[problem_id]
+        call = problem.draw(params, dtype, seed, device=self.device)
+        recorded = self.submission.record(call.args, call.kwargs, self.rules,
+                                          problem.tensor_names(call))
+        return {"error": recorded.error, "refused": recorded.refused,
+                "launches": recorded.launches, "host": recorded.host,
+                "proposal": recorded.proposal.to_json()}, {}
+
+    # --- the replay: the proposal run on the grader's inputs ----------------------------
+
     def _inputs(self, problem_id: str, params: dict, dtype: str, seed: int):
         import torch
 
-        from grader.sandbox.poison import guarded_copy
         from grader.problems import PROBLEMS
+        from grader.replay.poison import guarded_copy
 
         problem = PROBLEMS[problem_id]
         call = problem.draw(params, dtype, seed)
@@ -57,75 +91,109 @@ class _Worker:
             guards.append(guarded_copy(value.to(self.device), f"input `{name}`"))
             return guards[-1].tensor
 
+        names = problem.tensor_names(call)
         args = tuple(move(a, n) for a, n in zip(call.args, problem.arg_names))
         kwargs = {k: move(v, k) for k, v in call.kwargs.items()}
-        return problem, args, kwargs, guards
+        return problem, {f"input.{i}": g.tensor for i, g in enumerate(guards)}, guards, names
 
-    def call(self, problem_id: str, params: dict, dtype: str, seed: int):
-        from grader.problems import Call
+    def _proposal(self, data: dict, inputs: dict):
+        import json
 
-        problem, args, kwargs, guards = self._inputs(problem_id, params, dtype, seed)
-        names = problem.tensor_names(Call(args, kwargs))
-        called = self.submission.call(args, kwargs, self.rules, names)
-        tensors = {f"input.{i}": g.tensor for i, g in enumerate(guards)}
-        described = _describe(called.output)
-        if "device" in described:
-            tensors["output"] = called.output
+        from grader.replay import proposal
+
+        key = json.dumps(data, sort_keys=True)
+        if key not in self._parsed:
+            geometry = {name: (tuple(t.shape), tuple(t.stride()),
+                               str(t.dtype).removeprefix("torch.")) for name, t in inputs.items()}
+            budget = max(1 << 30, 16 * sum(t.nbytes for t in inputs.values()))
+            self._parsed = {key: proposal.parse(data, geometry, budget)}
+        return self._parsed[key]
+
+    def call(self, problem_id: str, params: dict, dtype: str, seed: int, proposal: dict):
+        from grader.replay.proposal import ProposalError
+        from grader.sandbox.submission import SubmissionError
+
+        _, inputs, guards, _ = self._inputs(problem_id, params, dtype, seed)
+        try:
+            replayed = self.replay.run(self._proposal(proposal, inputs), inputs)
+        except ProposalError as exc:
+            raise SubmissionError(f"its launches cannot be replayed: {exc}") from None
+        self._synchronize()
+        tensors = dict(inputs)
+        described = _describe(replayed.output) if replayed.output is not None else {"type": "nothing"}
+        if replayed.output is not None:
+            tensors["output"] = replayed.output
         value = {
-            "error": called.error,
-            "launches": [vars(launch) for launch in called.launches],
-            "host": called.host,
-            "compile_errors": called.compile_errors,
-            "unchecked": called.unchecked,
-            "overruns": [g.describe() for g in guards + called.allocations if g.overrun()],
+            "error": replayed.error,
+            "launches": [vars(launch) for launch in replayed.launches],
+            "host": [],
+            "compile_errors": replayed.compile_errors,
+            "unchecked": replayed.unchecked,
+            "overruns": [g.describe() for g in guards + replayed.allocations if g.overrun()],
             "output": described,
         }
         return value, tensors
 
-    def memory(self, problem_id: str, params: dict, dtype: str, seed: int):
-        """Peak bytes allocated during one call, above what the inputs already hold."""
+    def _synchronize(self):
         import torch
 
-        _, args, kwargs, _ = self._inputs(problem_id, params, dtype, seed)
-        self.submission.bound(args, kwargs)()  # warm-up: compilation allocates too
+        if self.device == "cuda":
+            torch.cuda.synchronize()  # surface asynchronous kernel faults here
+
+    def memory(self, problem_id: str, params: dict, dtype: str, seed: int, proposal: dict):
+        """Peak bytes allocated during one replayed call, above what the inputs hold."""
+        import torch
+
+        _, inputs, _, _ = self._inputs(problem_id, params, dtype, seed)
+        run = self.replay.timed(self._proposal(proposal, inputs))
+        run(inputs)  # warm-up: compilation allocates too
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
         before = torch.cuda.memory_allocated()
-        self.submission.bound(args, kwargs)()
+        run(inputs)
         torch.cuda.synchronize()
         return torch.cuda.max_memory_allocated() - before, {}
 
-    def warm(self, problem_id: str, params: dict, dtype: str, seed: int, calls: int):
+    def warm(self, problem_id: str, params: dict, dtype: str, seed: int, calls: int,
+             proposal: dict):
         """Untimed calls at the timed size: they absorb compilation and autotuning. The first
-        is watched like a graded call (its evidence is the reply), so host code that does the
-        work only at the sizes that are timed shows."""
-        import torch
-
+        is checked like a graded call (front end, errors)."""
         from grader.problems import PROBLEMS
 
         problem = PROBLEMS[problem_id]
         call = problem.draw(params, dtype, seed, device=self.device)
-        called = self.submission.call(call.args, call.kwargs, self.rules,
-                                      problem.tensor_names(call))
-        for _ in range(calls - 1):
-            self.submission.bound(call.args, call.kwargs)()
-        if self.device == "cuda":
-            torch.cuda.synchronize()
-        return {"error": called.error, "launches": [vars(launch) for launch in called.launches],
-                "host": called.host, "compile_errors": called.compile_errors}, {}
+        inputs = dict(zip((f"input.{i}" for i in range(len(call.tensors()))), call.tensors()))
+        parsed = self._proposal(proposal, inputs)
+        replayed = self.replay.run(parsed, inputs)
+        if not replayed.error:
+            run = self.replay.timed(parsed)
+            for _ in range(calls - 1):
+                run(inputs)
+        self._synchronize()
+        return {"error": replayed.error, "launches": [vars(la) for la in replayed.launches],
+                "host": [], "compile_errors": replayed.compile_errors}, {}
 
-    def time_batch(self, problem_id: str, params: dict, dtype: str, seeds: list, key: int):
+    def time_batch(self, problem_id: str, params: dict, dtype: str, seeds: list, key: int,
+                   proposal: dict):
         """One batch of timed calls, each on fresh inputs drawn on the GPU from its seed; the
         outputs stay here until the grader fetches the ones it checks (`fetch`)."""
         from grader import timing
         from grader.problems import PROBLEMS
 
         problem = PROBLEMS[problem_id]
-        function = self.submission.bound_function()
         self.kept = []  # the last batch's outputs go first, as in the grader's own batches
-        times, outputs = timing.run_batch(
-            lambda i: problem.draw(params, dtype, seeds[i], device=self.device),
-            lambda call: function(*call.args, **call.kwargs), len(seeds), self._flush())
+        run = None
+
+        def prepare(i):
+            nonlocal run
+            call = problem.draw(params, dtype, seeds[i], device=self.device)
+            inputs = dict(zip((f"input.{j}" for j in range(len(call.tensors()))), call.tensors()))
+            if run is None:
+                run = self.replay.timed(self._proposal(proposal, inputs))
+            return inputs
+
+        times, outputs = timing.run_batch(prepare, lambda inputs: run(inputs), len(seeds),
+                                          self._flush())
         self.kept = outputs
         described = [_describe(o) for o in outputs]
         digests = [timing.digest(o, key) if "device" in d else None
@@ -165,7 +233,7 @@ def _describe(output) -> dict:
     import torch
 
     if type(output) is torch.Tensor:  # noqa: E721 - subclasses do not cross
-        from grader.sandbox.protocol import TENSOR_DTYPES
+        from grader.protocol import TENSOR_DTYPES
 
         if str(output.dtype).removeprefix("torch.") in TENSOR_DTYPES:
             return {"device": output.device.type}
@@ -175,7 +243,7 @@ def _describe(output) -> dict:
     return {"type": type(output).__name__}
 
 
-def _bind_before_student_code(track: str) -> None:
+def _bind_before_student_code(track: str, role: str) -> None:
     """Import what grading relies on, and hook the kernel language's launches, before the
     submission can touch them."""
     import importlib
@@ -183,7 +251,8 @@ def _bind_before_student_code(track: str) -> None:
     import torch  # noqa: F401
 
     from grader import problems, timing  # noqa: F401
-    from grader.sandbox import launches, poison, submission  # noqa: F401
+    from grader.replay import poison  # noqa: F401
+    from grader.sandbox import launches, submission  # noqa: F401
     from grader.backends.selection import SIMULATE
 
     language = {"triton": "triton", "cutile": "cuda.tile"}.get(track)
@@ -196,14 +265,15 @@ def _bind_before_student_code(track: str) -> None:
         from grader import cutile_sim
 
         cutile_sim.install()  # ct.launch runs kernels in the simulator, on the CPU
-    if track == "triton" and os.environ.get("TRITON_INTERPRET") == "1":
-        from grader.sandbox import frontends
+    if role == "child":
+        launches.install()  # the replay runs kernels; the child only proposes launches
+    elif track == "triton" and os.environ.get("TRITON_INTERPRET") == "1":
+        from grader.replay import frontends
 
         try:
-            frontends.start_triton_helper()  # its imports overlap loading the submission
+            frontends.start_triton_helper()  # its imports overlap loading the kernels
         except OSError:
             pass  # the first launch tries again, and says why it cannot check
-    launches.install()
 
 
 def main(fd: int) -> None:
@@ -215,12 +285,12 @@ def main(fd: int) -> None:
     # the bootstrap runs as root); now the grader's own sys.path, behind the package root.
     sys.path[:] = list(dict.fromkeys([sys.path[0], *plan["sys_path"]]))
     sys.dont_write_bytecode = True
-    _bind_before_student_code(plan["track"])
+    _bind_before_student_code(plan["track"], plan.get("role", "child"))
     from grader.sandbox.submission import SubmissionError
 
     protocol.send(sock, {"id": 0, "status": "ready",
                          "protections": privileges.protections_json(protections)})
-    worker = _Worker()
+    worker = _Worker(plan.get("role", "child"), plan["track"])
     while True:
         try:
             request = protocol.receive(sock).header

@@ -41,7 +41,7 @@ import torch
 from grader import timing
 from grader.course import Tolerance
 from grader.judge.compare import compare
-from grader.judge.stage import host_misconduct
+from grader.judge.stage import proposal_misconduct
 from grader.problems import DTYPES, Call, Problem
 from grader.sandbox.outcomes import TimingFailed
 from grader.sandbox.runner import Runner
@@ -182,7 +182,8 @@ class Trial:
     def run(self) -> TrialResult:
         result = TrialResult()
         try:
-            self._watch(self.budget.warmup)
+            self._propose()
+            self._warm(self.budget.warmup)
         except TimingFailed as exc:
             result.failed = str(exc)
             return result
@@ -195,8 +196,8 @@ class Trial:
             # One batch on each side first, not counted: the memory the batches need is
             # allocated there, and what has not run before is loaded.
             self.baseline_batch(self._seeds(count), key)
-            self.runner.time_batch(self.problem.id, self.params, self.dtype, self._seeds(count),
-                                   key)
+            self.replay.time_batch(self.problem.id, self.params, self.dtype, self._seeds(count),
+                                   key, self.proposal)
             while True:
                 self._batch(result, count, key, size)
                 done = len(result.student)
@@ -223,10 +224,10 @@ class Trial:
         theirs, wall = self.baseline_batch(self._seeds(count), key)
         overhead = max(0.0, wall - sum(theirs))  # drawing, flushing, syncing, checksums here
         seeds = self._seeds(count)
-        batch = self.runner.time_batch(self.problem.id, self.params, self.dtype, seeds, key)
+        batch = self.replay.time_batch(self.problem.id, self.params, self.dtype, seeds, key,
+                                       self.proposal)
         if len(result.student) < MIN_BATCHES or secrets.randbelow(CHECKED) == 0:
             self._check_one(result, batch, seeds, key, size)  # a wrong output says more
-            self._watch(1)
         claimed = sum(batch.times_ms)
         unexplained = batch.wall_ms - claimed - overhead
         result.unexplained.append(unexplained)
@@ -250,21 +251,33 @@ class Trial:
         result.student.append(claimed / count)
         result.baseline.append(sum(theirs) / count)
 
-    def _watch(self, calls: int) -> None:
-        """Untimed calls at this size, the first watched like a graded call (between batches
-        the grader picks at random, as well as before the first): host code that does the
-        work only at the timed sizes, or only after some calls, fails the timing."""
-        outcome = self.runner.warm(self.problem.id, self.params, self.dtype,
-                                   secrets.randbits(31), calls)
-        found = host_misconduct(outcome, self.runner.track)
+    @property
+    def replay(self) -> Runner:
+        return self.runner.replay
+
+    def _propose(self) -> None:
+        """The wrapper's launches at this size, recorded in the child: what the grader's
+        replay times (the wrapper itself is never timed)."""
+        proposed = self.runner.record(self.problem.id, self.params, self.dtype,
+                                      secrets.randbits(31))
+        found = proposal_misconduct(proposed, self.runner.track)
         if found:
-            raise TimingFailed(f"a watched call at this size: {found.summary}")
+            raise TimingFailed(f"the call at this size: {found.summary}")
+        self.proposal = proposed.proposal
+
+    def _warm(self, calls: int) -> None:
+        """Untimed replays at this size: compilation and autotuning happen here."""
+        outcome = self.replay.warm(self.problem.id, self.params, self.dtype,
+                                   secrets.randbits(31), self.proposal, calls)
+        if outcome.failure or outcome.error or outcome.compile_errors:
+            reason = outcome.error or (outcome.compile_errors or [""])[0]
+            raise TimingFailed(f"the replay at this size: {reason}")
 
     def _check_one(self, result: TrialResult, batch, seeds: list[int], key: int,
                    size: int) -> None:
         """Fetch one output at random; it must be the one committed to, and right."""
         index = secrets.randbelow(len(seeds))
-        output = self.runner.fetch(index, size).to(self.device)
+        output = self.replay.fetch(index, size).to(self.device)
         if batch.digests[index] != timing.digest(output, key):
             raise Rejected("the output its process sent is not the one its timed call made "
                            "(its checksum differs)")

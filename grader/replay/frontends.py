@@ -31,7 +31,7 @@ from pathlib import Path
 import torch
 
 from grader.backends.build import signatures
-from grader.sandbox.locate import describe
+from grader.replay.locate import describe
 
 TRITON_TARGET = ("cuda", 80, 32)  # backend, compute capability, warp size
 _TRITON_TYPES = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16",
@@ -52,58 +52,46 @@ def _message(exc: BaseException, limit: int = 3000) -> str:
 #
 # In interpreter mode, `triton.jit` and triton.language's own @jit functions make interpreted
 # functions, which Triton's code generator cannot lower; and the interpreter patches the
-# language while it runs. So kernels are lowered in a helper process of the child that
-# imports Triton in compiler mode and the submission again (`_TritonHelper`), by name.
+# language while it runs. So kernels are lowered in a helper process of the replay that
+# imports Triton in compiler mode and rebuilds the file's kernels from the same source, the
+# same way (grader.replay.kernels: no host code of the file runs there either), by name.
 
 _helper = None
 
 
-def triton(kernel, bound: dict) -> str | None:
-    """Lower an interpreted Triton kernel to Triton IR for sm_80, with the arguments of one
-    launch (`bound`: parameter name -> value)."""
-    fn = kernel.fn
-    module = sys.modules.get(fn.__module__)
-    top = getattr(module, fn.__name__, None)
-    while top is not None and top is not kernel and hasattr(top, "fn"):
-        top = top.fn  # through @triton.autotune / @triton.heuristics
-    if top is not kernel or not getattr(module, "__file__", None):
-        return (f"{fn.__name__} cannot be given to a GPU compiler: the grader compiles each "
-                "kernel by its name, so define it (@triton.jit def ...) at the top level of "
-                "your file")
+def triton(name: str, fn, bound: dict, path: Path, unspecialized=()) -> str | None:
+    """Lower the top-level Triton kernel `name` of `path` (whose Python function is `fn`) to
+    Triton IR for sm_80, with the arguments of one launch (`bound`: name -> value)."""
     signature, constexprs = {}, {}
-    unspecialized = set(getattr(kernel, "do_not_specialize", None) or ())
-    for index, (name, param) in enumerate(inspect.signature(fn).parameters.items()):
-        value = bound.get(name, param.default)
+    unspecialized = set(unspecialized or ())
+    for index, (param_name, param) in enumerate(inspect.signature(fn).parameters.items()):
+        value = bound.get(param_name, param.default)
         if "constexpr" in str(param.annotation) or value is None:
-            signature[name], constexprs[name] = "constexpr", _constant(value)
-        elif type(value) is int and value == 1 and not unspecialized & {index, name}:
+            signature[param_name], constexprs[param_name] = "constexpr", _constant(value)
+        elif type(value) is int and value == 1 and not unspecialized & {index, param_name}:
             # Triton's JIT compiles an integer argument equal to 1 as the constant 1 (a unit
             # stride), and some code compiles only so: a tensor descriptor's last stride.
-            signature[name], constexprs[name] = "constexpr", 1
+            signature[param_name], constexprs[param_name] = "constexpr", 1
         else:
-            signature[name] = _triton_type(value)
-    key = ("triton", module.__file__, fn.__name__, json.dumps([signature, constexprs]))
+            signature[param_name] = _triton_type(value)
+    key = ("triton", str(path), name, json.dumps([signature, constexprs]))
     if key not in _checked:
-        request = (module.__file__, fn.__name__, signature, constexprs)
+        request = (str(path), name, signature, constexprs)
         try:
             _checked[key] = start_triton_helper().lower(*request)
         except _HelperStopped:
-            try:  # once more, in a new helper: the submission may have killed the first one
+            try:  # once more, in a new helper
                 _checked[key] = start_triton_helper().lower(*request)
             except _HelperStopped as exc:
-                _checked[key] = (f"the compile check could not run: its process stopped "
-                                 f"({exc}); does the file's top-level code exit or hang?")
+                _checked[key] = f"the compile check could not run: its process stopped ({exc})"
     return _checked[key]
 
 
 def start_triton_helper() -> "_TritonHelper":
-    """The helper process (one at a time): the grading child starts it early, so that its
-    imports overlap the child's own work."""
+    """The helper process (one at a time): the replay starts it early, so that its imports
+    overlap the replay's own work."""
     global _helper
     if _helper is None or _helper.process.poll() is not None:
-        # A submission may kill it (every process of the child's user may be signalled):
-        # the next question gets a new one, whose first answer says whether the file itself
-        # is what stops it.
         _helper = _TritonHelper()
     return _helper
 
@@ -133,7 +121,7 @@ def _triton_type(value) -> str:
 
 
 _HELPER_BOOT = ("import sys; sys.path.insert(0, sys.argv[1]); "
-                "from grader.sandbox.frontends import serve_triton; serve_triton(int(sys.argv[2]))")
+                "from grader.replay.frontends import serve_triton; serve_triton(int(sys.argv[2]))")
 
 
 class _HelperStopped(Exception):
@@ -154,12 +142,12 @@ class _TritonHelper:
         self.sock = parent
         self.unavailable: str | None = None
         self._probed = False
-        from grader.sandbox import protocol
+        from grader import protocol
 
         protocol.send(parent, {"sys_path": sys.path})
 
     def _ask(self, request: dict) -> dict:
-        from grader.sandbox import protocol
+        from grader import protocol
 
         try:
             protocol.send(self.sock, request)
@@ -182,9 +170,8 @@ class _TritonHelper:
 
 def serve_triton(fd: int) -> None:
     """The helper's loop: lower the kernels it is asked for; never called by hand."""
-    import importlib.util
-
-    from grader.sandbox import protocol
+    from grader.replay import kernels
+    from grader import protocol
 
     sock = socket.socket(fileno=fd)
     sys.path[:] = protocol.receive(sock).header["sys_path"]
@@ -205,17 +192,14 @@ def serve_triton(fd: int) -> None:
         try:
             path = request["path"]
             if path not in modules:
-                spec = importlib.util.spec_from_file_location(f"tilecourse_compile_{len(modules)}",
-                                                              path)
-                module = importlib.util.module_from_spec(spec)
-                sys.modules[spec.name] = module
-                spec.loader.exec_module(module)
-                modules[path] = module
-            jit = getattr(modules[path], request["kernel"])
+                modules[path] = kernels.load(Path(path), "triton").namespace
+            jit = modules[path][request["kernel"]]
             while not hasattr(jit, "arg_names") and hasattr(jit, "fn"):
                 jit = jit.fn
             constexprs = {k: _dtype(v) for k, v in request["constexprs"].items()}
             reply = {"error": _lower_triton(jit, request["signature"], constexprs, Path(path))}
+        except kernels.SourceError as exc:
+            reply = {"error": str(exc)}
         except Exception as exc:  # noqa: BLE001 - told to the student as the check's failure
             reply = {"error": f"the module could not be compiled for a GPU: {_message(exc)}"}
         protocol.send(sock, reply)

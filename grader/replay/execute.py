@@ -1,0 +1,234 @@
+"""Running a proposal: the grader's own host code, with the submission's kernels.
+
+`Replay` holds one file's kernels (grader.replay.kernels) and runs proposals with them on
+inputs the grader drew: it makes the buffers (fresh ones poisoned, with a guard region, as
+the child's host watch would), does the host steps, and launches each kernel by its name in
+the file. On a CPU each launch is first given to the real compiler's front end
+(grader.replay.frontends), with the very arguments it runs with. `timed` gives a bare
+callable for the timing loop: the same steps without poison or checks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from grader.replay import frontends
+from grader.replay.kernels import KernelFile, SourceError
+from grader.replay.locate import describe
+from grader.replay.poison import GUARD_MIN, Guarded, poison_
+from grader.replay.proposal import Alloc, Copy, DType, Fill, Launch, Proposal, ProposalError, Ref
+
+
+@dataclass
+class LaunchRecord:
+    """One launch as it ran, for placing a wrong element in its program's tile."""
+
+    kernel: str
+    grid: tuple[int, ...]
+    constants: dict[str, Any] = field(default_factory=dict)  # int and bool arguments by name
+    language: str = "triton"
+
+
+@dataclass
+class Replayed:
+    output: torch.Tensor | None = None
+    error: str | None = None  # what a launch raised, at the student's line
+    launches: list[LaunchRecord] = field(default_factory=list)
+    allocations: list[Guarded] = field(default_factory=list)
+    compile_errors: list[str] = field(default_factory=list)
+    unchecked: str | None = None  # why the front end could not check a kernel
+
+
+class Replay:
+    def __init__(self, file: KernelFile, device: str, frontend: bool):
+        self.file = file
+        self.device = torch.device(device)
+        self.frontend = frontend  # on a CPU: check each launch with the real front end
+
+    def run(self, proposal: Proposal, inputs: dict[str, torch.Tensor]) -> Replayed:
+        """The proposal run once, watched: poisoned allocations, front-end checks."""
+        done = Replayed()
+        buffers = dict(inputs)
+        try:
+            for step in proposal.steps:
+                if isinstance(step, Alloc):
+                    buffers[step.ref().buffer], guarded = self._poisoned(step)
+                    done.allocations += [guarded] if guarded else []
+                else:
+                    self._step(step, buffers, done)
+                    if done.compile_errors:
+                        return done  # a kernel no GPU compiler accepts does not run
+            if proposal.result is not None:
+                done.output = _view(buffers, proposal.result)
+        except (SourceError, ProposalError) as exc:
+            done.error = str(exc)
+        except Exception as exc:  # noqa: BLE001 - a failing kernel is a graded outcome
+            text = describe(exc, self.file.path)
+            done.error = f"{text}; {self.file.explain(text)}" if self.file.explain(text) else text
+        return done
+
+    def timed(self, proposal: Proposal) -> Callable[[dict[str, torch.Tensor]], Any]:
+        """The proposal as one call on `inputs` (name -> tensor), for the timing loop."""
+        steps = [(s, self._launcher(s) if isinstance(s, Launch) else None)
+                 for s in proposal.steps]
+        result = proposal.result
+
+        def call(inputs: dict[str, torch.Tensor]):
+            buffers = dict(inputs)
+            for step, launch in steps:
+                if launch is not None:
+                    launch(buffers)
+                elif isinstance(step, Alloc):
+                    buffers[step.ref().buffer] = torch.empty_strided(
+                        step.shape, step.stride, dtype=getattr(torch, step.dtype),
+                        device=self.device)
+                else:
+                    _host_step(step, buffers)
+            return None if result is None else _view(buffers, result)
+
+        return call
+
+    # --- steps ------------------------------------------------------------------------------
+
+    def _poisoned(self, alloc: Alloc) -> tuple[torch.Tensor, Guarded | None]:
+        dtype = getattr(torch, alloc.dtype)
+        span = alloc.ref().span() // dtype.itemsize
+        buffer = poison_(torch.empty(span + max(span, GUARD_MIN), dtype=dtype, device=self.device))
+        shown = "x".join(map(str, alloc.shape)) or "scalar"
+        name = f"the {alloc.dtype} [{shown}] tensor your wrapper allocated"
+        tensor = buffer.as_strided(alloc.shape, alloc.stride)
+        from grader.replay.poison import PATTERNS
+
+        return tensor, (Guarded(name, buffer[:span], buffer) if dtype in PATTERNS else None)
+
+    def _step(self, step, buffers: dict[str, torch.Tensor], done: Replayed) -> None:
+        if not isinstance(step, Launch):
+            _host_step(step, buffers)
+            return
+        kernel = self.file.kernel(step.kernel, step.language)
+        args = tuple(_argument(v, buffers) for v in step.args)
+        kwargs = {k: _argument(v, buffers) for k, v in step.kwargs.items()}
+        done.launches.append(_record(step, kernel, args, kwargs))
+        if self.frontend:
+            try:
+                error = self._check(step, kernel, args, kwargs)
+            except frontends.Unavailable as exc:
+                done.unchecked, error = str(exc), None
+            if error:
+                done.compile_errors.append(error)
+                return
+        _launch(step, kernel, args, kwargs, self.device)
+
+    def _check(self, step: Launch, kernel, args: tuple, kwargs: dict) -> str | None:
+        if step.language == "cutile":
+            return frontends.cutile(kernel, args)
+        jit, configs = _unwrap(kernel)
+        bound = dict(zip(jit.arg_names, args))
+        bound.update({k: v for k, v in kwargs.items() if k in jit.arg_names})
+        for config in configs or [None]:
+            merged = {**bound, **(config.kwargs if config is not None else {})}
+            error = frontends.triton(step.kernel, jit.fn, merged, self.file.path,
+                                     getattr(jit, "do_not_specialize", ()))
+            if error:
+                return error
+        return None
+
+    def _launcher(self, step: Launch) -> Callable[[dict[str, torch.Tensor]], None]:
+        kernel = self.file.kernel(step.kernel, step.language)
+
+        def launch(buffers):
+            args = tuple(_argument(v, buffers) for v in step.args)
+            kwargs = {k: _argument(v, buffers) for k, v in step.kwargs.items()}
+            _launch(step, kernel, args, kwargs, self.device)
+
+        return launch
+
+
+def _unwrap(kernel) -> tuple[Any, list | None]:
+    """(the JIT function under an autotuner, the autotuner's configurations or None)."""
+    configs = getattr(kernel, "configs", None)
+    while not hasattr(kernel, "arg_names") or hasattr(kernel, "configs"):
+        kernel = kernel.fn
+    return kernel, configs
+
+
+def _grid(step: Launch, kernel) -> Any:
+    if step.grids is None:
+        return step.grid
+    configs = getattr(kernel, "configs", None) or []
+    if len(configs) != len(step.grids):
+        raise ProposalError(f"the launch of {step.kernel} gives grids for {len(step.grids)} "
+                            f"configurations; its @triton.autotune has {len(configs)}")
+
+    def grid(meta: dict):
+        for config, found in zip(configs, step.grids):
+            if all(meta.get(k) == v for k, v in config.kwargs.items()):
+                return found
+        return step.grid
+
+    return grid
+
+
+def _launch(step: Launch, kernel, args: tuple, kwargs: dict, device: torch.device) -> None:
+    if step.language == "triton":
+        kernel[_grid(step, kernel)](*args, **kwargs)
+        return
+    import cuda.tile as ct
+
+    stream = torch.cuda.current_stream() if device.type == "cuda" else None
+    ct.launch(stream, step.grid, kernel, args)
+
+
+def _record(step: Launch, kernel, args: tuple, kwargs: dict) -> LaunchRecord:
+    if step.language == "triton":
+        names = _unwrap(kernel)[0].arg_names
+    else:
+        from grader.backends.build import cutile_parameters
+
+        names = [n for n, _ in cutile_parameters(kernel)]
+    bound = dict(zip(names, args))
+    bound.update(kwargs)
+    grid = step.grid if isinstance(step.grid, tuple) else (step.grid,)
+    return LaunchRecord(step.kernel, grid, {k: v for k, v in bound.items()
+                                            if isinstance(v, (int, bool))}, step.language)
+
+
+def _argument(value: Any, buffers: dict[str, torch.Tensor]) -> Any:
+    if isinstance(value, Ref):
+        return _view(buffers, value)
+    if isinstance(value, DType):
+        return _dtype(value)
+    if isinstance(value, tuple):
+        return tuple(_argument(v, buffers) for v in value)
+    return value
+
+
+def _dtype(value: DType) -> Any:
+    if value.kind == "torch" and isinstance(getattr(torch, value.name, None), torch.dtype):
+        return getattr(torch, value.name)
+    if value.kind == "tl":
+        import triton.language as tl
+
+        found = getattr(tl, value.name, None)
+        if isinstance(found, tl.dtype):
+            return found
+    raise ProposalError(f"`{value.name}` is not a dtype")
+
+
+def _host_step(step, buffers: dict[str, torch.Tensor]) -> None:
+    if isinstance(step, Fill):
+        _view(buffers, step.target).fill_(step.value)
+    elif isinstance(step, Copy):
+        _view(buffers, step.target).copy_(_view(buffers, step.source))
+
+
+def _view(buffers: dict[str, torch.Tensor], ref: Ref) -> torch.Tensor:
+    base = buffers[ref.buffer]
+    start = base.storage_offset() * base.element_size() + ref.offset
+    if start % ref.itemsize:
+        raise ProposalError(f"a {ref.dtype} view of {ref.buffer} starts between two elements")
+    view = torch.empty(0, dtype=getattr(torch, ref.dtype), device=base.device)
+    return view.set_(base.untyped_storage(), start // ref.itemsize, ref.shape, ref.stride)

@@ -1,0 +1,430 @@
+"""A submission's kernels, rebuilt from its source without running any of its host code.
+
+The replay process never imports the student's module: top-level code could do anything
+there. It reads the file's syntax tree and takes only:
+
+- imports of the kernel languages' own modules (triton, cuda.tile, math, numpy);
+- top-level constants written as plain literals (numbers, strings, tuples, arithmetic on
+  them, `tl.constexpr(...)`, `math.sqrt(2)`), evaluated here by a small evaluator, never by
+  Python's `eval`;
+- top-level functions: their `def` is compiled and bound (a body runs only when a kernel
+  language runs it), with annotations and defaults evaluated as literals, and their
+  decorators recognised by form (`@triton.jit`, `@triton.autotune(configs=[...])` with
+  literal configurations, `@ct.kernel(...)`, `@ct.function`) and applied here;
+- `name = kernel.replace_hints(...)` copies of cuTile kernels, with literal hints.
+
+Anything else at the top level is skipped; a kernel that uses a name bound by skipped code
+is told so (`KernelFile.explain`). Triton kernels on a CPU are built as the interpreter runs
+them; the front end's helper process builds the same file the same way in compiler mode
+(grader.replay.frontends).
+"""
+
+from __future__ import annotations
+
+import __future__
+import ast
+import importlib
+import itertools
+import math
+import re
+import sys
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+ALLOWED_MODULES = ("triton", "cuda.tile", "math", "numpy")
+_SAFE_BUILTINS = {"int": int, "float": float, "bool": bool, "str": str, "min": min, "max": max,
+                  "abs": abs, "round": round, "len": len}
+_MATH = ("sqrt", "log", "log2", "log10", "exp", "exp2", "pow", "ceil", "floor", "isqrt", "tanh",
+         "erf", "cos", "sin", "atan", "fabs")
+_JIT_OPTIONS = {"do_not_specialize", "do_not_specialize_on_alignment", "debug", "noinline"}
+_AUTOTUNE_OPTIONS = {"configs", "key", "reset_to_zero", "restore_value", "warmup", "rep",
+                     "cache_results", "use_cuda_graph"}
+_LARGEST_INT_BITS = 4096
+_LONGEST = 10_000
+_serial = itertools.count()
+
+
+class SourceError(Exception):
+    """The file's kernels cannot be rebuilt; the message is for the student, at a line."""
+
+
+@dataclass
+class KernelFile:
+    path: Path
+    namespace: dict[str, Any]
+    skipped: dict[str, int] = field(default_factory=dict)  # name -> line of skipped code
+
+    def kernel(self, name: str, language: str) -> Any:
+        """The top-level kernel `name`; SourceError when the file has no such kernel."""
+        found = self.namespace.get(name)
+        if found is None or not _is_kernel(found, language):
+            where = (f" (line {self.skipped[name]} binds it by code the grader does not run)"
+                     if name in self.skipped else "")
+            raise SourceError(
+                f"the wrapper launched `{name}`, which is not a kernel defined at the top level "
+                f"of {self.path.name}{where}: define each kernel with "
+                f"{'@triton.jit def' if language == 'triton' else '@ct.kernel def'} at the top "
+                "level, and launch it by that name")
+        return found
+
+    def explain(self, message: str) -> str | None:
+        """Why a kernel failed, when it used a name bound by top-level code that was skipped."""
+        for name, line in self.skipped.items():
+            if re.search(rf"\b{re.escape(name)}\b", message):
+                return (f"`{name}` is bound at line {line} by top-level code the grader does not "
+                        "run: a kernel may use only top-level constants written as plain "
+                        "literals (numbers, strings, tl.constexpr(...)), other kernels and "
+                        "helper functions")
+        return None
+
+
+def _is_kernel(value: Any, language: str) -> bool:
+    module = type(value).__module__
+    return module.startswith("triton.") if language == "triton" else module.startswith("cuda.tile")
+
+
+def load(path: Path, track: str, interpreted: bool = False) -> KernelFile:
+    """Build the kernels of `path` for `track` ("triton" or "cutile"); `interpreted`: Triton
+    kernels as the interpreter runs them."""
+    path = Path(path)
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        line = getattr(exc, "lineno", None)
+        raise SourceError(f"{path.name} cannot be read" + (f" at line {line}" if line else "")
+                          + f": {type(exc).__name__}") from None
+    file = KernelFile(path, {})
+    file.namespace = _Builder(path, track, "interpret" if interpreted else "jit", file).build(tree)
+    return file
+
+
+class _Builder:
+    def __init__(self, path: Path, track: str, triton_kind: str, file: KernelFile):
+        self.path, self.track, self.kind, self.file = path, track, triton_kind, file
+        self.module = types.ModuleType(f"tilecourse_kernels_{next(_serial)}_{path.stem}")
+        self.module.__file__ = str(path)
+        self.ns = self.module.__dict__
+        self.flags = 0
+
+    def build(self, tree: ast.Module) -> dict[str, Any]:
+        sys.modules[self.module.__name__] = self.module  # Triton looks kernels' modules up
+        for node in tree.body:
+            try:
+                self.statement(node)
+            except _Skip:
+                for name in _bound_names(node):
+                    self.file.skipped.setdefault(name, node.lineno)
+                    self.ns.pop(name, None)
+        return self.ns
+
+    def statement(self, node: ast.stmt) -> None:
+        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+            for alias in node.names:
+                feature = getattr(__future__, alias.name, None)
+                self.flags |= getattr(feature, "compiler_flag", 0)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            self.imports(node)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if len(targets) != 1 or not isinstance(targets[0], ast.Name):
+                raise _Skip
+            self.ns[targets[0].id] = self.constant_or_copy(node.value)
+        elif isinstance(node, ast.FunctionDef):
+            self.ns[node.name] = self.function(node)
+        elif not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
+            raise _Skip  # a docstring is nothing; anything else is host code
+
+    # --- imports ----------------------------------------------------------------------------
+
+    def imports(self, node) -> None:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if not _allowed(alias.name):
+                    raise _Skip
+                module = importlib.import_module(alias.name)
+                if alias.asname:
+                    self.ns[alias.asname] = module
+                else:
+                    top = alias.name.split(".")[0]
+                    self.ns[top] = importlib.import_module(top)
+            return
+        if node.level or not node.module or not _allowed(node.module):
+            raise _Skip
+        module = importlib.import_module(node.module)
+        for alias in node.names:
+            if alias.name == "*":
+                raise _Skip
+            value = getattr(module, alias.name, None)
+            if value is None:
+                value = importlib.import_module(f"{node.module}.{alias.name}")
+            self.ns[alias.asname or alias.name] = value
+
+    # --- constants ----------------------------------------------------------------------------
+
+    def constant_or_copy(self, node: ast.expr) -> Any:
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "replace_hints" and isinstance(node.func.value, ast.Name)
+                and not node.args):
+            kernel = self.ns.get(node.func.value.id)
+            if kernel is None or not _is_kernel(kernel, "cutile"):
+                raise _Skip
+            return kernel.replace_hints(**self.keywords(node))
+        return self.literal(node)
+
+    def keywords(self, call: ast.Call, allowed: set[str] | None = None) -> dict[str, Any]:
+        found = {}
+        for keyword in call.keywords:
+            if keyword.arg is None or (allowed is not None and keyword.arg not in allowed):
+                raise self.refuse(call, f"`{keyword.arg or '**'}=` is not an option the grader "
+                                        "rebuilds (only literal options are)")
+            found[keyword.arg] = self.literal(keyword.value)
+        return found
+
+    def literal(self, node: ast.expr) -> Any:
+        return _Literal(self.ns).value(node)
+
+    # --- functions ----------------------------------------------------------------------------
+
+    def function(self, node: ast.FunctionDef) -> Any:
+        args = node.args
+        evaluate = _Literal(self.ns, annotations=True).value
+        annotations = {a.arg: evaluate(a.annotation) for a in
+                       [*args.posonlyargs, *args.args, *args.kwonlyargs] if a.annotation}
+        defaults = tuple(self.literal(d) for d in args.defaults)
+        kwdefaults = {a.arg: self.literal(d) for a, d in zip(args.kwonlyargs, args.kw_defaults)
+                      if d is not None}
+        bare = ast.FunctionDef(
+            name=node.name, args=_without_defaults(args), body=node.body, decorator_list=[],
+            returns=None, type_comment=None, **({"type_params": []} if sys.version_info >= (3, 12) else {}))
+        ast.copy_location(bare, node)
+        code = compile(ast.fix_missing_locations(ast.Module([bare], [])), str(self.path), "exec",
+                       flags=self.flags, dont_inherit=True)
+        scope = self.ns
+        exec(code, scope)  # defines the function; its body does not run  # noqa: S102
+        function = scope.pop(node.name)
+        function.__annotations__ = annotations
+        function.__defaults__ = defaults or None
+        function.__kwdefaults__ = kwdefaults or None
+        for decorator in reversed(node.decorator_list):
+            function = self.decorate(decorator, function)
+        return function
+
+    def decorate(self, node: ast.expr, function: Any) -> Any:
+        call = node if isinstance(node, ast.Call) else None
+        target = _Literal(self.ns, annotations=True).value(call.func if call else node)
+        if call is not None and call.args:
+            raise self.refuse(node, "a decorator's arguments must be given by keyword")
+        tl_jit, autotune, heuristics, ct_kernel, ct_function = _decorators()
+        if target is tl_jit:
+            options = self.keywords(call, _JIT_OPTIONS) if call else {}
+            return _triton_kind(self.kind)(function, **options)
+        if target is autotune and call is not None:
+            options = self.keywords(call, _AUTOTUNE_OPTIONS)
+            return autotune(**options)(function)
+        if target is heuristics:
+            raise self.refuse(node, "@triton.heuristics takes functions, which the grader does "
+                                    "not run: compute the value in your wrapper and pass it to "
+                                    "the kernel as an argument")
+        if target in (ct_kernel, ct_function) and target is not None:
+            return target(function, **(self.keywords(call) if call else {}))
+        raise self.refuse(node, "this decorator is not one the grader rebuilds (@triton.jit, "
+                                "@triton.autotune, @ct.kernel, @ct.function)")
+
+    def refuse(self, node: ast.AST, why: str) -> SourceError:
+        return SourceError(f"line {node.lineno} of {self.path.name}: {why}")
+
+
+class _Skip(Exception):
+    """This top-level statement is host code: it is left out."""
+
+
+def _allowed(module: str) -> bool:
+    return any(module == m or module.startswith(m + ".") for m in ALLOWED_MODULES)
+
+
+def _bound_names(node: ast.stmt) -> list[str]:
+    """The top-level names a skipped statement binds (not the locals of a function)."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    names = []
+    for child in ast.walk(node):
+        if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
+            names.append(child.id)
+        elif isinstance(child, ast.alias):
+            names.append((child.asname or child.name).split(".")[0])
+    return names
+
+
+def _without_defaults(args: ast.arguments) -> ast.arguments:
+    def bare(a: ast.arg) -> ast.arg:
+        return ast.copy_location(ast.arg(arg=a.arg, annotation=None), a)
+
+    return ast.arguments(posonlyargs=[bare(a) for a in args.posonlyargs],
+                         args=[bare(a) for a in args.args],
+                         vararg=args.vararg and bare(args.vararg),
+                         kwonlyargs=[bare(a) for a in args.kwonlyargs],
+                         kw_defaults=[None] * len(args.kwonlyargs),
+                         kwarg=args.kwarg and bare(args.kwarg), defaults=[])
+
+
+def _triton_kind(kind: str) -> Callable:
+    if kind == "interpret":
+        from triton.runtime.interpreter import InterpretedFunction
+
+        return InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    return JITFunction
+
+
+def _decorators() -> tuple:
+    """The decorator objects the builder recognises (None for a language not installed)."""
+    found: list[Any] = [None] * 5
+    if "triton" in sys.modules or _importable("triton"):
+        import triton
+
+        found[:3] = [triton.jit, triton.autotune, triton.heuristics]
+    if "cuda.tile" in sys.modules or _importable("cuda.tile"):
+        import cuda.tile as ct
+
+        found[3:] = [ct.kernel, ct.function]
+    return tuple(found)
+
+
+def _importable(name: str) -> bool:
+    try:
+        importlib.import_module(name)
+        return True
+    except ImportError:
+        return False
+
+
+class _Literal:
+    """Evaluates a literal expression: numbers, strings, their arithmetic, tuples, lists and
+    dicts of them, names already bound, attributes of the allowed modules, and calls of a
+    few pure functions (`tl.constexpr`, `triton.Config`, `math.sqrt`, `min`)."""
+
+    def __init__(self, ns: dict[str, Any], annotations: bool = False):
+        self.ns = ns
+        self.annotations = annotations  # subscripts such as ct.Constant[int] are allowed
+
+    def value(self, node: ast.expr) -> Any:
+        method = getattr(self, f"_{type(node).__name__}", None)
+        if method is None:
+            raise _Skip
+        return method(node)
+
+    def _Constant(self, node):  # noqa: N802 - ast's names
+        return node.value
+
+    def _Name(self, node):  # noqa: N802
+        if node.id in self.ns:
+            value = self.ns[node.id]
+            if not callable(value) or isinstance(value, types.ModuleType) or _is_trusted(value):
+                return value
+            raise _Skip  # a function of the file is no literal
+        if node.id in _SAFE_BUILTINS:
+            return _SAFE_BUILTINS[node.id]
+        raise _Skip
+
+    def _Attribute(self, node):  # noqa: N802
+        base = self.value(node.value)
+        if node.attr.startswith("_") or not (isinstance(base, types.ModuleType)
+                                             or _is_trusted(base)):
+            raise _Skip
+        if isinstance(base, types.ModuleType) and not _allowed(base.__name__):
+            raise _Skip
+        try:
+            return getattr(base, node.attr)
+        except AttributeError:
+            raise _Skip from None
+
+    def _Subscript(self, node):  # noqa: N802
+        if not self.annotations:
+            raise _Skip
+        base = self.value(node.value)
+        if not _is_trusted(base):
+            raise _Skip
+        return base[self.value(node.slice)]
+
+    def _Tuple(self, node):  # noqa: N802
+        return tuple(self.value(e) for e in node.elts)
+
+    def _List(self, node):  # noqa: N802
+        return [self.value(e) for e in node.elts]
+
+    def _Dict(self, node):  # noqa: N802
+        if any(k is None for k in node.keys):
+            raise _Skip
+        return {self.value(k): self.value(v) for k, v in zip(node.keys, node.values)}
+
+    def _UnaryOp(self, node):  # noqa: N802
+        operand = self.value(node.operand)
+        ops = {ast.UAdd: lambda x: +x, ast.USub: lambda x: -x, ast.Not: lambda x: not x,
+               ast.Invert: lambda x: ~x}
+        return ops[type(node.op)](operand)
+
+    def _BinOp(self, node):  # noqa: N802
+        left, right = self.value(node.left), self.value(node.right)
+        op = type(node.op)
+        if op is ast.Pow and isinstance(left, int) and isinstance(right, int):
+            if right > _LARGEST_INT_BITS or abs(left).bit_length() * max(right, 0) > _LARGEST_INT_BITS:
+                raise _Skip
+        if op is ast.LShift and (not isinstance(right, int) or right > _LARGEST_INT_BITS):
+            raise _Skip
+        if op is ast.Mult and isinstance(left, (str, tuple, list)) or isinstance(right, (str, tuple, list)):
+            count = right if isinstance(left, (str, tuple, list)) else left
+            if not isinstance(count, int) or count * len(left if count is right else right) > _LONGEST:
+                raise _Skip
+        ops = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
+               ast.Mult: lambda a, b: a * b, ast.Div: lambda a, b: a / b,
+               ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b,
+               ast.Pow: lambda a, b: a ** b, ast.LShift: lambda a, b: a << b,
+               ast.RShift: lambda a, b: a >> b, ast.BitAnd: lambda a, b: a & b,
+               ast.BitOr: lambda a, b: a | b, ast.BitXor: lambda a, b: a ^ b}
+        if op not in ops:
+            raise _Skip
+        try:
+            return ops[op](left, right)
+        except (ArithmeticError, TypeError, ValueError):
+            raise _Skip from None
+
+    def _Call(self, node):  # noqa: N802
+        function = self.value(node.func)
+        if not _pure(function):
+            raise _Skip
+        args = [self.value(a) for a in node.args]
+        kwargs = {}
+        for keyword in node.keywords:
+            if keyword.arg is None:
+                raise _Skip
+            kwargs[keyword.arg] = self.value(keyword.value)
+        try:
+            return function(*args, **kwargs)
+        except (ArithmeticError, TypeError, ValueError):
+            raise _Skip from None
+
+
+def _is_trusted(value: Any) -> bool:
+    """A class or object of the kernel languages' own packages (a dtype, `ct.Constant`)."""
+    module = getattr(value, "__module__", None) or type(value).__module__
+    return isinstance(module, str) and any(module == m or module.startswith(m + ".")
+                                           for m in ("triton", "cuda.tile", "numpy", "typing"))
+
+
+def _pure(function: Any) -> bool:
+    if function in _SAFE_BUILTINS.values() and function is not len:
+        return True
+    if any(function is getattr(math, name, None) for name in _MATH):
+        return True
+    if "triton" in sys.modules:
+        import triton
+        import triton.language as tl
+
+        if function is tl.constexpr or function is triton.Config:
+            return True
+    return False
+
+
