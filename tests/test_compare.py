@@ -4,7 +4,7 @@ import torch
 
 from grader.course import Tolerance
 from grader.judge.compare import compare
-from grader.sandbox.launches import Launch
+from grader.replay.execute import LaunchRecord as Launch
 from grader.replay.poison import PoisonFreshAllocations, never_written
 
 TOL = Tolerance(atol=1e-3, rtol=1e-3)

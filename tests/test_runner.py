@@ -1,7 +1,7 @@
-"""The parent side of a grading run: what a failing child turns into, case by case.
+"""The parent side of a grading run: what a failing child or replay turns into, case by case.
 
-A case must never drop out of the results: a child that cannot be restarted is a crash of
-that case, and a hidden case tells the kind of failure even when it came on the second call.
+A case must never drop out of the results: a process that cannot be restarted is a crash of
+that case, and a hidden case tells the kind of failure whichever process failed.
 """
 
 import dataclasses
@@ -9,13 +9,19 @@ from dataclasses import dataclass, field
 
 from grader.judge.stage import StageCheck
 from grader.problems import PROBLEMS
+from grader.replay.execute import LaunchRecord as Launch
 from grader.report.results import Failure
 from grader.sandbox import Outcome, Runner
-from grader.sandbox.launches import Launch
+from grader.sandbox.outcomes import Proposed
 from grader.sandbox.submission import SubmissionError
 
+# A proposal with one launch of the track's language, as a good wrapper makes.
+PROPOSAL = {"steps": [{"op": "launch", "language": "triton", "kernel": "vector_add_kernel",
+                       "grid": [1], "grids": None, "args": [], "kwargs": {}}],
+            "result": None, "returned": None}
 
-def test_a_child_that_cannot_be_restarted_is_a_crash_of_the_case(tmp_path, monkeypatch):
+
+def test_a_replay_that_cannot_be_restarted_is_a_crash_of_the_case(tmp_path, monkeypatch):
     module = tmp_path / "submission.py"
     module.write_text("def vector_add(x, y):\n    return x + y\n")
     runner = Runner(module, "vector_add", "cpu", timeout=5.0)
@@ -23,28 +29,44 @@ def test_a_child_that_cannot_be_restarted_is_a_crash_of_the_case(tmp_path, monke
     def failing_load():
         raise SubmissionError("it cannot be imported any more")
 
-    monkeypatch.setattr(runner, "load", failing_load)  # as after a timeout killed the child
+    monkeypatch.setattr(runner.replay, "load", failing_load)  # as after a timeout killed it
     inputs = PROBLEMS["vector_add"].draw({"n": 4}, "float32", 1).tensors()
-    outcome = runner.call("vector_add", {"n": 4}, "float32", 1, inputs, 16)
+    outcome = runner.replay.call("vector_add", {"n": 4}, "float32", 1, inputs, 16, PROPOSAL)
     assert outcome.error.startswith("crashed")
     assert "it cannot be imported any more" in outcome.error
 
 
 @dataclass
-class ScriptedRunner:
-    """Answers each call with the next outcome from a list, like a child would."""
+class ScriptedReplay:
+    """Answers each replay with the next outcome from a list, like a replay process would."""
 
     outcomes: list
     calls: list = field(default_factory=list)
 
-    def call(self, problem_id, params, dtype, seed, inputs, output_bytes):
+    def call(self, problem_id, params, dtype, seed, inputs, output_bytes, proposal):
         self.calls.append(seed)
         outcome = self.outcomes[len(self.calls) - 1]
         return outcome(problem_id, params, dtype, seed) if callable(outcome) else outcome
 
 
+@dataclass
+class ScriptedRunner:
+    """A child that proposes `proposed` for every call, and a scripted replay."""
+
+    outcomes: list
+    proposed: Proposed = field(default_factory=lambda: Proposed(proposal=PROPOSAL, launches=1))
+    records: list = field(default_factory=list)
+
+    def __post_init__(self):
+        self.replay = ScriptedReplay(self.outcomes)
+
+    def record(self, problem_id, params, dtype, seed):
+        self.records.append(seed)
+        return self.proposed
+
+
 def correct(problem_id, params, dtype, seed):
-    """The right answer, with a launch of the track's language, as a good kernel returns."""
+    """The right answer for the inputs drawn from `seed`, as a good kernel's replay returns."""
     call = PROBLEMS[problem_id].draw(params, dtype, seed)
     output = PROBLEMS[problem_id].reference(call).to(call.args[0].dtype)
     launch = Launch(kernel="vector_add_kernel", grid=(1,), language="triton")
@@ -52,23 +74,32 @@ def correct(problem_id, params, dtype, seed):
                    inputs_after=list(call.tensors()))
 
 
-def test_a_hidden_case_names_the_failure_of_its_second_call(course, interpret):
+def test_a_hidden_case_names_the_failure_of_its_replay(course, interpret):
     stage = course.select("vector_add")
     hidden = dataclasses.replace(stage.cases[0], hidden=1)
     timed_out = Outcome(error="timed out after 5 s (an endless loop, or a kernel that never finishes?)",
                         failure=Failure.TIMED_OUT)
-    runner = ScriptedRunner([correct, timed_out])
+    runner = ScriptedRunner([timed_out])
     check = StageCheck(stage, interpret, runner)
     verdict = check.check(hidden)
-    assert len(runner.calls) == 2
     assert not verdict.passed
     assert verdict.summary == "hidden case failed: timed out"
-    assert check.results[hidden.id].summary == "hidden case failed: timed out"
     assert check.results[hidden.id].failure is Failure.TIMED_OUT
 
 
+def test_a_hidden_case_names_the_failure_of_its_recorded_call(course, interpret):
+    stage = course.select("vector_add")
+    hidden = dataclasses.replace(stage.cases[0], hidden=1)
+    crashed = Proposed(error="crashed: the process running it died (killed by SIGKILL)",
+                       failure=Failure.CRASHED)
+    runner = ScriptedRunner([], proposed=crashed)
+    verdict = StageCheck(stage, interpret, runner).check(hidden)
+    assert verdict.summary == "hidden case failed: crashed"
+    assert runner.replay.calls == []  # nothing to replay
+
+
 def test_the_kind_of_a_failure_is_the_graders_finding_not_the_childs_words(course, interpret):
-    # A child may report any error text; only the grader says a call timed out or crashed.
+    # A process may report any error text; only the grader says a call timed out or crashed.
     stage = course.select("vector_add")
     hidden = dataclasses.replace(stage.cases[0], hidden=1)
     claimed = Outcome(error="timed out after 5 s (really: a RuntimeError)")
@@ -77,9 +108,25 @@ def test_the_kind_of_a_failure_is_the_graders_finding_not_the_childs_words(cours
     assert verdict.summary == "hidden case failed: raised an exception"
 
 
-def test_a_visible_case_passes_when_both_calls_are_right(course, interpret):
+def test_a_case_passes_on_the_replay_of_fresh_inputs(course, interpret):
     stage = course.select("vector_add")
-    runner = ScriptedRunner([correct, correct])
+    runner = ScriptedRunner([correct])
     verdict = StageCheck(stage, interpret, runner).check(stage.cases[0])
     assert verdict.passed, verdict.report
-    assert len(runner.calls) == 2 and runner.calls[0] != runner.calls[1]
+    # the replay draws other inputs than the call the child recorded
+    assert len(runner.replay.calls) == 1 and runner.replay.calls[0] != runner.records[0]
+
+
+def test_only_the_replays_output_is_judged(course, interpret):
+    # A replay that returns what the recorded call's inputs would give is wrong for its own.
+    stage = course.select("vector_add")
+    runner = ScriptedRunner([])
+
+    def stale(problem_id, params, dtype, seed):
+        outcome = correct(problem_id, params, dtype, seed)
+        outcome.output = correct(problem_id, params, dtype, runner.records[0]).output
+        return outcome
+
+    runner.replay = ScriptedReplay([stale])
+    verdict = StageCheck(stage, interpret, runner).check(stage.cases[0])
+    assert not verdict.passed and verdict.kind is Failure.WRONG_RESULT

@@ -134,7 +134,7 @@ def proposal_misconduct(proposed: Proposed, track: str) -> Verdict | None:
         return Verdict(False, f"raised {proposed.error}", kind=Failure.RAISED)
     launched = [s for s in proposed.proposal.get("steps", []) if isinstance(s, dict)
                 and s.get("op") == "launch" and s.get("language") == track]
-    if not launched and not proposed.refused:
+    if not launched:
         language = {"triton": "Triton", "cutile": "cuTile"}.get(track, track)
         return Verdict(False, f"launched no {language} kernel: the stage must be computed by "
                               "a kernel, not by PyTorch", proposed.host, kind=Failure.NO_KERNEL)

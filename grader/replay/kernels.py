@@ -25,7 +25,6 @@ import __future__
 import ast
 import importlib
 import itertools
-import math
 import re
 import sys
 import types
@@ -33,16 +32,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-ALLOWED_MODULES = ("triton", "cuda.tile", "math", "numpy")
-_SAFE_BUILTINS = {"int": int, "float": float, "bool": bool, "str": str, "min": min, "max": max,
-                  "abs": abs, "round": round, "len": len}
-_MATH = ("sqrt", "log", "log2", "log10", "exp", "exp2", "pow", "ceil", "floor", "isqrt", "tanh",
-         "erf", "cos", "sin", "atan", "fabs")
+from grader.replay.literals import Literal, NotLiteral, allowed_module, is_trusted
+
 _JIT_OPTIONS = {"do_not_specialize", "do_not_specialize_on_alignment", "debug", "noinline"}
 _AUTOTUNE_OPTIONS = {"configs", "key", "reset_to_zero", "restore_value", "warmup", "rep",
                      "cache_results", "use_cuda_graph"}
-_LARGEST_INT_BITS = 4096
-_LONGEST = 10_000
 _serial = itertools.count()
 
 
@@ -141,7 +135,7 @@ class _Builder:
     def imports(self, node) -> None:
         if isinstance(node, ast.Import):
             for alias in node.names:
-                if not _allowed(alias.name):
+                if not allowed_module(alias.name):
                     raise _Skip
                 module = importlib.import_module(alias.name)
                 if alias.asname:
@@ -150,7 +144,7 @@ class _Builder:
                     top = alias.name.split(".")[0]
                     self.ns[top] = importlib.import_module(top)
             return
-        if node.level or not node.module or not _allowed(node.module):
+        if node.level or not node.module or not allowed_module(node.module):
             raise _Skip
         module = importlib.import_module(node.module)
         for alias in node.names:
@@ -183,13 +177,13 @@ class _Builder:
         return found
 
     def literal(self, node: ast.expr) -> Any:
-        return _Literal(self.ns).value(node)
+        return _literal(self.ns).value(node)
 
     # --- functions ----------------------------------------------------------------------------
 
     def function(self, node: ast.FunctionDef) -> Any:
         args = node.args
-        evaluate = _Literal(self.ns, annotations=True).value
+        evaluate = _literal(self.ns, annotations=True).value
         annotations = {a.arg: evaluate(a.annotation) for a in
                        [*args.posonlyargs, *args.args, *args.kwonlyargs] if a.annotation}
         defaults = tuple(self.literal(d) for d in args.defaults)
@@ -213,7 +207,7 @@ class _Builder:
 
     def decorate(self, node: ast.expr, function: Any) -> Any:
         call = node if isinstance(node, ast.Call) else None
-        target = _Literal(self.ns, annotations=True).value(call.func if call else node)
+        target = _literal(self.ns, annotations=True).value(call.func if call else node)
         if call is not None and call.args:
             raise self.refuse(node, "a decorator's arguments must be given by keyword")
         tl_jit, autotune, heuristics, ct_kernel, ct_function = _decorators()
@@ -240,8 +234,21 @@ class _Skip(Exception):
     """This top-level statement is host code: it is left out."""
 
 
-def _allowed(module: str) -> bool:
-    return any(module == m or module.startswith(m + ".") for m in ALLOWED_MODULES)
+def _literal(ns: dict[str, Any], annotations: bool = False) -> "_Evaluator":
+    return _Evaluator(Literal(ns, annotations))
+
+
+class _Evaluator:
+    """A Literal whose refusal skips the statement being built."""
+
+    def __init__(self, literal: Literal):
+        self.literal = literal
+
+    def value(self, node: ast.expr) -> Any:
+        try:
+            return self.literal.value(node)
+        except NotLiteral:
+            raise _Skip from None
 
 
 def _bound_names(node: ast.stmt) -> list[str]:
@@ -299,132 +306,3 @@ def _importable(name: str) -> bool:
         return True
     except ImportError:
         return False
-
-
-class _Literal:
-    """Evaluates a literal expression: numbers, strings, their arithmetic, tuples, lists and
-    dicts of them, names already bound, attributes of the allowed modules, and calls of a
-    few pure functions (`tl.constexpr`, `triton.Config`, `math.sqrt`, `min`)."""
-
-    def __init__(self, ns: dict[str, Any], annotations: bool = False):
-        self.ns = ns
-        self.annotations = annotations  # subscripts such as ct.Constant[int] are allowed
-
-    def value(self, node: ast.expr) -> Any:
-        method = getattr(self, f"_{type(node).__name__}", None)
-        if method is None:
-            raise _Skip
-        return method(node)
-
-    def _Constant(self, node):  # noqa: N802 - ast's names
-        return node.value
-
-    def _Name(self, node):  # noqa: N802
-        if node.id in self.ns:
-            value = self.ns[node.id]
-            if not callable(value) or isinstance(value, types.ModuleType) or _is_trusted(value):
-                return value
-            raise _Skip  # a function of the file is no literal
-        if node.id in _SAFE_BUILTINS:
-            return _SAFE_BUILTINS[node.id]
-        raise _Skip
-
-    def _Attribute(self, node):  # noqa: N802
-        base = self.value(node.value)
-        if node.attr.startswith("_") or not (isinstance(base, types.ModuleType)
-                                             or _is_trusted(base)):
-            raise _Skip
-        if isinstance(base, types.ModuleType) and not _allowed(base.__name__):
-            raise _Skip
-        try:
-            return getattr(base, node.attr)
-        except AttributeError:
-            raise _Skip from None
-
-    def _Subscript(self, node):  # noqa: N802
-        if not self.annotations:
-            raise _Skip
-        base = self.value(node.value)
-        if not _is_trusted(base):
-            raise _Skip
-        return base[self.value(node.slice)]
-
-    def _Tuple(self, node):  # noqa: N802
-        return tuple(self.value(e) for e in node.elts)
-
-    def _List(self, node):  # noqa: N802
-        return [self.value(e) for e in node.elts]
-
-    def _Dict(self, node):  # noqa: N802
-        if any(k is None for k in node.keys):
-            raise _Skip
-        return {self.value(k): self.value(v) for k, v in zip(node.keys, node.values)}
-
-    def _UnaryOp(self, node):  # noqa: N802
-        operand = self.value(node.operand)
-        ops = {ast.UAdd: lambda x: +x, ast.USub: lambda x: -x, ast.Not: lambda x: not x,
-               ast.Invert: lambda x: ~x}
-        return ops[type(node.op)](operand)
-
-    def _BinOp(self, node):  # noqa: N802
-        left, right = self.value(node.left), self.value(node.right)
-        op = type(node.op)
-        if op is ast.Pow and isinstance(left, int) and isinstance(right, int):
-            if right > _LARGEST_INT_BITS or abs(left).bit_length() * max(right, 0) > _LARGEST_INT_BITS:
-                raise _Skip
-        if op is ast.LShift and (not isinstance(right, int) or right > _LARGEST_INT_BITS):
-            raise _Skip
-        if op is ast.Mult and isinstance(left, (str, tuple, list)) or isinstance(right, (str, tuple, list)):
-            count = right if isinstance(left, (str, tuple, list)) else left
-            if not isinstance(count, int) or count * len(left if count is right else right) > _LONGEST:
-                raise _Skip
-        ops = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
-               ast.Mult: lambda a, b: a * b, ast.Div: lambda a, b: a / b,
-               ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b,
-               ast.Pow: lambda a, b: a ** b, ast.LShift: lambda a, b: a << b,
-               ast.RShift: lambda a, b: a >> b, ast.BitAnd: lambda a, b: a & b,
-               ast.BitOr: lambda a, b: a | b, ast.BitXor: lambda a, b: a ^ b}
-        if op not in ops:
-            raise _Skip
-        try:
-            return ops[op](left, right)
-        except (ArithmeticError, TypeError, ValueError):
-            raise _Skip from None
-
-    def _Call(self, node):  # noqa: N802
-        function = self.value(node.func)
-        if not _pure(function):
-            raise _Skip
-        args = [self.value(a) for a in node.args]
-        kwargs = {}
-        for keyword in node.keywords:
-            if keyword.arg is None:
-                raise _Skip
-            kwargs[keyword.arg] = self.value(keyword.value)
-        try:
-            return function(*args, **kwargs)
-        except (ArithmeticError, TypeError, ValueError):
-            raise _Skip from None
-
-
-def _is_trusted(value: Any) -> bool:
-    """A class or object of the kernel languages' own packages (a dtype, `ct.Constant`)."""
-    module = getattr(value, "__module__", None) or type(value).__module__
-    return isinstance(module, str) and any(module == m or module.startswith(m + ".")
-                                           for m in ("triton", "cuda.tile", "numpy", "typing"))
-
-
-def _pure(function: Any) -> bool:
-    if function in _SAFE_BUILTINS.values() and function is not len:
-        return True
-    if any(function is getattr(math, name, None) for name in _MATH):
-        return True
-    if "triton" in sys.modules:
-        import triton
-        import triton.language as tl
-
-        if function is tl.constexpr or function is triton.Config:
-            return True
-    return False
-
-

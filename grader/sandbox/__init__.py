@@ -1,9 +1,10 @@
 """The trust boundary: student code runs in a confined child; the grader only reads evidence.
 
-    protocol.py    the wire: JSON and raw tensor bytes, size limits, deadlines, reply shapes
-    runner.py      the parent's side: start, ask, check each reply, end everything
-    outcomes.py    the records the parent makes of the child's replies
-    worker.py      the child's side: confine itself, then load and run the submission
+    process.py     the parent's side of one confined process: start, ask, check, end it
+    runner.py      the child: the submission's wrapper, its launches recorded, none run
+    replayer.py    the replay: the submission's kernels run on the recorded launches
+    outcomes.py    the records the parent makes of the processes' replies
+    worker.py      the processes' side: confine itself, then answer requests
     privileges.py  the least privilege the OS gives: namespaces, user, limits, process tree
     processes.py   the child's environment; waiting for, reaping and killing processes
     filesystem.py  what the child sees: a read-only view of the system, no course secrets
@@ -11,12 +12,14 @@
 
 and, loaded in the child around the submission (the instrumentation):
 
-    submission.py  loading the student's module and calling it under watch
-    launches.py    every kernel launch recorded where Triton and cuTile make it
-    host.py        the host watch: what PyTorch the host code may run between launches
-    poison.py      fresh allocations poisoned and guarded: unwritten or overrun elements show
-    frontends.py   the real compilers' front ends on kernels an interpreter ran
+    submission.py  loading the student's module and recording one call of its wrapper
+    launches.py    every kernel launch intercepted where Triton and cuTile make it
+    recorder.py    the call written down as a proposal (grader.replay.proposal)
+    host.py        the host watch: what PyTorch the host code runs, for its messages
     screening.py   the parent's static check of the source, before it runs
+
+(the wire itself is grader.protocol; the replay's kernels, front ends and poisoned memory
+are grader.replay)
 
 Everything outside this package that touches student code goes through `Runner`; the
 README's threat model says what each layer guarantees and what it cannot.
@@ -36,8 +39,12 @@ def __getattr__(name: str):
         from grader.sandbox.outcomes import Outcome
 
         return Outcome
-    if name in ("Runner", "probe"):
-        from grader.sandbox import runner
+    if name == "Runner":
+        from grader.sandbox.runner import Runner
 
-        return getattr(runner, name)
+        return Runner
+    if name == "probe":
+        from grader.sandbox.process import probe
+
+        return probe
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

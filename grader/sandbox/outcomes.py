@@ -67,3 +67,26 @@ class Batch:
 
 class TimingFailed(Exception):
     """A timed batch got no acceptable reply; the message is for the student."""
+
+
+def call_outcome(value: dict, tensors: dict, inputs: list) -> Outcome:
+    """The record of a replayed call from its reply (`value`, checked against CALL_REPLY, and
+    its tensors); ProtocolError when the tensors are not the ones asked for."""
+    from grader.protocol import ProtocolError
+
+    returned = value["output"]
+    after = [tensors.get(f"input.{i}") for i in range(len(inputs))]
+    for before, now in zip(inputs, after):
+        if now is None or now.shape != before.shape or now.dtype != before.dtype:
+            raise ProtocolError("its reply lacks the inputs as they were after the call")
+    if set(tensors) - {f"input.{i}" for i in range(len(inputs))} - {"output"}:
+        raise ProtocolError("its reply holds tensors nobody asked for")
+    output = tensors.get("output")
+    if ("device" in returned) != (output is not None):
+        raise ProtocolError("its reply describes an output it does not hold")
+    return Outcome(
+        output=output, output_device=returned.get("device"),
+        returned=None if output is not None else returned.get("type", "nothing"),
+        error=value["error"], host=value["host"], compile_errors=value["compile_errors"],
+        unchecked=value["unchecked"], overruns=value["overruns"],
+        launches=[LaunchRecord(**la) for la in value["launches"]], inputs_after=after)

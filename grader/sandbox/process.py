@@ -1,0 +1,248 @@
+"""The grader's side of the trust boundary: a confined process, and the wire to it.
+
+The parent draws the inputs, computes the reference and judges; the child
+(grader.sandbox.worker) loads the submission and runs it. What comes back is evidence:
+
+- every reply is a protocol message (JSON and raw tensor bytes) whose shape is checked
+  against the request; one that is malformed, oversized, late, or answers a question that
+  was not asked is a crash of that case, never an exception or a hang in the grader;
+- each request has a deadline for the whole reply (`timeout`); past it the child is killed
+  and the case fails (timed out); a child that dies fails the case (crashed), and the next
+  request starts a fresh one;
+- closing the runner ends the child and everything it started before it returns, so no
+  result is written while a process of the submission is alive;
+- what the child prints goes to a file only the parent can open, shown later as the
+  submission's output (`output`), never mixed into the grader's own.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from grader.report.results import Failure
+from grader import protocol
+from grader.sandbox import filesystem, privileges, processes, worker
+from grader.sandbox.outcomes import Outcome
+from grader.sandbox.privileges import Protection
+from grader.sandbox.submission import SubmissionError
+
+STARTUP_SECONDS = 120.0  # for the child to confine itself and import torch
+OUTPUT_SHOWN = 20_000  # characters of the submission's output kept for the scorecard
+
+
+class Failed(Exception):
+    """The request got no acceptable reply: it timed out, or the process crashed."""
+
+    def __init__(self, failure: Failure, message: str):
+        super().__init__(message)
+        self.failure = failure
+
+
+class Process:
+    """One confined process of a submission: the child that runs its wrapper (`Runner`), or
+    the replay that runs its kernels (grader.sandbox.replayer.Replayer).
+
+    `hidden` names files and folders the child must never see, whatever else is shown
+    (the reference solutions, the hidden cases, results); `rules` are the course's
+    [submissions] rules for the host code; `track` is the kernel language, whose launches
+    the child hooks before it imports the submission.
+    """
+
+    def __init__(self, path: Path, function: str, device: str, timeout: float = 120.0,
+                 hidden: list[Path] = (), rules=None, track: str = "", role: str = "child"):
+        self.role = role  # "child": runs the wrapper; "replay": runs only the kernels
+        self.path = Path(path)
+        self.function = function
+        self.device = device
+        self.rules = rules
+        self.track = track
+        self.timeout = timeout
+        self.hidden = [Path(h) for h in hidden]
+        self.protections: list[Protection] = []
+        self._process: subprocess.Popen | None = None
+        self._sock: socket.socket | None = None
+        self._base: Path | None = None
+        self._log = tempfile.TemporaryFile()  # unnamed: the child can only write its own fd
+        self._serial = 0
+
+    # --- lifecycle ------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Start the child and import the submission there; raises SubmissionError."""
+        try:
+            source = filesystem.submission_source(self.path, self.hidden)
+        except filesystem.Refused as exc:
+            raise SubmissionError(str(exc)) from None
+        self.close()
+        try:
+            self._start(source)
+            rules = {k: list(v) for k, v in vars(self.rules).items()} if self.rules else {}
+            self._ask("load", 1 << 20, path=self._module, function=self.function,
+                      device=self.device, rules=rules)
+        except Failed as exc:
+            self.close()
+            raise SubmissionError(f"loading {self.path.name} {exc}") from None
+        except SubmissionError:
+            self.close()
+            raise
+
+    def _start(self, source: bytes) -> None:
+        self._base = Path(tempfile.mkdtemp(prefix="tilecourse-sandbox-"))
+        self._base.chmod(0o711)  # others may pass through to the submission, not list it
+        (self._base / "root").mkdir()  # where the child mounts its own root
+        folder = self._base / "submission"
+        folder.mkdir(mode=0o755)
+        module = folder / self.path.name
+        module.write_bytes(source)
+        module.chmod(0o644)
+        self._module = str(module)
+        plan = privileges.Plan(filesystem.plan(self._base, self.hidden),
+                               privileges.essential_paths())
+        parent, child = socket.socketpair()
+        package_root = str(Path(__file__).resolve().parents[2])
+        self._process = subprocess.Popen(
+            [sys.executable, "-I", "-c", worker.BOOT, package_root, str(child.fileno())],
+            pass_fds=[child.fileno()], env=processes.child_env(plan.view.scratch), cwd=self._base,
+            stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log, start_new_session=True,
+        )
+        child.close()
+        self._sock = parent
+        protocol.send(parent, {"plan": plan.to_json(), "track": self.track, "role": self.role,
+                               "sys_path": [p for p in sys.path if os.path.isabs(p)]})
+        ready = self._receive(0, time.monotonic() + max(self.timeout, STARTUP_SECONDS), 0)
+        if ready.header.get("status") != "ready":
+            raise Failed(Failure.CRASHED,
+                          f"crashed: the sandbox did not start ({_text(ready.header)})")
+        found = self._check(ready.header.get("protections"),
+                            [{"name": str, "in_force": bool, "detail": str}], "ready")
+        self.protections = [Protection(**p) for p in found]
+
+    def close(self) -> None:
+        """End the child and everything it started; returns once they are gone."""
+        if self._sock is not None:
+            self._sock.close()
+        if self._process is not None:
+            if self._process.poll() is None:
+                self._process.send_signal(signal.SIGTERM)  # the bootstrap ends the namespace
+                try:
+                    self._process.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    processes.kill_group(self._process.pid)
+                    self._process.wait()
+            processes.kill_group(self._process.pid)  # without namespaces: what stayed in its group
+        if self._base is not None:
+            shutil.rmtree(self._base, ignore_errors=True)
+        self._process = self._sock = self._base = None
+
+    def __del__(self):
+        if hasattr(self, "_log"):  # not when __init__ itself failed
+            self.close()
+
+    def output(self) -> str:
+        """What the submission printed in this process so far (the start and the end of it,
+        if long)."""
+        self._log.flush()
+        size = self._log.seek(0, os.SEEK_END)
+        self._log.seek(0)
+        head = self._log.read(OUTPUT_SHOWN)
+        if size <= OUTPUT_SHOWN:
+            return head.decode(errors="replace")
+        self._log.seek(size - OUTPUT_SHOWN // 4)
+        tail = self._log.read()
+        cut = f"\n... ({size - len(head) - len(tail)} more bytes) ...\n"
+        return head[: OUTPUT_SHOWN * 3 // 4].decode(errors="replace") + cut + \
+            tail.decode(errors="replace")
+
+    # --- one request ------------------------------------------------------------------
+
+    def _ask(self, op: str, max_bytes: int, timeout: float | None = None,
+             **args) -> protocol.Message:
+        """The ok reply to one request; raises Failed or SubmissionError."""
+        if self._process is None:  # a restart after a timeout or crash
+            try:
+                self.load()
+            except SubmissionError as exc:
+                raise Failed(Failure.CRASHED, "crashed: could not be restarted after an "
+                                               f"earlier failure: {exc}") from None
+        self._serial += 1
+        deadline = time.monotonic() + (timeout or self.timeout)
+        try:
+            if protocol.unasked(self._sock):
+                raise self._broken("sent data before it was asked for anything")
+            protocol.send(self._sock, {"id": self._serial, "op": op, "args": args})
+        except (protocol.Closed, OSError):
+            raise self._died() from None
+        reply = self._receive(self._serial, deadline, max_bytes)
+        status = reply.header.get("status")
+        value = reply.header.get("value")
+        if status == "submission-error" and isinstance(value, str):
+            raise SubmissionError(value)
+        if status == "error" and isinstance(value, str):
+            self.close()  # its state is unknown (a CUDA context a fault poisoned, say)
+            raise Failed(Failure.CRASHED, f"crashed: the grader's worker failed: {value}")
+        if status != "ok" or "value" not in reply.header:
+            raise self._broken(f"sent a reply the grader cannot read ({_text(reply.header)})")
+        return reply
+
+    def _receive(self, serial: int, deadline: float, max_bytes: int) -> protocol.Message:
+        try:
+            reply = protocol.receive(self._sock, deadline, max_bytes)
+        except protocol.Late:
+            self.close()
+            raise Failed(Failure.TIMED_OUT, f"timed out after {self.timeout:g} s (an endless "
+                                             "loop, or a kernel that never finishes?)") from None
+        except protocol.Closed:
+            raise self._died() from None
+        except protocol.ProtocolError as exc:
+            raise self._broken(str(exc)) from None
+        if reply.header.get("id") != serial:
+            raise self._broken("sent a message the grader did not ask for")
+        return reply
+
+    def _check(self, value: Any, shape: Any, where: str) -> Any:
+        """`value` if the reply has the shape the request expects; else the child is ended."""
+        try:
+            return protocol.check(value, shape, where)
+        except protocol.ProtocolError as exc:
+            raise self._broken(str(exc)) from None
+
+    def _died(self) -> Failed:
+        code = self._process.wait()
+        self.close()
+        return Failed(Failure.CRASHED,
+                       f"crashed: the process running it died ({processes.exit_reason(code)})")
+
+    def _broken(self, why: str) -> Failed:
+        self.close()
+        return Failed(Failure.CRASHED, f"crashed: its process broke the grader's protocol: {why}")
+
+def probe() -> list[Protection]:
+    """The protections a submission would run under here (a child that loads nothing)."""
+    runner = Process(Path("probe.py"), "probe", "cpu")
+    try:
+        runner._start(b"")
+        return runner.protections
+    except (Failed, OSError) as exc:
+        return [Protection("sandbox", False, f"a confined child could not be started: {exc}")]
+    finally:
+        runner.close()
+
+
+def failed_call(exc: Exception) -> Outcome:
+    """A call that got no acceptable reply: it timed out, or its process could not go on."""
+    if isinstance(exc, Failed):
+        return Outcome(error=str(exc), failure=exc.failure)
+    return Outcome(error=f"crashed: {exc}", failure=Failure.CRASHED)
+
+
+def _text(header: dict) -> str:
+    return str(header.get("value", header))[:200]
