@@ -10,7 +10,7 @@ import click
 
 from grader import sandbox
 from grader.backends import selection as backends
-from grader.course import Course, find_course_file, load_course
+from grader.course import TRACKS, Course, find_course_file, load_course
 from grader.errors import GradeError
 from grader.instructor import batch, slurm
 from grader.report.progress import batch_progress, slurm_progress
@@ -30,7 +30,12 @@ def _course(ctx: click.Context) -> Course:
               default=Path("grade-results"), show_default=True,
               help="Folder for students/*.json, logs/ and gradebook.csv.")
 @click.option("--backend", type=click.Choice(backends.CHOICES), default=backends.AUTO,
-              show_default=True)
+              show_default=True,
+              help="auto: each student on their own track (the one whose stage files they "
+                   "filled in), with the best backend for it here; a backend's name grades "
+                   "everyone on its track.")
+@click.option("--track", type=click.Choice(TRACKS),
+              help="Grade every student on this track (default: each student's own).")
 @click.option("--jobs", type=click.IntRange(1), default=1, show_default=True,
               help="Submissions graded at once on a CPU host (on a GPU host: one per GPU).")
 @click.option("--seed", type=click.IntRange(0, 2**31 - 1),
@@ -66,7 +71,8 @@ def _course(ctx: click.Context) -> Course:
 @click.option("--poll", type=click.FloatRange(0.1), default=15, hidden=True,
               help="Seconds between two looks at the array's state.")
 @click.pass_context
-def batch_command(ctx, submissions, out: Path, backend: str, jobs: int, seed: int | None,
+def batch_command(ctx, submissions, out: Path, backend: str, track: str | None, jobs: int,
+                  seed: int | None,
                   timeout: float | None, limit: float, force: bool, allow_weak_sandbox: bool,
                   use_slurm: bool, poll: float, **cluster) -> int:
     """Grade many submissions (folders or zips), each isolated; write a gradebook (instructors)."""
@@ -79,42 +85,43 @@ def batch_command(ctx, submissions, out: Path, backend: str, jobs: int, seed: in
         if given:
             raise GradeError(f"{', '.join(given)} only go with --slurm; add --slurm to grade "
                              "on the cluster, or leave them out to grade on this host.")
-        selection = backends.select(backend)  # fail early, with the fix, if it cannot run here
+        selection = backends.select(backend, track)  # fail early, with the fix, if it cannot run here
         protections = sandbox.probe()
         batch.require_a_safe_sandbox(protections, allow_weak_sandbox)
         console.print(sandbox_line(protections), markup=False)
     else:
         slurm.require_slurm()  # the login node needs no GPU: the backend runs on the nodes
-    found = batch.entries(list(submissions))
+    found = batch.entries(course, list(submissions))
     if not found:
         raise GradeError("No submissions found: name folders or .zip files, or a folder of them.")
     names = [e.name for e in found]
     if len(set(names)) != len(names):
         raise GradeError("Two submissions have the same name; rename one so results do not mix.")
     seed = batch.class_seed(out, seed, force)
-    name = backend if use_slurm else selection.backend.name
-    options = ["--backend", name, "--seed", str(seed)]
-    options += ["--timeout", str(timeout)] if timeout else []
+    options = ("--seed", str(seed), *(("--timeout", str(timeout)) if timeout else ()))
+    request = batch.Request(backend, track, options)
     if use_slurm:
         settings = slurm.Options(**cluster, poll=poll, allow_weak_sandbox=allow_weak_sandbox)
-        return _on_slurm(course, found, out, options, seed, limit, force, settings, console)
+        return _on_slurm(course, found, out, request, seed, limit, force, settings, console)
     gpus = []
     if selection.backend.device == "cuda":
         import torch
 
         gpus = [str(i) for i in range(torch.cuda.device_count())]
     workers = f"{len(gpus)} GPU workers" if gpus else f"{jobs} CPU workers"
-    console.print(f"grading {len(found)} submissions with {selection.backend.name}, seed {seed}, "
+    tracks = (f"every student with {selection.backend.name}" if backend != backends.AUTO or track
+              else "each student on their own track")
+    console.print(f"grading {len(found)} submissions, {tracks}, seed {seed}, "
                   f"{workers}; results in {out}", markup=False)
     todo = batch.pending(found, out, force)
     with batch_progress(console, len(todo)) as on_done:
-        graded = batch.run(course, todo, out, options, jobs, gpus, limit, on_done)
+        graded = batch.run(course, todo, out, request, jobs, gpus, limit, on_done)
     _finish(course, out, found, graded, console)
     return EXIT_OK
 
 
 def _on_slurm(course, found, out, grading, seed, limit, force, options, console) -> int:
-    backend = grading[1]
+    backend = grading.backend
     on_cpu = backend in backends.BACKENDS and backends.BACKENDS[backend].device != "cuda"
     if options.gres is None and not on_cpu:  # (auto picks a GPU backend on a GPU node)
         options.gres = "gpu:1"
@@ -141,6 +148,7 @@ def _on_slurm(course, found, out, grading, seed, limit, force, options, console)
             graded = slurm.watch(course, runs, out, seed, options, on_update)
     except KeyboardInterrupt:
         batch.write_gradebook(course, out, found)
+        batch.write_feedback_files(out, found)
         console.print(f"interrupted (Ctrl-C): {slurm.cancel_hint(runs)}", markup=False)
         return EXIT_INTERRUPTED
     _finish(course, out, found, graded, console)
@@ -149,11 +157,12 @@ def _on_slurm(course, found, out, grading, seed, limit, force, options, console)
 
 def _finish(course, out, found, graded, console) -> None:
     gradebook = batch.write_gradebook(course, out, found)
+    batch.write_feedback_files(out, found)
     for g in graded:
         if g.error:
             console.print(f"{g.name}: {g.error}", markup=False)
     console.print(f"graded {len(graded)} now ({len(found) - len(graded)} already had results); "
-                  f"gradebook: {gradebook}")
+                  f"gradebook: {gradebook}; each student's feedback: {out / 'students'}/NAME.md")
 
 
 @click.command("slurm-task", hidden=True)

@@ -7,6 +7,7 @@
     grade compile all       compile the cuTile stages for sm_80/90/100/120 (no GPU needed)
     grade calibrate         suggest speed thresholds from the references on this GPU (instructors)
     grade release OUTDIR    build the student handout (instructors)
+    grade autograder ZIP    build the Gradescope autograder zip (instructors)
     grade batch SUBMISSIONS grade a class, each submission isolated; write a gradebook
     grade skeletons         regenerate exercises/ from solutions/ (instructors)
 
@@ -34,7 +35,7 @@ from grader.errors import GradeError
 from grader.instructor import calibrate as calibration
 from grader.instructor import release, skeletons
 from grader.judge import compile_check
-from grader.report import gradescope, junit, markdown
+from grader.report import annotations, gradescope, junit, markdown
 from grader.report.progress import stage_progress
 from grader.report.scorecard import make_console, render, render_calibration, render_compile
 
@@ -103,6 +104,9 @@ def _grade(course: Course, stages: list[Stage], backend: str, track: str | None,
                       + ("; no result files were written" if written else ""), soft_wrap=True)
         return EXIT_INTERRUPTED
     render(report, console, verbose)
+    if annotations.enabled():  # GitHub Actions: each failing stage marked on its file
+        for line in annotations.annotations(report):
+            click.echo(line)
     writers = [(json_path, lambda r, p: r.write_json(p)), (junit_path, junit.write_junit),
                (gradescope_path, gradescope.write_gradescope),
                (markdown_path, markdown.write_markdown)]
@@ -210,6 +214,22 @@ def release_command(ctx, outdir: Path, force: bool) -> int:
     console.print(f"wrote the handout to {outdir}: {len(written)} files, no solutions/, "
                   f"no hidden cases; checked for reference code: none found")
     console.print(f"students start with: cd {outdir} && pip install -e . && grade list")
+    return EXIT_OK
+
+
+@cli.command("autograder")
+@click.argument("zip_path", metavar="ZIP", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--force", is_flag=True, help="Replace ZIP if it exists.")
+@click.pass_context
+def autograder_command(ctx, zip_path: Path, force: bool) -> int:
+    """Build the Gradescope autograder zip: the handout, the hidden cases, setup.sh and
+    run_autograder (instructors)."""
+    course = _course(ctx)
+    names = release.autograder(course, zip_path, force)
+    hidden = "with the hidden cases" if course.hidden_file else "no hidden cases (no course.hidden.toml)"
+    make_console().print(f"wrote the Gradescope autograder to {zip_path}: {len(names)} files, "
+                         f"{hidden}, no solutions/; upload it as the assignment's autograder",
+                         markup=False)
     return EXIT_OK
 
 

@@ -58,8 +58,8 @@ class GradeGroup(click.Group):
 
     def format_usage(self, ctx, formatter):
         formatter.write_usage(
-            "grade", "[--course PATH] STAGE... | all | list | doctor | compile | calibrate | release | batch "
-            "| skeletons [OPTIONS]")
+            "grade", "[--course PATH] STAGE... | all | list | doctor | compile | calibrate | release "
+            "| autograder | batch | skeletons [OPTIONS]")
 
 
 def grading_options(command):

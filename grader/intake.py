@@ -17,17 +17,29 @@ def started_track(course: Course, stages: list[Stage], submission: Path | None =
     """The track whose exercises the student has started (a TODO filled in), when only one
     has been: `auto` grades that one, so a Triton student on a machine where cuTile runs is
     not told that every stage is NOT STARTED."""
+    started = {track for track, ids in started_stages(course, stages, submission).items() if ids}
+    return started.pop() if len(started) == 1 else None
+
+
+def started_stages(course: Course, stages: list[Stage],
+                   submission: Path | None = None) -> dict[str, list[str]]:
+    """Per track, the ids of the stages whose file has a TODO filled in: in `submission` (a
+    folder laid out like exercises/, or one holding exercises/), else the course's exercises."""
     if submission and (submission / "exercises").is_dir():
         submission = submission / "exercises"
-    started = set()
+    started: dict[str, list[str]] = {}
     for track in TRACKS:
-        for stage in stages:
-            path = (submission / stage.modules[track] if submission
-                    else course.module_path(stage, track, solutions=False))
-            if path.is_file() and not todo_state(path.read_text(encoding="utf-8")).not_started:
-                started.add(track)
-                break
-    return started.pop() if len(started) == 1 else None
+        paths = [(stage, submission / stage.modules[track] if submission
+                  else course.module_path(stage, track, solutions=False)) for stage in stages]
+        started[track] = [stage.id for stage, path in paths if _is_started(path)]
+    return started
+
+
+def _is_started(path: Path) -> bool:
+    try:
+        return path.is_file() and not todo_state(path.read_text(encoding="utf-8")).not_started
+    except (OSError, UnicodeDecodeError):  # unreadable: `grade` reports it when it grades
+        return False
 
 
 class NotRun(Exception):

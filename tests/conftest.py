@@ -7,6 +7,9 @@ has to be decided before anything imports triton.
 import os
 
 os.environ["TRITON_INTERPRET"] = "1"
+# `grade` adds GitHub annotations to its output under GitHub Actions; the tests that want
+# them set this themselves, so that the others read the same output on any CI.
+os.environ.pop("GITHUB_ACTIONS", None)
 
 import re  # noqa: E402
 import shutil  # noqa: E402

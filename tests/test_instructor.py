@@ -216,7 +216,8 @@ def test_batch_grades_folders_and_zips_and_keeps_going(tmp_path, run_grade, cour
     assert float(rows["ada"]["vector_add"]) == course.select("vector_add").points
     assert float(rows["bob"]["vector_add"]) == 0 and float(rows["ada"]["softmax"]) == 0
     assert "not a valid zip" in rows["carol"]["error"]
-    assert "no exercises found" in rows["dan"]["error"]
+    assert rows["dan"]["error"].startswith("not a submission: no stage files found")
+    assert rows["dan"]["status"] == "not a submission" and rows["ada"]["track"] == "triton"
     assert rows["ada"]["seed"] == "7" and rows["ada"]["speed graded on"] == ""
     assert rows["ada"]["not started"] == "fused_gelu softmax matmul flash_attention"
     assert json.loads((out / "students/ada.json").read_text())["stages"][0]["status"] == "PASS"
@@ -254,8 +255,9 @@ def test_a_zip_cannot_write_outside_its_folder(tmp_path, course):
     archive = tmp_path / "eve.zip"
     with zipfile.ZipFile(archive, "w") as z:
         z.writestr("../../escaped.py", "x = 1")
-    with pytest.raises(ValueError, match="outside its folder"):
+    with pytest.raises(ValueError, match="not a submission") as caught:
         batch.unpack(batch.Entry("eve", archive), course, tmp_path / "work")
+    assert caught.value.ignored == ["../../escaped.py: a path outside the submission (..)"]
     assert not (tmp_path / "escaped.py").exists()
 
 
@@ -272,29 +274,30 @@ def test_batch_runs_one_worker_per_gpu(tmp_path, run_grade, course, monkeypatch)
 
     seen, lock, running, peak = [], threading.Lock(), [0], [0]
 
-    def fake_grade_one(entry, course, out, options, env, limit):
+    def fake_grade_one(entry, course, out, request, env, limit):
         with lock:
             running[0] += 1
             peak[0] = max(peak[0], running[0])
-            seen.append((entry.name, env.get("CUDA_VISIBLE_DEVICES"), options))
+            seen.append((entry.name, env.get("CUDA_VISIBLE_DEVICES"), request))
         threading.Event().wait(0.2)
         with lock:
             running[0] -= 1
         return batch.Graded(entry.name, None, "recorded only")
 
     gpu = backends.Selection(dataclasses.replace(backends.BACKENDS["triton"], probe=lambda: None), "test")
-    monkeypatch.setattr(backends, "select", lambda name: gpu)
+    monkeypatch.setattr(backends, "select", lambda name, track=None: gpu)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
     monkeypatch.setattr(batch, "grade_one", fake_grade_one)
     subs = tmp_path / "subs"
     for name in ("a", "b", "c", "d"):
         (subs / name / "triton").mkdir(parents=True)
+        (subs / name / "triton/stage1_vector_add.py").write_text("# started\n")
     code, stdout, _ = run_grade("--course", str(course.path), "batch", str(subs),
                                 "--out", str(tmp_path / "out"), "--seed", "3")
     assert code == 0 and "2 GPU workers" in stdout
     assert sorted(gpu for _, gpu, _ in seen) == ["0", "0", "1", "1"]
     assert peak[0] == 2  # the two GPUs were used at the same time
-    assert all(opts[:2] == ["--backend", "triton"] and "3" in opts for _, _, opts in seen)
+    assert all(r.backend == "auto" and "3" in r.options for _, _, r in seen)
 
 
 def test_batch_never_runs_two_submissions_on_one_gpu(tmp_path, course, monkeypatch):
@@ -321,7 +324,7 @@ def test_batch_never_runs_two_submissions_on_one_gpu(tmp_path, course, monkeypat
 
     monkeypatch.setattr(batch, "grade_one", fake_grade_one)
     todo = [batch.Entry(name, tmp_path / name) for name in "abcde"]
-    graded = batch.run(course, todo, tmp_path / "out", [], 1, ["0", "1"], 60)
+    graded = batch.run(course, todo, tmp_path / "out", batch.Request("auto"), 1, ["0", "1"], 60)
     assert sorted(g.name for g in graded) == list("abcde")
     assert not clashes
     assert set(used) == {"0", "1"}
@@ -329,11 +332,8 @@ def test_batch_never_runs_two_submissions_on_one_gpu(tmp_path, course, monkeypat
 
 def _fake_grader(behaviour):
     """A stand-in for the `grade all` subprocess: `behaviour(json_path)` returns its exit code."""
-    import subprocess
-
-    def fake_run(command, **kwargs):
-        json_path = Path(command[command.index("--json") + 1])
-        return subprocess.CompletedProcess(command, behaviour(json_path))
+    def fake_run(command, log, env, cwd, limit):
+        return behaviour(Path(command[command.index("--json") + 1]))
 
     return fake_run
 
@@ -347,6 +347,7 @@ def test_batch_force_never_keeps_an_old_result_for_a_failed_run(tmp_path, course
 
     submission = tmp_path / "ada/triton"
     submission.mkdir(parents=True)
+    (submission / "stage1_vector_add.py").write_text("# started\n")
     out = tmp_path / "out"
     (out / "students").mkdir(parents=True)
     old = out / "students/ada.json"
@@ -364,13 +365,13 @@ def test_batch_force_never_keeps_an_old_result_for_a_failed_run(tmp_path, course
             return 1  # a traceback while writing (disk full, say)
         return 1  # exited without writing anything
 
-    monkeypatch.setattr(batch.subprocess, "run", _fake_grader(fail))
+    monkeypatch.setattr(batch, "run_isolated", _fake_grader(fail))
     entry = batch.Entry("ada", tmp_path / "ada")
     assert batch.pending([entry], out, force=True) == [entry]
-    [graded] = batch.run(course, [entry], out, [], 1, [], 5)
+    [graded] = batch.run(course, [entry], out, batch.Request("triton-interpret"), 1, [], 5)
     assert graded.error and graded.json_path is None
     assert not old.exists()
-    assert sorted(p.name for p in (out / "students").iterdir()) == ["ada.error"]
+    assert sorted(p.name for p in (out / "students").iterdir()) == ["ada.error", "ada.intake.json"]
     batch.write_gradebook(course, out, [entry])
     rows = list(csv.DictReader((out / "gradebook.csv").open()))
     assert rows[0]["student"] == "ada" and rows[0]["total"] == "" and rows[0]["error"]
@@ -380,10 +381,10 @@ def test_batch_force_never_keeps_an_old_result_for_a_failed_run(tmp_path, course
         json_path.write_text('{"new": true}')
         return 0
 
-    monkeypatch.setattr(batch.subprocess, "run", _fake_grader(succeed))
-    [graded] = batch.run(course, [entry], out, [], 1, [], 5)
+    monkeypatch.setattr(batch, "run_isolated", _fake_grader(succeed))
+    [graded] = batch.run(course, [entry], out, batch.Request("triton-interpret"), 1, [], 5)
     assert not graded.error and json.loads(old.read_text()) == {"new": True}
-    assert sorted(p.name for p in (out / "students").iterdir()) == ["ada.json"]
+    assert sorted(p.name for p in (out / "students").iterdir()) == ["ada.intake.json", "ada.json"]
 
 
 def test_batch_finds_the_real_exercises_not_a_macos_copy(tmp_path, course):
@@ -396,7 +397,7 @@ def test_batch_finds_the_real_exercises_not_a_macos_copy(tmp_path, course):
         z.writestr("__MACOSX/bob/exercises/triton/._stage1_vector_add.py", "\x00\x05\x16\x07")
         z.writestr("__MACOSX/bob/exercises/triton/stage1_vector_add.py", "mac metadata")
         z.writestr("bob/exercises/triton/stage1_vector_add.py", "# bob's kernel\n")
-    exercises = batch.unpack(batch.Entry("bob", archive), course, tmp_path / "work")
+    exercises = batch.unpack(batch.Entry("bob", archive), course, tmp_path / "work").exercises
     assert (exercises / "triton/stage1_vector_add.py").read_text() == "# bob's kernel\n"
     assert not list(exercises.rglob("__MACOSX")) and not list(exercises.rglob("._*"))
 
@@ -406,7 +407,7 @@ def test_batch_finds_the_real_exercises_not_a_macos_copy(tmp_path, course):
     (folder / "a/old/exercises/triton/stage1_vector_add.py").write_text("# old\n")
     (folder / "z/exercises/triton").mkdir(parents=True)
     (folder / "z/exercises/triton/stage1_vector_add.py").write_text("# new\n")
-    exercises = batch.unpack(batch.Entry("carol", folder), course, tmp_path / "work2")
+    exercises = batch.unpack(batch.Entry("carol", folder), course, tmp_path / "work2").exercises
     assert (exercises / "triton/stage1_vector_add.py").read_text() == "# new\n"
 
 

@@ -7,10 +7,14 @@ import re
 import shlex
 import shutil
 import subprocess
+import stat
 import sys
+import zipfile
 from pathlib import Path
 
 import click
+import pytest
+from conftest import COURSE_PARTS, copy_course
 
 from grader.cli import cli
 
@@ -70,16 +74,47 @@ def test_a_wrong_option_would_be_caught():
     assert not parses(["all", "--backend", "cuda"])
 
 
-def test_gradescope_autograder_grades_an_upload(tmp_path, course):
-    root = tmp_path / "autograder"
-    # The autograder zip: the handout, the class's hidden cases, and the two scripts.
-    from grader.instructor.release import release
+HIDDEN = 'seed = 99\n[[stages]]\nid = "vector_add"\ncases = [ { n = 2049, dtypes = ["float32"] } ]\n'
 
-    release(course, root / "source")
-    (root / "source/course.hidden.toml").write_text(
-        'seed = 99\n[[stages]]\nid = "vector_add"\ncases = [ { n = 2049, dtypes = ["float32"] } ]\n')
-    for name in ("setup.sh", "run_autograder"):
-        shutil.copy(TEMPLATES / "gradescope" / name, root / "source" / name)
+
+@pytest.fixture
+def autograder_zip(tmp_path, run_grade):
+    """`grade autograder` on a copy of the course with hidden cases: (zip path, output)."""
+    course_file = copy_course(tmp_path / "course", (*COURSE_PARTS, "templates"))
+    (course_file.parent / "course.hidden.toml").write_text(HIDDEN)
+    archive = tmp_path / "autograder.zip"
+    code, stdout, _ = run_grade("--course", str(course_file), "autograder", str(archive))
+    assert code == 0, stdout
+    return archive, stdout
+
+
+def test_the_autograder_zip_holds_the_handout_the_hidden_cases_and_the_scripts(
+        autograder_zip, run_grade, tmp_path):
+    archive, stdout = autograder_zip
+    assert "with the hidden cases" in stdout
+    with zipfile.ZipFile(archive) as z:
+        infos = {i.filename: i for i in z.infolist()}
+        assert z.read("course.hidden.toml").decode() == HIDDEN
+        assert z.read("run_autograder") == (TEMPLATES / "gradescope/run_autograder").read_bytes()
+    for script in ("setup.sh", "run_autograder"):  # at the top, where Gradescope looks
+        assert stat.S_IMODE(infos[script].external_attr >> 16) == 0o755, script
+    for needed in ("course.toml", "pyproject.toml", "grader/cli.py",
+                   "exercises/triton/stage1_vector_add.py", "exercises/cutile/stage5_flash_attention.py"):
+        assert needed in infos, needed
+    assert not [n for n in infos if n.split("/")[0] in ("solutions", "tests", "scripts", "templates")]
+    assert not [n for n in infos if "__pycache__" in n or n.endswith(".pyc")]
+    # Nothing a user wrote is replaced without --force.
+    before = archive.read_bytes()
+    code, _, err = run_grade("--course", str(tmp_path / "course/course.toml"), "autograder",
+                             str(archive))
+    assert code == 2 and "--force" in err and archive.read_bytes() == before
+
+
+def test_gradescope_autograder_grades_an_upload(tmp_path, course, autograder_zip):
+    root = tmp_path / "autograder"
+    # The autograder zip, unpacked where Gradescope puts it.
+    with zipfile.ZipFile(autograder_zip[0]) as z:
+        z.extractall(root / "source")
     # The student's upload: stage 1 done, nothing else.
     (root / "submission/triton").mkdir(parents=True)
     shutil.copy(ROOT / "solutions/triton/stage1_vector_add.py", root / "submission/triton/")
@@ -95,3 +130,37 @@ def test_gradescope_autograder_grades_an_upload(tmp_path, course):
     assert len(hidden) == 1 and hidden[0]["status"] == "passed" and "2049" not in json.dumps(hidden)
     assert any("softmax" in n for n in names)  # not started stages are listed, with 0 points
     assert json.loads((root / "results/tilecourse.json").read_text())["stages"][0]["status"] == "PASS"
+
+
+def test_github_actions_gets_an_annotation_per_failing_stage_at_the_students_line(
+        tmp_path, run_grade, monkeypatch):
+    submission = tmp_path / "exercises/triton"
+    submission.mkdir(parents=True)
+    source = (ROOT / "solutions/triton/stage1_vector_add.py").read_text().splitlines()
+    source.append("def broken(:")  # a syntax error on the file's last line
+    (submission / "stage1_vector_add.py").write_text("\n".join(source) + "\n")
+    shutil.copy(ROOT / "exercises/triton/stage3_softmax.py", submission)
+    monkeypatch.chdir(tmp_path)  # the repository's checkout, where the job runs
+    args = ("--course", str(ROOT / "course.toml"), "1", "3", "--submission", str(tmp_path),
+            "--backend", "triton-interpret")
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    _, stdout, _ = run_grade(*args)
+    assert "::error" not in stdout  # only where GitHub Actions runs
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    code, stdout, _ = run_grade(*args)
+    found = [line for line in stdout.splitlines() if line.startswith("::")]
+    assert code == 1 and len(found) == 1  # stage 3 is NOT STARTED: no annotation
+    assert found[0].startswith(f"::error file=exercises/triton/stage1_vector_add.py,"
+                               f"line={len(source)},title=stage1 vector_add%3A ERROR::")
+
+
+def test_annotations_escape_what_github_would_read_as_commands():
+    from grader.report.annotations import annotations
+    from grader.report.results import Report, StageResult, Status
+
+    stage = StageResult(1, "vector_add", "t", "triton-interpret", "exercises/triton/a,b.py", 10,
+                        Status.ERROR, message="ValueError (at a,b.py, line 12: x): 100% off\nnext")
+    report = Report("c", "exercises", "triton-interpret", "", {}, "", stages=[stage])
+    assert annotations(report) == [
+        "::error file=exercises/triton/a%2Cb.py,line=12,title=stage1 vector_add%3A ERROR::"
+        "ValueError (at a,b.py, line 12: x): 100%25 off"]

@@ -1,48 +1,80 @@
 """`grade batch`: a class's submissions graded one by one, each in its own process.
 
-A submission is a folder (a git checkout, say) or a zip. Its regular files overlay the
-course's exercises/ (a symbolic link is refused: it could point at anything the instructor
-can read); whatever it lacks stays the untouched skeleton (NOT STARTED). Each submission is
-graded by a separate `grade all --submission ...` process, in a session and a temporary
-folder of its own, with a time limit; inside it, the submission's code runs only in the
-sandbox (grader.sandbox), which cannot see the other submissions, the results or this
-process. On a GPU host one worker runs per GPU (CUDA_VISIBLE_DEVICES), on a CPU host
-`--jobs N` workers. Results: one JSON per student under OUT/students/, written by the
-grading process and renamed into place after it has ended, and OUT/gradebook.csv rebuilt
-from all of them. Graded students are skipped on the next run unless --force, so a batch
-can be resumed.
+A submission is a folder (a git checkout, say) or a zip (grader.instructor.submissions says
+which paths are students, and what of each is taken); whatever it lacks stays the untouched
+skeleton (NOT STARTED). A path that holds no stage file is reported as "not a submission"
+under its own name. Each student is graded on their own track, the one whose stage files
+they filled in (or the one --track or a backend's name forces), by a separate `grade all
+--submission exercises` process run in a scratch folder of its own, in a session of its
+own, with a time limit; inside it, the submission's code runs only in the sandbox
+(grader.sandbox), which cannot see the other submissions, the results or this process.
+Every process of that session is ended before its scratch folder is removed. On a GPU host
+one worker runs per GPU (CUDA_VISIBLE_DEVICES), on a CPU host `--jobs N` workers.
+
+Results, all naming the student's files by their own paths (exercises/triton/...), never
+the scratch folder: OUT/students/NAME.json (written by the grading process, renamed into
+place after it has ended), NAME.md (the student's feedback), NAME.intake.json (the track
+and why, the zip members not taken), NAME.error (why there is no result), OUT/logs/NAME.log,
+and OUT/gradebook.csv rebuilt from all of them. Graded students are skipped on the next
+run unless --force, so a batch can be resumed.
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import queue
+import re
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
-import zipfile
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from grader.backends import selection as backends
 from grader.course import TRACKS, Course
 from grader.errors import GradeError
+from grader.instructor.gradebook import (Intake, write_feedback_files,  # noqa: F401
+                                         write_gradebook, write_intake)
+from grader.instructor.submissions import Entry, NotASubmission, entries, unpack  # noqa: F401
+from grader.intake import started_stages
 from grader.report.results import write_file
 from grader.sandbox.privileges import NEEDED_FOR_A_CLASS
 
-MACOS_FORKS = "__MACOSX"  # a macOS zip's copies of file metadata, mirroring the real folders
 GRADED_EXIT_CODES = (0, 1)  # `grade all` graded the submission (passed or not)
+SUBMISSION = "exercises"  # the submission's folder, relative to the grading process's own
+WAIT_STEP = 0.1  # seconds between two looks at a grading process that may have ended
 
 
-@dataclass
-class Entry:
-    name: str  # the student, from the folder or zip name
-    source: Path
+@dataclass(frozen=True)
+class Request:
+    """How every student of a class is graded (a Slurm manifest carries it as JSON)."""
+
+    backend: str  # a backend name, or auto: each student's track picks the backend
+    track: str | None = None  # forced with --track; None: each student's own
+    options: tuple[str, ...] = ()  # more `grade all` options: --seed, --timeout
+
+    def to_json(self) -> dict:
+        return {**asdict(self), "options": list(self.options)}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Request":
+        return cls(data["backend"], data.get("track"), tuple(data.get("options", ())))
+
+
+@dataclass(frozen=True)
+class Track:
+    """The track a student is graded on, and why that one."""
+
+    name: str
+    why: str
 
 
 @dataclass
@@ -52,97 +84,30 @@ class Graded:
     error: str = ""
 
 
-def entries(paths: list[Path]) -> list[Entry]:
-    """Submissions named on the command line: folders and zips, or a folder of them."""
-    found = []
-    for path in paths:
-        if path.is_dir() and not _looks_like_submission(path):
-            found += [Entry(_name(p), p) for p in sorted(path.iterdir())
-                      if p.is_dir() or p.suffix == ".zip"]
-        else:
-            found.append(Entry(_name(path), path))
-    return found
+def choose_track(course: Course, exercises: Path, request: Request) -> Track:
+    """The student's track: forced by --track or a backend's name, else the one whose
+    stage files they filled in (the one with more started stages, if both)."""
+    if request.track:
+        return Track(request.track, "chosen with --track")
+    if request.backend != backends.AUTO:
+        return Track(backends.BACKENDS[request.backend].track, f"chosen with --backend {request.backend}")
+    started = started_stages(course, list(course.stages), exercises)
+    counts = {track: len(ids) for track, ids in started.items()}
+    if not any(counts.values()):
+        return Track(TRACKS[0], "no stage started")
+    best = max(TRACKS, key=lambda t: counts[t])  # a tie goes to the first track
+    others = [f"{t}: {' '.join(started[t])}" for t in TRACKS if t != best and started[t]]
+    if not others:
+        return Track(best, "the only track started")
+    return Track(best, f"the track with more stages started; also started, not graded: "
+                       f"{'; '.join(others)}")
 
 
-def _looks_like_submission(path: Path) -> bool:
-    return (path / "exercises").is_dir() or _has_track(path)
-
-
-def _has_track(path: Path) -> bool:
-    """Whether `path` holds a folder per tile language, as exercises/ does."""
-    return any((path / track).is_dir() for track in TRACKS)
-
-
-def _name(path: Path) -> str:
-    return path.stem if path.suffix == ".zip" else path.name
-
-
-def unpack(entry: Entry, course: Course, into: Path) -> Path:
-    """The course's exercises overlaid with the submission's files; raises ValueError."""
-    exercises = into / "exercises"
-    shutil.copytree(course.root / "exercises", exercises)
-    if entry.source.suffix == ".zip":
-        source = into / "unzipped"
-        try:
-            with zipfile.ZipFile(entry.source) as archive:
-                for member in archive.namelist():
-                    target = (source / member).resolve()
-                    if not target.is_relative_to(source.resolve()):
-                        raise ValueError(f"the zip has an entry outside its folder: {member}")
-                archive.extractall(source)
-        except zipfile.BadZipFile:
-            raise ValueError(f"{entry.source.name} is not a valid zip file") from None
-    elif entry.source.is_dir():
-        source = entry.source
-    else:
-        raise ValueError(f"{entry.source} is neither a folder nor a .zip file")
-    root = _exercise_root(source)
-    if root is None:
-        first, *rest = TRACKS
-        also = "".join(f" (or {track}/...)" for track in rest)
-        raise ValueError(f"no exercises found: expected exercises/{first}/... or {first}/..."
-                         f"{also} inside the submission")
-    for file in _python_files(root):
-        target = exercises / file.relative_to(root)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(file, target, follow_symlinks=False)
-    return exercises
-
-
-def _python_files(root: Path) -> list[Path]:
-    """The submission's .py files (outside __MACOSX/); raises ValueError for a link."""
-    found = []
-    for folder, dirs, files in os.walk(root):  # never into linked folders
-        here = Path(folder)
-        if MACOS_FORKS in here.relative_to(root).parts:
-            continue
-        for name in dirs + files:
-            if (here / name).is_symlink() and (name in dirs or name.endswith(".py")):
-                raise ValueError(f"{(here / name).relative_to(root)} is a symbolic link; "
-                                 "submit the files themselves")
-        found += [here / name for name in files if name.endswith(".py")]
-    return sorted(found)
-
-
-def _exercise_root(source: Path) -> Path | None:
-    """The shallowest folder that is, or holds, the exercises (outside __MACOSX/)."""
-    def depth(path: Path) -> int:
-        return len(path.relative_to(source).parts)
-
-    folders = [p for p in source.rglob("*")
-               if p.is_dir() and MACOS_FORKS not in p.relative_to(source).parts]
-    for candidate in [source, *sorted(folders, key=lambda p: (depth(p), str(p)))]:
-        if (candidate / "exercises").is_dir():
-            return candidate / "exercises"
-        if _has_track(candidate):
-            return candidate
-    return None
-
-
-def grade_one(entry: Entry, course: Course, out: Path, options: list[str], env: dict,
+def grade_one(entry: Entry, course: Course, out: Path, request: Request, env: dict,
               limit: float, results: Path | None = None) -> Graded:
     """Grade one submission in its own `grade all` process; its result goes to `results`
-    (OUT/students/ unless given: a Slurm task's go to its run folder), its log to OUT/logs/."""
+    (OUT/students/ unless given: a Slurm task's go to its run folder), its log to OUT/logs/,
+    what its intake found to OUT/students/NAME.intake.json."""
     result = (results or out / "students") / f"{entry.name}.json"
     # The grader writes to a scratch name, renamed only once it has finished: a run that
     # crashes or times out leaves no result (nor half of one). An earlier result (--force)
@@ -150,32 +115,122 @@ def grade_one(entry: Entry, course: Course, out: Path, options: list[str], env: 
     fresh = result.with_name(f"{entry.name}.json.partial")
     result.unlink(missing_ok=True)
     fresh.unlink(missing_ok=True)
-    with tempfile.TemporaryDirectory(prefix="tilecourse-batch-") as tmp:
-        try:
-            exercises = unpack(entry, course, Path(tmp))
-        except (ValueError, OSError) as exc:
-            return Graded(entry.name, None, str(exc))
-        command = [sys.executable, "-m", "grader", "--course", str(course.path), "all",
-                   "--submission", str(exercises), "--json", str(fresh), *options]
-        log = out / "logs" / f"{entry.name}.log"
-        log.parent.mkdir(parents=True, exist_ok=True)
-        # Its own session (a signal to a process group cannot reach this batch), its own
-        # folder as the working folder and for temporary files (nothing is left behind).
-        env = {**env, "TMPDIR": tmp}
-        try:
-            with log.open("w") as handle:
-                finished = subprocess.run(command, stdout=handle, stderr=subprocess.STDOUT,
-                                          env=env, timeout=limit, stdin=subprocess.DEVNULL,
-                                          cwd=tmp, start_new_session=True, check=False)
-        except subprocess.TimeoutExpired:
-            fresh.unlink(missing_ok=True)
-            return Graded(entry.name, None, f"grading took longer than {limit:g} s")
-    if finished.returncode not in GRADED_EXIT_CODES or not whole_json(fresh):
+    log = out / "logs" / f"{entry.name}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    intake = Intake()
+    try:
+        with scratch() as tmp:
+            try:
+                unpacked = unpack(entry, course, tmp)
+            except NotASubmission as exc:
+                intake.ignored = exc.ignored
+                return _not_graded(entry, out, intake, str(exc))
+            except (ValueError, OSError) as exc:
+                return _not_graded(entry, out, intake, str(exc))
+            intake.ignored = unpacked.ignored
+            track = choose_track(course, unpacked.exercises, request)
+            intake.track, intake.why = track.name, track.why
+            try:
+                backend = backends.select(request.backend, track.name).backend.name
+            except GradeError as exc:  # the student's track cannot be graded on this host
+                return _not_graded(entry, out, intake, str(exc))
+            write_intake(out, entry.name, intake)
+            command = [sys.executable, "-m", "grader", "--course", str(course.path), "all",
+                       "--submission", SUBMISSION, "--backend", backend, "--json", str(fresh),
+                       *request.options]
+            # Its own folder as the working folder and for temporary files (nothing is left
+            # behind), and the submission named relative to it: what the grader prints and
+            # records names the student's own paths (exercises/triton/...).
+            try:
+                code = run_isolated(command, log, {**env, "TMPDIR": str(tmp)}, tmp, limit)
+            except subprocess.TimeoutExpired:
+                fresh.unlink(missing_ok=True)
+                return Graded(entry.name, None, f"grading took longer than {limit:g} s")
+            finally:
+                student_paths(log, tmp)
+    except OSError as exc:  # the scratch folder itself (a full disk): a message, not a traceback
+        return Graded(entry.name, None, f"not graded: the grader's temporary folder failed: {exc}")
+    if code not in GRADED_EXIT_CODES or not whole_json(fresh):
         fresh.unlink(missing_ok=True)
-        return Graded(entry.name, None, f"no result was written (exit code "
-                                        f"{finished.returncode}); see {log}")
+        return Graded(entry.name, None, f"no result was written (exit code {code}); see "
+                                        f"logs/{log.name}")
+    student_paths(fresh, tmp)
     os.replace(fresh, result)
     return Graded(entry.name, result)
+
+
+def _not_graded(entry: Entry, out: Path, intake: Intake, why: str) -> Graded:
+    write_intake(out, entry.name, intake)
+    return Graded(entry.name, None, why)
+
+
+@contextmanager
+def scratch() -> Iterator[Path]:
+    """A private temporary folder for one submission. It is removed only by this batch,
+    after run_isolated has ended every process that could still be using it; a removal that
+    fails (a file a process left read-only) leaves it behind rather than failing the batch."""
+    folder = Path(tempfile.mkdtemp(prefix="tilecourse-batch-"))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def run_isolated(command: list[str], log: Path, env: dict, cwd: Path, limit: float) -> int:
+    """Run `command` in a session of its own with its output in `log`; returns its exit code,
+    or raises subprocess.TimeoutExpired after `limit` seconds. Either way every process of
+    its session has ended before this returns: a straggler must never outlive its scratch
+    folder (it would write a traceback about the vanished folder into the log) nor go on
+    writing to the log."""
+    with log.open("w") as handle:
+        child = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, env=env,
+                                 stdin=subprocess.DEVNULL, cwd=cwd, start_new_session=True)
+    try:
+        ended = _wait_unreaped(child.pid, limit)
+    finally:
+        # The leader is alive or a zombie (not reaped yet), so its pid, the session's
+        # process group id, cannot have been given to anyone else.
+        try:
+            os.killpg(child.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        code = child.wait()
+    if not ended:
+        with log.open("a") as handle:
+            handle.write(f"\n[grade batch] stopped after {limit:g} s (--limit)\n")
+        raise subprocess.TimeoutExpired(command, limit)
+    return code
+
+
+def _wait_unreaped(pid: int, limit: float) -> bool:
+    """Wait up to `limit` s for `pid` to end without reaping it; whether it ended."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+            return True
+        time.sleep(WAIT_STEP)
+    return False
+
+
+def student_paths(path: Path, tmp: Path) -> None:
+    """Rewrite `path` so that it names the student's files as the student knows them
+    (exercises/triton/stage3_softmax.py), never the batch's temporary folder."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return
+    cleaned = relative_to_submission(text, tmp)
+    if cleaned != text:
+        write_file(path, cleaned)
+
+
+def relative_to_submission(text: str, tmp: Path) -> str:
+    """`text` with the temporary folder taken out of every path: a path to the copy of the
+    submission starts at exercises/, any other below the folder is shown as <tmp>/..."""
+    for root in {str(tmp), os.path.realpath(tmp)}:
+        text = re.sub(re.escape(root) + r"(/[^\s'\"]*?)?/" + SUBMISSION + "/", SUBMISSION + "/", text)
+        text = text.replace(root, "<tmp>")
+    return text
 
 
 def whole_json(path: Path) -> bool:
@@ -186,12 +241,12 @@ def whole_json(path: Path) -> bool:
         return False
 
 
-def pending(submissions: list[Entry], out: Path, force: bool) -> list[Entry]:
+def pending(students: list[Entry], out: Path, force: bool) -> list[Entry]:
     """The submissions without a result yet (all of them with `force`)."""
-    return [e for e in submissions if force or not (out / "students" / f"{e.name}.json").is_file()]
+    return [e for e in students if force or not (out / "students" / f"{e.name}.json").is_file()]
 
 
-def run(course: Course, todo: list[Entry], out: Path, options: list[str], jobs: int,
+def run(course: Course, todo: list[Entry], out: Path, request: Request, jobs: int,
         gpus: list[str], limit: float,
         on_done: Callable[[Graded], None] = lambda g: None) -> list[Graded]:
     """Grade each submission in `todo`; returns what happened to each one."""
@@ -207,7 +262,7 @@ def run(course: Course, todo: list[Entry], out: Path, options: list[str], jobs: 
             env = dict(os.environ)
             if gpu is not None:
                 env["CUDA_VISIBLE_DEVICES"] = gpu
-            return grade_one(entry, course, out, options, env, limit)
+            return grade_one(entry, course, out, request, env, limit)
         finally:
             free.put(gpu)
 
@@ -247,34 +302,6 @@ def class_seed(out: Path, seed: int | None, force: bool) -> int:
     out.mkdir(parents=True, exist_ok=True)
     write_file(recorded, json.dumps({"seed": seed}) + "\n")
     return seed
-
-
-def write_gradebook(course: Course, out: Path, submissions: list[Entry]) -> Path:
-    """OUT/gradebook.csv: one row per student, one column per stage, from the JSON files."""
-    path = out / "gradebook.csv"
-    stage_ids = [s.id for s in course.stages]
-    with path.open("w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["student", *stage_ids, "total", "max", "speed graded on", "seed",
-                         "not started", "error"])
-        for entry in submissions:
-            result = out / "students" / f"{entry.name}.json"
-            error_file = out / "students" / f"{entry.name}.error"
-            if not result.is_file():
-                error = error_file.read_text().strip() if error_file.is_file() else "not graded"
-                writer.writerow([entry.name, *[""] * len(stage_ids), "", "", "", "", "", error])
-                continue
-            data = json.loads(result.read_text())
-            points = {s["id"]: s["total_points"] for s in data["stages"]}
-            speed = any(s["speed"]["graded"] for s in data["stages"])
-            problems = "; ".join(f"{s['id']}: {s['message']}" for s in data["stages"]
-                                 if s["status"] == "ERROR")
-            # A stage whose file was missing from the submission kept the skeleton.
-            untouched = " ".join(s["id"] for s in data["stages"] if s["status"] == "NOT STARTED")
-            writer.writerow([entry.name, *[points.get(i, "") for i in stage_ids], data["points"],
-                             data["max_points"], data["machine"]["gpu"] if speed else "",
-                             data["seed"], untouched, problems])
-    return path
 
 
 def require_a_safe_sandbox(protections, allow_weak: bool) -> None:

@@ -10,7 +10,10 @@ the handout is scanned for lines of reference code, and the release fails if one
 
 from __future__ import annotations
 
+import os
 import shutil
+import tempfile
+import zipfile
 from pathlib import Path
 
 from grader.course import HIDDEN_FILE, Course
@@ -63,6 +66,59 @@ def release(course: Course, out: Path, force: bool = False) -> list[Path]:
         raise ReleaseError("The handout would contain reference code, so nothing should be "
                            "handed out from " + str(out) + ":\n" + "\n".join(f"  - {x}" for x in leaks[:10]))
     return written
+
+
+AUTOGRADER_TEMPLATES = "templates/gradescope"
+AUTOGRADER_SCRIPTS = ("setup.sh", "run_autograder")  # Gradescope runs these from the zip's top
+EXECUTABLE, READABLE = 0o755, 0o644
+
+
+def autograder(course: Course, out: Path, force: bool = False) -> list[str]:
+    """Gradescope's autograder zip at `out`: the handout (as `release` writes it), the
+    hidden cases, and templates/gradescope's setup.sh and run_autograder, all at the zip's
+    top, which Gradescope unpacks into /autograder/source. Returns the zip's member names."""
+    out = Path(out)
+    if out.suffix != ".zip":
+        raise ReleaseError(f"{out} does not end in .zip; Gradescope takes the autograder as a zip.")
+    if out.exists() and not force:
+        raise ReleaseError(f"{out} exists. Choose another name, or pass --force to replace it.")
+    templates = course.root / AUTOGRADER_TEMPLATES
+    missing = [name for name in AUTOGRADER_SCRIPTS if not (templates / name).is_file()]
+    if missing:
+        raise ReleaseError(f"{templates} lacks {', '.join(missing)}: the autograder zip is "
+                           "built from the course's Gradescope templates.")
+    with tempfile.TemporaryDirectory(prefix="tilecourse-autograder-") as tmp:
+        source = Path(tmp) / "source"
+        release(course, source)
+        if course.hidden_file is not None:  # graded on Gradescope, never in the handout
+            _copy(course.hidden_file, source / HIDDEN_FILE)
+        for name in AUTOGRADER_SCRIPTS:
+            _copy(templates / name, source / name)
+        return _zip_folder(source, out)
+
+
+def _zip_folder(folder: Path, out: Path) -> list[str]:
+    """Zip `folder`'s files at the zip's top, the scripts executable; written beside `out`
+    and renamed into place, so a failure never leaves half a zip (nor an old one damaged)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, scratch = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".partial")
+    os.close(fd)
+    names = []
+    try:
+        with zipfile.ZipFile(scratch, "w", zipfile.ZIP_DEFLATED) as archive:
+            for file in sorted(p for p in folder.rglob("*") if p.is_file()):
+                name = file.relative_to(folder).as_posix()
+                info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+                mode = EXECUTABLE if name in AUTOGRADER_SCRIPTS else READABLE
+                info.external_attr = (0o100000 | mode) << 16  # a regular file, with its mode
+                info.compress_type = zipfile.ZIP_DEFLATED
+                archive.writestr(info, file.read_bytes())
+                names.append(name)
+        os.replace(scratch, out)
+    except BaseException:
+        Path(scratch).unlink(missing_ok=True)
+        raise
+    return names
 
 
 def _copy(source: Path, target: Path) -> Path:

@@ -60,7 +60,7 @@ class Run:
     job: str
     attempt: int  # 1, or 2 for the re-submission of tasks that Slurm killed
     tasks: list[list[batch.Entry]]
-    grading: list[str]  # the `grade all` options: backend, seed, timeout
+    grading: batch.Request  # how its students are graded: backend, track, seed, timeout
     limit: float
     collected: set[int] = field(default_factory=set)
 
@@ -113,7 +113,7 @@ def require_one_gpu_kind(options: Options) -> None:
                          f"gpu:{kinds[0]}:1, or pass --allow-mixed-gpus.")
 
 
-def submit(course: Course, todo: list[batch.Entry], out: Path, grading: list[str],
+def submit(course: Course, todo: list[batch.Entry], out: Path, grading: batch.Request,
            limit: float, options: Options, attempt: int = 1) -> Run:
     """Write a run folder for `todo` and submit it as one array; earlier results of these
     students are removed once Slurm has accepted it, so none can stand in for this run."""
@@ -123,7 +123,7 @@ def submit(course: Course, todo: list[batch.Entry], out: Path, grading: list[str
     folder = root / str(number)
     (folder / "results").mkdir(parents=True)
     tasks = [todo[i:i + options.per_task] for i in range(0, len(todo), options.per_task)]
-    manifest = {"course": str(course.path.resolve()), "grading": grading, "limit": limit,
+    manifest = {"course": str(course.path.resolve()), "grading": grading.to_json(), "limit": limit,
                 "attempt": attempt, "job": None, "allow_weak_sandbox": options.allow_weak_sandbox,
                 "tasks": [[[e.name, str(e.source.resolve())] for e in t] for t in tasks]}
     write_file(folder / "manifest.json", json.dumps(manifest, indent=2))
@@ -163,7 +163,7 @@ def open_runs(out: Path) -> list[Run]:
         done = folder.parent / "collected.json"
         run = Run(folder.parent, manifest["job"], manifest["attempt"],
                   [[batch.Entry(n, Path(s)) for n, s in t] for t in manifest["tasks"]],
-                  manifest["grading"], manifest["limit"],
+                  batch.Request.from_json(manifest["grading"]), manifest["limit"],
                   set(json.loads(done.read_text())) if done.is_file() else set())
         if run.open:
             found.append(run)
@@ -187,7 +187,8 @@ def run_task(folder: Path, index: int) -> None:
         if weak:
             batch.record(folder / "results", batch.Graded(name, None, weak))
             continue
-        graded = batch.grade_one(batch.Entry(name, Path(source)), course, out, manifest["grading"],
+        graded = batch.grade_one(batch.Entry(name, Path(source)), course, out,
+                                 batch.Request.from_json(manifest["grading"]),
                                  dict(os.environ), manifest["limit"], results=folder / "results")
         batch.record(folder / "results", graded)
 

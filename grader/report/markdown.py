@@ -1,5 +1,6 @@
 """Markdown: a short summary for a CI job page, such as GitHub's $GITHUB_STEP_SUMMARY: the
-scorecard table and what failed."""
+scorecard table and what failed; and a student's feedback file from `grade batch`: the same
+table, every failure in full, and the hints."""
 
 from __future__ import annotations
 
@@ -9,9 +10,7 @@ from grader.report.results import Report, StageResult, Status, write_file
 from grader.report.text import (case_text, clean, first_line, number, ran, speed_points, speed_text,
                                 stage_name, versions)
 
-SUMMARIES_SHOWN = 3  # failing items listed per stage
-
-
+SUMMARIES_SHOWN = 3  # failing items listed per stage in a CI summary
 
 
 def write_markdown(report: Report, path: Path) -> None:
@@ -72,3 +71,56 @@ def _cell(text: object) -> str:
     """One line of Markdown that cannot break a table row or open an HTML tag."""
     line = " ".join(clean(text).split())
     return line.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def write_feedback(path: Path, student: str, report: Report | None, problem: str = "",
+                   note: str = "", ignored: list[str] = ()) -> None:
+    """A student's feedback: the scorecard, each failure's message in full, the hints; or,
+    for a submission that could not be graded, why. `ignored` lists what of the submission
+    was not taken (zip members), `note` how it was graded (its track)."""
+    if report is None:
+        lines = [f"## {_cell(student)}: not graded", "", _cell(problem or "not graded")]
+    else:
+        lines = [f"## {_cell(student)}: {number(report.points)}/{number(report.max_points)} "
+                 f"points, {'PASS' if report.passed else 'FAIL'}", "", *_markdown_table(report)]
+        for stage in report.stages:
+            if _needs_explaining(stage):
+                lines += ["", *_feedback_stage(stage)]
+        lines += ["", f"Seed {report.seed}: `grade all --seed {report.seed}` draws the same "
+                      "inputs (hidden cases excepted)."]
+    if note:
+        lines += ["", _cell(note)]
+    if ignored:
+        lines += ["", "**Not taken from the submission** (only the stage files are graded):", "",
+                  *(f"- `{_code(item)}`" for item in ignored)]
+    write_file(path, clean("\n".join(lines)) + "\n")
+
+
+def _feedback_stage(stage: StageResult) -> list[str]:
+    """Everything about a stage's failures, as a student can read it (hidden cases say only
+    that they failed, and how)."""
+    lines = [f"### {stage_name(stage)}: {stage.status.value}", "", f"File: `{_code(stage.module)}`"]
+    if stage.message:
+        lines += ["", _block(stage.message)]
+    for case in stage.cases:
+        if not case.passed:
+            lines += ["", f"Case `{_code(case.id)}`:", "", _block(case_text(case))]
+    lines += [f"- {_cell(c.name)}: {_cell(c.message)}" for c in stage.checks
+              if c.graded and not c.passed]
+    lines += [f"- speed `{_code(c.id)}`: {_cell(speed_text(c))}" for c in stage.speed.cases
+              if not c.passed]
+    lines += ["", *(f"Hint: {_cell(hint)}" for hint in stage.hints)] if stage.hints else []
+    return lines
+
+
+def _block(text: str) -> str:
+    """`text` as a fenced block that nothing in it can close."""
+    body = clean(text).rstrip()
+    fence = "```"
+    while fence in body:
+        fence += "`"
+    return f"{fence}text\n{body}\n{fence}"
+
+
+def _code(text: object) -> str:
+    return " ".join(clean(text).split()).replace("`", "'")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -201,6 +201,35 @@ class Report:
 
     def write_json(self, path: Path) -> None:
         write_file(path, json.dumps(self.to_json(), indent=2) + "\n")
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Report":
+        """The report a `to_json` dict describes (what `grade batch` reads back to write a
+        student's feedback). The sandbox protections and derived totals are not kept."""
+        stages = [_stage_from_json(s) for s in data.get("stages", [])]
+        return _build(cls, data, stages=stages)
+
+
+def _build(kind, data: dict[str, Any], **given):
+    """`kind(...)` from the keys of `data` that are its fields, and `given` over them."""
+    names = {f.name for f in fields(kind)}
+    return kind(**{**{k: v for k, v in data.items() if k in names}, **given})
+
+
+def _failure(value: str | None) -> Failure | None:
+    return Failure(value) if value else None
+
+
+def _stage_from_json(data: dict[str, Any]) -> StageResult:
+    speed = data.get("speed") or {}
+    return _build(
+        StageResult, data, status=Status(data["status"]), sandbox=[],
+        cases=[_build(CaseResult, c, failure=_failure(c.get("failure")))
+               for c in data.get("cases", [])],
+        checks=[_build(CheckResult, c) for c in data.get("checks", [])],
+        speed=_build(SpeedResult, {"graded": False, "reason": "", **speed},
+                     cases=[_build(SpeedCase, c, failure=_failure(c.get("failure")))
+                            for c in speed.get("cases", [])]))
 
 
 def write_file(path: Path, data: str | bytes) -> None:

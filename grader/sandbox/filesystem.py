@@ -36,7 +36,13 @@ _PATH_LISTS = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH")
 COURSE_FILE = "course.toml"  # a folder holding one is a course, with its solutions
 _PATH_VALUES = ("CUDA_HOME", "CUDA_PATH")
 _OWN = ("/proc", "/dev")  # made fresh in the view, never windows on the host
-SCRATCH_SIZE = "2g"
+# The child's tmpfs mounts live in RAM, so they are part of its memory: at most 16 MiB (the
+# root) + SCRATCH_SIZE + TMP_SIZE + SHM_SIZE, 848 MiB in all (it was 4 GiB, counted nowhere),
+# which `grade batch --jobs N` must afford N times over. The scratch folder holds the child's
+# HOME and compile caches (a few MiB per kernel); /tmp and /dev/shm are rarely used.
+SCRATCH_SIZE = "512m"
+TMP_SIZE = "256m"
+SHM_SIZE = "64m"
 
 
 @dataclass
@@ -157,12 +163,12 @@ def build(view: View, owner: int) -> None:
     linux.mount("tmpfs", root, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=0755,size=16m")
     for path, target in view.links:
         os.symlink(target, root + path)
-    _tmpfs(root, "/tmp", "mode=1777,size=1g")
+    _tmpfs(root, "/tmp", f"mode=1777,size={TMP_SIZE}")
     for path in view.readable:
         _window(root, path)
     _mkdir(root + "/dev")
     linux.mount("/dev", root + "/dev", None, linux.MS_BIND | linux.MS_REC)
-    _tmpfs(root, "/dev/shm", "mode=1777,size=1g")
+    _tmpfs(root, "/dev/shm", f"mode=1777,size={SHM_SIZE}")
     _window(root, view.submission)
     _tmpfs(root, view.scratch, f"mode=0700,uid={owner},gid={owner},size={SCRATCH_SIZE}")
     for secret in view.hidden:

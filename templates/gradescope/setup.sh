@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Gradescope autograder setup: runs once, when the autograder image is built.
-# /autograder/source holds the autograder zip: the course (built with `grade release`, plus
-# course.hidden.toml if the class has hidden cases) and these two files.
+# /autograder/source holds the autograder zip that `grade autograder autograder.zip` builds:
+# the handout (no solutions), course.hidden.toml if the class has hidden cases, and these
+# two files.
 # On a GPU image, install the cuTile extra too: pip3 install -e "/autograder/source[cutile]".
 set -euo pipefail
 ROOT=${AUTOGRADER_ROOT:-/autograder}

@@ -1,0 +1,234 @@
+"""`grade batch` on a class: each student on their own track, folders that are not
+submissions, hostile zips, the students' feedback files, and paths as students know them."""
+
+import csv
+import json
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, vector_add_course
+
+from grader.course import load_course
+from grader.instructor import batch, submissions
+
+GELU = """
+[[stages]]
+id = "fused_gelu"
+title = "Fused GELU"
+points = 10
+modules = { triton = "triton/stage2_fused_gelu.py", cutile = "cutile/stage2_fused_gelu.py" }
+tolerance.float32 = { atol = 1e-5, rtol = 1e-5 }
+cases = [ { M = 3, N = 70, dtypes = ["float32"] } ]
+"""
+TRITON_ADD, CUTILE_ADD = "triton/stage1_vector_add.py", "cutile/stage1_vector_add.py"
+TRITON_GELU, CUTILE_GELU = "triton/stage2_fused_gelu.py", "cutile/stage2_fused_gelu.py"
+
+
+def _solution(path: str) -> str:
+    return (ROOT / "solutions" / path).read_text(encoding="utf-8")
+
+
+@pytest.fixture
+def small_course(tmp_path):
+    """Two stages (vector add, fused GELU), one small case each: a few seconds per student."""
+    root = tmp_path / "course"
+    root.mkdir()
+    shutil.copytree(ROOT / "exercises", root / "exercises",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (root / "course.toml").write_text(
+        vector_add_course('[ { n = 1000, dtypes = ["float32"] } ]', GELU), encoding="utf-8")
+    return load_course(root / "course.toml")
+
+
+def _student(folder: Path, files: dict[str, str]) -> None:
+    for path, text in files.items():
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path).write_text(text, encoding="utf-8")
+
+
+def test_a_class_is_graded_each_on_their_own_track(tmp_path, run_grade, small_course):
+    subs = tmp_path / "subs"
+    _student(subs / "tia/exercises", {TRITON_ADD: _solution(TRITON_ADD)})
+    # A wrong cuTile GELU: its failure and its file must reach the feedback.
+    wrong_gelu = _solution(CUTILE_GELU).replace("0.044715", "0.5")
+    assert wrong_gelu != _solution(CUTILE_GELU)
+    _student(subs / "cuong/exercises", {CUTILE_ADD: _solution(CUTILE_ADD),
+                                        CUTILE_GELU: wrong_gelu})
+    # Mixed: one Triton stage, two cuTile ones; the cuTile track has more.
+    _student(subs / "max", {TRITON_ADD: _solution(TRITON_ADD), CUTILE_ADD: _solution(CUTILE_ADD),
+                            CUTILE_GELU: _solution(CUTILE_GELU)})
+    # Empty: the handout as it was given out, nothing filled in.
+    _student(subs / "emma/exercises", {TRITON_ADD: (ROOT / "exercises" / TRITON_ADD).read_text()})
+    (subs / "nora/notes").mkdir(parents=True)
+    (subs / "nora/notes/todo.md").write_text("start the course\n")
+    out = tmp_path / "grades"
+
+    code, stdout, _ = run_grade("--course", str(small_course.path), "batch", str(subs),
+                                "--out", str(out), "--seed", "5", "--jobs", "2")
+    assert code == 0, stdout
+    rows = {r["student"]: r for r in csv.DictReader((out / "gradebook.csv").open())}
+    assert set(rows) == {"tia", "cuong", "max", "emma", "nora"}  # never "notes"
+    assert {n: rows[n]["track"] for n in rows if n != "nora"} == {
+        "tia": "triton", "cuong": "cutile", "max": "cutile", "emma": "triton"}
+    assert float(rows["tia"]["vector_add"]) == 10 and float(rows["tia"]["total"]) == 10
+    assert float(rows["cuong"]["vector_add"]) == 10 and float(rows["cuong"]["fused_gelu"]) == 0
+    assert float(rows["max"]["total"]) == 20
+    assert rows["emma"]["status"] == "graded" and float(rows["emma"]["total"]) == 0
+    assert rows["emma"]["not started"] == "vector_add fused_gelu"
+    assert rows["nora"]["status"] == "not a submission"
+    assert rows["nora"]["error"].startswith("not a submission: no stage files found (looked for "
+                                            "exercises/triton/stage1_vector_add.py")
+    data = json.loads((out / "students/cuong.json").read_text())
+    assert {s["backend"] for s in data["stages"]} == {"cutile-sim"}
+
+    # Feedback for everyone, next to the results.
+    feedback = {n: (out / f"students/{n}.md").read_text() for n in rows}
+    assert "## cuong: 10/20 points, FAIL" in feedback["cuong"]
+    assert "stage2 fused_gelu: FAIL" in feedback["cuong"]
+    assert "File: `exercises/cutile/stage2_fused_gelu.py`" in feedback["cuong"]
+    assert "elements mismatch" in feedback["cuong"].split("stage2 fused_gelu: FAIL")[1]
+    assert "also started, not graded: triton: vector_add" in feedback["max"]
+    assert "not a submission: no stage files found" in feedback["nora"]
+    assert "20/20 points, PASS" in feedback["max"]
+
+    # Student-relative paths everywhere: logs, JSON, feedback.
+    written = [*(out / "students").iterdir(), *(out / "logs").iterdir(), out / "gradebook.csv"]
+    for path in written:
+        text = path.read_text()
+        assert "tilecourse-batch-" not in text and "<tmp>" not in text, path
+    assert "exercises/cutile/stage2_fused_gelu.py" in json.dumps(data)
+    assert not list(Path(batch.tempfile.gettempdir()).glob("tilecourse-batch-*"))
+
+
+def _zip(path: Path, members: dict[str, bytes | str], links: tuple[str, ...] = ()) -> Path:
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+        for name in links:
+            info = zipfile.ZipInfo(name)
+            info.external_attr = 0o120777 << 16  # a symbolic link, as zip -y stores one
+            archive.writestr(info, "/etc/passwd")
+    return path
+
+
+def test_a_zip_gives_only_its_stage_files_within_limits(tmp_path, small_course):
+    solution = _solution(TRITON_ADD)
+    archive = _zip(tmp_path / "zed.zip", {
+        f"zed-main/exercises/{TRITON_ADD}": solution,
+        "zed-main/exercises/triton/helper.py": "x = 1\n",
+        "/etc/cron.d/evil": "x",
+        f"../{CUTILE_ADD}": "x",
+        "stage2_fused_gelu.py": "x" * (submissions.FILE_LIMIT + 1),
+        "__MACOSX/zed-main/._stage1_vector_add.py": "metadata",
+    }, links=(f"exercises/{CUTILE_GELU}",))
+    unpacked = submissions.unpack(submissions.Entry("zed", archive), small_course, tmp_path / "w")
+    assert (unpacked.exercises / TRITON_ADD).read_text() == solution
+    assert (unpacked.exercises / CUTILE_GELU).read_text() == \
+        (small_course.root / "exercises" / CUTILE_GELU).read_text()  # the skeleton stays
+    assert not (unpacked.exercises / "triton/helper.py").exists()
+    why = dict(item.split(": ", 1) for item in unpacked.ignored)
+    assert why == {"zed-main/exercises/triton/helper.py": "not a stage file",
+                   "/etc/cron.d/evil": "an absolute path",
+                   f"../{CUTILE_ADD}": "a path outside the submission (..)",
+                   "stage2_fused_gelu.py": "larger than 256 KiB",
+                   f"exercises/{CUTILE_GELU}": "a symbolic link"}
+    assert not list((tmp_path / "w").rglob("passwd")) and not (tmp_path / "etc").exists()
+
+
+def test_gradescope_style_bare_files_find_their_track_by_what_they_import(tmp_path, small_course):
+    archive = _zip(tmp_path / "gus.zip", {
+        "stage1_vector_add.py": _solution(CUTILE_ADD),
+        "stage2_fused_gelu.py": "print('hello')\n",
+    })
+    unpacked = submissions.unpack(submissions.Entry("gus", archive), small_course, tmp_path / "w")
+    assert (unpacked.exercises / CUTILE_ADD).read_text() == _solution(CUTILE_ADD)
+    assert unpacked.ignored == ["stage2_fused_gelu.py: a stage file name, but it imports "
+                                "neither triton nor cuda.tile"]
+
+
+def test_a_zip_beyond_the_total_limit_keeps_what_fits(tmp_path, small_course, monkeypatch):
+    monkeypatch.setattr(submissions, "TOTAL_LIMIT", 100)
+    archive = _zip(tmp_path / "big.zip", {f"exercises/{TRITON_ADD}": "a" * 80,
+                                          f"exercises/{TRITON_GELU}": "b" * 80})
+    unpacked = submissions.unpack(submissions.Entry("big", archive), small_course, tmp_path / "w")
+    assert (unpacked.exercises / TRITON_ADD).read_text() == "a" * 80
+    assert unpacked.ignored == [f"exercises/{TRITON_GELU}: over the submission's 0 MiB of stage files"]
+
+
+def test_a_zip_without_stage_files_is_not_a_submission(tmp_path, small_course):
+    archive = _zip(tmp_path / "nia.zip", {"notes/todo.md": "later"})
+    with pytest.raises(submissions.NotASubmission) as caught:
+        submissions.unpack(submissions.Entry("nia", archive), small_course, tmp_path / "w")
+    assert str(caught.value).startswith("not a submission: no stage files found")
+    assert caught.value.ignored == ["notes/todo.md: not a stage file"]
+
+
+def test_a_folder_named_alone_is_its_own_student_even_when_it_is_not_a_submission(tmp_path,
+                                                                                   small_course):
+    (tmp_path / "nora/notes").mkdir(parents=True)
+    (tmp_path / "nora/notes/a.txt").write_text("x")
+    assert submissions.entries(small_course, [tmp_path / "nora"]) == [
+        submissions.Entry("nora", tmp_path / "nora")]
+    _student(tmp_path / "class/ann/exercises", {TRITON_ADD: "x"})
+    (tmp_path / "class/bo").mkdir()
+    assert [e.name for e in submissions.entries(small_course, [tmp_path / "class"])] == ["ann", "bo"]
+
+
+def test_a_straggler_is_ended_before_its_scratch_folder_goes(tmp_path):
+    """A process the grading process left behind (its sandbox, say) must not outlive the
+    scratch folder: it would write a traceback about the vanished folder into the log."""
+    import sys
+    import time
+
+    log = tmp_path / "log"
+    straggler = ("import subprocess, sys; "
+                 "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+                 "print('left behind', p.pid, flush=True)")
+    with batch.scratch() as tmp:
+        code = batch.run_isolated([sys.executable, "-c", straggler], log, {}, tmp, 20)
+    pid = int(log.read_text().split("left behind ")[1].split()[0])
+    deadline = time.monotonic() + 5  # SIGKILL is delivered, not waited for
+    while _running(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert code == 0 and not _running(pid) and not tmp.exists()
+    with batch.scratch() as tmp, pytest.raises(batch.subprocess.TimeoutExpired):
+        batch.run_isolated([sys.executable, "-c", "import time; time.sleep(30)"], log, {}, tmp, 0.5)
+    assert "stopped after 0.5 s" in log.read_text()
+
+
+def _running(pid: int) -> bool:
+    """Whether `pid` runs (a zombie, ended but not yet reaped by its new parent, does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def test_a_childs_file_systems_in_memory_fit_its_documented_budget():
+    """tmpfs pages are RAM: each child's mounts are capped, 848 MiB in all (was 4 GiB)."""
+    import inspect
+    import re
+
+    from grader.sandbox import filesystem
+
+    def mib(size: str) -> int:
+        number, unit = re.fullmatch(r"(\d+)([mg])", size).groups()
+        return int(number) * (1024 if unit == "g" else 1)
+
+    sizes = [filesystem.SCRATCH_SIZE, filesystem.TMP_SIZE, filesystem.SHM_SIZE]
+    assert 16 + sum(mib(s) for s in sizes) == 848
+    assert not re.search(r"size=\d+g", inspect.getsource(filesystem.build))  # all capped above
+
+
+def test_paths_below_the_scratch_folder_become_the_students_own(tmp_path):
+    tmp = tmp_path / "tilecourse-batch-x"
+    text = (f'File "{tmp}/exercises/triton/stage3_softmax.py", line 4\n'
+            f"copied to {tmp}/run/copy/exercises/cutile/stage1_vector_add.py: ok\n"
+            f"cache in {tmp}/home")
+    assert batch.relative_to_submission(text, tmp) == (
+        'File "exercises/triton/stage3_softmax.py", line 4\n'
+        "copied to exercises/cutile/stage1_vector_add.py: ok\n"
+        "cache in <tmp>/home")
