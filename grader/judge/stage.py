@@ -106,6 +106,12 @@ class StageCheck:
             return Verdict(False, "a kernel does not compile for a GPU (the interpreter ran it, "
                                   "a GPU compiler would not): " + outcome.compile_errors[0],
                            outcome.compile_errors[1:], kind=Failure.DOES_NOT_COMPILE)
+        if outcome.unchecked:
+            # A kernel body that only an interpreter would run must earn nothing: without
+            # the front end's word the case is not graded, however right its output.
+            return Verdict(False, "not graded: its kernel could not be checked by a GPU "
+                                  f"compiler's front end ({outcome.unchecked})",
+                           kind=Failure.NOT_GRADED)
         if outcome.overruns:
             return Verdict(False, "wrote out of bounds: " + "; ".join(outcome.overruns),
                            ["a load or store is missing its mask, or its mask is too loose"],

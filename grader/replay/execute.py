@@ -10,6 +10,7 @@ callable for the timing loop: the same steps without poison or checks.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -47,6 +48,8 @@ class Replay:
         self.file = file
         self.device = torch.device(device)
         self.frontend = frontend  # on a CPU: check each launch with the real front end
+        if self.device.type == "cuda" and "triton" in sys.modules:
+            _scratch_for_descriptors(self.device)
 
     def run(self, proposal: Proposal, inputs: dict[str, torch.Tensor]) -> Replayed:
         """The proposal run once, watched: poisoned allocations, front-end checks."""
@@ -147,6 +150,16 @@ class Replay:
         return launch
 
 
+def _scratch_for_descriptors(device: torch.device) -> None:
+    """Triton kernels that make tensor descriptors need global scratch memory, which a
+    wrapper would give with triton.set_allocator: the replay gives it for every kernel."""
+    import triton
+
+    if hasattr(triton, "set_allocator"):
+        triton.set_allocator(lambda size, alignment, stream: torch.empty(
+            size, dtype=torch.int8, device=device))
+
+
 def _unwrap(kernel) -> tuple[Any, list | None]:
     """(the JIT function under an autotuner, the autotuner's configurations or None)."""
     configs = getattr(kernel, "configs", None)
@@ -227,6 +240,9 @@ def _host_step(step, buffers: dict[str, torch.Tensor]) -> None:
 
 def _view(buffers: dict[str, torch.Tensor], ref: Ref) -> torch.Tensor:
     base = buffers[ref.buffer]
+    if (ref.offset == 0 and ref.shape == tuple(base.shape) and ref.stride == base.stride()
+            and ref.dtype == str(base.dtype).removeprefix("torch.")):
+        return base  # the whole buffer: the common case, and the cheapest in the timed loop
     start = base.storage_offset() * base.element_size() + ref.offset
     if start % ref.itemsize:
         raise ProposalError(f"a {ref.dtype} view of {ref.buffer} starts between two elements")

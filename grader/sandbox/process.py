@@ -167,10 +167,13 @@ class Process:
     def _ask(self, op: str, max_bytes: int, timeout: float | None = None,
              **args) -> protocol.Message:
         """The ok reply to one request; raises Failed or SubmissionError."""
-        if self._process is None:  # a restart after a timeout or crash
+        if self._process is None:  # the first request, or a restart after a timeout or crash
+            first = self._serial == 0
             try:
                 self.load()
             except SubmissionError as exc:
+                if first and self.role == "replay":  # the kernels could not be rebuilt
+                    raise Failed(Failure.NOT_REPLAYABLE, str(exc)) from None
                 raise Failed(Failure.CRASHED, "crashed: could not be restarted after an "
                                                f"earlier failure: {exc}") from None
         self._serial += 1
