@@ -15,6 +15,7 @@ from grader.errors import GradeError
 from grader.instructor import batch, slurm
 from grader.report.progress import batch_progress, slurm_progress
 from grader.report.scorecard import make_console, sandbox_line
+from grader.report.text import visible
 
 EXIT_OK, EXIT_INTERRUPTED = 0, 130
 
@@ -151,9 +152,9 @@ def _finish(course, out, found, graded, console) -> None:
     gradebook = batch.write_gradebook(course, out, found)
     for g in graded:
         if g.error:
-            console.print(f"{g.name}: {g.error}", markup=False)
+            console.print(visible(f"{g.name}: {g.error}"), markup=False)
     console.print(f"graded {len(graded)} now ({len(found) - len(graded)} already had results); "
-                  f"gradebook: {gradebook}")
+                  f"gradebook: {gradebook}", markup=False)
 
 
 @click.command("slurm-task", hidden=True)
