@@ -254,6 +254,10 @@ def _grade_loaded(check: StageCheck, result: StageResult, todos: TodoState,
     plugin = _CorrectnessPlugin(check, progress)
     broken = _run_checks("test_correctness.py", plugin)
     result.cases = plugin.collected
+    if any(case.hidden for case in stage.cases):
+        # The child has seen the hidden cases' inputs and could print them at any later
+        # call: what follows (memory, speed) runs in a fresh one.
+        runner.close()
     if broken:
         result.message, result.status = broken, Status.ERROR
         return result

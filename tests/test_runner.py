@@ -12,6 +12,7 @@ from grader.problems import PROBLEMS
 from grader.report.results import Failure
 from grader.sandbox import Outcome, Runner
 from grader.sandbox.launches import Launch
+from grader.sandbox.output_log import SHOWN, WITHHELD, OutputLog
 from grader.sandbox.submission import SubmissionError
 
 
@@ -36,6 +37,10 @@ class ScriptedRunner:
 
     outcomes: list
     calls: list = field(default_factory=list)
+    withheld_before: list = field(default_factory=list)  # calls made before withholding began
+
+    def withhold_output(self):
+        self.withheld_before.append(len(self.calls))
 
     def call(self, problem_id, params, dtype, seed, inputs, output_bytes):
         self.calls.append(seed)
@@ -60,7 +65,7 @@ def test_a_hidden_case_names_the_failure_of_its_second_call(course, interpret):
     runner = ScriptedRunner([correct, timed_out])
     check = StageCheck(stage, interpret, runner)
     verdict = check.check(hidden)
-    assert len(runner.calls) == 2
+    assert len(runner.calls) == 2 and runner.withheld_before == [0]  # its output, from the start
     assert not verdict.passed
     assert verdict.summary == "hidden case failed: timed out"
     assert check.results[hidden.id].summary == "hidden case failed: timed out"
@@ -83,3 +88,48 @@ def test_a_visible_case_passes_when_both_calls_are_right(course, interpret):
     verdict = StageCheck(stage, interpret, runner).check(stage.cases[0])
     assert verdict.passed, verdict.report
     assert len(runner.calls) == 2 and runner.calls[0] != runner.calls[1]
+    assert runner.withheld_before == []  # what it printed is shown
+
+
+# --- what the child printed ----------------------------------------------------------------
+
+
+def printed(log: OutputLog, text: str) -> None:
+    log.file.write(text.encode())  # as the child does, through the same file
+
+
+def test_output_of_a_child_that_saw_a_hidden_case_is_withheld_until_it_ends():
+    log = OutputLog()
+    printed(log, "public 1\n")
+    log.withhold()
+    printed(log, "hidden n=7919\n")
+    log.withhold()  # a second hidden case of the same child: one span
+    printed(log, "remembered 7919\n")
+    log.child_ended()
+    printed(log, "a fresh child\n")
+    assert log.text() == f"public 1\na fresh child\n{WITHHELD}\n"
+
+
+def test_output_still_withheld_while_the_child_runs_and_long_output_is_cut_around_it():
+    log = OutputLog()
+    printed(log, "a" * SHOWN)
+    log.withhold()
+    printed(log, "7919" * 1000)
+    log.child_ended()
+    printed(log, "b" * SHOWN)
+    log.withhold()
+    printed(log, "7919")  # its child still running
+    text = log.text()
+    assert "7919" not in text and text.endswith(WITHHELD + "\n")
+    first, last = SHOWN * 3 // 4, SHOWN // 4
+    head, cut, tail = text.partition(f"\n... ({2 * SHOWN - first - last} more bytes) ...\n")
+    assert cut and head == "a" * first and tail == "b" * last + "\n" + WITHHELD + "\n"
+
+
+def test_output_without_hidden_cases_has_no_note():
+    log = OutputLog()
+    printed(log, "x = 1")
+    assert log.text() == "x = 1"
+    log.withhold()  # a hidden case that printed nothing
+    log.child_ended()
+    assert log.text() == "x = 1"
