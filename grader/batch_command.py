@@ -15,6 +15,7 @@ from grader.errors import GradeError
 from grader.instructor import batch, slurm
 from grader.report.progress import batch_progress, slurm_progress
 from grader.report.scorecard import make_console, sandbox_line
+from grader.report.text import visible
 
 EXIT_OK, EXIT_INTERRUPTED = 0, 130
 
@@ -160,9 +161,10 @@ def _finish(course, out, found, graded, console) -> None:
     batch.write_feedback_files(out, found)
     for g in graded:
         if g.error:
-            console.print(f"{g.name}: {g.error}", markup=False)
+            console.print(visible(f"{g.name}: {g.error}"), markup=False)
     console.print(f"graded {len(graded)} now ({len(found) - len(graded)} already had results); "
-                  f"gradebook: {gradebook}; each student's feedback: {out / 'students'}/NAME.md")
+                  f"gradebook: {gradebook}; each student's feedback: {out / 'students'}/NAME.md",
+                  markup=False)
 
 
 @click.command("slurm-task", hidden=True)

@@ -37,7 +37,9 @@ from grader.instructor import release, skeletons
 from grader.judge import compile_check
 from grader.report import annotations, gradescope, junit, markdown
 from grader.report.progress import stage_progress
+from grader.report.results import Report
 from grader.report.scorecard import make_console, render, render_calibration, render_compile
+from grader.report.text import visible
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -99,22 +101,31 @@ def _grade(course: Course, stages: list[Stage], backend: str, track: str | None,
             render(stop.report, console, verbose)
         written = [p for p in (json_path, junit_path, gradescope_path, markdown_path,
                                benchmark_json) if p]
-        console.print(f"interrupted (Ctrl-C) while grading {escape(stop.stage)}: "
+        console.print(f"interrupted (Ctrl-C) while grading {escape(visible(stop.stage))}: "
                       f"{len(stop.report.stages)} of {len(stages)} stages graded"
                       + ("; no result files were written" if written else ""), soft_wrap=True)
         return EXIT_INTERRUPTED
+    written = _write_results(report, json_path, junit_path, gradescope_path, markdown_path)
     render(report, console, verbose)
     if annotations.enabled():  # GitHub Actions: each failing stage marked on its file
         for line in annotations.annotations(report):
             click.echo(line)
+    for path in written:
+        console.print(f"wrote {path}", markup=False)
+    return EXIT_OK if report.passed else EXIT_FAILED
+
+
+def _write_results(report: Report, json_path: Path | None, junit_path: Path | None,
+                   gradescope_path: Path | None, markdown_path: Path | None) -> list[Path]:
+    """Write the result files asked for, before anything is shown: whatever a submission's
+    text does to the display, its results are kept."""
     writers = [(json_path, lambda r, p: r.write_json(p)), (junit_path, junit.write_junit),
                (gradescope_path, gradescope.write_gradescope),
                (markdown_path, markdown.write_markdown)]
     for path, write in writers:
         if path:
             write(report, path)
-            console.print(f"wrote {path}")
-    return EXIT_OK if report.passed else EXIT_FAILED
+    return [path for path, _ in writers if path]
 
 
 @cli.command("list")
@@ -264,7 +275,8 @@ def main(args: list[str] | None = None) -> int:
     try:
         code = cli.main(args=args, prog_name="grade", standalone_mode=False)
     except GradeError as exc:
-        make_console(stderr=True).print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True)
+        make_console(stderr=True).print(f"[bold red]error:[/] {escape(visible(str(exc)))}",
+                                        soft_wrap=True)
         return exc.exit_code
     except click.exceptions.Exit as exc:  # --help, --version
         return exc.exit_code

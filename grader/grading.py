@@ -24,7 +24,7 @@ from grader.backends import selection as backends
 from grader.backends.selection import Selection
 from grader.course import Course, Stage, matching_hints
 from grader.course.todos import TodoState
-from grader.errors import GradeError
+from grader.errors import GradeError, one_line
 from grader.intake import NotRun, read_submission
 from grader.judge.stage import StageCheck, memory_check
 from grader.report.results import CaseResult, CheckResult, Report, SpeedResult, StageResult, Status
@@ -58,7 +58,8 @@ class _CasePlugin:
         self.cases = cases
         self.progress = progress
         self.collected: list = []  # each test item's result, from pytest's reports
-        self.failures: dict[str, str] = {}  # nodeid -> pytest's text, for checks that broke
+        self.failures: dict[str, str] = {}  # nodeid -> what happened, for checks that broke
+        self.running = None  # the case whose item pytest runs now
 
     def pytest_generate_tests(self, metafunc):
         if "case" in metafunc.fixturenames:
@@ -66,6 +67,7 @@ class _CasePlugin:
 
     def pytest_runtest_setup(self, item):
         case = item.callspec.params.get("case") if hasattr(item, "callspec") else None
+        self.running = case
         if case is not None and self.progress:
             self.progress.start(case.id)
 
@@ -77,7 +79,7 @@ class _CasePlugin:
             if self.progress:
                 self.progress.end(result)
         elif report.failed:  # set-up, or the check itself, broke before it judged the case
-            self.failures[report.nodeid] = str(report.longrepr)
+            self.failures[report.nodeid] = _broke_on(self.running, report.longrepr)
 
 
 class _CorrectnessPlugin(_CasePlugin):
@@ -142,9 +144,33 @@ def _run_checks(module: str, plugin: _CasePlugin, extra: list[str] = (),
     if code == pytest.ExitCode.INTERRUPTED:
         raise KeyboardInterrupt  # pytest caught the Ctrl-C: it stops grading, not one stage
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) or plugin.failures:
-        broken = "\n".join(plugin.failures.values())
-        return f"the grader's checks could not run (pytest exit {int(code)}). {broken}"
+        return "\n".join([f"the grader's checks could not run (pytest exit {int(code)}).",
+                          *plugin.failures.values()])
     return None
+
+
+def _broke_on(case, longrepr) -> str:
+    """One line on a check item that broke: the case, the exception and where it was raised,
+    no traceback. For a hidden case only the exception's type: its text could hold the
+    case's inputs."""
+    crash = getattr(longrepr, "reprcrash", None)
+    what = crash.message if crash else str(longrepr)
+    what = next((line for line in what.splitlines() if line.strip()), "it failed")[:300]
+    where = f" ({Path(crash.path).name}, line {crash.lineno})" if crash else ""
+    if case is not None and case.hidden:
+        what = what.split(":", 1)[0] + " (its text is withheld: a hidden case)"
+    return f"case {case.id}: {what}{where}" if case is not None else f"{what}{where}"
+
+
+def _broke(result: StageResult, exc: Exception) -> StageResult:
+    """A stage the grader itself failed to grade: ERROR, no points, what happened in a line
+    (no traceback); the run goes on with the next stage."""
+    result.status, result.points = Status.ERROR, 0.0
+    result.speed = SpeedResult(False, "not graded: the stage could not be graded")
+    result.message = (f"the grader failed while grading {result.module}: {one_line(exc)}. "
+                      "Nothing was graded for this stage; grading it again may help, else "
+                      "show this message to the course staff.")
+    return result
 
 
 class Interrupted(Exception):
@@ -174,7 +200,6 @@ def grade_stage(
     """
     backend = selection.backend
     path = module or course.module_path(stage, backend.track, solutions)
-    no_speed = speed.not_graded_reason(stage, selection)
     result = StageResult(
         number=stage.number,
         id=stage.id,
@@ -183,6 +208,18 @@ def grade_stage(
         module=_shown(path, course.root),
         max_points=stage.points,
     )
+    try:
+        return _grade_file(course, stage, selection, path, result, progress, benchmark_json,
+                           seed, timeout, keep_going)
+    except Exception as exc:  # noqa: BLE001 - one stage's failure must not end the run
+        return _broke(result, exc)
+
+
+def _grade_file(course: Course, stage: Stage, selection: Selection, path: Path,
+                result: StageResult, progress: CaseProgress | None, benchmark_json: Path | None,
+                seed: int, timeout: float | None, keep_going: bool) -> StageResult:
+    backend = selection.backend
+    no_speed = speed.not_graded_reason(stage, selection)
     result.speed = SpeedResult(False, no_speed or "needs all correctness cases to pass first")
     try:
         todos = read_submission(path, result.module, course.rules)
@@ -217,6 +254,10 @@ def _grade_loaded(check: StageCheck, result: StageResult, todos: TodoState,
     plugin = _CorrectnessPlugin(check, progress)
     broken = _run_checks("test_correctness.py", plugin)
     result.cases = plugin.collected
+    if any(case.hidden for case in stage.cases):
+        # The child has seen the hidden cases' inputs and could print them at any later
+        # call: what follows (memory, speed) runs in a fresh one.
+        runner.close()
     if broken:
         result.message, result.status = broken, Status.ERROR
         return result

@@ -10,7 +10,7 @@ from grader.course import TRACKS, Course, Stage
 from grader.course.todos import TodoState, todo_state
 from grader.report.results import Status
 from grader.sandbox.screening import describe as describe_findings
-from grader.sandbox.screening import screen
+from grader.sandbox.screening import Unreadable, screen
 
 
 def started_track(course: Course, stages: list[Stage], submission: Path | None = None) -> str | None:
@@ -54,12 +54,25 @@ def read_submission(path: Path, shown: str, rules) -> TodoState:
     """What is known of a stage's file before it runs (its TODOs); raises NotRun."""
     if not path.is_file():
         raise NotRun(Status.ERROR, f"{shown} is missing; restore it from the course handout.")
-    source = path.read_text(encoding="utf-8")
+    source = _source(path, shown)
     todos = todo_state(source)
     if todos.not_started:
         numbers = ", ".join(str(n) for n in todos.todos)
         raise NotRun(Status.NOT_STARTED, f"fill in TODO {numbers} in {shown}")
-    findings = screen(source, path.name, rules)
+    try:
+        findings = screen(source, path.name, rules)
+    except Unreadable as exc:
+        raise NotRun(Status.ERROR, f"not graded: {exc}") from None
     if findings:
         raise NotRun(Status.ERROR, describe_findings(findings))
     return todos
+
+
+def _source(path: Path, shown: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise NotRun(Status.ERROR, f"{shown} is not UTF-8 text (at byte {exc.start}); save it "
+                     "as UTF-8, the encoding Python expects.") from None
+    except OSError as exc:
+        raise NotRun(Status.ERROR, f"{shown} cannot be read: {exc.strerror}.") from None

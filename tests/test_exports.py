@@ -5,17 +5,21 @@ passed, failed (with a hidden case), not started, errored, zeroed by a failed ch
 graded with a slow case, and speed and a check that were not graded.
 """
 
+import io
 import json
 import re
 import xml.etree.ElementTree as ET
 
 import pytest
+from rich.console import Console
 
 from grader.report import gradescope as gradescope_export
 from grader.report import junit as junit_export
 from grader.report import markdown as markdown_export
 from grader.report.results import (CaseResult, CheckResult, Report, SpeedCase, SpeedResult,
                                    StageResult, Status)
+from grader.report.scorecard import render
+from grader.report.text import visible
 
 # What a hidden case must never reveal, in any export.
 SECRETS = ("SECRETPARAM", "31337", "HIDDENSUMMARY", "HIDDENDETAIL", "4242")
@@ -379,3 +383,30 @@ def test_markdown_how_it_was_graded(markdown):
     last = markdown.strip().splitlines()[-1]
     assert "seed 1234" in last and "`--seed 1234`" in last
     assert "`triton-interpret`" in last and "torch 2.5.1" in last and "no GPU" in last
+
+
+# ----------------------------------------------------------------------------- the scorecard
+
+
+def test_visible_spells_out_what_could_drive_a_terminal():
+    assert visible("a\x1b[2J\rb\x9b\u202e\x7f\x00") == "a\\x1b[2J\\x0db\\x9b\\u202e\\x7f\\x00"
+    assert visible("one\n\ttwo") == "one\n\ttwo"
+    assert visible("one\n\ttwo", lines=False) == "one\\x0a\\x09two"
+    assert visible("[bold red]x[/] é 日本") == "[bold red]x[/] é 日本"
+
+
+def test_the_scorecard_shows_a_submissions_text_as_text(report):
+    """Markup, escape codes and a NUL from a submission (its error, what it printed, the
+    name of its folder) reach the terminal spelled out, and the real verdicts stay."""
+    report.stages[3].message = "raised [/] \x1b[2J[bold green]10/10 PASS"  # matmul: ERROR
+    report.stages[1].output = "\x1b[1A\x1b[2K| 2 | fused_gelu | 10/10 | PASS |\n"
+    report.target = "subs/[/]mallory"
+    console = Console(file=io.StringIO(), record=True, width=200)
+    render(report, console, verbose=True)
+    shown = console.export_text()
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", shown)
+    assert "raised [/] \\x1b[2J[bold green]10/10 PASS" in shown
+    assert "max abs error 0.5 at index 7\\x1b[31m red\\x1b[0m\\x00" in shown
+    assert "  stage2 | \\x1b[1A\\x1b[2K| 2 | fused_gelu | 10/10 | PASS |" in shown
+    assert "graded subs/[/]mallory/" in shown
+    assert re.search(r"│ 4 │ matmul .*│ ERROR\s*│", shown)

@@ -337,3 +337,73 @@ def test_auto_grades_the_track_the_student_started(run_grade, course, tmp_path):
     assert code == 0, stdout + stderr
     assert result["backend"] == "cutile-sim"
     assert "the cutile track, the one whose exercises are started" in result["backend_reason"]
+
+
+# --- the grader's own failures: one stage's ERROR, never the run's end --------------------
+
+
+def test_an_exception_in_the_grader_is_that_stages_error_and_the_run_goes_on(
+        run_grade, tmp_path, monkeypatch):
+    """Something in the grader breaks while stage 1 is graded (here, matching its hints):
+    stage 1 is ERROR, saying what broke in one line, stage 2 is still graded, and the
+    results are written."""
+    calls = []
+
+    def broken_hints(*args):
+        calls.append(args)
+        raise RuntimeError("hint table broke\nsecond line")
+
+    monkeypatch.setattr(grading, "matching_hints", broken_hints)
+    monkeypatch.setenv("COLUMNS", "400")  # the scorecard's lines unwrapped
+    submission = tmp_path / "exercises" / "triton"
+    submission.mkdir(parents=True)
+    (submission / "stage1_vector_add.py").write_text(VECTOR_ADD)  # stage 2 is missing
+    result = tmp_path / "r.json"
+    code, out, err = run_grade("--course", str(COURSE_FILE), "1", "2", "--backend",
+                               "triton-interpret", f"--submission={tmp_path}",
+                               "--json", str(result))
+    first, second = load_result(result)["stages"]
+    assert code == 1 and len(calls) == 1
+    assert first["status"] == "ERROR" and first["points"] == 0
+    assert first["message"].startswith("the grader failed while grading ")
+    assert "RuntimeError: hint table broke (test_grading.py, line" in first["message"]
+    assert "second line" not in first["message"]
+    assert second["status"] == "ERROR" and "is missing" in second["message"]
+    assert "Traceback" not in out + err, out + err
+    assert "RuntimeError: hint table broke" in out
+
+
+def test_a_check_that_breaks_on_a_hidden_case_keeps_the_case_to_itself(
+        grade_source, tmp_path, monkeypatch):
+    """The grader's check breaks while judging a hidden case: the stage is ERROR naming the
+    case and the exception's type, never its text, which could hold the case's inputs."""
+    from conftest import vector_add_course
+
+    from grader.judge.stage import StageCheck
+
+    judged = StageCheck._judged
+
+    def judge(self, case, seed):
+        if case.hidden:
+            raise ValueError(f"cannot compare shape ({case.params['n']},)")
+        return judged(self, case, seed)
+
+    monkeypatch.setattr(StageCheck, "_judged", judge)
+    (tmp_path / "course.hidden.toml").write_text(
+        'seed = 5\n[[stages]]\nid = "vector_add"\ncases = [ { n = 7919, dtypes = ["float32"] } ]\n')
+    result = grade_source("vector_add", VECTOR_ADD,
+                          course_toml=vector_add_course('[ { n = 1000, dtypes = ["float32"] } ]'))
+    assert result.status is Status.ERROR
+    withheld = "case hidden1-float32: ValueError (its text is withheld: a hidden case)"
+    assert withheld in result.message
+    assert "7919" not in result.message and "Traceback" not in result.message
+
+
+def test_ctrl_c_while_reading_a_submission_still_stops_the_run(course, interpret, monkeypatch):
+    """Only exceptions become a stage's ERROR: Ctrl-C stops grading as it always did."""
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(grading, "read_submission", interrupted)
+    with pytest.raises(grading.Interrupted):
+        grading.grade(course, [course.select("vector_add")], interpret)

@@ -13,6 +13,7 @@ from grader.replay.execute import LaunchRecord as Launch
 from grader.report.results import Failure
 from grader.sandbox import Outcome, Runner
 from grader.sandbox.outcomes import Proposed
+from grader.sandbox.output_log import SHOWN, WITHHELD, OutputLog
 from grader.sandbox.submission import SubmissionError
 
 # A proposal with one launch of the track's language, as a good wrapper makes.
@@ -57,8 +58,13 @@ class ScriptedRunner:
     proposed: Proposed = field(default_factory=lambda: Proposed(proposal=PROPOSAL, launches=1))
     records: list = field(default_factory=list)
 
+    withheld_before: list = field(default_factory=list)  # records made before withholding
+
     def __post_init__(self):
         self.replay = ScriptedReplay(self.outcomes)
+
+    def withhold_output(self):
+        self.withheld_before.append(len(self.records))
 
     def record(self, problem_id, params, dtype, seed):
         self.records.append(seed)
@@ -82,7 +88,7 @@ def test_a_hidden_case_names_the_failure_of_its_replay(course, interpret):
     runner = ScriptedRunner([timed_out])
     check = StageCheck(stage, interpret, runner)
     verdict = check.check(hidden)
-    assert not verdict.passed
+    assert not verdict.passed and runner.withheld_before == [0]  # its output, from the start
     assert verdict.summary == "hidden case failed: timed out"
     assert check.results[hidden.id].failure is Failure.TIMED_OUT
 
@@ -113,6 +119,7 @@ def test_a_case_passes_on_the_replay_of_fresh_inputs(course, interpret):
     runner = ScriptedRunner([correct])
     verdict = StageCheck(stage, interpret, runner).check(stage.cases[0])
     assert verdict.passed, verdict.report
+    assert runner.withheld_before == []  # what it printed is shown
     # the replay draws other inputs than the call the child recorded
     assert len(runner.replay.calls) == 1 and runner.replay.calls[0] != runner.records[0]
 
@@ -130,3 +137,47 @@ def test_only_the_replays_output_is_judged(course, interpret):
     runner.replay = ScriptedReplay([stale])
     verdict = StageCheck(stage, interpret, runner).check(stage.cases[0])
     assert not verdict.passed and verdict.kind is Failure.WRONG_RESULT
+
+
+# --- what the child printed ----------------------------------------------------------------
+
+
+def printed(log: OutputLog, text: str) -> None:
+    log.file.write(text.encode())  # as the child does, through the same file
+
+
+def test_output_of_a_child_that_saw_a_hidden_case_is_withheld_until_it_ends():
+    log = OutputLog()
+    printed(log, "public 1\n")
+    log.withhold()
+    printed(log, "hidden n=7919\n")
+    log.withhold()  # a second hidden case of the same child: one span
+    printed(log, "remembered 7919\n")
+    log.child_ended()
+    printed(log, "a fresh child\n")
+    assert log.text() == f"public 1\na fresh child\n{WITHHELD}\n"
+
+
+def test_output_still_withheld_while_the_child_runs_and_long_output_is_cut_around_it():
+    log = OutputLog()
+    printed(log, "a" * SHOWN)
+    log.withhold()
+    printed(log, "7919" * 1000)
+    log.child_ended()
+    printed(log, "b" * SHOWN)
+    log.withhold()
+    printed(log, "7919")  # its child still running
+    text = log.text()
+    assert "7919" not in text and text.endswith(WITHHELD + "\n")
+    first, last = SHOWN * 3 // 4, SHOWN // 4
+    head, cut, tail = text.partition(f"\n... ({2 * SHOWN - first - last} more bytes) ...\n")
+    assert cut and head == "a" * first and tail == "b" * last + "\n" + WITHHELD + "\n"
+
+
+def test_output_without_hidden_cases_has_no_note():
+    log = OutputLog()
+    printed(log, "x = 1")
+    assert log.text() == "x = 1"
+    log.withhold()  # a hidden case that printed nothing
+    log.child_ended()
+    assert log.text() == "x = 1"

@@ -40,8 +40,9 @@ def todo_state(source: str) -> TodoState:
     """Find placeholders (`...` expressions) and the TODO block each belongs to."""
     try:
         tree = ast.parse(source)
-    except SyntaxError:
-        return TodoState((), ())  # the import reports the syntax error itself
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        # The import reports a syntax error itself, the static check a source too deep to read.
+        return TodoState((), ())
     headers = [
         (lineno, int(m.group(1)))
         for lineno, line in enumerate(source.splitlines(), 1)

@@ -42,6 +42,8 @@ class StageCheck:
     def check(self, case: Case) -> Verdict:
         start = time.perf_counter()
         seed = case.seed_in_run(self.run_seed)
+        if case.hidden:  # what the submission prints from here on could show its inputs
+            self.runner.withhold_output()
         if self.timed_out and not self.keep_going:
             # One hang costs one time limit, not one per case: the next case would hang too.
             verdict = Verdict(False, f"not run: an earlier case ({self.timed_out}) timed out; "

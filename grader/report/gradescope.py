@@ -27,8 +27,8 @@ def write_gradescope(report: Report, path: Path) -> None:
         "score": report.points,
         "execution_time": round(report.seconds),
         "output": _gradescope_output(report),
-        # The grader's console output lists failing cases in full, hidden ones included:
-        # instructors see it, students only see what the tests' output fields say.
+        # The grader's console output (the scorecard, what the submission printed) is for
+        # instructors; students see what the tests' output fields say.
         "stdout_visibility": "hidden",
         "extra_data": {"backend": report.backend, "seed": report.seed,
                        "max_points": report.max_points, "machine": report.machine},

@@ -13,6 +13,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColu
 from rich.text import Text
 
 from grader.report.results import CaseResult
+from grader.report.text import visible
 
 
 class _Quiet:
@@ -67,7 +68,8 @@ def batch_progress(console: Console, total: int) -> Iterator[Callable[[object], 
     if not console.is_terminal:
         count = iter(range(1, total + 1))
         yield lambda graded: console.print(
-            f"[{next(count)}/{total}] {graded.name}: {graded.error or 'graded'}", markup=False)
+            f"[{next(count)}/{total}] {visible(graded.name)}: {visible(graded.error or 'graded')}",
+            markup=False)
         return
     columns = (TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                TextColumn("left"), TimeRemainingColumn())

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import re
-
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from grader.report.results import Report, StageResult, Status
-from grader.report.text import number, ran, speed_points, versions
+from grader.report.text import number, ran, speed_points, versions, visible
 
 STYLES = {
     Status.PASS: "bold green",
@@ -20,7 +18,6 @@ STYLES = {
 }
 FAILURES_SHOWN = 2  # per stage, unless --verbose
 OUTPUT_LINES = 40  # of what a submission printed, per stage, unless --verbose
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # all but tab and newline
 
 
 def make_console(stderr: bool = False) -> Console:
@@ -39,12 +36,12 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
     console.print(_table(report))
     if any(s.speed.cases for s in report.stages):
         console.print(_speed_table(report))
-    console.print(
-        f"backend: [bold]{report.backend}[/] ({report.backend_reason}); graded "
-        f"{report.target}/ in {report.seconds:.1f} s with seed {report.seed} (--seed {report.seed} "
-        f"reproduces the inputs); {versions(report.machine)}"
-    )
-    console.print(sandbox_line(report.sandbox), highlight=False, markup=False)
+    console.print(Text.assemble(
+        "backend: ", (report.backend, "bold"),
+        f" ({report.backend_reason}); graded {visible(report.target)}/ in {report.seconds:.1f} s "
+        f"with seed {report.seed} (--seed {report.seed} reproduces the inputs); "
+        f"{versions(report.machine)}"))
+    console.print(Text(visible(sandbox_line(report.sandbox))))
     for stage in report.stages:
         slow = [c for c in stage.speed.cases if not c.passed]
         if stage.status is not Status.PASS or slow:
@@ -52,7 +49,7 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
     for stage in report.stages:
         for check in stage.checks:
             if not check.graded:
-                console.print(f"[dim]{stage.id}: {check.name} {check.message}[/]", highlight=False)
+                console.print(Text(visible(f"{stage.id}: {check.name} {check.message}"), "dim"))
 
 
 def _submission_output(stage: StageResult, console: Console, verbose: bool) -> None:
@@ -60,18 +57,14 @@ def _submission_output(stage: StageResult, console: Console, verbose: bool) -> N
     shown as escapes: a submission cannot print something that passes for the scorecard."""
     lines = stage.output.rstrip("\n").split("\n")
     shown = lines if verbose else lines[:OUTPUT_LINES]
-    console.print(f"stage{stage.number} {stage.id}: what the submission printed ({len(lines)} lines):",
-                  style="dim", highlight=False, markup=False)
+    mark = f"  stage{stage.number} | "
+    console.print(Text(f"stage{stage.number} {stage.id}: what the submission printed "
+                       f"({len(lines)} lines):", "dim"))
     for line in shown:
-        console.print(f"  stage{stage.number} | {_CONTROL.sub(_escape, line)}", style="dim",
-                      highlight=False, markup=False, soft_wrap=True)
+        console.print(Text(mark + visible(line), "dim"), soft_wrap=True)
     if len(shown) < len(lines):
-        console.print(f"  stage{stage.number} | ... {len(lines) - len(shown)} more lines (--verbose shows "
-                      "them all)", style="dim", highlight=False, markup=False)
-
-
-def _escape(match: re.Match) -> str:
-    return f"\\x{ord(match.group()):02x}"
+        console.print(Text(f"{mark}... {len(lines) - len(shown)} more lines (--verbose shows "
+                           "them all)", "dim"))
 
 
 def sandbox_line(protections) -> str:
@@ -100,8 +93,8 @@ def _table(report: Report) -> Table:
         speed = speed_points(s, slowest=True)
         table.add_row(
             str(s.number),
-            f"{s.id}",
-            s.backend,
+            Text(s.id),
+            Text(s.backend),
             cases,
             Text(speed, style="dim"),
             f"{number(s.total_points)}/{number(s.total_max_points)}",
@@ -133,27 +126,32 @@ def _speed_table(report: Report) -> Table:
 
 
 def _explain(stage: StageResult, console: Console, verbose: bool) -> None:
-    head = f"\n[{STYLES[stage.status]}]{stage.status.value}[/] stage{stage.number} {stage.id}"
-    console.print(f"{head} ({stage.module})", highlight=False)
+    """What to fix in one stage. Nearly all of it is the submission's own text (what it
+    raised, the type it returned, its file's name): shown as plain Text, never as markup."""
+    def say(text: str) -> None:
+        console.print(Text(visible(text)))
+
+    console.print(Text.assemble("\n", (stage.status.value, STYLES[stage.status]),
+                                visible(f" stage{stage.number} {stage.id} ({stage.module})")))
     if stage.message:
-        console.print(f"  {stage.message}", highlight=False, markup=False)
+        say(f"  {stage.message}")
     failed = [c for c in stage.cases if not c.passed]
     for case in (failed if verbose else failed[:FAILURES_SHOWN]):
-        console.print(f"  case {case.id} (seed {case.seed}): {case.summary}",
-                      highlight=False, markup=False)
+        seed = "" if case.hidden else f" (seed {case.seed})"  # a hidden case's is withheld
+        say(f"  case {case.id}{seed}: {case.summary}")
         for line in case.details:
-            console.print(f"    {line}", highlight=False, markup=False)
+            say(f"    {line}")
     for hint in stage.hints:
-        console.print(f"  hint: {hint}", highlight=False, markup=False)
+        say(f"  hint: {hint}")
     for check in stage.checks:
         if check.graded and not check.passed:
-            console.print(f"  {check.name}: {check.message}", highlight=False, markup=False)
+            say(f"  {check.name}: {check.message}")
     for case in stage.speed.cases:
         if not case.passed:
-            console.print(f"  speed {case.id}: {case.summary}", highlight=False, markup=False)
+            say(f"  speed {case.id}: {case.summary}")
     hidden = len(failed) - FAILURES_SHOWN
     if hidden > 0 and not verbose:
-        console.print(f"  ... {hidden} more failing cases (--verbose shows all)")
+        say(f"  ... {hidden} more failing cases (--verbose shows all)")
 
 
 def render_compile(results, archs, console: Console) -> None:
@@ -167,17 +165,17 @@ def render_compile(results, archs, console: Console) -> None:
     for r in results:
         cells = {b.arch: ("ok" if b.ok else "FAILED") + f" {b.seconds:.1f}s" for b in r.builds}
         kernels = f"{len(r.kernels)} ({r.signatures} variants)" if r.kernels else "-"
-        table.add_row(str(r.number), r.id, kernels, *(cells.get(a, "-") for a in archs),
+        table.add_row(str(r.number), Text(r.id), kernels, *(cells.get(a, "-") for a in archs),
                       Text(r.status, style=styles[r.status]))
     console.print(table)
     for r in results:
         if r.status != "COMPILED":
-            console.print(f"\n{r.status} stage{r.number} {r.id} ({r.module})", markup=False)
+            console.print(Text(visible(f"\n{r.status} stage{r.number} {r.id} ({r.module})")))
             if r.message:
-                console.print(f"  {r.message}", markup=False)
+                console.print(Text(visible(f"  {r.message}")))
             for build in r.builds:
                 if not build.ok:
-                    console.print(f"  {build.arch}: {build.error}", markup=False)
+                    console.print(Text(visible(f"  {build.arch}: {build.error}")))
 
 
 def render_calibration(found, margin: float, console: Console) -> None:

@@ -12,7 +12,8 @@ The parent draws the inputs, computes the reference and judges; the child
 - closing the runner ends the child and everything it started before it returns, so no
   result is written while a process of the submission is alive;
 - what the child prints goes to a file only the parent can open, shown later as the
-  submission's output (`output`), never mixed into the grader's own.
+  submission's output (`output`), never mixed into the grader's own; once it has been given
+  a hidden case, until it ends, it is withheld (`withhold_output`, grader.sandbox.output_log).
 """
 
 from __future__ import annotations
@@ -32,11 +33,11 @@ from grader.report.results import Failure
 from grader import protocol
 from grader.sandbox import filesystem, privileges, processes, worker
 from grader.sandbox.outcomes import Outcome
+from grader.sandbox.output_log import OutputLog
 from grader.sandbox.privileges import Protection
 from grader.sandbox.submission import SubmissionError
 
 STARTUP_SECONDS = 120.0  # for the child to confine itself and import torch
-OUTPUT_SHOWN = 20_000  # characters of the submission's output kept for the scorecard
 
 
 class Failed(Exception):
@@ -71,7 +72,7 @@ class Process:
         self._process: subprocess.Popen | None = None
         self._sock: socket.socket | None = None
         self._base: Path | None = None
-        self._log = tempfile.TemporaryFile()  # unnamed: the child can only write its own fd
+        self._log = OutputLog()
         self._serial = 0
 
     # --- lifecycle ------------------------------------------------------------------
@@ -112,7 +113,8 @@ class Process:
         self._process = subprocess.Popen(
             [sys.executable, "-I", "-c", worker.BOOT, package_root, str(child.fileno())],
             pass_fds=[child.fileno()], env=processes.child_env(plan.view.scratch), cwd=self._base,
-            stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log, start_new_session=True,
+            stdin=subprocess.DEVNULL, stdout=self._log.file, stderr=self._log.file,
+            start_new_session=True,
         )
         child.close()
         self._sock = parent
@@ -142,25 +144,21 @@ class Process:
         if self._base is not None:
             shutil.rmtree(self._base, ignore_errors=True)
         self._process = self._sock = self._base = None
+        self._log.child_ended()
 
     def __del__(self):
         if hasattr(self, "_log"):  # not when __init__ itself failed
             self.close()
 
+    def withhold_output(self) -> None:
+        """Leave out of `output` what the process prints from now until it ends: it is about
+        to be given a hidden case's inputs."""
+        self._log.withhold()
+
     def output(self) -> str:
         """What the submission printed in this process so far (the start and the end of it,
-        if long)."""
-        self._log.flush()
-        size = self._log.seek(0, os.SEEK_END)
-        self._log.seek(0)
-        head = self._log.read(OUTPUT_SHOWN)
-        if size <= OUTPUT_SHOWN:
-            return head.decode(errors="replace")
-        self._log.seek(size - OUTPUT_SHOWN // 4)
-        tail = self._log.read()
-        cut = f"\n... ({size - len(head) - len(tail)} more bytes) ...\n"
-        return head[: OUTPUT_SHOWN * 3 // 4].decode(errors="replace") + cut + \
-            tail.decode(errors="replace")
+        if long), less what was withheld."""
+        return self._log.text()
 
     # --- one request ------------------------------------------------------------------
 

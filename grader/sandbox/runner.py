@@ -37,6 +37,11 @@ class Runner(Process):
             self._replay.close()
         super().close()
 
+    def withhold_output(self) -> None:
+        """Leave out what the child and the replay print until each ends (a hidden case)."""
+        super().withhold_output()
+        self.replay.withhold_output()
+
     def output(self) -> str:
         """What the submission printed: its wrapper in the child, then its kernels."""
         kernels = self._replay.output() if self._replay is not None else ""

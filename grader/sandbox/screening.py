@@ -17,13 +17,25 @@ from grader.course import SubmissionRules
 SHOWN = 5  # findings listed in the message
 
 
+class Unreadable(Exception):
+    """A source Python itself cannot parse in the grader (nested too deeply, too large):
+    not graded, since nothing can check it before it runs."""
+
+
 def screen(source: str, filename: str, rules: SubmissionRules) -> list[str]:
     """What the source does that the rules forbid, one line each ("line N: ..."); a source
-    that does not parse gives none (loading it reports the syntax error)."""
+    that does not parse gives none (loading it reports the syntax error). Raises Unreadable
+    for a source whose parse exhausts the parser itself, or that holds a null byte."""
+    if "\0" in source:  # no Python reads it (a SyntaxError or a ValueError, by version)
+        line = source.count("\n", 0, source.index("\0")) + 1
+        raise Unreadable(f"line {line} of {filename} holds a null byte, which Python cannot "
+                         "read; save the file as plain text.")
     try:
         tree = ast.parse(source, filename)
     except SyntaxError:
         return []
+    except (RecursionError, MemoryError, ValueError) as exc:
+        raise Unreadable(_unreadable(source, filename, exc)) from None
     lines = source.splitlines()
     found: dict[int, str] = {}
 
@@ -59,6 +71,28 @@ def describe(findings: list[str]) -> str:
     return ("not graded: the submission does what course.toml's [submissions] rules forbid "
             "(the host code may allocate, view and launch kernels; the work belongs in the "
             "kernel):\n" + "\n".join(f"  {f}" for f in shown) + more)
+
+
+def _unreadable(source: str, filename: str, exc: Exception) -> str:
+    """Why the grader cannot read `source`, naming the line when it is one line alone."""
+    if isinstance(exc, ValueError):
+        return f"{filename} cannot be read as Python ({exc}); save it as plain text."
+    line = next((n for n, text in enumerate(source.splitlines(), 1) if _too_deep(text)), None)
+    where = f"line {line} of {filename}" if line else f"an expression of {filename}"
+    return (f"{where} is nested too deeply for the grader to read; split it up into "
+            "several statements.")
+
+
+def _too_deep(line: str) -> bool:
+    """Whether this line alone exhausts the parser (a line that is not a whole statement
+    alone is a syntax error, and so not the culprit here)."""
+    try:
+        ast.parse(line.strip())
+    except (RecursionError, MemoryError):
+        return True
+    except (SyntaxError, ValueError):
+        pass
+    return False
 
 
 def _forbidden(module: str, rules: SubmissionRules) -> bool:

@@ -1,0 +1,162 @@
+"""Bad submissions kept as the files a student would hand in, each graded through `grade`.
+
+Every file under tests/attacks/<track>/ and tests/faults/<track>/ is a stage file named
+`stageN_<what>.py` (N: the stage it is graded as) whose module docstring says what it tries
+and what must come of it:
+
+    '''Returns an object whose class name is rich markup, to restyle the scorecard.
+
+    expect: FAIL                                  PASS, FAIL, ERROR or NOT STARTED
+    message: returned [/], expected a torch.Tensor    the scorecard shows it (one or more)
+    hidden: { n = 7919, dtypes = ["float32"] }    a hidden case of its stage (any number)
+    rules: relaxed                                grade without the static check's lists
+    backend: cutile-sim                           default: the track's backend on the CPU
+    '''
+
+Stage 1 is graded on a one-case course, any other stage on the course's own cases. Whatever
+a file tries, `grade` must write its results, show the stage's real status in the table, put
+no raw control character on the terminal, and show nothing of a hidden case (its parameters,
+its seed) on the terminal or in any export a student may see.
+"""
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from conftest import COURSE_FILE, RELAXED_RULES, ROOT, RULES, vector_add_course
+
+from grader.course import load_course
+
+FOLDERS = (ROOT / "tests/attacks", ROOT / "tests/faults")
+FILES = sorted(p for folder in FOLDERS for p in folder.glob("*/stage*_*.py"))
+BACKENDS = {"triton": "triton-interpret", "cutile": "cutile-sim"}
+STATUSES = ("PASS", "FAIL", "ERROR", "NOT STARTED")
+RUN_SEED = 12345
+ONE_CASE = '[ { n = 1000, dtypes = ["float32"] } ]'
+# What must never reach a terminal: it could move the cursor, erase, recolour or reorder.
+RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+@dataclass
+class Attack:
+    path: Path
+    track: str
+    stage: int
+    tries: str
+    expect: str
+    messages: list[str] = field(default_factory=list)
+    hidden: list[str] = field(default_factory=list)
+    rules: str = "course"
+    backend: str = ""
+
+
+def read_attack(path: Path) -> Attack:
+    """The header of an attack file (read as text: the file may not even parse)."""
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    header = re.match(r'[rR]?"""(.*?)"""', text, re.S)
+    assert header, f"{path.name} must start with a docstring"
+    first, *lines = header.group(1).strip().splitlines()
+    stage = re.match(r"stage(\d+)_\w+\.py$", path.name)
+    assert stage, f"{path.name}: name it stageN_<what>.py"
+    attack = Attack(path, path.parent.name, int(stage.group(1)), first.strip(), "")
+    for line in filter(str.strip, lines):
+        key, _, value = line.partition(":")
+        key, value = key.strip(), value.strip()
+        if key in ("message", "hidden"):
+            getattr(attack, "messages" if key == "message" else "hidden").append(value)
+        elif key in ("expect", "rules", "backend"):
+            setattr(attack, key, value)
+        else:
+            raise AssertionError(f"{path.name}: unknown header line {line!r}")
+    assert attack.expect in STATUSES, f"{path.name}: expect one of {STATUSES}"
+    assert attack.track in BACKENDS, f"{path.name}: put it in a folder named after its track"
+    return attack
+
+
+def course_text(attack: Attack) -> str:
+    rules = RELAXED_RULES if attack.rules == "relaxed" else RULES
+    if attack.stage == 1:
+        return vector_add_course(ONE_CASE, rules=rules)
+    return COURSE_FILE.read_text(encoding="utf-8").replace(RULES, rules)
+
+
+def hidden_text(attack: Attack, stage_id: str) -> str:
+    cases = ", ".join(attack.hidden)
+    return f'seed = 4242\n[[stages]]\nid = "{stage_id}"\ncases = [ {cases} ]\n'
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())  # the scorecard wraps long lines
+
+
+@pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(p.parents[1])) for p in FILES])
+def test_attack_file(path, tmp_path, run_grade, monkeypatch):
+    attack = read_attack(path)
+    monkeypatch.setenv("COLUMNS", "400")  # few wrapped lines to look through
+    course_file = tmp_path / "course" / "course.toml"
+    course_file.parent.mkdir()
+    course_file.write_text(course_text(attack), encoding="utf-8")
+    stage = next(s for s in load_course(course_file).stages if s.number == attack.stage)
+    if attack.hidden:
+        (course_file.parent / "course.hidden.toml").write_text(hidden_text(attack, stage.id))
+    submission = tmp_path / "student"
+    (submission / stage.modules[attack.track]).parent.mkdir(parents=True)
+    (submission / stage.modules[attack.track]).write_bytes(path.read_bytes())
+    results = {name: tmp_path / "results" / name for name in
+               ("r.json", "junit.xml", "gradescope.json", "summary.md")}
+    code, out, err = run_grade(
+        "--course", str(course_file), str(attack.stage), "--submission", str(submission),
+        "--backend", attack.backend or BACKENDS[attack.track], "--seed", str(RUN_SEED), "-v",
+        "--json", str(results["r.json"]), "--junit", str(results["junit.xml"]),
+        "--gradescope", str(results["gradescope.json"]), "--markdown", str(results["summary.md"]))
+
+    assert code in (0, 1), out + err  # graded, whatever it tried
+    graded = json.loads(results["r.json"].read_text())["stages"][0]
+    assert graded["status"] == attack.expect, f"{attack.tries}\n{out}"
+    row = next((line for line in out.splitlines()
+                if re.match(rf"\W*{attack.stage}\W+{stage.id}\W", line)), "")
+    assert re.search(rf"\b{attack.expect}\W*$", row), f"the table shows:\n{row}\n{out}"
+    assert not RAW_CONTROL.search(out + err), "a raw control character reached the terminal"
+    for message in attack.messages:
+        assert flat(message) in flat(out), f"{message!r} is not on the scorecard:\n{out}"
+    shown = [out, err, *(p.read_text(encoding="utf-8") for p in results.values())]
+    for secret in hidden_secrets(course_file, stage.id):
+        leaks = [text for text in shown if secret in text]
+        assert not leaks, f"the hidden case's {secret!r} is shown:\n{leaks[0]}"
+
+
+def hidden_secrets(course_file: Path, stage_id: str) -> set[str]:
+    """What a hidden case of the stage must never show: its parameters and its seed."""
+    stage = load_course(course_file).select(stage_id)
+    found = set()
+    for case in (c for c in stage.cases if c.hidden):
+        found |= {str(v) for v in case.params.values()} | {str(case.seed_in_run(RUN_SEED))}
+    return found
+
+
+def test_every_attack_file_has_a_readable_header():
+    assert FILES, "no attack files found"
+    for path in FILES:
+        attack = read_attack(path)
+        assert attack.tries and (attack.messages or attack.expect == "PASS"), path.name
+
+
+def test_a_submission_folder_named_as_markup_is_graded_and_shown_as_text(tmp_path, run_grade,
+                                                                          monkeypatch):
+    """A class's folders are named by its students (a zip's name): the scorecard shows the
+    path as it is, and no closing tag in it stops `grade` before the results are written."""
+    monkeypatch.setenv("COLUMNS", "400")
+    course_file = tmp_path / "course.toml"
+    course_file.write_text(vector_add_course(ONE_CASE), encoding="utf-8")
+    submission = tmp_path / "[/]ada [bold red]x"
+    (submission / "triton").mkdir(parents=True)
+    (submission / "triton/stage1_vector_add.py").write_text(
+        (ROOT / "solutions/triton/stage1_vector_add.py").read_text())
+    result = tmp_path / "r.json"
+    code, out, err = run_grade("--course", str(course_file), "1", "--submission", str(submission),
+                               "--backend", "triton-interpret", "--json", str(result))
+    assert code == 0, out + err
+    assert json.loads(result.read_text())["stages"][0]["status"] == "PASS"
+    assert f"graded {submission}/" in flat(out)
