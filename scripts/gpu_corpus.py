@@ -1,37 +1,28 @@
 """The GPU-only part of the bad-submission corpus; run on a GPU machine, prints one table.
 
-Each submission is graded on the Triton GPU backend and must get the verdict listed, with
-a message that names the problem (the CPU part of the corpus is tests/test_integrity.py):
+Points and times come from the grader's replay of the launches a submission's wrapper
+proposes, in a process where no student host code ran (grader.replay): whatever the child
+process does to its own clocks, timers or timing loop changes nothing. Each submission is
+graded on the Triton GPU backend and must get the verdict listed (the CPU part of the
+corpus is tests/attacks/ and tests/faults/, graded by tests/test_attack_files.py):
 
-- flash attention that also allocates an N x N buffer: memory growth check fails;
-- vector add that patches the CUDA event timer and runs its kernel 20 times: too slow (the
-  grader's timing functions were bound before it loaded);
-- vector add that patches the grader's own timing loop in its process: timing rejected;
-- vector add that does its work on a side stream, the timed call returning at once: timing
-  rejected;
-- matmul that runs a kernel twice as slow as the reference on a side stream while the timed
-  stream sleeps for about the reference's time (it reports cuBLAS's speed and hides about
-  0.2 ms per call): timing rejected, by the median over batches;
-- vector add that leaves GPU work running after each batch (a finalizer on the last timed
-  call's input launches a 3 ms GPU spin on a side stream once the child's batch loop has
-  returned, after its last synchronisation), so that the grader's next baseline batch would
-  share the GPU with it and read slower: caught if the baseline's time alone counts or the
-  next batch's clock shows the spin (timing rejected); harmless if the speed-up stays at
-  most 1.03x, vector add's honest figure. (On the H200 it stayed at 1.00x: after each of a
-  trial's first five batches the grader checks an output and watches a call, and the
-  child's synchronisation there waits for the spin before the next baseline batch.)
-- the same, with every other batch of ten calls made 10 us a call slower, so that the trial
-  does not settle in five batches and most later batches hand the GPU, spin running, to
-  the grader's next baseline batch: the same verdicts count as caught or harmless (not yet
-  run on a GPU);
-- vector add that replays its first output, after a GPU sleep of about a kernel's time:
-  a wrong result (every timed call has fresh inputs);
-- vector add that caches its result in the warm-up calls: a wrong result;
-- vector add that hands the timed size to PyTorch (the graded cases are small): the
-  watched call at the timed size fails the timing;
-- vector add that slows PyTorch's own add down in its process: no effect, since the
-  baseline is timed in the grader (it passes at its own speed);
+- flash attention that also allocates an N x N buffer: the memory growth check, measured on
+  the replay, fails;
+- vector add that patches the CUDA event timer and launches its kernel 20 times: too slow
+  (the replay runs the 20 launches);
+- vector add that patches the grader's timing loop in its process, or leaves GPU work running
+  after a batch (kept from settling or not): its honest speed (the child times nothing);
+- vector add that launches three times on a side stream: too slow (the replay runs all three);
+- matmul that launches twice on a side stream behind a GPU sleep: too slow;
+- vector add that replays a cached output, or answers from a cache filled in the warm-up:
+  its honest speed (the trial times the proposal of one recorded call, on fresh inputs);
+- vector add that hands the timed size to PyTorch: the call at this size launched no kernel;
+- vector add that slows PyTorch's own add in its process: no effect (it passes);
 - vector add whose kernel faults on the GPU for one case: that case fails, the next passes;
+- the plain (untuned) Triton softmax and matmul, each also with its CUDA-event times forged
+  (x0.7 on softmax, x0.9 on matmul) and with every clock of its process forged (the grader's
+  timing loop, time.perf_counter, CUDA events): each forgery earns what the honest plain
+  kernel earns (speed-ups within FORGED_WITHIN of it, no speed point more);
 - vector add that tries to read the reference and to plant a file next to the grader's
   checks: it finds neither, and still runs on the GPU with every sandbox protection in force.
 
@@ -53,13 +44,50 @@ sys.path.insert(0, str(ROOT))
 from grader.backends import selection as backends  # noqa: E402
 from grader.course import Case, Course, Threshold, load_course  # noqa: E402
 from grader.grading import grade_stage  # noqa: E402
+from grader.instructor.skeletons import make_plain_solution  # noqa: E402
 
 # Vector add and torch.add both stream at the copy bandwidth (1.00x on the H200): a speed-up
 # above this means the baseline was slowed and the slowing believed.
 FLATTERED = 1.03
+# A forged submission's speed-up against the same kernel's honest one: the same replay, timed
+# in other batches of the same run.
+FORGED_WITHIN = 0.05
 VECTOR_ADD = (ROOT / "solutions/triton/stage1_vector_add.py").read_text()
 ATTENTION = (ROOT / "solutions/triton/stage5_flash_attention.py").read_text()
 MATMUL = (ROOT / "solutions/triton/stage4_matmul.py").read_text()
+
+
+def plain(stage_file: str) -> str:
+    path = ROOT / "solutions/triton" / stage_file
+    return make_plain_solution(path.read_text(), str(path))
+
+
+PLAIN_SOFTMAX, PLAIN_MATMUL = plain("stage3_softmax.py"), plain("stage4_matmul.py")
+
+
+def event_times_times(factor: float, source: str) -> str:
+    """`source` with its process's CUDA-event times scaled by `factor`."""
+    return ("import torch\n"
+            "_elapsed = torch.cuda.Event.elapsed_time\n"
+            f"torch.cuda.Event.elapsed_time = lambda self, end: _elapsed(self, end) * {factor}\n"
+            + source)
+
+
+def every_clock_forged(source: str) -> str:
+    """`source` with every clock of its process running at 70%: the grader's timing loop,
+    time.perf_counter and the CUDA events."""
+    return ("import time, torch\n"
+            "import grader.timing as _t\n"
+            "_run, _perf = _t.run_batch, time.perf_counter\n"
+            "_t0 = _perf()\n"
+            "def _fast(prepare, call, count, flush):\n"
+            "    times, outputs = _run(prepare, call, count, flush)\n"
+            "    return [t * 0.7 for t in times], outputs\n"
+            "_t.run_batch = _fast\n"
+            "time.perf_counter = lambda: _t0 + (_perf() - _t0) * 0.7\n"
+            "_elapsed = torch.cuda.Event.elapsed_time\n"
+            "torch.cuda.Event.elapsed_time = lambda self, end: _elapsed(self, end) * 0.7\n"
+            + source)
 
 
 def small_course(real: Course, folder: Path) -> Course:
@@ -218,19 +246,43 @@ def submissions() -> list[tuple[str, str, str, str | tuple[str, ...]]]:
         ("confined, on the GPU", "vector_add", snoop, ""),
         ("N x N buffer in flash attention", "flash_attention", quadratic, "N x N is being stored"),
         ("patched CUDA timer, 20x the work", "vector_add", timer, "too slow"),
-        ("patched grader timing loop", "vector_add", patched_loop, "timing rejected"),
-        ("work on a side stream", "vector_add", side_stream, "timing rejected"),
-        ("slow matmul on a side stream, asleep", "matmul", hidden_matmul, "timing rejected"),
+        ("patched grader timing loop", "vector_add", patched_loop, "PASS"),
+        ("work on a side stream", "vector_add", side_stream, "too slow"),
+        ("slow matmul on a side stream, asleep", "matmul", hidden_matmul, "too slow"),
         ("GPU work left running after a batch", "vector_add", left_running,
          ("its time alone counts", "timing rejected")),
         ("GPU work left running, trial unsettled", "vector_add", unsettled,
          ("its time alone counts", "timing rejected")),
-        ("GPU sleep and a replayed output", "vector_add", replay, "returned a wrong result"),
-        ("result cached in the warm-up", "vector_add", warm_cache, "returned a wrong result"),
-        ("PyTorch at the timed size", "vector_add", torch_when_timed, "a watched call at this size"),
+        ("GPU sleep and a replayed output", "vector_add", replay, "PASS"),
+        ("result cached in the warm-up", "vector_add", warm_cache, "PASS"),
+        ("PyTorch at the timed size", "vector_add", torch_when_timed, "launched no Triton kernel"),
         ("PyTorch's add slowed down", "vector_add", slow_baseline, ""),
         ("kernel faults on the GPU", "vector_add", fault, ""),
+        ("plain softmax, honest", "softmax", PLAIN_SOFTMAX, "honest"),
+        ("plain softmax, event times x0.7", "softmax", event_times_times(0.7, PLAIN_SOFTMAX),
+         "plain softmax, honest"),
+        ("plain softmax, every clock forged", "softmax", every_clock_forged(PLAIN_SOFTMAX),
+         "plain softmax, honest"),
+        ("plain matmul, honest", "matmul", PLAIN_MATMUL, "honest"),
+        ("plain matmul, event times x0.9", "matmul", event_times_times(0.9, PLAIN_MATMUL),
+         "plain matmul, honest"),
     ]
+
+
+def speedups(result) -> list[float]:
+    return [c.speedup for c in result.speed.cases]
+
+
+def like_honest(result, honest) -> tuple[bool, str]:
+    """A forgery earns what its honest kernel earns: the same speed verdicts, each speed-up
+    within FORGED_WITHIN of the honest one."""
+    if honest is None:
+        return False, "its honest kernel was not graded in this run"
+    pairs = list(zip(speedups(result), speedups(honest)))
+    close = bool(pairs) and all(h and abs(f / h - 1) <= FORGED_WITHIN for f, h in pairs)
+    same = [c.passed for c in result.speed.cases] == [c.passed for c in honest.speed.cases]
+    shown = ", ".join(f"{f:.3f}x vs {h:.3f}x" for f, h in pairs)
+    return close and same, f"{shown}; speed points {result.speed.points:g} vs {honest.speed.points:g}"
 
 
 def main() -> int:
@@ -241,6 +293,7 @@ def main() -> int:
         tmp = Path(tmp)
         small = small_course(real, tmp)
         wanted = sys.argv[1] if len(sys.argv) > 1 else ""
+        graded = {}
         for name, stage_id, source, expected in submissions():
             if wanted not in name:
                 continue
@@ -248,6 +301,7 @@ def main() -> int:
             module.write_text(source)
             course = small if stage_id == "vector_add" else real
             result = grade_stage(course, course.select(stage_id), selection, module=module, timeout=120)
+            graded[name] = result
             texts = [c.summary for c in result.cases] + [c.message for c in result.checks] \
                 + [c.summary for c in result.speed.cases] + [result.message, result.speed.reason]
             if name == "confined, on the GPU":
@@ -268,6 +322,14 @@ def main() -> int:
                 hit = [t for t in texts if any(e in t for e in expected)]
                 ok = bool(hit) or (bool(speeds) and max(speeds) <= FLATTERED)
                 got = (hit or [c.summary[:150] for c in result.speed.cases] or ["(nothing)"])[0]
+            elif expected == "honest":
+                ok = result.status.value in ("PASS", "FAIL") and bool(result.speed.cases)
+                got = "; ".join(c.summary[:80] for c in result.speed.cases)
+            elif expected.endswith(", honest"):
+                ok, got = like_honest(result, graded.get(expected))
+            elif expected == "PASS":
+                ok = result.status.value == "PASS"
+                got = "; ".join(c.summary[:100] for c in result.speed.cases) or result.message
             elif name == "kernel faults on the GPU":
                 first, second = result.cases
                 ok = not first.passed and second.passed

@@ -51,13 +51,14 @@ def graded(stage, case, runner, seconds: float):
 
 
 def diagnose(stage, case, runner, track: str) -> None:
-    """Beyond the call times, per batch size: the child's batch on the grader's clock, and
+    """Beyond the call times, per batch size: the replay's batch on the grader's clock, and
     the grader's own batch of the baseline (both medians of 7)."""
     problem = stage.problem
     trial = Trial(problem, dict(case.params), case.dtype, runner,
                   problem.baselines[stage.speed.baseline], stage.tolerance[case.dtype],
                   timing.Budget(seconds=1))
-    runner.warm(problem.id, dict(case.params), case.dtype, 1, 3)
+    proposal = runner.record(problem.id, dict(case.params), case.dtype, 1).proposal
+    runner.replay.warm(problem.id, dict(case.params), case.dtype, 1, proposal, 3)
     key = 12345
     rows = []
     for count in (0, 1, 2, 5, 10):
@@ -65,7 +66,8 @@ def diagnose(stage, case, runner, track: str) -> None:
         for rep in range(8):
             seeds = [1000 * count + 10 * rep + i for i in range(count)]
             times, wall = trial.baseline_batch(seeds, key)
-            batch = runner.time_batch(problem.id, dict(case.params), case.dtype, seeds, key)
+            batch = runner.replay.time_batch(problem.id, dict(case.params), case.dtype, seeds,
+                                             key, proposal)
             if rep:  # the first of each size loads what has not run before
                 here.append(wall - sum(times))
                 child.append(batch.wall_ms - sum(batch.times_ms))

@@ -31,6 +31,11 @@ RULES = _TEXT[_TEXT.index("[submissions]"):_TEXT.index("\n[[stages]]")]
 # as a student could, to reach the walls behind it (the sandbox, the host watch).
 RELAXED_RULES = re.sub(r"forbidden_(imports|calls) = \[.*?\]", r"forbidden_\1 = []", RULES,
                        flags=re.S)
+# and the dunders the attacks reach for (operator overloading, code objects)
+RELAXED_RULES = re.sub(r"allowed_dunders = \[(.*?)\]", lambda m: "allowed_dunders = [" + m.group(1)
+                       + ', "__int__", "__index__", "__new__", "__init__", "__hash__", "__code__", '
+                       '"__class__", "__dict__", "__globals__", "__call__", "__float__"]',
+                       RELAXED_RULES, flags=re.S)
 
 
 def relax(course_file: Path) -> Path:

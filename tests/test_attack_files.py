@@ -2,7 +2,7 @@
 
 Every file under tests/attacks/<track>/ and tests/faults/<track>/ is a stage file named
 `stageN_<what>.py` (N: the stage it is graded as) whose module docstring says what it tries
-and what must come of it:
+and what must come of it (after the first line, prose may explain; these lines decide):
 
     '''Returns an object whose class name is rich markup, to restyle the scorecard.
 
@@ -10,6 +10,7 @@ and what must come of it:
     message: returned [/], expected a torch.Tensor    the scorecard shows it (one or more)
     hidden: { n = 7919, dtypes = ["float32"] }    a hidden case of its stage (any number)
     rules: relaxed                                grade without the static check's lists
+    points: 0                                     the points it must get
     backend: cutile-sim                           default: the track's backend on the CPU
     '''
 
@@ -32,7 +33,7 @@ from grader.course import load_course
 FOLDERS = (ROOT / "tests/attacks", ROOT / "tests/faults")
 FILES = sorted(p for folder in FOLDERS for p in folder.glob("*/stage*_*.py"))
 BACKENDS = {"triton": "triton-interpret", "cutile": "cutile-sim"}
-STATUSES = ("PASS", "FAIL", "ERROR", "NOT STARTED")
+STATUSES = ("PASS", "FAIL", "ERROR", "NOT STARTED", "PARTLY GRADED")
 RUN_SEED = 12345
 ONE_CASE = '[ { n = 1000, dtypes = ["float32"] } ]'
 # What must never reach a terminal: it could move the cursor, erase, recolour or reorder.
@@ -50,6 +51,7 @@ class Attack:
     hidden: list[str] = field(default_factory=list)
     rules: str = "course"
     backend: str = ""
+    points: str = ""  # the points it must get, when given
 
 
 def read_attack(path: Path) -> Attack:
@@ -61,15 +63,13 @@ def read_attack(path: Path) -> Attack:
     stage = re.match(r"stage(\d+)_\w+\.py$", path.name)
     assert stage, f"{path.name}: name it stageN_<what>.py"
     attack = Attack(path, path.parent.name, int(stage.group(1)), first.strip(), "")
-    for line in filter(str.strip, lines):
-        key, _, value = line.partition(":")
-        key, value = key.strip(), value.strip()
+    for line in lines:  # prose may explain the attack; `key: value` lines say what must come
+        found = re.match(r"(\w+): (.*)$", line.strip())
+        key, value = (found.group(1), found.group(2).strip()) if found else ("", "")
         if key in ("message", "hidden"):
             getattr(attack, "messages" if key == "message" else "hidden").append(value)
-        elif key in ("expect", "rules", "backend"):
+        elif key in ("expect", "rules", "backend", "points"):
             setattr(attack, key, value)
-        else:
-            raise AssertionError(f"{path.name}: unknown header line {line!r}")
     assert attack.expect in STATUSES, f"{path.name}: expect one of {STATUSES}"
     assert attack.track in BACKENDS, f"{path.name}: put it in a folder named after its track"
     return attack
@@ -115,6 +115,8 @@ def test_attack_file(path, tmp_path, run_grade, monkeypatch):
     assert code in (0, 1), out + err  # graded, whatever it tried
     graded = json.loads(results["r.json"].read_text())["stages"][0]
     assert graded["status"] == attack.expect, f"{attack.tries}\n{out}"
+    if attack.points:
+        assert graded["points"] == float(attack.points), f"{attack.tries}\n{out}"
     row = next((line for line in out.splitlines()
                 if re.match(rf"\W*{attack.stage}\W+{stage.id}\W", line)), "")
     assert re.search(rf"\b{attack.expect}\W*$", row), f"the table shows:\n{row}\n{out}"

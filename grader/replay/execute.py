@@ -62,8 +62,8 @@ class Replay:
                     done.allocations += [guarded] if guarded else []
                 else:
                     self._step(step, buffers, done)
-                    if done.compile_errors:
-                        return done  # a kernel no GPU compiler accepts does not run
+                    if done.compile_errors or done.unchecked:
+                        return done  # a kernel no GPU compiler accepted does not run
             if proposal.result is not None:
                 done.output = _view(buffers, proposal.result)
         except (SourceError, ProposalError) as exc:
@@ -119,7 +119,8 @@ class Replay:
             try:
                 error = self._check(step, kernel, args, kwargs)
             except frontends.Unavailable as exc:
-                done.unchecked, error = str(exc), None
+                done.unchecked = str(exc)
+                return  # a kernel no front end checked does not run: it could run host code
             if error:
                 done.compile_errors.append(error)
                 return

@@ -2,8 +2,10 @@
 
 The launch's grid is read as integers in the child; what the conversion did there is not
 in the proposal. The replay runs a kernel that stores nothing.
+
 expect: FAIL
-message: never written
+message: no store reached any element
+rules: relaxed
 """
 
 import torch
@@ -20,7 +22,7 @@ class Programs(int):
     def __index__(self):
         x, y, out = self.work
         out.copy_(x + y)
-        return int(self)
+        return int.__int__(self)
 
     __int__ = __index__
 

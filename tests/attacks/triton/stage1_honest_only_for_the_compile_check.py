@@ -3,8 +3,10 @@
 The file's top-level code swaps the kernel for an honest one when it believes it is being
 compiled rather than run. The replay never runs top-level code: it takes the kernels as
 written, and the one written here adds nothing.
+
 expect: FAIL
-message: never written
+message: it called torch.Tensor.add on the host
+rules: relaxed
 """
 
 import torch

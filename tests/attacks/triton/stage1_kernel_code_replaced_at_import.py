@@ -3,8 +3,10 @@
 `vector_add_kernel.fn.__code__` is swapped for a function that adds with PyTorch, which
 Triton's interpreter would run as it is. The replay rebuilds the kernel from its source,
 where it stores nothing.
+
 expect: FAIL
-message: never written
+message: it called torch.Tensor.add on the host
+rules: relaxed
 """
 
 import torch

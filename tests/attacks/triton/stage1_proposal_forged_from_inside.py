@@ -2,8 +2,10 @@
 
 The proposal is only ever data: whatever it says, the replay runs the file's kernels on the
 grader's inputs. Here it is made to return the input x, which is not x + y.
+
 expect: FAIL
-message: wrong
+message: 1000 of 1000 elements mismatch
+rules: relaxed
 """
 
 import gc

@@ -1,9 +1,13 @@
 """A constexpr the compile check cannot hand to the compiler, so that the check is skipped
 and a kernel body that computes with PyTorch on the host runs in the interpreter.
 
-A kernel the front end could not check earns nothing: the case is not graded.
-expect: FAIL
-message: could not be checked
+A kernel the front end could not check is not run, and earns nothing: its case is not
+graded.
+
+expect: PARTLY GRADED
+points: 0
+message: not graded: its kernel could not be checked
+rules: relaxed
 """
 
 import torch
