@@ -33,6 +33,7 @@ import builtins
 import enum
 import itertools
 import math
+import re
 import types
 
 import torch
@@ -559,11 +560,19 @@ def _reduce(op):
             return Tile(result.reshape((1,) * value.dim()) if keepdims else result)
         axes = (axis,) if isinstance(axis, int) else tuple(axis)
         result = value
-        for a in sorted((a % value.dim() for a in axes), reverse=True):
+        for a in sorted((_axis(a, value.dim()) for a in axes), reverse=True):
             result = op(result, a, keepdim=keepdims)
         return Tile(result)
 
     return apply
+
+
+def _axis(axis: int, rank: int) -> int:
+    """A reduction axis, counted from the end when negative, as cuTile normalizes it."""
+    if not -rank <= axis < rank:
+        raise SimulatorError(f"Axis {axis} is out of range for rank {rank}: the tile has "
+                             f"{rank} dimension{'s' if rank != 1 else ''}")
+    return axis % rank
 
 
 def _sum(t, dim, keepdim=False):
@@ -645,9 +654,59 @@ class _Namespace(types.ModuleType):
             "(--backend cutile) or write it with the operations listed in grader/cutile_sim.py")
 
 
+# Arguments a Triton habit puts into a cuTile call: cuTile has none of them.
+_TRITON_HABITS = {"mask": "cuTile has no masks: a load pads the part of a tile past the "
+                          "array's edge as padding_mode says, and a store drops it",
+                  "other": "cuTile's loads say what the part of a tile past the edge reads as "
+                           "with padding_mode (ct.PaddingMode.ZERO, NEG_INF, ...)"}
+
+
+def _described(value) -> str:
+    if isinstance(value, Tile):
+        return f"a tile of shape {value.shape} and dtype {_dtype_name(value.data.dtype)}"
+    if isinstance(value, torch.Tensor):
+        return f"an array of shape {tuple(value.shape)} and dtype {_dtype_name(value.dtype)}"
+    return repr(value)
+
+
+def _in_cutile_words(name: str, function):
+    """`function` with PyTorch's errors told as a mistake in the kernel's use of `name`.
+
+    The simulator computes with torch, so a kernel's mistake (an axis a tile does not have,
+    an index past a tile's end) would surface as PyTorch's message about the simulator's
+    tensors; the student reads which operation, on which tiles, was not possible."""
+    def checked(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except TypeError as exc:
+            unexpected = re.search(r"unexpected keyword argument '(\w+)'", str(exc))
+            if unexpected is None:
+                raise
+            word = unexpected.group(1)
+            why = _TRITON_HABITS.get(word, "check the name against the cuda.tile documentation")
+            raise SimulatorError(f"{name} has no argument `{word}`: {why}") from None
+        except (RuntimeError, IndexError) as exc:  # PyTorch's, never the simulator's own
+            if isinstance(exc, SimulatorError):
+                raise
+            given = ", ".join([*map(_described, args),
+                               *(f"{k}={_described(v)}" for k, v in kwargs.items())])
+            raise SimulatorError(f"{name} cannot be applied to {given}: check the tile shapes, "
+                                 "axes and indices it is given") from None
+
+    checked.__name__ = checked.__qualname__ = getattr(function, "__name__", name)
+    checked.__doc__ = function.__doc__
+    return checked
+
+
+for _method in ("astype", "reshape", "permute", "transpose", "__getitem__"):
+    setattr(Tile, _method, _in_cutile_words(f"tile.{_method.strip('_')}", getattr(Tile, _method)))
+
 namespace = _Namespace("cuda.tile (simulated)")
 for _name in _API:
-    setattr(namespace, _name, globals()[_name])
+    _value = globals()[_name]
+    if isinstance(_value, types.FunctionType):
+        _value = _in_cutile_words(f"ct.{_name}", _value)
+    setattr(namespace, _name, _value)
 
 
 def _kernel_function(kernel):

@@ -247,3 +247,16 @@ def test_shape_and_dtype_mistakes_are_told_in_cutiles_words_not_pytorchs():
         cutile_sim.ones((4,), cutile_sim.bfloat16) + cutile_sim.ones((4,), cutile_sim.float16)
     with pytest.raises(cutile_sim.SimulatorError, match="cannot be reshaped to"):
         a.reshape((16, 16))
+
+
+def test_pytorchs_errors_never_reach_the_student_as_the_explanation():
+    ct_sim = cutile_sim.namespace
+    tile = cutile_sim.zeros((16,), cutile_sim.float32)
+    with pytest.raises(cutile_sim.SimulatorError, match="Axis 3 is out of range for rank 1"):
+        ct_sim.sum(tile, axis=3)
+    with pytest.raises(cutile_sim.SimulatorError) as info:
+        tile.permute((1, 0))
+    assert str(info.value).startswith("tile.permute cannot be applied to a tile of shape (16,)")
+    assert "dims" not in str(info.value)  # PyTorch's words about permute's dims
+    with pytest.raises(cutile_sim.SimulatorError, match="ct.load has no argument `mask`: cuTile has no masks"):
+        ct_sim.load(torch.zeros(8), (0,), (8,), mask=None)
