@@ -8,12 +8,23 @@ on CPU tensors. It follows cuTile's documented semantics, including what it leav
 - `ct.load` pads out-of-bounds elements as asked; UNDETERMINED padding reads as poison
   (NaN for floats, a large sentinel for integers), so a kernel that relies on it fails here
   the way it could on a GPU;
-- `ct.store` drops out-of-bounds elements, and needs a tile of the array's dtype;
+- `ct.store` drops out-of-bounds elements, and needs a tile of a dtype cuTile converts to
+  the array's implicitly (the same, or one that promotes to it);
+- a tile that lies entirely outside its array (undefined in cuTile) is an error that names
+  the tile index and the tile space;
 - tile dimensions must be powers of two;
+- `ct.launch` checks its arguments as cuTile's does (a stream, a grid that is a tuple of at
+  most three ints, a @ct.kernel, a tuple of kernel arguments), with cuTile's messages;
 - `ct.mma` adds a @ b, computed in fp32, to an accumulator of fp32 (or fp16 for fp16
   inputs) and never converts its inputs; tf32 tiles are fp32 rounded to 10 mantissa bits;
 - any other `ct.*` name raises an error saying the simulator does not support it, never a
   silent wrong answer.
+
+Errors are about the student's kernel, in cuTile's words (tile indices, tile spaces, tile
+shapes, padding_mode), never PyTorch's: the simulator runs on torch tensors, but what
+PyTorch would say about them (a shape mismatch in an indexing assignment) describes the
+simulator, not the kernel. The messages that mirror cuTile's own are taken from
+cuda.tile's source (its type checker, and the argument checks of its `launch`).
 """
 
 from __future__ import annotations
@@ -22,6 +33,7 @@ import builtins
 import enum
 import itertools
 import math
+import re
 import types
 
 import torch
@@ -32,6 +44,13 @@ float16, bfloat16, float32, float64 = torch.float16, torch.bfloat16, torch.float
 int8, int16, int32, int64 = torch.int8, torch.int16, torch.int32, torch.int64
 uint8 = torch.uint8
 bool_ = torch.bool
+
+
+# cuda.tile's dtype names (DType.name) for the torch dtypes the simulator computes in.
+_DTYPE_NAMES: dict[str, torch.dtype] = {
+    "float16": float16, "bfloat16": bfloat16, "float32": float32, "float64": float64,
+    "int8": int8, "int16": int16, "int32": int32, "int64": int64, "uint8": uint8, "bool_": bool_}
+_DTYPE_NAMES_BY_DTYPE = {v: k for k, v in _DTYPE_NAMES.items()}
 
 
 class _TF32:
@@ -78,12 +97,29 @@ def _torch_dtype(dtype) -> torch.dtype:
         return dtype
     # a real ct dtype object, a numpy dtype, or a numpy scalar type such as np.float32
     name = getattr(dtype, "name", None) or getattr(dtype, "__name__", None) or str(dtype)
-    found = {"float16": float16, "bfloat16": bfloat16, "float32": float32, "float64": float64,
-             "int8": int8, "int16": int16, "int32": int32, "int64": int64, "uint8": uint8,
-             "bool": bool_, "bool_": bool_, "tfloat32": float32}.get(name.split(".")[-1])
+    found = {**_DTYPE_NAMES, "bool": bool_, "tfloat32": float32}.get(name.split(".")[-1])
     if found is None:
         raise SimulatorUnsupported(f"the cuTile simulator does not support dtype {dtype!r}")
     return found
+
+
+_UNKNOWN = object()  # cuda.tile is not installed: its promotion table cannot be asked
+
+
+def _promoted(a: torch.dtype, b: torch.dtype):
+    """The dtype cuTile promotes a and b to, None where it refuses to (bfloat16 and float16),
+    from cuda.tile's own table; _UNKNOWN without cuda.tile or for a dtype it does not name."""
+    if a == b:
+        return a
+    try:
+        import cuda.tile as ct
+        from cuda.tile._cext import _promote_dtypes
+    except ImportError:
+        return _UNKNOWN
+    if a not in _DTYPE_NAMES_BY_DTYPE or b not in _DTYPE_NAMES_BY_DTYPE:
+        return _UNKNOWN
+    found = _promote_dtypes(getattr(ct, _DTYPE_NAMES_BY_DTYPE[a]), getattr(ct, _DTYPE_NAMES_BY_DTYPE[b]))
+    return None if found is None else _DTYPE_NAMES.get(found.name, _UNKNOWN)
 
 
 def _round_tf32(t: torch.Tensor) -> torch.Tensor:
@@ -131,6 +167,9 @@ class Tile:
     def reshape(self, shape) -> "Tile":
         shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
         _check_shape(shape, "reshape")
+        if math.prod(shape) != self.data.numel():
+            raise SimulatorError(f"reshape: a tile of shape {self.shape} ({self.data.numel()} "
+                                 f"elements) cannot be reshaped to {shape} ({math.prod(shape)})")
         return Tile(self.data.reshape(shape), self.tf32)
 
     def permute(self, dims) -> "Tile":
@@ -164,12 +203,33 @@ class Tile:
         return float(self.data.item())
 
 
+def _broadcast_shape(a, b) -> tuple[int, ...]:
+    """The shape two operands broadcast to, or cuTile's error (as its BroadcastError says)."""
+    shape_a, shape_b = tuple(getattr(a, "shape", ())), tuple(getattr(b, "shape", ()))
+    try:
+        return tuple(torch.broadcast_shapes(shape_a, shape_b))
+    except RuntimeError:
+        raise SimulatorError(f"Shapes are not broadcastable: {shape_a}, {shape_b}") from None
+
+
+def _operands(a, b):
+    """Two operands of an elementwise operation as tensors, checked as cuTile checks them:
+    broadcastable shapes, and dtypes that promote (bfloat16 and float16 do not)."""
+    ta, tb = _data(a), _data(b)
+    _broadcast_shape(ta, tb)
+    if isinstance(ta, torch.Tensor) and isinstance(tb, torch.Tensor) \
+            and _promoted(ta.dtype, tb.dtype) is None:
+        raise SimulatorError(f"Implicit promotion of {_dtype_name(ta.dtype)} and {_dtype_name(tb.dtype)} is "
+                             "not supported. Please perform an explict cast instead (.astype)")
+    return ta, tb
+
+
 def _binary(op):
     def method(self, other):
-        return Tile(op(self.data, _data(other)))
+        return Tile(op(*_operands(self, other)))
 
     def reflected(self, other):
-        return Tile(op(_data(other), self.data))
+        return Tile(op(*_operands(other, self)))
 
     return method, reflected
 
@@ -198,10 +258,18 @@ def _as_tensor(x) -> torch.Tensor:
     return x.data if isinstance(x, Tile) else torch.as_tensor(x)
 
 
-def _check_shape(shape, what: str) -> None:
-    for size in shape:
-        if size < 1 or size & (size - 1):
-            raise SimulatorError(f"{what}: tile dimensions must be powers of two, got {tuple(shape)}")
+def _check_shape(shape, what: str, name: str = "shape") -> None:
+    """Tile dimensions are positive powers of two (cuTile's words, then why)."""
+    for i, size in enumerate(shape):
+        if size < 1:
+            raise SimulatorError(f"{what}: Dimension #{i} of {name} {tuple(shape)} is not positive")
+        if size & (size - 1):
+            raise SimulatorError(f"{what}: Dimension #{i} of {name} {tuple(shape)} is not a power "
+                                 "of two (tile dimensions must be powers of two)")
+
+
+def _dtype_name(dtype) -> str:
+    return _DTYPE_NAMES_BY_DTYPE.get(dtype, str(dtype).removeprefix("torch."))
 
 
 # --- the grid -----------------------------------------------------------------------------
@@ -222,8 +290,10 @@ def cdiv(a, b):
     return -(-_data(a) // _data(b))
 
 
-def num_tiles(array: torch.Tensor, axis: int, shape) -> int:
-    return cdiv(array.shape[axis], shape[axis])
+def num_tiles(array: torch.Tensor, axis: int, shape, order="C") -> int:
+    shape = tuple(int(s) for s in _entries(shape))
+    view = array.permute(*_axis_order(order, array.dim(), "ct.num_tiles"))
+    return cdiv(view.shape[axis], shape[axis])
 
 
 # --- memory -------------------------------------------------------------------------------
@@ -246,42 +316,91 @@ def _coerce_mode(mode):
     return PaddingMode[getattr(mode, "name", str(mode)).split(".")[-1]]
 
 
-def _window(array: torch.Tensor, index, shape, order):
-    """The (in-bounds part of the) tile window of `array`, in the tile's own axis order."""
-    view = array.permute(*order) if order is not None else array
-    if len(index) != view.dim() or len(shape) != view.dim():
-        raise SimulatorError(f"index {tuple(index)} and shape {tuple(shape)} must have one entry "
-                             f"per array dimension ({view.dim()})")
-    starts = [int(i) * s for i, s in zip(index, shape)]
-    slices = tuple(slice(builtins.max(st, 0), builtins.max(builtins.min(st + s, n), 0))
+def _entries(value) -> tuple:
+    """A tile index or shape as a tuple: cuTile takes a single int for a 1-D array too."""
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+
+
+def _axis_order(order, rank: int, what: str) -> tuple[int, ...]:
+    """`order` as cuTile reads it: "C" (as is), "F" (reversed) or a permutation of the axes."""
+    if order is None or order == "C":
+        return tuple(range(rank))
+    if order == "F":
+        return tuple(range(rank - 1, -1, -1))
+    if isinstance(order, str):
+        raise SimulatorError(f"{what}: order: Expected 'C' or 'F', got '{order}'")
+    axes = tuple(int(a) % rank if rank else int(a) for a in _entries(order))
+    if len(axes) != rank:
+        raise SimulatorError(f"{what}: order: Expected tuple of length {rank}, got {len(axes)}")
+    if sorted(axes) != list(range(rank)):
+        raise SimulatorError(f"{what}: order: Axis order must be a permutation, got {tuple(order)}")
+    return axes
+
+
+def _tile_space(view: torch.Tensor, shape) -> tuple[int, ...]:
+    return tuple(-(-n // s) for n, s in zip(view.shape, shape))
+
+
+def _window(array: torch.Tensor, index, shape, order, what: str):
+    """The (in-bounds part of the) tile window of `array`, in the tile's own axis order.
+
+    A tile that lies entirely outside the array is undefined in cuTile (a GPU may read or
+    write anything there): here it is an error that names the tile index and the tile
+    space, the usual cause being tile indices in the wrong order or a grid too large."""
+    if len(index) != array.dim():
+        raise SimulatorError(f"{what}: Index size {len(index)} does not match the array rank "
+                             f"{array.dim()} (one tile index per dimension of the array)")
+    if len(shape) != array.dim():
+        raise SimulatorError(f"{what}: Expected shape length to be {array.dim()}, got {len(shape)}")
+    view = array.permute(*_axis_order(order, array.dim(), what))
+    starts = [i * s for i, s in zip(index, shape)]
+    if any(st >= n or st + s <= 0 for st, s, n in zip(starts, shape, view.shape)):
+        space = " x ".join(map(str, _tile_space(view, shape)))
+        raise SimulatorError(
+            f"{what}: tile index {tuple(index)} is outside the tile space of the array: an array "
+            f"of shape {tuple(view.shape)} in tiles of shape {tuple(shape)} has {space} tiles, "
+            "numbered from 0 along each dimension. A tile entirely outside the array is "
+            "undefined in cuTile (padding_mode only fills the part of an edge tile past the "
+            "edge): check which tile each block owns, and the order of the tile index's entries")
+    slices = tuple(slice(builtins.max(st, 0), builtins.min(st + s, n))
                    for st, s, n in zip(starts, shape, view.shape))
     return view, starts, slices
 
 
-def load(array: torch.Tensor, index, shape, padding_mode=PaddingMode.UNDETERMINED, order=None,
-         latency=None, allow_tma=None) -> Tile:
-    shape = tuple(int(s) for s in shape)
-    index = tuple(int(_data(i)) for i in index)
+def _tile_index(index) -> tuple[int, ...]:
+    return tuple(int(_data(i)) for i in _entries(index))
+
+
+def load(array: torch.Tensor, index, shape, padding_mode=PaddingMode.UNDETERMINED, order="C",
+         check_bounds=True, latency=None, allow_tma=None, memory_order=None,
+         memory_scope=None) -> Tile:
+    shape = tuple(int(s) for s in _entries(shape))
+    index = _tile_index(index)
     _check_shape(shape, "ct.load")
-    view, starts, slices = _window(array, index, shape, order)
-    fill = _padding_value(_coerce_mode(padding_mode), array.dtype)
-    tile = torch.full(shape, fill, dtype=array.dtype)
+    view, starts, slices = _window(array, index, shape, order, "ct.load")
+    # Without check_bounds, elements past the edge are undefined whatever the padding_mode.
+    mode = _coerce_mode(padding_mode) if check_bounds else PaddingMode.UNDETERMINED
+    tile = torch.full(shape, _padding_value(mode, array.dtype), dtype=array.dtype)
     target = tuple(slice(sl.start - st, sl.stop - st) for sl, st in zip(slices, starts))
     tile[target] = view[slices]
     return Tile(tile)
 
 
-def store(array: torch.Tensor, index, tile, order=None, latency=None, allow_tma=None) -> None:
+def store(array: torch.Tensor, index, tile, order="C", check_bounds=True, latency=None,
+          allow_tma=None, memory_order=None, memory_scope=None) -> None:
     if not isinstance(tile, Tile):
         raise SimulatorError("ct.store needs a tile (tile=...)")
-    if tile.data.dtype != array.dtype:
-        raise SimulatorError(f"ct.store: the tile is {tile.data.dtype} but the array is "
-                             f"{array.dtype}; convert it with .astype(...) first")
+    # cuTile converts a tile implicitly only to a dtype it promotes to (bfloat16 into a
+    # float32 array, not float32 into a bfloat16 one).
+    if _promoted(tile.data.dtype, array.dtype) != array.dtype:
+        raise SimulatorError(
+            f"ct.store: Stored tile is incompatible with array's dtype: cannot implicitly cast "
+            f"{_dtype_name(tile.data.dtype)} to {_dtype_name(array.dtype)}; convert it with .astype(...) first")
     shape = tile.shape
-    index = tuple(int(_data(i)) for i in index)
-    view, starts, slices = _window(array, index, shape, order)
+    index = _tile_index(index)
+    view, starts, slices = _window(array, index, shape, order, "ct.store")
     source = tuple(slice(sl.start - st, sl.stop - st) for sl, st in zip(slices, starts))
-    view[slices] = tile.data[source]  # out-of-bounds parts of the tile are dropped
+    view[slices] = tile.data[source].to(array.dtype)  # out-of-bounds parts are dropped
 
 
 def _indices(array: torch.Tensor, indices, what: str) -> list[torch.Tensor]:
@@ -441,11 +560,19 @@ def _reduce(op):
             return Tile(result.reshape((1,) * value.dim()) if keepdims else result)
         axes = (axis,) if isinstance(axis, int) else tuple(axis)
         result = value
-        for a in sorted((a % value.dim() for a in axes), reverse=True):
+        for a in sorted((_axis(a, value.dim()) for a in axes), reverse=True):
             result = op(result, a, keepdim=keepdims)
         return Tile(result)
 
     return apply
+
+
+def _axis(axis: int, rank: int) -> int:
+    """A reduction axis, counted from the end when negative, as cuTile normalizes it."""
+    if not -rank <= axis < rank:
+        raise SimulatorError(f"Axis {axis} is out of range for rank {rank}: the tile has "
+                             f"{rank} dimension{'s' if rank != 1 else ''}")
+    return axis % rank
 
 
 def _sum(t, dim, keepdim=False):
@@ -473,11 +600,27 @@ def mma(a, b, acc) -> Tile:
     if accepted is None or acc.data.dtype not in accepted:
         raise SimulatorError(f"ct.mma: {a.dtype} inputs need an accumulator of "
                              f"{' or '.join(map(str, accepted or ()))}, not {acc.data.dtype}")
+    shape = _matmul_shape(a.shape, b.shape)
+    if acc.shape != shape:
+        raise SimulatorError(f"ct.mma: Expect acc shape to be {shape}, got {acc.shape}")
     product = torch.matmul(a.data.float(), b.data.float())
     return Tile((acc.data.float() + product).to(acc.data.dtype))
 
 
+def _matmul_shape(a: tuple, b: tuple) -> tuple[int, ...]:
+    """The shape of a @ b for 2-D (or batched) tiles, or cuTile's error."""
+    if len(a) < 2 or len(b) < 2 or a[-1] != b[-2]:
+        raise SimulatorError(f"Incompatible shapes for matrix mul on tiles: {a}, {b}. The inner "
+                             "dimensions must agree: (M, K) @ (K, N)")
+    try:
+        batch = tuple(torch.broadcast_shapes(a[:-2], b[:-2]))
+    except RuntimeError:
+        raise SimulatorError(f"Incompatible shapes for matrix mul on tiles: {a}, {b}.") from None
+    return batch + (a[-2], b[-1])
+
+
 def matmul(a, b) -> Tile:
+    _matmul_shape(a.shape, b.shape)
     out = float32 if a.dtype in (float32, tfloat32) else a.data.dtype
     return Tile(torch.matmul(a.data.float(), b.data.float()).to(out))
 
@@ -511,9 +654,59 @@ class _Namespace(types.ModuleType):
             "(--backend cutile) or write it with the operations listed in grader/cutile_sim.py")
 
 
+# Arguments a Triton habit puts into a cuTile call: cuTile has none of them.
+_TRITON_HABITS = {"mask": "cuTile has no masks: a load pads the part of a tile past the "
+                          "array's edge as padding_mode says, and a store drops it",
+                  "other": "cuTile's loads say what the part of a tile past the edge reads as "
+                           "with padding_mode (ct.PaddingMode.ZERO, NEG_INF, ...)"}
+
+
+def _described(value) -> str:
+    if isinstance(value, Tile):
+        return f"a tile of shape {value.shape} and dtype {_dtype_name(value.data.dtype)}"
+    if isinstance(value, torch.Tensor):
+        return f"an array of shape {tuple(value.shape)} and dtype {_dtype_name(value.dtype)}"
+    return repr(value)
+
+
+def _in_cutile_words(name: str, function):
+    """`function` with PyTorch's errors told as a mistake in the kernel's use of `name`.
+
+    The simulator computes with torch, so a kernel's mistake (an axis a tile does not have,
+    an index past a tile's end) would surface as PyTorch's message about the simulator's
+    tensors; the student reads which operation, on which tiles, was not possible."""
+    def checked(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except TypeError as exc:
+            unexpected = re.search(r"unexpected keyword argument '(\w+)'", str(exc))
+            if unexpected is None:
+                raise
+            word = unexpected.group(1)
+            why = _TRITON_HABITS.get(word, "check the name against the cuda.tile documentation")
+            raise SimulatorError(f"{name} has no argument `{word}`: {why}") from None
+        except (RuntimeError, IndexError) as exc:  # PyTorch's, never the simulator's own
+            if isinstance(exc, SimulatorError):
+                raise
+            given = ", ".join([*map(_described, args),
+                               *(f"{k}={_described(v)}" for k, v in kwargs.items())])
+            raise SimulatorError(f"{name} cannot be applied to {given}: check the tile shapes, "
+                                 "axes and indices it is given") from None
+
+    checked.__name__ = checked.__qualname__ = getattr(function, "__name__", name)
+    checked.__doc__ = function.__doc__
+    return checked
+
+
+for _method in ("astype", "reshape", "permute", "transpose", "__getitem__"):
+    setattr(Tile, _method, _in_cutile_words(f"tile.{_method.strip('_')}", getattr(Tile, _method)))
+
 namespace = _Namespace("cuda.tile (simulated)")
 for _name in _API:
-    setattr(namespace, _name, globals()[_name])
+    _value = globals()[_name]
+    if isinstance(_value, types.FunctionType):
+        _value = _in_cutile_words(f"ct.{_name}", _value)
+    setattr(namespace, _name, _value)
 
 
 def _kernel_function(kernel):
@@ -559,13 +752,63 @@ def _clone(function: types.FunctionType, scope: dict) -> types.FunctionType:
                               function.__defaults__, function.__closure__)
 
 
-def launch(stream, grid, kernel, kernel_args, *more, **options) -> None:
-    """Run `kernel` over `grid` on the CPU, one block after another."""
+# A grid dimension is at most 2^24 - 1 blocks in cuTile.
+MAX_GRID_DIM = 0xFFFFFF
+
+
+def _launch_grid(grid) -> tuple[int, int, int]:
+    """The grid as cuTile's launch reads it, refused with its messages: a tuple (not an int,
+    not a list) of at most three Python ints, each below 2^24; missing dimensions are 1."""
+    if not isinstance(grid, tuple):
+        raise TypeError("Grid must be a tuple (e.g. (blocks,) for a 1-D grid), got "
+                        f"{type(grid).__name__}")
+    if len(grid) > 3:
+        raise ValueError(f"Grid dimensions must be at most 3, got length {len(grid)}")
+    for i, size in enumerate(grid):
+        if not isinstance(size, int):  # numpy and torch integers too, as in cuTile
+            raise TypeError(f"an integer is required: Grid[{i}] is a {type(size).__name__}")
+        if size < 0:
+            raise OverflowError(f"can't convert negative value to unsigned int: Grid[{i}] is {size}")
+        if size > MAX_GRID_DIM:
+            raise ValueError(f"Grid[{i}] exceeds 24-bit limit: max={MAX_GRID_DIM}, got={size}. "
+                             "Use multiple kernel launches for larger workloads.")
+        if size == 0:
+            # Not cuTile's check but CUDA's: a launch has at least one block per dimension.
+            raise ValueError(f"Failed to launch cuTile kernel: Grid[{i}] is 0, and a grid needs "
+                             "at least one block along each dimension")
+    return tuple(int(g) for g in grid + (1,) * (3 - len(grid)))
+
+
+def _check_launch(kernel, kernel_args) -> None:
+    """ct.launch's checks of the kernel and its arguments, in cuTile's words."""
+    if not _is_tile_kernel(kernel):
+        raise TypeError("launch expects a tile kernel as the third argument, got "
+                        f"{type(kernel).__name__} (decorate the kernel with @ct.kernel)")
+    if not isinstance(kernel_args, tuple):
+        raise TypeError("launch expects a tuple as the fourth argument, got "
+                        f"{type(kernel_args).__name__}")
+
+
+def _is_tile_kernel(kernel) -> bool:
+    """A @ct.kernel (cuda.tile's TileDispatcher); without cuda.tile, any Python function."""
+    try:
+        from cuda.tile._cext import TileDispatcher
+    except ImportError:
+        return isinstance(getattr(kernel, "__wrapped__", kernel), types.FunctionType)
+    return isinstance(kernel, TileDispatcher)
+
+
+def launch(stream, grid, kernel, kernel_args, /, *, programmatic_dependent_launch=False) -> None:
+    """Run `kernel` over `grid` on the CPU, one block after another, after the argument
+    checks of cuTile's own launch."""
     global _block, _grid
-    grid = tuple(int(g) for g in (grid if isinstance(grid, (tuple, list)) else (grid,)))
-    grid = (grid + (1, 1, 1))[:3]
+    # In cuTile's order: the stream, the grid, the kernel, its arguments.
+    if stream is None:
+        raise TypeError("Stream is required, got None")
+    grid = _launch_grid(grid)
+    _check_launch(kernel, kernel_args)
     body = _rebind(_kernel_function(kernel))
-    args = tuple(kernel_args)
+    args = kernel_args
     for tensor in (a for a in args if isinstance(a, torch.Tensor)):
         if tensor.device.type != "cpu":
             raise SimulatorError("the cuTile simulator runs on CPU tensors")
@@ -584,9 +827,18 @@ def launch(stream, grid, kernel, kernel_args, *more, **options) -> None:
         _block, _grid = saved
 
 
+class SimulatedStream:
+    """What torch.cuda.current_stream() returns in a simulating process: a stream to pass to
+    ct.launch, which (as cuTile's) refuses None."""
+
+    def __repr__(self) -> str:
+        return "SimulatedStream()"
+
+
 def install() -> None:
     """Make `ct.launch` run kernels in the simulator in this process (a grading child)."""
     import cuda.tile as ct
 
     ct.launch = launch
-    torch.cuda.current_stream = lambda *a, **k: None
+    stream = SimulatedStream()
+    torch.cuda.current_stream = lambda *a, **k: stream

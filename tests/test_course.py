@@ -180,3 +180,68 @@ hint = "x"
     message = error_for(tmp_path, text)
     assert "stages[0].hints[0].when.params.m: unknown key; expected one of: n" in message
     assert "stages[0].hints[0].when.failure: unknown failure 'exploded'; known: 'wrong result'" in message
+
+
+GELU = """
+[course]
+title = "mini"
+
+""" + RULES + """
+
+[[stages]]
+id = "fused_gelu"
+title = "Fused GELU"
+points = 10
+modules = { triton = "triton/stage2_fused_gelu.py", cutile = "cutile/stage2_fused_gelu.py" }
+tolerance.float32 = { atol = 1e-5, rtol = 1e-5 }
+cases = [ { M = 3, N = 5, layout = "sliced", dtypes = ["float32"] } ]
+"""
+
+
+def test_a_layout_case_draws_a_view_with_other_strides(tmp_path):
+    (case,) = load_text(tmp_path, GELU).stages[0].cases
+    assert case.params["layout"] == "sliced" and "layout=sliced" in case.id
+    x = load_text(tmp_path, GELU).stages[0].problem.draw(case.params, "float32", case.seed).args[0]
+    assert x.shape == (3, 5) and not x.is_contiguous() and x.stride(1) == 1 and x.stride(0) > 5
+    transposed = dict(case.params, layout="transposed")
+    t = load_text(tmp_path, GELU).stages[0].problem.draw(transposed, "float32", 1).args[0]
+    assert t.shape == (3, 5) and t.stride() == (1, 3)
+
+
+@pytest.mark.parametrize(
+    "old, new, expected",
+    [
+        ('layout = "sliced"', 'layout = "diagonal"',
+         "stages[0].cases[0].layout: unknown layout 'diagonal'; known: 'contiguous', 'transposed', 'sliced'"),
+        ('layout = "sliced"', 'layout = 2', "stages[0].cases[0].layout: unknown layout 2"),
+        ('M = 3', 'M = 1', "stages[0].cases[0]: layout = 'sliced' needs M of at least 2"),
+    ],
+)
+def test_a_layout_is_checked_with_a_clear_error(tmp_path, old, new, expected):
+    assert old in GELU
+    assert expected in error_for(tmp_path, GELU.replace(old, new, 1))
+
+
+def test_a_stage_whose_lesson_promises_no_layout_has_no_layout_parameter(tmp_path):
+    message = error_for(tmp_path, MINIMAL.replace("n = 5", 'n = 5, layout = "sliced"'))
+    assert "stages[0].cases[0].layout: unknown key" in message
+
+
+# The sizes a stage's tiles split (the rest: one program per index, or a whole dimension).
+TILED = {"vector_add": ("n",), "fused_gelu": ("M", "N"), "softmax": ("N",),
+         "matmul": ("M", "N", "K"), "flash_attention": ("N",)}
+
+
+def test_every_stage_has_a_case_whose_tiled_sizes_fit_no_tile(course):
+    # Tiles are powers of two: an odd size above 1 is a multiple of none of them, so such a
+    # case has a partial tile along every tiled dimension, whatever tiles a kernel picks.
+    assert set(TILED) == {s.id for s in course.stages}
+    for stage in course.stages:
+        assert any(all(c.params[p] > 1 and c.params[p] % 2 for p in TILED[stage.id])
+                   for c in stage.cases), stage.id
+
+
+def test_the_stages_that_promise_any_layout_grade_transposed_and_sliced_inputs(course):
+    for stage_id in ("fused_gelu", "matmul"):
+        layouts = {c.params["layout"] for c in course.select(stage_id).cases}
+        assert layouts == {"contiguous", "transposed", "sliced"}, stage_id

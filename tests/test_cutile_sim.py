@@ -50,7 +50,7 @@ def test_a_tile_that_is_not_a_power_of_two_is_rejected(grade_cutile):
     source = broken("cutile", "stage1_vector_add.py", "TILE_SIZE = 1024", "TILE_SIZE = 1000")
     result = grade_cutile("vector_add", source)
     assert result.status is Status.FAIL
-    assert "tile dimensions must be powers of two, got (1000,)" in failure_text(result)
+    assert "Dimension #0 of shape (1000,) is not a power of two" in failure_text(result)
 
 
 def test_an_unsupported_api_is_named(grade_cutile):
@@ -158,3 +158,105 @@ def test_each_broken_variant_of_the_gpu_differential_fails_on_the_simulator(vari
         kind, is_kind = FAILING_CASES_ARE[name]
         bad = failing(result)
         assert bad and all(is_kind(c) for c in bad), f"{name}: a case that is not {kind} failed"
+
+
+# --- what cuTile refuses, the simulator refuses, in cuTile's words ----------------------------
+
+ct = pytest.importorskip("cuda.tile")
+
+
+@ct.kernel
+def _add_one(x, TILE: ct.Constant[int]):
+    ct.store(x, index=(ct.bid(0),), tile=ct.load(x, index=(ct.bid(0),), shape=(TILE,)) + 1)
+
+
+def _plain_function(x, TILE):
+    pass
+
+
+STREAM = cutile_sim.SimulatedStream()
+
+
+@pytest.mark.parametrize("args, error, message", [
+    ((STREAM, 4, _add_one), TypeError, "Grid must be a tuple"),
+    ((STREAM, [4], _add_one), TypeError, "Grid must be a tuple"),
+    ((STREAM, (1, 1, 1, 4), _add_one), ValueError, "Grid dimensions must be at most 3, got length 4"),
+    ((STREAM, (4.0,), _add_one), TypeError, "an integer is required: Grid[0] is a float"),
+    ((STREAM, (1, -1), _add_one), OverflowError, "can't convert negative value to unsigned int"),
+    ((STREAM, (1 << 24,), _add_one), ValueError, "Grid[0] exceeds 24-bit limit: max=16777215, got=16777216"),
+    ((STREAM, (0,), _add_one), ValueError, "Grid[0] is 0"),
+    ((None, (4,), _add_one), TypeError, "Stream is required, got None"),
+    ((STREAM, (4,), _plain_function), TypeError, "launch expects a tile kernel as the third argument, got function"),
+])
+def test_launch_refuses_what_cutile_launch_refuses(args, error, message):
+    x = torch.zeros(64)
+    with pytest.raises(error) as info:
+        cutile_sim.launch(*args, (x, 16))
+    assert message in str(info.value)
+    assert not x.any()  # refused before any block ran
+
+
+def test_launch_takes_a_tuple_of_kernel_arguments_and_grids_as_cutile_does():
+    x = torch.zeros(64)
+    with pytest.raises(TypeError, match="launch expects a tuple as the fourth argument, got list"):
+        cutile_sim.launch(STREAM, (4,), _add_one, [x, 16])
+    cutile_sim.launch(STREAM, (4,), _add_one, (x, 16))
+    cutile_sim.launch(STREAM, (), _add_one, (x, 16))  # an empty grid is one block, as in cuTile
+    assert x[:16].tolist() == [2.0] * 16 and x[16:].tolist() == [1.0] * 48
+
+
+def test_a_tile_outside_the_tile_space_names_the_index_and_the_space():
+    array = torch.zeros(37, 300)
+    with pytest.raises(cutile_sim.SimulatorError) as info:
+        cutile_sim.load(array, (1, 0), (64, 64), padding_mode=cutile_sim.PaddingMode.ZERO)
+    message = str(info.value)
+    assert "tile index (1, 0) is outside the tile space" in message and "1 x 5 tiles" in message
+    with pytest.raises(cutile_sim.SimulatorError, match=r"tile index \(0, -1\) is outside"):
+        cutile_sim.store(array, (0, -1), cutile_sim.zeros((64, 64), cutile_sim.float32))
+
+
+def test_index_shape_and_order_take_the_forms_cutile_takes():
+    array = torch.arange(6, dtype=torch.float32)
+    assert cutile_sim.load(array, 1, 4, padding_mode=cutile_sim.PaddingMode.ZERO).data.tolist() == [4, 5, 0, 0]
+    grid = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    tile = cutile_sim.load(grid, (0, 0), (4, 2), order="F", padding_mode=cutile_sim.PaddingMode.ZERO)
+    assert tile.data[:3].tolist() == grid.T.tolist()
+    with pytest.raises(cutile_sim.SimulatorError, match="Index size 1 does not match the array rank 2"):
+        cutile_sim.load(grid, (0,), (2, 2))
+    with pytest.raises(cutile_sim.SimulatorError, match="Expected 'C' or 'F', got 'K'"):
+        cutile_sim.load(grid, (0, 0), (2, 2), order="K")
+
+
+def test_store_converts_only_what_cutile_converts_implicitly():
+    target = torch.zeros(4)
+    cutile_sim.store(target, (0,), cutile_sim.full((4,), 1.5, cutile_sim.bfloat16))
+    assert target.tolist() == [1.5] * 4  # bfloat16 widens to float32
+    with pytest.raises(cutile_sim.SimulatorError, match="cannot implicitly cast float32 to bfloat16"):
+        cutile_sim.store(torch.zeros(4, dtype=torch.bfloat16), (0,), cutile_sim.full((4,), 1.0, cutile_sim.float32))
+
+
+def test_shape_and_dtype_mistakes_are_told_in_cutiles_words_not_pytorchs():
+    a, b = cutile_sim.zeros((16, 32), cutile_sim.float32), cutile_sim.zeros((16, 16), cutile_sim.float32)
+    with pytest.raises(cutile_sim.SimulatorError, match=r"Shapes are not broadcastable: \(16, 32\), \(16, 16\)"):
+        a + b
+    with pytest.raises(cutile_sim.SimulatorError, match="Incompatible shapes for matrix mul on tiles"):
+        cutile_sim.mma(a, a, cutile_sim.zeros((16, 32), cutile_sim.float32))
+    with pytest.raises(cutile_sim.SimulatorError, match=r"Expect acc shape to be \(16, 16\), got \(16, 32\)"):
+        cutile_sim.mma(b, b, a)
+    with pytest.raises(cutile_sim.SimulatorError, match="Implicit promotion of bfloat16 and float16"):
+        cutile_sim.ones((4,), cutile_sim.bfloat16) + cutile_sim.ones((4,), cutile_sim.float16)
+    with pytest.raises(cutile_sim.SimulatorError, match="cannot be reshaped to"):
+        a.reshape((16, 16))
+
+
+def test_pytorchs_errors_never_reach_the_student_as_the_explanation():
+    ct_sim = cutile_sim.namespace
+    tile = cutile_sim.zeros((16,), cutile_sim.float32)
+    with pytest.raises(cutile_sim.SimulatorError, match="Axis 3 is out of range for rank 1"):
+        ct_sim.sum(tile, axis=3)
+    with pytest.raises(cutile_sim.SimulatorError) as info:
+        tile.permute((1, 0))
+    assert str(info.value).startswith("tile.permute cannot be applied to a tile of shape (16,)")
+    assert "dims" not in str(info.value)  # PyTorch's words about permute's dims
+    with pytest.raises(cutile_sim.SimulatorError, match="ct.load has no argument `mask`: cuTile has no masks"):
+        ct_sim.load(torch.zeros(8), (0,), (8,), mask=None)

@@ -146,6 +146,8 @@ class Checker:
             if not c.dtypes:
                 self.error(f"{where}[{j}].dtypes", "list at least one dtype")
             values = {p.name: getattr(c, p.name) for p in problem.params}
+            for message in (problem.check(values) if problem.check else []):
+                self.error(f"{where}[{j}]", message)
             seed = c.seed if c.seed is not None else zlib.crc32(f"{stage_id}/{j}".encode())
             out += [Case(params=values, dtype=d, seed=seed) for d in c.dtypes if d in DTYPES]
         ids = [c.id for c in out]

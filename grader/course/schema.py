@@ -107,7 +107,8 @@ def _stage_model(problem: Problem, gpu_backends: tuple[str, ...]) -> type[Table]
         "never_written": (Optional[bool], None), "nan": (Optional[bool], None),
         "inf": (Optional[bool], None), "params": (Optional[_table("params", params)], None),
         "larger": (Optional[_table("larger", {p.name: (Optional[float], None)
-                                              for p in problem.params})], None),
+                                              for p in problem.params
+                                              if p.type in (int, float)})], None),
         "dtypes": (Optional[list[str]], None)})
     hint = _table("hint", {"when": (when, ...), "hint": (Text, ...)})
     growth = _table("memory_growth", {
@@ -154,8 +155,9 @@ def _problem_key(problem: Problem) -> tuple:
 
 
 def _case_model(problem: Problem, with_dtypes: bool) -> type[Table]:
-    """One case of `problem`: its parameters (ints at least 1), and unless only the sizes
-    are asked for, its dtypes and an optional seed."""
+    """One case of `problem`: its parameters (ints at least 1, one of a parameter's choices
+    where it has them), and unless only the sizes are asked for, its dtypes and an optional
+    seed."""
     return _cached(("case", _problem_key(problem), with_dtypes),
                    lambda: _build_case_model(problem, with_dtypes))
 
@@ -166,6 +168,8 @@ def _build_case_model(problem: Problem, with_dtypes: bool) -> type[Table]:
         fields = {"dtypes": (list[str], ...), "seed": (Optional[int], None)}
     for p in problem.params:
         kind = Annotated[int, Field(ge=1)] if p.type is int else p.type
+        if p.choices:  # an unknown value gets pydantic's literal_error: `describe` lists them
+            kind = Literal[tuple(p.choices)]
         default = ... if p.required else p.default
         fields[p.name] = (kind, Field(default, description=p.doc or None))
     return _table(f"{problem.id} case" if with_dtypes else f"{problem.id} sizes", fields)

@@ -25,6 +25,7 @@ class Param:
     type: type
     default: Any = REQUIRED
     doc: str = ""
+    choices: tuple = ()  # the only values a case may give (empty: any value of the type)
 
     @property
     def required(self) -> bool:
@@ -73,6 +74,9 @@ class Problem:
     # Facts about a wrong output that point at a cause, beyond the values (softmax: rows
     # that do not sum to 1): given the output and the reference, both float32.
     explain: Callable[[torch.Tensor, torch.Tensor], list[str]] | None = None
+    # What is wrong with a case's parameters beyond their types (course.toml's checker
+    # reports each message under the case): given the parameters, defaults filled in.
+    check: Callable[[dict], list[str]] | None = None
 
     @property
     def arg_names(self) -> list[str]:
@@ -100,6 +104,52 @@ def randn(shape, dtype, gen, scale=1.0, shift=0.0) -> torch.Tensor:
     # CPU, on every machine).
     drawn = torch.randn(shape, generator=gen, dtype=torch.float32, device=gen.device)
     return (drawn * scale + shift).to(dtype)
+
+
+# How a 2-D input is laid out in memory (the `layout` parameter of the stages whose lessons
+# promise that any layout works): the kernel must follow the strides it is given.
+LAYOUTS = ("contiguous", "transposed", "sliced")
+LAYOUT_DOC = ("how 2-D inputs are laid out: contiguous (row-major), transposed (a column-major "
+              "view) or sliced (a view of some columns of a wider matrix)")
+# A sliced input is columns SLICE_START .. SLICE_START + n of a matrix SLICE_EXTRA columns
+# wider: its rows are not adjacent and it does not start at its storage's first element.
+# Odd, so that the row stride is a multiple of no tile or vector width.
+SLICE_START, SLICE_EXTRA = 3, 7
+
+
+def layout_param() -> "Param":
+    return Param("layout", str, "contiguous", doc=LAYOUT_DOC, choices=LAYOUTS)
+
+
+def randn_2d(rows: int, cols: int, layout: str, dtype, gen) -> torch.Tensor:
+    """A rows x cols input in `layout`. Transposed: the transpose of a contiguous cols x rows
+    tensor (strides (1, rows)); sliced: columns of a wider contiguous one (strides
+    (cols + SLICE_EXTRA, 1), storage offset SLICE_START)."""
+    if layout == "transposed":
+        return randn((cols, rows), dtype, gen).t()
+    if layout == "sliced":
+        return randn((rows, cols + SLICE_EXTRA), dtype, gen)[:, SLICE_START:SLICE_START + cols]
+    if layout != "contiguous":
+        raise ValueError(f"unknown layout {layout!r}; known: {', '.join(LAYOUTS)}")
+    return randn((rows, cols), dtype, gen)
+
+
+def layout_check(*dims: tuple[str, str]):
+    """A Problem.check for the layout of 2-D inputs, each given as its (rows, cols) parameter
+    names: a view with a dimension of 1 is laid out like a contiguous tensor, so a layout case
+    needs every such dimension at least 2 to test anything."""
+    def check(params: dict) -> list[str]:
+        layout = params.get("layout", "contiguous")
+        if layout == "contiguous":
+            return []
+        small = [name for pair in dims for name in pair if params[name] < 2]
+        if not small:
+            return []
+        names = " and ".join(dict.fromkeys(small))
+        return [f"layout = {layout!r} needs {names} of at least 2: an input with a dimension "
+                "of 1 is laid out like a contiguous one, so the case would not test strides"]
+
+    return check
 
 
 def f32(t: torch.Tensor) -> torch.Tensor:

@@ -9,7 +9,9 @@ a grid that is too small, a mask that is too strict, a tile the kernel skipped.
 Inputs and contiguous fresh allocations also get a poisoned guard region after their last
 element. A kernel with a missing mask reads poison there instead of foreign memory (which
 can crash Triton's interpreter) and any store past the end lands in the guard, where the
-grader finds it.
+grader finds it. An input keeps its layout (strides, storage offset): a transposed or sliced
+input reaches the kernel as such, with the rest of the storage it spans (a sliced view's
+other columns) copied too.
 """
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ class Guarded:
 
     def overrun(self) -> int:
         """How many guard elements past the tensor's end were written."""
-        return int((~never_written(self.buffer[self.tensor.numel():])).sum())
+        return int((~never_written(self.buffer[storage_span(self.tensor):])).sum())
 
     def describe(self) -> str:
         n = self.overrun()
@@ -85,11 +87,26 @@ class Guarded:
                 f"({_dtype(self.tensor)}, {self.tensor.numel()} elements) were written")
 
 
-def guarded_copy(tensor: torch.Tensor, name: str) -> Guarded:
-    """A contiguous copy of `tensor` followed by a poisoned guard region."""
-    guarded = guarded_empty(tensor.shape, tensor.dtype, tensor.device, name)
-    guarded.tensor.copy_(tensor)
-    return guarded
+def storage_span(tensor: torch.Tensor) -> int:
+    """How many elements of its storage `tensor` reaches over, from the storage's first
+    element to its own last one (its numel when it is contiguous and starts the storage)."""
+    if tensor.numel() == 0:
+        return tensor.storage_offset()
+    return tensor.storage_offset() + 1 + sum((size - 1) * stride
+                                             for size, stride in zip(tensor.shape, tensor.stride()))
+
+
+def guarded_copy(tensor: torch.Tensor, name: str, device=None) -> Guarded:
+    """A copy of `tensor` on `device` (default: its own) with the same shape, strides and
+    storage offset: a copy of the storage it spans (a sliced view's other columns too, as in
+    the program it came from) followed by a poisoned guard region. A kernel that ignores the
+    strides then reads the wrong elements, as it would on the view itself."""
+    span = storage_span(tensor)
+    device = tensor.device if device is None else device
+    buffer = poison_(torch.empty(span + max(span, GUARD_MIN), dtype=tensor.dtype, device=device))
+    buffer[:span].copy_(tensor.as_strided((span,), (1,), 0))  # the storage, from its start
+    view = buffer.as_strided(tensor.shape, tensor.stride(), tensor.storage_offset())
+    return Guarded(name, view, buffer)
 
 
 def guarded_empty(shape, dtype, device, name) -> Guarded:

@@ -88,7 +88,8 @@ class _Worker:
         def move(value, name):
             if not isinstance(value, torch.Tensor):
                 return value
-            guards.append(guarded_copy(value.to(self.device), f"input `{name}`"))
+            # Copied onto the device with its layout: a transposed or sliced input stays one.
+            guards.append(guarded_copy(value, f"input `{name}`", self.device))
             return guards[-1].tensor
 
         names = problem.tensor_names(call)

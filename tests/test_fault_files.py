@@ -1,0 +1,102 @@
+"""Beginner faults kept as files a student could submit (tests/faults/<track>/stageN_*.py),
+each graded as a submission and held to what its header promises.
+
+A fault file starts with a module docstring: its first line says what the mistake is, then
+
+    expect: FAIL                     the stage's status (a Status name)
+    message: <text>                  (one or more) text that the failing cases must report;
+                                     a case's id counts, so `layout=sliced` says such a case failed
+    passes: <text>                   (optional) every case whose id contains the text passes
+
+Files of tests/faults/triton are graded on Triton's interpreter, tests/faults/cutile on the
+grader's cuTile simulator.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from grader.report.results import Status
+
+FAULTS = Path(__file__).resolve().parent / "faults"
+BACKENDS = {"triton": "triton-interpret", "cutile": "cutile-sim"}
+HEADER = re.compile(r"^(expect|message|passes):\s*(.+?)\s*$")
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A fault file and what grading it must show."""
+
+    path: Path
+    stage: int  # the stage number, from the file name
+    backend: str
+    mistake: str  # the docstring's first line
+    expect: Status
+    messages: tuple[str, ...]
+    passes: tuple[str, ...] = ()
+
+    @property
+    def id(self) -> str:
+        return f"{self.path.parent.name}/{self.path.stem}"
+
+
+def parse(path: Path) -> Fault:
+    """The header of a fault file; a file without a complete one is an error, not a skip."""
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    lines = doc.splitlines()
+    assert lines and lines[0].strip(), f"{path}: the docstring's first line must say the mistake"
+    found: dict[str, list[str]] = {"expect": [], "message": [], "passes": []}
+    for line in lines[1:]:
+        match = HEADER.match(line)
+        if match:
+            found[match.group(1)].append(match.group(2))
+    stage = re.match(r"stage(\d+)_", path.name)
+    assert stage, f"{path}: name it stageN_<what>.py"
+    assert len(found["expect"]) == 1, f"{path}: give exactly one `expect:` line"
+    assert found["message"], f"{path}: give at least one `message:` line"
+    return Fault(path=path, stage=int(stage.group(1)), backend=BACKENDS[path.parent.name],
+                 mistake=lines[0].strip(), expect=Status[found["expect"][0].replace(" ", "_")],
+                 messages=tuple(found["message"]), passes=tuple(found["passes"]))
+
+
+def fault_files() -> list[Fault]:
+    return [parse(path) for track in BACKENDS for path in sorted((FAULTS / track).glob("stage*.py"))]
+
+
+def reported(result) -> str:
+    """What the failing cases of a graded stage say, each under its id."""
+    return "\n".join("\n".join([case.id, case.summary, *case.details])
+                     for case in result.cases if not case.passed)
+
+
+def test_every_track_has_fault_files():
+    faults = fault_files()
+    assert {f.path.parent.name for f in faults} == set(BACKENDS)
+
+
+def test_a_header_without_messages_is_refused(tmp_path):
+    folder = tmp_path / "triton"
+    folder.mkdir()
+    path = folder / "stage1_nothing.py"
+    path.write_text('"""Does nothing.\n\nexpect: FAIL\n"""\n', encoding="utf-8")
+    with pytest.raises(AssertionError, match="at least one `message:` line"):
+        parse(path)
+
+
+@pytest.mark.parametrize("fault", fault_files(), ids=lambda f: f.id)
+def test_the_fault_is_graded_as_its_header_says(fault, grade_source, course):
+    stage = course.select(str(fault.stage))
+    result = grade_source(stage.id, fault.path.read_text(encoding="utf-8"), backend=fault.backend)
+    text = reported(result)
+    assert result.status is fault.expect, f"{fault.id} ({fault.mistake}): {result.status}\n{text}"
+    for message in fault.messages:
+        assert message in text, f"{fault.id}: no failing case reports {message!r}:\n{text}"
+    for part in fault.passes:
+        matching = [case for case in result.cases if part in case.id]
+        assert matching, f"{fault.id}: no case's id contains {part!r}"
+        assert all(case.passed for case in matching), f"{fault.id}: a {part} case failed:\n{text}"
