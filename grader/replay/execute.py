@@ -124,7 +124,7 @@ class Replay:
             if error:
                 done.compile_errors.append(error)
                 return
-        _launch(step, kernel, args, kwargs, self.device)
+        _launch(step, kernel, args, kwargs)
 
     def _check(self, step: Launch, kernel, args: tuple, kwargs: dict) -> str | None:
         if step.language == "cutile":
@@ -146,7 +146,7 @@ class Replay:
         def launch(buffers):
             args = tuple(_argument(v, buffers) for v in step.args)
             kwargs = {k: _argument(v, buffers) for k, v in step.kwargs.items()}
-            _launch(step, kernel, args, kwargs, self.device)
+            _launch(step, kernel, args, kwargs)
 
         return launch
 
@@ -186,14 +186,14 @@ def _grid(step: Launch, kernel) -> Any:
     return grid
 
 
-def _launch(step: Launch, kernel, args: tuple, kwargs: dict, device: torch.device) -> None:
+def _launch(step: Launch, kernel, args: tuple, kwargs: dict) -> None:
     if step.language == "triton":
         kernel[_grid(step, kernel)](*args, **kwargs)
         return
     import cuda.tile as ct
 
-    stream = torch.cuda.current_stream() if device.type == "cuda" else None
-    ct.launch(stream, step.grid, kernel, args)
+    # On a CPU the simulator stands in for CUDA's current stream (grader.cutile_sim.install).
+    ct.launch(torch.cuda.current_stream(), step.grid, kernel, args)
 
 
 def _record(step: Launch, kernel, args: tuple, kwargs: dict) -> LaunchRecord:
