@@ -1,9 +1,11 @@
-"""The verdict on each case of a stage: call the submission in its child, judge the reply.
+"""The verdict on each case of a stage: what the wrapper proposes, and the grader's replay.
 
-Everything the child reports is evidence: the output is compared with the reference computed
-here, and the call's other traces (launches, host work, out-of-bounds writes, modified inputs,
-the compilers' front ends) decide before the numbers do. Hidden cases keep only their verdict's
-kind. The memory check measures the extra GPU memory of a small and a large case.
+The child records one call of the wrapper as a proposal (its kernel launches and host steps,
+as data); the replay runs that proposal on fresh inputs drawn from another seed, and only
+its output is judged, against the reference computed here. The replay's other traces
+(compile errors, out-of-bounds writes, modified inputs) decide before the numbers do; the
+host watch's findings explain a failure, never make one. Hidden cases keep only their
+verdict's kind. The memory check measures the replay's extra memory at two sizes.
 """
 
 from __future__ import annotations

@@ -73,27 +73,37 @@ class Process:
         self._sock: socket.socket | None = None
         self._base: Path | None = None
         self._log = OutputLog()
+        self._loaded = False  # the process answered `load`
         self._serial = 0
 
     # --- lifecycle ------------------------------------------------------------------
 
-    def load(self) -> None:
-        """Start the child and import the submission there; raises SubmissionError."""
+    def spawn(self) -> None:
+        """Start the process without waiting for it: it confines itself and imports what it
+        needs meanwhile (`load` waits); raises SubmissionError."""
         try:
             source = filesystem.submission_source(self.path, self.hidden)
         except filesystem.Refused as exc:
             raise SubmissionError(str(exc)) from None
-        self.close()
+        self.end()
+        self._start(source)
+
+    def load(self) -> None:
+        """Start the process (unless `spawn` just did), wait until it is confined, and load
+        the submission there; raises SubmissionError."""
+        if self._process is None or self._loaded:
+            self.spawn()
         try:
-            self._start(source)
+            self._await_ready()
             rules = {k: list(v) for k, v in vars(self.rules).items()} if self.rules else {}
             self._ask("load", 1 << 20, path=self._module, function=self.function,
                       device=self.device, rules=rules)
+            self._loaded = True
         except Failed as exc:
-            self.close()
+            self.end()
             raise SubmissionError(f"loading {self.path.name} {exc}") from None
         except SubmissionError:
-            self.close()
+            self.end()
             raise
 
     def _start(self, source: bytes) -> None:
@@ -120,6 +130,8 @@ class Process:
         self._sock = parent
         protocol.send(parent, {"plan": plan.to_json(), "track": self.track, "role": self.role,
                                "sys_path": [p for p in sys.path if os.path.isabs(p)]})
+
+    def _await_ready(self) -> None:
         ready = self._receive(0, time.monotonic() + max(self.timeout, STARTUP_SECONDS), 0)
         if ready.header.get("status") != "ready":
             raise Failed(Failure.CRASHED,
@@ -128,8 +140,16 @@ class Process:
                             [{"name": str, "in_force": bool, "detail": str}], "ready")
         self.protections = [Protection(**p) for p in found]
 
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
     def close(self) -> None:
-        """End the child and everything it started; returns once they are gone."""
+        """End the process and everything it started; returns once they are gone."""
+        self.end()
+
+    def end(self) -> None:
+        """End this process alone (`close` may end more: the child's replay too)."""
         if self._sock is not None:
             self._sock.close()
         if self._process is not None:
@@ -144,6 +164,7 @@ class Process:
         if self._base is not None:
             shutil.rmtree(self._base, ignore_errors=True)
         self._process = self._sock = self._base = None
+        self._loaded = False
         self._log.child_ended()
 
     def __del__(self):
@@ -165,7 +186,8 @@ class Process:
     def _ask(self, op: str, max_bytes: int, timeout: float | None = None,
              **args) -> protocol.Message:
         """The ok reply to one request; raises Failed or SubmissionError."""
-        if self._process is None:  # the first request, or a restart after a timeout or crash
+        if self._process is None or (not self._loaded and op != "load"):
+            # the first request, or a restart after a timeout or crash
             first = self._serial == 0
             try:
                 self.load()
@@ -188,7 +210,7 @@ class Process:
         if status == "submission-error" and isinstance(value, str):
             raise SubmissionError(value)
         if status == "error" and isinstance(value, str):
-            self.close()  # its state is unknown (a CUDA context a fault poisoned, say)
+            self.end()  # its state is unknown (a CUDA context a fault poisoned, say)
             raise Failed(Failure.CRASHED, f"crashed: the grader's worker failed: {value}")
         if status != "ok" or "value" not in reply.header:
             raise self._broken(f"sent a reply the grader cannot read ({_text(reply.header)})")
@@ -198,7 +220,7 @@ class Process:
         try:
             reply = protocol.receive(self._sock, deadline, max_bytes)
         except protocol.Late:
-            self.close()
+            self.end()
             raise Failed(Failure.TIMED_OUT, f"timed out after {self.timeout:g} s (an endless "
                                              "loop, or a kernel that never finishes?)") from None
         except protocol.Closed:
@@ -218,12 +240,12 @@ class Process:
 
     def _died(self) -> Failed:
         code = self._process.wait()
-        self.close()
+        self.end()
         return Failed(Failure.CRASHED,
                        f"crashed: the process running it died ({processes.exit_reason(code)})")
 
     def _broken(self, why: str) -> Failed:
-        self.close()
+        self.end()
         return Failed(Failure.CRASHED, f"crashed: its process broke the grader's protocol: {why}")
 
 def probe() -> list[Protection]:
@@ -231,6 +253,7 @@ def probe() -> list[Protection]:
     runner = Process(Path("probe.py"), "probe", "cpu")
     try:
         runner._start(b"")
+        runner._await_ready()
         return runner.protections
     except (Failed, OSError) as exc:
         return [Protection("sandbox", False, f"a confined child could not be started: {exc}")]

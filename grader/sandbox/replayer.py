@@ -34,7 +34,7 @@ class Replayer(Process):
         except (Failed, SubmissionError) as exc:
             return failed_call(exc)
         if outcome.context_lost:
-            self.close()  # the next call gets a fresh CUDA context
+            self.end()  # the next call gets a fresh CUDA context
         return outcome
 
     def _outcome(self, reply: protocol.Message, inputs: list) -> Outcome:
@@ -83,7 +83,7 @@ class Replayer(Process):
             raise TimingFailed(str(exc)) from None
         wall = (time.perf_counter() - start) * 1e3
         if not len(value["times"]) == len(value["digests"]) == len(seeds):
-            self.close()
+            self.end()
             raise TimingFailed("crashed: its process sent timings for other calls than asked")
         returned = next((o.get("type") for o in value["outputs"] if "type" in o), None)
         if returned:

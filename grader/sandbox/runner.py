@@ -22,6 +22,16 @@ class Runner(Process):
         super().__init__(*args, **kwargs)
         self._replay: Replayer | None = None
 
+    def load(self) -> None:
+        """Start the child and load the submission there; the replay is started first, so
+        that both confine themselves and import torch at the same time."""
+        if not self.replay.running:
+            try:
+                self.replay.spawn()
+            except SubmissionError:
+                pass  # its first request starts it again, and says why it cannot
+        super().load()
+
     @property
     def replay(self) -> Replayer:
         """The replay process of this submission: confined like the child, but no student
@@ -35,7 +45,7 @@ class Runner(Process):
         """End the child, the replay and everything they started."""
         if getattr(self, "_replay", None) is not None:
             self._replay.close()
-        super().close()
+        self.end()
 
     def withhold_output(self) -> None:
         """Leave out what the child and the replay print until each ends (a hidden case)."""

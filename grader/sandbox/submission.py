@@ -1,7 +1,8 @@
-"""A submission loaded in this process: importing its module and calling its function.
+"""A submission loaded in this process: importing its module and recording its wrapper.
 
 The grader itself never calls this on student code: the confined child process of
-grader.sandbox does. Instructor scripts (scripts/) use it directly on the references.
+grader.sandbox does (`record`). Instructor scripts (scripts/) call the references directly
+(`bound`), with their kernels run as usual.
 """
 
 from __future__ import annotations

@@ -1,14 +1,21 @@
-"""The child that runs student code (started by grader.sandbox.runner, never by hand).
+"""The processes that run student code (started by grader.sandbox.process, never by hand).
 
-It reads its plan from the grader, confines itself (grader.sandbox.privileges), binds what
-grading relies on, says which protections are in force, and only then answers requests,
-one at a time: load the submission, call it on a case, measure its memory, time it against
-its baseline, compile its cuTile kernels. It draws a case's inputs itself from the case's
-seed (the parent draws the same ones to judge the result), so large inputs never cross the
-boundary; outputs go back as raw tensor bytes (grader.protocol).
+Each reads its plan from the grader, confines itself (grader.sandbox.privileges), binds what
+it relies on, says which protections are in force, and only then answers requests, one at
+a time. Its role decides which:
 
-Everything this process says after the submission is loaded may be forged by it: the
-parent checks every reply's shape and sizes, and judges the results itself.
+- the child loads the submission and records one call of its wrapper at a time, its kernel
+  launches written down and not run (`record`); it also captures cuTile launches for the
+  compile check (`compile`);
+- the replay never imports the submission: it rebuilds the file's kernels from source
+  (grader.replay.kernels) and runs the proposals the grader sends, on inputs it draws from
+  the grader's seeds: one graded call (`call`), untimed warm-up calls (`warm`), timed
+  batches (`time_batch`, `fetch`), the peak memory of a call (`memory`).
+
+Inputs are drawn from a seed in the process that uses them, so large inputs never cross the
+boundary; outputs go back as raw tensor bytes (grader.protocol). Everything a process says
+may be forged by what ran in it: the grader checks every reply's shape and sizes, and
+judges the results itself.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from grader.course import Case, Stage, Threshold
 from grader.problems import DTYPES
 from grader.report.results import Failure, SpeedCase, SpeedResult
 from grader.sandbox import Runner
+from grader.sandbox.outcomes import Proposed
 from grader.speed import ceilings as ceilings_module
 from grader.speed.trial import Trial
 
@@ -83,21 +84,27 @@ class SpeedCheck:
         self.run_seed = run_seed
         self.device = selection.backend.device
         self._alone: dict[str, float] | None = None  # case id -> baseline ms, timed alone
+        self._proposed: dict[str, Proposed] = {}  # case id -> the wrapper's proposal
 
     def _trial(self, case: Case) -> Trial:
         problem = self.stage.problem
         return Trial(problem, dict(case.params), case.dtype, self.runner,
                      problem.baselines[self.speed.baseline], self.stage.tolerance[case.dtype],
-                     timing.Budget(seconds=self.speed.seconds), self.device)
+                     timing.Budget(seconds=self.speed.seconds), self.device,
+                     self._proposed.get(case.id))
 
     def baselines_alone(self) -> dict[str, float]:
-        """Each speed case's baseline, timed once with the submission's process ended (the
-        next request starts a fresh one), before any of the stage's speed cases."""
+        """Before any of the stage's speed cases: the wrapper's proposal for each, recorded
+        in the child; then the child is ended (its GPU context, and anything it left running,
+        with it) for good; then each baseline is timed once, the replay alone beside it."""
         if self._alone is None:
-            self.runner.close()
-            self._alone = {case.id: self._trial(case).baseline_alone()
-                           for case in self.speed.cases
-                           if not dtype_unsupported(case.dtype, self.device)}
+            cases = [c for c in self.speed.cases if not dtype_unsupported(c.dtype, self.device)]
+            for case in cases:
+                self._proposed[case.id] = self.runner.record(
+                    self.stage.problem.id, dict(case.params), case.dtype,
+                    case.seed_in_run(self.run_seed))
+            self.runner.end()
+            self._alone = {case.id: self._trial(case).baseline_alone() for case in cases}
         return self._alone
 
     def time(self, case: Case) -> Timed:
@@ -105,12 +112,12 @@ class SpeedCheck:
         dtype = DTYPES[case.dtype]
         result = SpeedCase(id=case.id, dtype=case.dtype, params=dict(case.params), passed=False,
                            summary="", baseline=self.speed.baseline)
+        alone = self.baselines_alone().get(case.id)  # first: it records the proposals
         trial = self._trial(case)
         if unsupported := dtype_unsupported(case.dtype, self.device):
             result.summary = f"not graded on this GPU: {unsupported}"
             result.failure = Failure.NOT_GRADED
             return Timed(result, [])
-        alone = self.baselines_alone().get(case.id)
         found = trial.run()
         if self._near_threshold(found):
             found = _together(found, trial.run())

@@ -1,30 +1,25 @@
-"""One speed case timed by the grader's rules: the student in the child, the baseline here.
+"""One speed case timed by the grader's rules: the replay of the student's launches against
+the baseline, both timed by the grader.
 
-The child (grader.sandbox) runs the submission's timed calls and reports CUDA-event times;
-those are evidence, and the grader checks them:
+The child records the wrapper's launches at the timed size once (a proposal); the replay
+process (grader.replay), where no student host code ever ran, runs that proposal in batches,
+each call on fresh inputs drawn on the GPU from a seed the grader picks, after an L2 flush,
+timed by CUDA events in that process. What the child does to its own clocks changes
+nothing: it times nothing. The grader still checks what it is told:
 
-- before the first batch, and after the batches whose outputs it checks, the grader has
-  the child make a call at the timed size under the same watch as a graded call: host code
-  that computes with PyTorch only at the timed sizes, or only after a while, fails;
-- every timed call runs on inputs the child has never seen: fresh content drawn on the GPU
-  from a seed the grader picks for that call and sends with its batch, so no result can be
-  replayed (by identity, data pointer or content) or computed ahead of its call;
-- the child commits to each output with a keyed checksum (grader.timing.digest) in the
-  batch's reply; the grader then picks calls at random, fetches their outputs, checks each
-  against its checksum and against the float32 reference of the inputs it draws itself;
-- the grader's own clock spans the whole batch. Before each call the child synchronises
-  the whole device, so work on a side stream, a GPU sleep, or work after the call's end
-  event shows on that clock; what the reported times cannot explain, once the grader's own
-  cost of drawing inputs, flushing L2, synchronising and checksumming is taken away (which
-  it measures itself), rejects the timing, beyond an allowance for one batch and a
-  tighter one for the median batch (work hidden in every call adds up there);
-- the baseline is timed here, in a process that never loaded student code, in batches
-  interleaved with the student's, so a drifting GPU moves both.
+- the replay commits to each output with a keyed checksum (grader.timing.digest); the
+  grader picks calls at random, fetches their outputs, checks each against its checksum
+  and against the float32 reference of the inputs it draws itself;
+- the grader's own clock spans the whole batch, and what the reported times cannot explain,
+  once the grader's own cost of drawing inputs, flushing L2, synchronising and
+  checksumming is taken away, rejects the timing beyond an allowance for one batch and a
+  tighter one for the median batch (a kernel's work left running past its events);
+- the baseline is timed here, in batches interleaved with the replay's, so a drifting GPU
+  moves both.
 
-The figure reported is the median over batches of each batch's mean call time (a mean,
-since a submission that knew the batch's seeds could move its work between the calls of a
-batch, but not out of it). Batches go on until the speed-up is known to PRECISION (judged
-by the spread of the batches' own speed-ups) or the case's time budget is spent.
+The figure reported is the median over batches of each batch's mean call time. Batches go
+on until the speed-up is known to PRECISION (judged by the spread of the batches' own
+speed-ups) or the case's time budget is spent.
 """
 
 from __future__ import annotations
@@ -43,7 +38,7 @@ from grader.course import Tolerance
 from grader.judge.compare import compare
 from grader.judge.stage import proposal_misconduct
 from grader.problems import DTYPES, Call, Problem
-from grader.sandbox.outcomes import TimingFailed
+from grader.sandbox.outcomes import Proposed, TimingFailed
 from grader.sandbox.runner import Runner
 
 MEMORY_KEPT = 4 << 30  # bytes of outputs the child keeps per batch, for the grader to fetch
@@ -128,10 +123,11 @@ class TrialResult:
 class Trial:
     def __init__(self, problem: Problem, params: dict, dtype: str, runner: Runner,
                  baseline: Callable[[Call], torch.Tensor], tolerance: Tolerance,
-                 budget: timing.Budget, device: str = "cuda"):
+                 budget: timing.Budget, device: str = "cuda", proposed: Proposed | None = None):
         self.problem, self.params, self.dtype = problem, params, dtype
         self.runner, self.baseline, self.tolerance = runner, baseline, tolerance
         self.budget, self.device = budget, device
+        self.proposed = proposed  # the wrapper's launches at this size, if recorded already
 
     def draw(self, seed: int) -> Call:
         return self.problem.draw(self.params, self.dtype, seed, device=self.device)
@@ -258,8 +254,8 @@ class Trial:
     def _propose(self) -> None:
         """The wrapper's launches at this size, recorded in the child: what the grader's
         replay times (the wrapper itself is never timed)."""
-        proposed = self.runner.record(self.problem.id, self.params, self.dtype,
-                                      secrets.randbits(31))
+        proposed = self.proposed or self.runner.record(self.problem.id, self.params,
+                                                       self.dtype, secrets.randbits(31))
         found = proposal_misconduct(proposed, self.runner.track)
         if found:
             raise TimingFailed(f"the call at this size: {found.summary}")
