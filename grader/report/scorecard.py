@@ -39,12 +39,7 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
     console.print(_table(report))
     if any(s.speed.cases for s in report.stages):
         console.print(_speed_table(report))
-    console.print(
-        f"backend: [bold]{report.backend}[/] ({report.backend_reason}); graded "
-        f"{report.target}/ in {report.seconds:.1f} s with seed {report.seed} (--seed {report.seed} "
-        f"reproduces the inputs); {versions(report.machine)}"
-    )
-    console.print(sandbox_line(report.sandbox), highlight=False, markup=False)
+    _footer(report, console, verbose)
     for stage in report.stages:
         slow = [c for c in stage.speed.cases if not c.passed]
         if stage.status is not Status.PASS or slow:
@@ -53,6 +48,17 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
         for check in stage.checks:
             if not check.graded:
                 console.print(f"[dim]{stage.id}: {check.name} {check.message}[/]", highlight=False)
+
+
+def _footer(report: Report, console: Console, verbose: bool) -> None:
+    """Which backend graded and the seed that reproduces the inputs; with --verbose also the
+    versions and the sandbox's protections, which a student rarely needs (the JSON has them)."""
+    line = (f"backend: [bold]{report.backend}[/] ({report.backend_reason}); graded "
+            f"{report.target}/ in {report.seconds:.1f} s with seed {report.seed} (--seed "
+            f"{report.seed} reproduces the inputs)")
+    console.print(line + (f"; {versions(report.machine)}" if verbose else ""))
+    if verbose:
+        console.print(sandbox_line(report.sandbox), highlight=False, markup=False)
 
 
 def _submission_output(stage: StageResult, console: Console, verbose: bool) -> None:
