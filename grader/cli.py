@@ -28,7 +28,7 @@ from rich.table import Table
 from grader import __version__, batch_command, doctor, grading, intake
 from grader.backends import selection as backends
 from grader.backends import toolchain
-from grader.commandline import GradeGroup, grading_options
+from grader.commandline import GradeGroup, GradingCommand, StageCommand, grading_options
 from grader.course import TRACKS, Course, Stage, find_course_file, load_course
 from grader.errors import GradeError
 from grader.instructor import calibrate as calibration
@@ -55,7 +55,7 @@ def _course(ctx: click.Context) -> Course:
     return load_course(ctx.obj or find_course_file())
 
 
-@cli.command("stage", hidden=True)
+@cli.command("stage", cls=StageCommand, hidden=True)
 @click.argument("selectors", nargs=-1, required=True)
 @grading_options
 @click.pass_context
@@ -66,7 +66,7 @@ def stage_command(ctx, selectors, **options) -> int:
     return _grade(course, stages, **options)
 
 
-@cli.command("all")
+@cli.command("all", cls=GradingCommand)
 @grading_options
 @click.pass_context
 def all_command(ctx, **options) -> int:
