@@ -209,7 +209,8 @@ def release_command(ctx, outdir: Path, force: bool) -> int:
     console = make_console()
     console.print(f"wrote the handout to {outdir}: {len(written)} files, no solutions/, "
                   f"no hidden cases; checked for reference code: none found")
-    console.print(f"students start with: cd {outdir} && pip install -e . && grade list")
+    console.print(f"students start with: cd {outdir} && python3 -m venv .venv && "
+                  ".venv/bin/python -m grader.install && .venv/bin/grade list", soft_wrap=True)
     return EXIT_OK
 
 
