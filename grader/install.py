@@ -6,7 +6,8 @@ installed first, on its own: the CPU build where `nvidia-smi` finds no GPU, from
 CPU index, or where that cannot be reached from any CPU build pip's own sources hold (a
 wheel folder, a mirror); PyPI's CUDA build where there is a GPU. Then the checkout and its
 extras (`cutile`, `test`) are installed with torch pinned to the version just installed,
-so that no other requirement (the cuda-tile toolkit's CUDA pins, say) makes pip replace it.
+so that no other requirement makes pip replace it; where the cutile extra's CUDA toolkit
+pins clash with torch's, cuTile's compiler packages are installed beside torch instead.
 
 Standard library only: it runs before anything else is installed.
 """
@@ -25,6 +26,13 @@ from pathlib import Path
 
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 EXTRAS = ("cutile", "test")
+# The cutile extra (cuda-tile[tileiras]) pins the CUDA toolkit's meta-package to 13.2-13.4,
+# and PyPI's CUDA builds of torch pin another version of it (torch 2.14.1: cuda-toolkit
+# 13.0.3): pip cannot hold both, and would replace torch. What cuTile takes from the toolkit
+# is its compiler, whose own packages sit beside torch's; these are the versions the extra
+# installs.
+CUTILE_BESIDE_TORCH = ("cuda-tile>=1.4", "nvidia-cuda-tileiras==13.4.*",
+                       "nvidia-cuda-nvcc==13.4.*", "nvidia-nvvm==13.4.*", "nvidia-cuda-crt==13.4.*")
 ROOT = Path(__file__).resolve().parents[1]
 EXIT_FAILED, EXIT_INTERRUPTED = 1, 130
 
@@ -110,13 +118,21 @@ def checkout_requirement(extras: list[str]) -> str:
 
 def install_checkout(extras: list[str], torch_version: str) -> bool:
     """This checkout, editable, with its extras; torch stays the version installed."""
-    done = pip("install", "-e", checkout_requirement(extras), f"torch=={torch_version}")
-    if done.returncode != 0:
-        print(f"pip could not install the course next to torch {torch_version} (above: "
-              "which requirement conflicts with it). Without the extras that conflict, run "
-              "`python -m grader.install` again; `grade doctor` then says what is missing.",
-              file=sys.stderr)
-    return done.returncode == 0
+    pinned = f"torch=={torch_version}"
+    if pip("install", "-e", checkout_requirement(extras), pinned).returncode == 0:
+        return True
+    if "cutile" in extras:
+        print(f"the cutile extra's CUDA toolkit cannot sit beside torch {torch_version}: "
+              "installing cuTile and its compiler's own packages instead")
+        others = [e for e in extras if e != "cutile"]
+        if pip("install", "-e", checkout_requirement(others), pinned,
+               *CUTILE_BESIDE_TORCH).returncode == 0:
+            return True
+    print(f"pip could not install the course next to torch {torch_version} (above: which "
+          "requirement conflicts with it). Without the extras that conflict, run "
+          "`python -m grader.install` again; `grade doctor` then says what is missing.",
+          file=sys.stderr)
+    return False
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:

@@ -75,10 +75,29 @@ def test_an_installed_torch_is_kept_and_a_conflict_is_explained(monkeypatch, no_
     pip = FakePip(monkeypatch, fail="-e")
     pip.torch = "2.13.0+cpu"
     assert install.main(["cutile"]) == install.EXIT_FAILED
-    assert pip.commands == [["install", "-e", f"{install.ROOT}[cutile]", "torch==2.13.0+cpu"]]
+    assert pip.commands == [["install", "-e", f"{install.ROOT}[cutile]", "torch==2.13.0+cpu"],
+                            ["install", "-e", str(install.ROOT), "torch==2.13.0+cpu",
+                             *install.CUTILE_BESIDE_TORCH]]
     out, err = capsys.readouterr()
     assert "torch 2.13.0+cpu (CPU build) is already installed: keeping it" in out
     assert "could not install the course next to torch 2.13.0+cpu" in err
+
+
+def test_where_the_cutile_extra_clashes_with_torch_its_compiler_goes_beside_it(monkeypatch,
+                                                                               capsys):
+    """PyPI's CUDA torch pins one CUDA toolkit and cuda-tile[tileiras] another: the extra
+    fails with torch pinned, and cuTile's compiler packages are installed instead."""
+    monkeypatch.setattr(install, "has_nvidia_gpu", lambda: True)
+    pip = FakePip(monkeypatch, fail="[cutile,test]")
+    pip.torch = "2.14.1"
+    assert install.main(["cutile", "test"]) == 0
+    assert pip.commands == [
+        ["install", "-e", f"{install.ROOT}[cutile,test]", "torch==2.14.1"],
+        ["install", "-e", f"{install.ROOT}[test]", "torch==2.14.1", "cuda-tile>=1.4",
+         "nvidia-cuda-tileiras==13.4.*", "nvidia-cuda-nvcc==13.4.*", "nvidia-nvvm==13.4.*",
+         "nvidia-cuda-crt==13.4.*"],
+    ]
+    assert "installing cuTile and its compiler's own packages instead" in capsys.readouterr().out
 
 
 def test_an_unknown_extra_is_a_usage_error(capsys):
