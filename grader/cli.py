@@ -29,7 +29,7 @@ from rich.table import Table
 from grader import __version__, batch_command, doctor, grading, intake
 from grader.backends import selection as backends
 from grader.backends import toolchain
-from grader.commandline import GradeGroup, grading_options
+from grader.commandline import GradeGroup, GradingCommand, StageCommand, grading_options
 from grader.course import TRACKS, Course, Stage, find_course_file, load_course
 from grader.errors import GradeError
 from grader.instructor import calibrate as calibration
@@ -58,7 +58,7 @@ def _course(ctx: click.Context) -> Course:
     return load_course(ctx.obj or find_course_file())
 
 
-@cli.command("stage", hidden=True)
+@cli.command("stage", cls=StageCommand, hidden=True)
 @click.argument("selectors", nargs=-1, required=True)
 @grading_options
 @click.pass_context
@@ -69,7 +69,7 @@ def stage_command(ctx, selectors, **options) -> int:
     return _grade(course, stages, **options)
 
 
-@cli.command("all")
+@cli.command("all", cls=GradingCommand)
 @grading_options
 @click.pass_context
 def all_command(ctx, **options) -> int:
@@ -224,7 +224,8 @@ def release_command(ctx, outdir: Path, force: bool) -> int:
     console = make_console()
     console.print(f"wrote the handout to {outdir}: {len(written)} files, no solutions/, "
                   f"no hidden cases; checked for reference code: none found")
-    console.print(f"students start with: cd {outdir} && pip install -e . && grade list")
+    console.print(f"students start with: cd {outdir} && python3 -m venv .venv && "
+                  ".venv/bin/python -m grader.install && .venv/bin/grade list", soft_wrap=True)
     return EXIT_OK
 
 

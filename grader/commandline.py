@@ -21,16 +21,19 @@ class GradeGroup(click.Group):
     def _grading_options_after_command(self, args: list[str]) -> list[str]:
         """Move grading options (and their values) that precede the command or stage name to
         just after it, where the command's own parser reads them."""
-        takes_value = {name: not p.is_flag for p in self.commands["stage"].params
-                       if isinstance(p, click.Option) for name in p.opts}
+        grading = {name: p for p in self.commands["stage"].params
+                   if isinstance(p, click.Option) for name in p.opts}
         ours = {name for p in self.params if isinstance(p, click.Option) for name in p.opts}
         before, moved, i = [], [], 0
         while i < len(args) and args[i].startswith("-") and args[i] != "--":
             name = args[i].split("=", 1)[0]
-            target = moved if name in takes_value and name not in ours else before
+            option = grading.get(name) if name not in ours else None
+            target = moved if option else before
             target.append(args[i])
-            value = takes_value.get(name, name in ours and name == "--course")
-            if value and "=" not in args[i] and i + 1 < len(args):
+            value = not option.is_flag if option else name == "--course"
+            if value and "=" not in args[i]:
+                if i + 1 >= len(args):
+                    raise click.UsageError(_needs_value(name, option))
                 target.append(args[i + 1])
                 i += 1
             i += 1
@@ -62,6 +65,82 @@ class GradeGroup(click.Group):
             "| autograder | batch | skeletons [OPTIONS]")
 
 
+# A value each option could take, for the examples in messages.
+EXAMPLES = {"--json": "results.json", "--junit": "results.xml", "--gradescope": "results.json",
+            "--markdown": "summary.md", "--benchmark-json": "benchmark.json",
+            "--submission": "my_work", "--seed": "1234", "--timeout": "30",
+            "--backend": "triton-interpret", "--track": "cutile", "--course": "course.toml"}
+
+
+def _needs_value(name: str, option: click.Option | None, graded: str = "1") -> str:
+    """An option given last, without its value: say what it takes, with an example that
+    would work (`grade --json` is not asking to grade a stage called --json)."""
+    example = f"{name} {EXAMPLES.get(name, 'VALUE')}"
+    command = f"grade {example} {graded}" if option is None else f"grade {graded} {example}"
+    return f"{name} needs {_value_kind(option)}; for example `{command}`."
+
+
+def _value_kind(option: click.Option | None) -> str:
+    kind = option.type if option is not None else click.Path(dir_okay=False)
+    if isinstance(kind, click.Path):
+        return "a folder" if not kind.file_okay else "a file path"
+    if isinstance(kind, click.Choice):
+        *others, last = map(str, kind.choices)
+        return f"one of {', '.join(others)} or {last}"
+    if isinstance(kind, (click.IntRange, click.FloatRange)) or kind in (click.INT, click.FLOAT):
+        return "a number"
+    return "a value"
+
+
+class GradingCommand(click.Command):
+    """`grade all` and `grade STAGE...`: an option given last without its value is told what
+    it takes, rather than click's "requires an argument"."""
+
+    def parse_args(self, ctx, args):
+        options = {name: p for p in self.params if isinstance(p, click.Option) for name in p.opts}
+        last = options.get(args[-1]) if args else None
+        if last is not None and not last.is_flag and not last.count:
+            stages = _arguments(args, options) if ctx.info_name == "stage" else []
+            raise click.UsageError(_needs_value(args[-1], last, stages[0] if stages else
+                                                ctx.info_name))
+        return super().parse_args(ctx, args)
+
+
+def _arguments(args: list[str], options: dict[str, click.Option]) -> list[str]:
+    """The words of `args` that are neither options nor an option's value."""
+    found, skip = [], False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg.startswith("-"):
+            option = options.get(arg)
+            skip = option is not None and not option.is_flag and not option.count
+        else:
+            found.append(arg)
+    return found
+
+
+class _StageContext(click.Context):
+    """`grade 1` runs the hidden `stage` command; what it prints names `grade` alone."""
+
+    @property
+    def command_path(self) -> str:
+        return self.parent.command_path if self.parent else super().command_path
+
+
+class StageCommand(GradingCommand):
+    """The hidden command behind `grade STAGE...`: its usage is `grade`'s own."""
+
+    context_class = _StageContext
+
+    def format_usage(self, ctx, formatter):
+        group = ctx.parent.command if ctx.parent else None
+        if isinstance(group, GradeGroup):
+            group.format_usage(ctx.parent, formatter)
+        else:
+            super().format_usage(ctx, formatter)
+
+
 def grading_options(command):
     """The options of `grade STAGE...` and `grade all`."""
     options = [
@@ -89,7 +168,9 @@ def grading_options(command):
                      help="Also write Gradescope's results.json."),
         click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False, path_type=Path),
                      help="Also write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY)."),
-        click.option("-v", "--verbose", is_flag=True, help="Show every failing case."),
+        click.option("-v", "--verbose", is_flag=True,
+                     help="Show every failing case, every line the submission printed, and "
+                          "the versions and sandbox protections it was graded with."),
         click.option("--seed", type=click.IntRange(0, 2**31 - 1),
                      help="Draw the inputs from this seed (default: a fresh one, printed on the "
                           "scorecard, so a failure can be reproduced)."),

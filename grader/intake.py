@@ -50,10 +50,30 @@ class NotRun(Exception):
         self.status, self.message = status, message
 
 
+def misplaced(path: Path) -> str | None:
+    """Where a missing stage file `path` (<folder>/<track>/<file>) is when it sits in the
+    wrong folder: uploads such as Gradescope's arrive flat, every file at the folder's root.
+    None when it is nowhere near."""
+    if len(path.parts) < 3:
+        return None
+    graded = path.parents[1]  # the folder laid out like exercises/
+    top = graded.parent if graded.name == "exercises" else graded
+    goes = path.relative_to(top).as_posix()
+    if top == graded and not any((top / track).is_dir() for track in TRACKS):
+        goes = f"exercises/{goes}"  # a flat upload: the layout of the course's own folder
+    for folder in dict.fromkeys((top, graded)):
+        if (folder / path.name).is_file():
+            where = ("at the folder's root" if folder == top
+                     else f"in {folder.relative_to(top).as_posix()}/")
+            return f"{path.name} is {where}; move it to {goes}"
+    return None
+
+
 def read_submission(path: Path, shown: str, rules) -> TodoState:
     """What is known of a stage's file before it runs (its TODOs); raises NotRun."""
     if not path.is_file():
-        raise NotRun(Status.ERROR, f"{shown} is missing; restore it from the course handout.")
+        raise NotRun(Status.ERROR, misplaced(path) or
+                     f"{shown} is missing; restore it from the course handout.")
     source = _source(path, shown)
     todos = todo_state(source)
     if todos.not_started:

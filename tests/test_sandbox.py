@@ -477,7 +477,7 @@ def test_a_forged_scorecard_is_shown_as_the_submissions_output(tmp_path, run_gra
 
 def test_the_scorecard_says_which_protections_are_in_force(run_grade, course, tmp_path):
     code, out, _ = run_grade("--course", str(course.path), "1", "--solutions", "--backend",
-                             "triton-interpret", "--json", str(tmp_path / "r.json"))
+                             "triton-interpret", "-v", "--json", str(tmp_path / "r.json"))
     import json
 
     data = json.loads((tmp_path / "r.json").read_text())
@@ -492,7 +492,7 @@ def test_the_scorecard_says_which_protections_are_in_force(run_grade, course, tm
 
 @pytest.mark.skipif(not ROOTED, reason="switching to an ordinary user needs root")
 def test_as_an_ordinary_user_the_scorecard_says_what_is_missing():
-    out = _as_other_user(["1", "--solutions", "--backend", "triton-interpret"])
+    out = _as_other_user(["1", "--solutions", "--backend", "triton-interpret", "-v"])
     line = " ".join(out.split())
     assert "NOT in force: separate user (the grader runs as an ordinary user (uid 65534)" in line
     # User namespaces work on this machine (the CI machines too): the rest holds.
@@ -506,7 +506,7 @@ def test_as_root_without_namespaces_the_scorecard_says_what_is_missing(run_grade
     """A container without CAP_SYS_ADMIN (Docker's default): no namespaces can be made."""
     command = ["setpriv", "--bounding-set", "-sys_admin", "--inh-caps", "-sys_admin",
                sys.executable, "-m", "grader", "--course", str(course.path), "1", "--solutions",
-               "--backend", "triton-interpret"]
+               "--backend", "triton-interpret", "-v"]
     out = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path,
                          env={**os.environ, "COLUMNS": "400"}).stdout
     line = " ".join(out.split())

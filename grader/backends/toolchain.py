@@ -28,7 +28,7 @@ from grader import cache
 CACHE_FILE = cache.ROOT / "cutile-probe.json"
 # The CUDA toolkit a CUDA_HOME must hold for tileiras (its ptxas and libnvvm).
 TILEIRAS_CUDA = "CUDA 13.3 or newer"
-INSTALL_FIX = "pip install -e '.[cutile]'  (or: pip install 'cuda-tile[tileiras]')"
+INSTALL_FIX = "python -m grader.install cutile  (or: pip install 'cuda-tile[tileiras]')"
 
 
 @dataclass(frozen=True)

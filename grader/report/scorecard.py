@@ -36,12 +36,7 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
     console.print(_table(report))
     if any(s.speed.cases for s in report.stages):
         console.print(_speed_table(report))
-    console.print(Text.assemble(
-        "backend: ", (report.backend, "bold"),
-        f" ({report.backend_reason}); graded {visible(report.target)}/ in {report.seconds:.1f} s "
-        f"with seed {report.seed} (--seed {report.seed} reproduces the inputs); "
-        f"{versions(report.machine)}"))
-    console.print(Text(visible(sandbox_line(report.sandbox))))
+    _footer(report, console, verbose)
     for stage in report.stages:
         slow = [c for c in stage.speed.cases if not c.passed]
         if stage.status is not Status.PASS or slow:
@@ -50,6 +45,18 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
         for check in stage.checks:
             if not check.graded:
                 console.print(Text(visible(f"{stage.id}: {check.name} {check.message}"), "dim"))
+
+
+def _footer(report: Report, console: Console, verbose: bool) -> None:
+    """Which backend graded and the seed that reproduces the inputs; with --verbose also the
+    versions and the sandbox's protections, which a student rarely needs (the JSON has them)."""
+    console.print(Text.assemble(
+        "backend: ", (report.backend, "bold"),
+        f" ({report.backend_reason}); graded {visible(report.target)}/ in {report.seconds:.1f} s "
+        f"with seed {report.seed} (--seed {report.seed} reproduces the inputs)"
+        + (f"; {versions(report.machine)}" if verbose else "")))
+    if verbose:
+        console.print(Text(visible(sandbox_line(report.sandbox))))
 
 
 def _submission_output(stage: StageResult, console: Console, verbose: bool) -> None:
