@@ -292,6 +292,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         small = small_course(real, tmp)
+        relaxed = dataclasses.replace(real, rules=small.rules)
         wanted = sys.argv[1] if len(sys.argv) > 1 else ""
         graded = {}
         for name, stage_id, source, expected in submissions():
@@ -299,7 +300,7 @@ def main() -> int:
                 continue
             module = tmp / f"{stage_id}_submission.py"
             module.write_text(source)
-            course = small if stage_id == "vector_add" else real
+            course = small if stage_id == "vector_add" else relaxed
             result = grade_stage(course, course.select(stage_id), selection, module=module, timeout=120)
             graded[name] = result
             texts = [c.summary for c in result.cases] + [c.message for c in result.checks] \

@@ -1,11 +1,11 @@
-"""Inputs reach a submission in the layout their case draws (grader.sandbox.poison's
+"""Inputs reach a submission in the layout their case draws (grader.replay.poison's
 guarded_copy): the same strides and storage offset, the storage they span, and a poisoned
 guard after it that still catches a store past the end."""
 
 import torch
 
 from grader.problems.base import randn_2d
-from grader.sandbox.poison import GUARD_MIN, guarded_copy, never_written, storage_span
+from grader.replay.poison import GUARD_MIN, guarded_copy, never_written, storage_span
 
 
 def _drawn(layout: str) -> torch.Tensor:
