@@ -1,0 +1,29 @@
+"""Causes any stage's output can confirm from the kernels' traffic (grader.replay.traffic),
+before the problem's own checks (grader.problems.<problem>.explain)."""
+
+from __future__ import annotations
+
+import torch
+
+from grader.problems.evidence import Cause, Evidence
+
+
+def from_traffic(ev: Evidence, written: torch.Tensor | None, block: int | None) -> list[Cause]:
+    kinds = {f.get("kind"): f for f in ev.traffic}
+    if "same_elements" in kinds:
+        return [Cause("no_program_id", "only the first tile was ever written: "
+                      + kinds["same_elements"]["text"])]
+    if "load_out_of_bounds" in kinds:
+        return [Cause("missing_load_mask", kinds["load_out_of_bounds"]["text"])]
+    if written is not None and block and _short_prefix(written.reshape(-1), block):
+        done = int(written.sum())
+        return [Cause("grid_short", f"the programs wrote the first {done} elements, whole "
+                      f"blocks of {block}, and nothing after: the grid has too few programs "
+                      "(it rounds the element count down to whole blocks, not up)")]
+    return []
+
+
+def _short_prefix(written: torch.Tensor, block: int) -> bool:
+    done = int(written.sum())
+    return (0 < done < written.numel() and bool(written[:done].all()) and done % block == 0
+            and written.dim() == 1)
