@@ -76,6 +76,7 @@ def compare(
         "never_written": int(unwritten.sum()),
         "from_poison": 0 if poisoned is None else int(poisoned.sum()),
         "finite": int(both_finite.sum()),
+        "traffic": [f["kind"] for f in traffic],  # what the kernels' loads and stores showed
     }
     if n_bad == 0:
         return Verdict(True, f"all {total} elements match", stats=stats)

@@ -104,6 +104,8 @@ class LaunchWatch:
         self.out_writes: list[tuple[int, np.ndarray]] = []  # (program, flat output indices)
         self.oob_programs: set[int] = set()
         self.unknown: dict[int | None, int] = {}  # line -> lanes in no tensor at all
+        self.out_line: int | None = None  # the first line that stored to the output
+        self.input_stores: dict[tuple[int | None, str], bool] = {}
 
     def access(self, store: bool, addresses: np.ndarray, mask: np.ndarray, program: int,
                line: int | None) -> None:
@@ -141,6 +143,9 @@ class LaunchWatch:
                 access.first = (program, int(elements[past].max() - last))
         if store and region.is_output:
             self.out_writes.append((program, flat[inside]))
+            self.out_line = self.out_line or line
+        elif store and region.is_input:
+            self.input_stores[(line, region.name)] = True
         elif not store and index in self.read:
             self.read[index][flat[inside]] = True
 
@@ -155,11 +160,15 @@ class LaunchWatch:
             found.append(Finding("load_out_of_bounds", f"{self.source.at(line)}: {lanes} accesses "
                                  "reach an address in no tensor the kernel was given: check how "
                                  "the pointers are computed", line, fails=True))
+        for line, name in self.input_stores:
+            found.append(Finding("store_to_input", f"{self.source.at(line)}: stores into the "
+                                 f"input {name}: a kernel reads its inputs and writes only the "
+                                 "output", line, fails=True))
         found += self._idle()
         if output is not None:
             found += self._output(traffic, output)
         for index, read in self.read.items():
-            if read.size and not read.all() and self._touched(index):
+            if read.size and not read.all():
                 missing = int((~read).sum())
                 found.append(Finding("unread", f"{missing} of the {read.size} elements of "
                                      f"{self.regions[index].name} were never read by any "
@@ -167,9 +176,6 @@ class LaunchWatch:
                                      f"{int(np.nonzero(~read)[0][0])}): the addresses do not "
                                      "cover the whole input (check the strides and the "
                                      f"{self.words.offsets})"))
-
-    def _touched(self, index: int) -> bool:
-        return any(i == index for _, i in self.loads)
 
     def _load_findings(self, line, region: Region, access: _Access) -> list[Finding]:
         out = []
@@ -229,18 +235,19 @@ class LaunchWatch:
             return []
         writing = np.unique(pairs % self.programs)
         if writing.size > 1 and (writers[writers > 0] == writing.size).all():
-            return [Finding("same_elements", f"all {writing.size} {self.words.programs} that "
+            return [Finding("same_elements", f"{self.source.at(self.out_line)}: all {writing.size} {self.words.programs} that "
                             f"stored to the output stored to the same {int((writers > 0).sum())}"
                             f" elements: the {self.words.offsets} do not depend on "
                             f"{self.words.pid}, so every {self.words.program} does the work of "
-                            "the first", fails=False)]
+                            "the first", self.out_line)]
         first = int(shared[0])
         who = pairs[pairs // self.programs == first] % self.programs
         names = " and ".join(self.words.name(int(p)) for p in who[:2])
-        return [Finding("overlap", f"{shared.size} output elements were stored by more than one "
+        return [Finding("overlap", f"{self.source.at(self.out_line)}: {shared.size} output "
+                        "elements were stored by more than one "
                         f"{self.words.program} (flat index {first} by {names}): on a GPU they "
                         "race, and which value stays is undefined; each element belongs to "
-                        f"one {self.words.program}'s tile", fails=False)]
+                        f"one {self.words.program}'s tile", self.out_line)]
 
 
 def _order(item) -> tuple:
@@ -275,11 +282,13 @@ class Words:
     grid: tuple[int, ...] = (1,)
 
     def name(self, program: int) -> str:
+        if len(self.grid) < 2:
+            return str(program)
         index, rest = [], program
         for size in self.grid:
             index.append(rest % size)
             rest //= size
-        return str(tuple(index)) if len(self.grid) > 1 else str(index[0])
+        return str(tuple(index))
 
 
 TRITON = Words("program", "programs", "offsets", "tl.program_id",
