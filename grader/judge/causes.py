@@ -8,11 +8,21 @@ import torch
 from grader.problems.evidence import Cause, Evidence
 
 
-def from_traffic(ev: Evidence, written: torch.Tensor | None, block: int | None) -> list[Cause]:
+def from_traffic(ev: Evidence, written: torch.Tensor | None, block: int | None,
+                 grids: list[tuple[int, ...]] = ()) -> list[Cause]:
     kinds = {f.get("kind"): f for f in ev.traffic}
+    if grids and any(0 in g for g in grids) and (written is None or not written.any()):
+        empty = next(g for g in grids if 0 in g)
+        return [Cause("grid_short", f"the kernel was launched with the grid {tuple(empty)}: no "
+                      "program at all, so nothing was written; the grid rounds the element "
+                      "count down to whole blocks, not up")]
     if "same_elements" in kinds:
         return [Cause("no_program_id", "only the first tile was ever written: "
                       + kinds["same_elements"]["text"])]
+    if "never_read" in kinds:
+        return [Cause("input_not_read", "an input was never read: "
+                      + kinds["never_read"]["text"].split(" (first")[0]
+                      + "; check which pointer or array each load is given")]
     if "load_out_of_bounds" in kinds:
         return [Cause("missing_load_mask", kinds["load_out_of_bounds"]["text"])]
     if written is not None and block and _short_prefix(written.reshape(-1), block):

@@ -108,7 +108,8 @@ def compare(
     constants = {k: v for la in launches for k, v in la.constants.items() if type(v) is int}
     ev = Evidence(got, want, call, dtype, tolerance.atol, tolerance.rtol, constants, list(traffic))
     written = None if traffic_map is None else (traffic_map & 1) > 0
-    found = causes.from_traffic(ev, written, _block(tiles, constants))
+    found = causes.from_traffic(ev, written, _block(tiles, constants),
+                                [tuple(la.grid) for la in launches])
     found = found or (explain(ev) if explain is not None else [])
     if not found:
         details += _same_factor(got, want, bad, both_finite, tolerance)

@@ -60,7 +60,7 @@ Explain = Callable[[Evidence], list[Cause]]
 
 
 def row_factor(ev: Evidence) -> float | None:
-    """Whether each row of the output is the reference times one factor of its own (not 1):
+    """Whether every row of the output is the reference times one factor of its own (not 1):
     a normalisation missing or applied to the wrong sum. The median factor, or None."""
     got, want = ev.got.reshape(-1, ev.got.shape[-1]), ev.want.reshape(-1, ev.want.shape[-1])
     if not torch.isfinite(got).all() or got.shape[-1] < 2:
@@ -72,8 +72,8 @@ def row_factor(ev: Evidence) -> float | None:
     rows = sure.sum(-1) >= 2
     if not rows.any() or not bool((spread[rows] <= 1e-3 * mean.squeeze(-1)[rows].abs()).all()):
         return None
-    if bool(((mean.squeeze(-1)[rows] - 1).abs() < 1e-3).all()):
-        return None
+    if bool(((mean.squeeze(-1)[rows] - 1).abs() < 1e-3).any()):
+        return None  # some rows right: not a normalisation every row misses
     return float(mean.squeeze(-1)[rows].median())
 
 

@@ -38,14 +38,18 @@ def _work(p, dt):
                 4 * heads * p["N"] ** 2 * p["D"] // (2 if p["causal"] else 1))
 
 
-def _attention(q, k, v, scale: float, causal: bool, shift: int = 0) -> torch.Tensor:
+def _attention(q, k, v, scale: float, causal: bool, shift: int = 0,
+               tile: int = 0) -> torch.Tensor:
     """Attention in float32 with a causal mask whose diagonal is moved by `shift` (keys up
-    to position i + shift are seen) or reversed (shift None: keys at and after i)."""
+    to position i + shift are seen) or reversed (shift None: keys at and after i); `tile`:
+    no mask within the key tiles a query tile of that size visits (keys up to its end)."""
     s = (q @ k.transpose(-1, -2)) * scale
     if causal:
         n = s.shape[-1]
         i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
-        s = s.masked_fill(j > i + shift if shift is not None else j < i, -torch.inf)
+        hidden = (j >= (i // tile + 1) * tile if tile else
+                  j > i + shift if shift is not None else j < i)
+        s = s.masked_fill(hidden, -torch.inf)
     return torch.softmax(s, -1) @ v
 
 
@@ -76,13 +80,18 @@ def _explain(ev: Evidence) -> list[Cause]:
               "the output is attention with the scores not scaled at all: multiply Q K^T by "
               f"sm_scale ({scale:.4g}) before the softmax")]
     if causal:
-        tried += [(_attention(q, k, v, scale, True, -1), "causal_off_by_one",
+        rows = ev.constant("BLOCK_M", "TILE_M")
+        tried += [(_attention(q, k, v, scale, True, tile=rows), "causal_mask",
+                   "the output is attention where each query sees every key of the key tiles "
+                   "its query tile visits: the keys after the query are not masked within them")
+                  ] if rows else []
+        tried += [(_attention(q, k, v, scale, True, -1), "causal_mask",
                    "the output is attention where a query does not see its own key: the causal "
                    "mask must keep key positions <= the query's, the diagonal included"),
-                  (_attention(q, k, v, scale, True, 1), "causal_off_by_one",
+                  (_attention(q, k, v, scale, True, 1), "causal_mask",
                    "the output is attention where a query also sees the next key: the causal "
                    "mask must keep key positions <= the query's, not one more"),
-                  (_attention(q, k, v, scale, True, None), "causal_direction",
+                  (_attention(q, k, v, scale, True, None), "causal_mask",
                    "the output is attention over the keys at and after each query: the causal "
                    "mask points the wrong way (keys at and before the query are the ones kept)")]
     tile = ev.constant("BLOCK_N", "TILE_N")

@@ -32,7 +32,9 @@ SHOW = 3  # programs or elements named in one finding
 class Finding:
     """One fact about the traffic, for the student: `kind` is what checks key on."""
 
-    kind: str  # load_out_of_bounds, store_out_of_bounds, overlap, same_elements, idle, unwritten, unread
+    # load_out_of_bounds, load_between_rows, store_out_of_bounds, store_to_input, overlap,
+    # same_elements, idle, unread, never_read (grader.replay.watch adds undetermined_edge)
+    kind: str
     text: str
     line: int | None = None
     fails: bool = False  # a fault on a GPU whatever the output: the case fails on it
@@ -170,7 +172,8 @@ class LaunchWatch:
         for index, read in self.read.items():
             if read.size and not read.all():
                 missing = int((~read).sum())
-                found.append(Finding("unread", f"{missing} of the {read.size} elements of "
+                found.append(Finding("never_read" if missing == read.size else "unread",
+                                     f"{missing} of the {read.size} elements of "
                                      f"{self.regions[index].name} were never read by any "
                                      f"{self.words.program} (first: flat index "
                                      f"{int(np.nonzero(~read)[0][0])}): the addresses do not "
@@ -182,7 +185,7 @@ class LaunchWatch:
         if access.outside:
             program, past = access.first or (0, 0)
             out.append(Finding("load_out_of_bounds", f"{self.source.at(line)}: reads "
-                               f"{access.outside} elements past the end of {region.name} "
+                               f"{_count(access.outside)} past the end of {region.name} "
                                f"({self.words.program} {self.words.name(program)} reaches "
                                f"{past} past its last element). On a GPU that reads memory that "
                                "belongs to something else, even where the value is later "
@@ -198,7 +201,7 @@ class LaunchWatch:
         if not access.outside:
             return []
         return [Finding("store_out_of_bounds", f"{self.source.at(line)}: writes "
-                        f"{access.outside} elements past the end of {region.name}: "
+                        f"{_count(access.outside)} past the end of {region.name}: "
                         f"{self.words.bound_store}", line, fails=True)]
 
     def _idle(self) -> list[Finding]:
@@ -248,6 +251,10 @@ class LaunchWatch:
                         f"{self.words.program} (flat index {first} by {names}): on a GPU they "
                         "race, and which value stays is undefined; each element belongs to "
                         f"one {self.words.program}'s tile", self.out_line)]
+
+
+def _count(n: int) -> str:
+    return "1 element" if n == 1 else f"{n} elements"
 
 
 def _order(item) -> tuple:

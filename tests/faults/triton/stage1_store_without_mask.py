@@ -33,7 +33,7 @@ def vector_add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """Return x + y for two 1-D tensors of the same shape and dtype."""
     out = torch.empty_like(x)
     n_elements = out.numel()
-    BLOCK_SIZE = 1024
+    BLOCK_SIZE = 256
     # Step 3: Compute the 1-D launch grid: one program per tile, the last tile
     #   possibly partial, so round the division UP.
     #   Hint: triton.cdiv.

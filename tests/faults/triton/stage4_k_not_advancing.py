@@ -2,7 +2,7 @@
 
 expect: FAIL
 message: MESSAGE
-cause: k_not_advancing
+cause: k_loop
 """
 
 import os

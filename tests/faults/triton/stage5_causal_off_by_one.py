@@ -2,7 +2,7 @@
 
 expect: FAIL
 message: MESSAGE
-cause: causal_off_by_one
+cause: causal_mask
 """
 
 import math
