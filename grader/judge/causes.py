@@ -17,7 +17,7 @@ def from_traffic(ev: Evidence, written: torch.Tensor | None, block: int | None,
                       "program at all, so nothing was written; the grid rounds the element "
                       "count down to whole blocks, not up")]
     if "same_elements" in kinds:
-        return [Cause("no_program_id", "only the first tile was ever written: "
+        return [Cause("same_tile", "every program wrote one and the same tile: "
                       + kinds["same_elements"]["text"])]
     if "never_read" in kinds:
         return [Cause("input_not_read", "an input was never read: "

@@ -40,16 +40,18 @@ def _explain(ev: Evidence) -> list[Cause]:
             return [Cause("k_loop", f"the output is the first K tile's product ({tile} "
                           f"wide) added {-(-k // tile)} times: the loop over K loads the same "
                           "tiles every step; advance along K in both inputs")]
-        if ev.matches(first):
-            return [Cause("k_loop", f"the output is the first K tile's product ({tile} wide) "
-                          "alone: the loop over K stops after its first step")]
+        tiles = -(-k // tile)
+        for done in range(1, tiles):
+            if ev.matches(a[:, :done * tile] @ b[:done * tile]):
+                return [Cause("k_loop", f"the output is the product of the first {done} of the "
+                              f"{tiles} K tiles ({tile} wide) alone: the loop over K stops early")]
     if tile and ev.dtype in (torch.float16, torch.bfloat16) and any(
             ev.matches(_half_accumulator(a, b, tile, ev.dtype, rounded)) for rounded in (0, 1)):
         return [Cause("accumulator_dtype", f"the output is what a running sum kept in "
                       f"{str(ev.dtype).removeprefix('torch.')} gives: every K tile's partial sum "
                       "is rounded to 16 bits; accumulate in float32 and convert once, at the store")]
     misread = [f["text"] for f in ev.traffic if f.get("kind") in MISREAD]
-    if misread and bool(ev.bad.all() if k <= (tile or k) else ev.bad.any()):
+    if misread and bool(ev.bad.all()):
         return [Cause("strides", "wrong from the first K tile, and the loads do not cover the "
                       f"inputs ({misread[0]}): check the strides each pointer uses along M, N "
                       "and K, in the order the inputs give them")]

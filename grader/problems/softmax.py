@@ -30,6 +30,16 @@ def _explain(ev: Evidence) -> list[Cause]:
         return [Cause("online_rescale", f"the output is what a loop over column tiles of {tile} "
                       "gives when the running sum is not rescaled as a later tile raises the "
                       "row maximum (the online softmax)")]
+    if x is not None and tile and ev.matches(_zero_padded(x, tile)):
+        return [Cause("padding", f"the output is what the row gives when the lanes past its end "
+                      f"in its last tile of {tile} count as 0 in the max and the sum: pad the "
+                      "masked lanes with -inf, which changes neither")]
+    raw = ev.call.args[0] if ev.call is not None else None
+    if raw is not None and raw.shape[0] > 1 and ev.matches(_softmax_last(
+            raw.as_strided(raw.shape, (raw.stride(1), raw.stride(1)), raw.storage_offset())
+            .float())):
+        return [Cause("strides", "the output is the softmax of rows that start one element "
+                      "apart: each row's start must step by the row stride")]
     factor = row_factor(ev)
     if factor is not None:
         return [Cause("row_normalisation", "each row is the right answer times a factor of its "
@@ -47,6 +57,13 @@ def _explain(ev: Evidence) -> list[Cause]:
 def _no_max(x: torch.Tensor) -> torch.Tensor:
     e = torch.exp(x)
     return e / e.sum(-1, keepdim=True)
+
+
+def _zero_padded(x: torch.Tensor, tile: int) -> torch.Tensor:
+    pad = -x.shape[-1] % tile
+    m = x.amax(-1, keepdim=True)
+    m = torch.maximum(m, torch.zeros_like(m)) if pad else m
+    return torch.exp(x - m) / (torch.exp(x - m).sum(-1, keepdim=True) + pad * torch.exp(-m))
 
 
 def _sum_not_rescaled(x: torch.Tensor, tile: int) -> torch.Tensor:

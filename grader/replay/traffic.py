@@ -238,11 +238,11 @@ class LaunchWatch:
             return []
         writing = np.unique(pairs % self.programs)
         if writing.size > 1 and (writers[writers > 0] == writing.size).all():
-            return [Finding("same_elements", f"{self.source.at(self.out_line)}: all {writing.size} {self.words.programs} that "
-                            f"stored to the output stored to the same {int((writers > 0).sum())}"
-                            f" elements: the {self.words.offsets} do not depend on "
-                            f"{self.words.pid}, so every {self.words.program} does the work of "
-                            "the first", self.out_line)]
+            return [Finding("same_elements", f"{self.source.at(self.out_line)}: all {writing.size}"
+                            f" {self.words.programs} that stored to the output stored to the same "
+                            f"{int((writers > 0).sum())} elements: the {self.words.offsets} do not "
+                            f"change with {self.words.pid} as they must (each "
+                            f"{self.words.program} owns a tile of its own)", self.out_line)]
         first = int(shared[0])
         who = pairs[pairs // self.programs == first] % self.programs
         names = " and ".join(self.words.name(int(p)) for p in who[:2])

@@ -1,7 +1,8 @@
 """Rounds the grid down (n // TILE_SIZE): the tail of the vector has no block.
 
 expect: FAIL
-message: MESSAGE
+message: the grid has too few programs
+cause: grid_short
 """
 
 import cuda.tile as ct

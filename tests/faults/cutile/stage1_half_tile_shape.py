@@ -1,7 +1,7 @@
 """Loads y in tiles of half the size: the shapes do not broadcast.
 
 expect: FAIL
-message: MESSAGE
+message: line 27
 line: 27
 """
 

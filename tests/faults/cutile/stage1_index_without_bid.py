@@ -1,8 +1,8 @@
 """Loads and stores tile 0 in every block: the tile index ignores ct.bid.
 
 expect: FAIL
-message: MESSAGE
-cause: no_program_id
+message: stored to the same
+cause: same_tile
 """
 
 import cuda.tile as ct

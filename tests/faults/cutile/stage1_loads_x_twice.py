@@ -1,7 +1,7 @@
 """Loads y's tile from x: y is never read.
 
 expect: FAIL
-message: MESSAGE
+message: were never read
 cause: input_not_read
 """
 

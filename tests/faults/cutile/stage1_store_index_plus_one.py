@@ -1,7 +1,7 @@
 """Stores each block's tile at index pid + 1.
 
 expect: FAIL
-message: MESSAGE
+message: line 27
 line: 27
 """
 

@@ -1,7 +1,7 @@
 """Stores the sum into x instead of the output.
 
 expect: FAIL
-message: MESSAGE
+message: line 27
 line: 27
 """
 

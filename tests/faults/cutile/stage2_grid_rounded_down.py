@@ -1,7 +1,7 @@
 """Rounds the grid's row count down (M // TILE_M).
 
 expect: FAIL
-message: MESSAGE
+message: Grid[0] is 0
 """
 
 import cuda.tile as ct

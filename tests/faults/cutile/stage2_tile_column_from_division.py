@@ -1,7 +1,9 @@
 """Takes the tile's column from ct.bid(0) // tiles_n.
 
 expect: FAIL
-message: MESSAGE
+message: stored to the same
+cause: same_tile
+line: 47
 """
 
 import cuda.tile as ct

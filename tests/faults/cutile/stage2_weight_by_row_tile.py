@@ -1,7 +1,8 @@
 """Loads the weight's tile by the row tile index.
 
 expect: FAIL
-message: MESSAGE
+message: line 32
+line: 32
 """
 
 import cuda.tile as ct

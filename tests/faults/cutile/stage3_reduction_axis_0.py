@@ -1,7 +1,7 @@
 """Takes the row's max and sum over axis 0 (the tile's single row).
 
 expect: FAIL
-message: MESSAGE
+message: dimension of length 1
 cause: wrong_axis
 """
 

@@ -1,8 +1,8 @@
 """Stores every row's result into row 0.
 
 expect: FAIL
-message: MESSAGE
-cause: no_program_id
+message: stored to the same
+cause: same_tile
 """
 
 import math

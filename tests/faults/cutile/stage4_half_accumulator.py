@@ -1,7 +1,7 @@
 """Rounds the running sum to the output dtype after every K step.
 
 expect: FAIL
-message: MESSAGE
+message: running sum kept in
 cause: accumulator_dtype
 """
 

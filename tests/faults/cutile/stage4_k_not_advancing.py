@@ -1,7 +1,7 @@
 """Loads K tile 0 at every step of the loop over K.
 
 expect: FAIL
-message: MESSAGE
+message: loads the same tiles every step
 cause: k_loop
 """
 

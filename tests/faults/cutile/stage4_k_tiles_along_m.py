@@ -1,7 +1,8 @@
 """Counts the K tiles along a's rows (axis 0) instead of its columns.
 
 expect: FAIL
-message: MESSAGE
+message: the loop over K stops early
+cause: k_loop
 """
 
 import cuda.tile as ct

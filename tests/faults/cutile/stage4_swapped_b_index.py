@@ -1,7 +1,7 @@
 """Swaps the entries of b's tile index: (pid_n, k) for (k, pid_n).
 
 expect: FAIL
-message: MESSAGE
+message: line 43
 line: 43
 """
 

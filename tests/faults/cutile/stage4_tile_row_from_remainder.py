@@ -1,7 +1,8 @@
 """Takes the tile's row from pid % tiles_n.
 
 expect: FAIL
-message: MESSAGE
+message: line 55
+line: 55
 """
 
 import cuda.tile as ct

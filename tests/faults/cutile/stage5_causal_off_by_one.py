@@ -1,7 +1,7 @@
 """Masks the diagonal too: a query does not see its own key.
 
 expect: FAIL
-message: MESSAGE
+message: the causal mask must keep
 cause: causal_mask
 """
 

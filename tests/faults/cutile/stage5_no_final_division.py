@@ -1,7 +1,7 @@
 """Never divides the accumulator by the running sum.
 
 expect: FAIL
-message: MESSAGE
+message: a factor of its own
 cause: final_division
 """
 

@@ -1,7 +1,7 @@
 """Forgets sm_scale.
 
 expect: FAIL
-message: MESSAGE
+message: not scaled at all
 cause: sm_scale_missing
 """
 

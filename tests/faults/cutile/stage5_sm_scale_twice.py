@@ -1,7 +1,7 @@
 """Multiplies the scores by sm_scale twice.
 
 expect: FAIL
-message: MESSAGE
+message: scaled by sm_scale twice
 cause: sm_scale_twice
 """
 

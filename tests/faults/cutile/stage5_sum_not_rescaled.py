@@ -1,7 +1,7 @@
 """Does not rescale the running sum.
 
 expect: FAIL
-message: MESSAGE
+message: not rescaled
 cause: online_rescale
 """
 

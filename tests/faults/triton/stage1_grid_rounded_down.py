@@ -1,7 +1,7 @@
 """Rounds the grid down (n // BLOCK_SIZE): the tail of the vector has no program.
 
 expect: FAIL
-message: MESSAGE
+message: the grid has too few programs
 cause: grid_short
 """
 

@@ -1,7 +1,7 @@
 """Loads x and y without a mask, stores with one: the last block reads past the end.
 
 expect: FAIL
-message: MESSAGE
+message: line 27
 line: 27
 """
 

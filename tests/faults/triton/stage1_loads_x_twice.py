@@ -1,7 +1,7 @@
 """Loads y from x_ptr: y is never read and the output is 2x.
 
 expect: FAIL
-message: MESSAGE
+message: were never read
 cause: input_not_read
 """
 

@@ -1,7 +1,7 @@
 """Masks with `offsets <= n_elements`: one lane too many reads and writes past the end.
 
 expect: FAIL
-message: MESSAGE
+message: line 27
 line: 27
 """
 

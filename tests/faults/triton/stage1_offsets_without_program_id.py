@@ -1,8 +1,8 @@
 """Forgets the program id in the offsets: every program adds the first block.
 
 expect: FAIL
-message: MESSAGE
-cause: no_program_id
+message: stored to the same
+cause: same_tile
 """
 
 import torch

@@ -1,7 +1,7 @@
 """Stores without a mask: the last block writes past the end of the output.
 
 expect: FAIL
-message: MESSAGE
+message: line 29
 line: 29
 """
 

@@ -1,7 +1,7 @@
 """Masks the rows only: tiles on the right edge reach past the columns.
 
 expect: FAIL
-message: MESSAGE
+message: line 40
 line: 40
 """
 

@@ -1,8 +1,8 @@
 """Passes x's strides in the wrong order (column stride as the row stride).
 
 expect: FAIL
-message: MESSAGE
-line: 40
+message: check the strides
+cause: strides
 """
 
 import torch

@@ -1,8 +1,9 @@
 """Takes the tile's column from pid // tiles_n: two programs own the same tile.
 
 expect: FAIL
-message: MESSAGE
-line: 54
+message: stored to the same
+cause: same_tile
+line: 55
 """
 
 import torch

@@ -1,7 +1,7 @@
 """Loads the weight without its column mask: the right edge reads past its end.
 
 expect: FAIL
-message: MESSAGE
+message: line 41
 line: 41
 """
 

@@ -1,7 +1,7 @@
 """Forgets the bias: computes gelu(x * weight).
 
 expect: FAIL
-message: MESSAGE
+message: mismatch
 """
 
 import torch

@@ -1,7 +1,7 @@
 """Loads each tile of the row without a mask.
 
 expect: FAIL
-message: MESSAGE
+message: line 34
 line: 34
 """
 

@@ -1,7 +1,7 @@
 """Never divides by the row's sum.
 
 expect: FAIL
-message: MESSAGE
+message: a factor of its own
 cause: row_normalisation
 """
 

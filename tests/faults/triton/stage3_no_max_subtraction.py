@@ -1,7 +1,7 @@
 """Exponentiates without subtracting the row maximum: exp overflows for large inputs.
 
 expect: FAIL
-message: MESSAGE
+message: without the row maximum subtracted
 cause: no_max_subtraction
 """
 

@@ -1,7 +1,8 @@
 """Pads the row's last tile with 0 instead of -inf: the padding enters the sum.
 
 expect: FAIL
-message: MESSAGE
+message: count as 0 in the max and the sum
+cause: padding
 """
 
 import torch

@@ -1,7 +1,7 @@
 """Reduces a 1-D row over axis=1, which it does not have.
 
 expect: FAIL
-message: MESSAGE
+message: line 41
 line: 41
 """
 

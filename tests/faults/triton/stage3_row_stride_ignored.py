@@ -1,7 +1,8 @@
 """Starts each row at x_ptr + row: forgets the row stride.
 
 expect: FAIL
-message: MESSAGE
+message: check the strides
+cause: strides
 """
 
 import torch

@@ -1,7 +1,7 @@
 """Stores each tile of the row without a mask.
 
 expect: FAIL
-message: MESSAGE
+message: line 53
 line: 53
 """
 

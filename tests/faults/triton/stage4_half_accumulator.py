@@ -1,7 +1,7 @@
 """Keeps the running sum in the input dtype: every K step rounds it to 16 bits.
 
 expect: FAIL
-message: MESSAGE
+message: running sum kept in
 cause: accumulator_dtype
 """
 

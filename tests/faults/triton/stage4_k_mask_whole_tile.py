@@ -1,7 +1,7 @@
 """Masks K with the tile width, not with what is left of K.
 
 expect: FAIL
-message: MESSAGE
+message: line 50
 line: 50
 """
 

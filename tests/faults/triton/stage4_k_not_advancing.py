@@ -1,7 +1,7 @@
 """Never advances the pointers along K: every step multiplies the first K tiles.
 
 expect: FAIL
-message: MESSAGE
+message: loads the same tiles every step
 cause: k_loop
 """
 

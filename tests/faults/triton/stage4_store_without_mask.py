@@ -1,7 +1,7 @@
 """Stores the C tile without a mask.
 
 expect: FAIL
-message: MESSAGE
+message: line 66
 line: 66
 """
 

@@ -1,7 +1,7 @@
 """Passes a's strides in the wrong order.
 
 expect: FAIL
-message: MESSAGE
+message: check the strides
 cause: strides
 """
 

@@ -1,7 +1,7 @@
 """Takes the tile's row from pid % tiles_n: tiles overlap and others are skipped.
 
 expect: FAIL
-message: MESSAGE
+message: line 66
 line: 66
 """
 

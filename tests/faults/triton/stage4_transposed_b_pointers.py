@@ -1,7 +1,7 @@
 """Builds b's pointers with its strides swapped (k with stride_bn, n with stride_bk).
 
 expect: FAIL
-message: MESSAGE
+message: check the strides
 cause: strides
 """
 

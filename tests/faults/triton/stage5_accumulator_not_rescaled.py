@@ -1,7 +1,7 @@
 """Does not rescale the accumulator when a later key tile raises the maximum.
 
 expect: FAIL
-message: MESSAGE
+message: not rescaled
 cause: online_rescale
 """
 

@@ -1,7 +1,7 @@
 """Loads the key tiles without a mask.
 
 expect: FAIL
-message: MESSAGE
+message: line 41
 line: 41
 """
 

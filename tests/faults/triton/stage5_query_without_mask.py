@@ -1,7 +1,7 @@
 """Loads the query tile without a mask.
 
 expect: FAIL
-message: MESSAGE
+message: line 100
 line: 100
 """
 

@@ -1,7 +1,7 @@
 """Forgets sm_scale: the scores are not scaled.
 
 expect: FAIL
-message: MESSAGE
+message: not scaled at all
 cause: sm_scale_missing
 """
 
