@@ -1,8 +1,7 @@
 """Loads the weight's tile by the row tile index.
 
 expect: FAIL
-message: line 32
-line: 32
+message: elements of `weight` were never read
 """
 
 import cuda.tile as ct

@@ -1,7 +1,7 @@
 """Passes x's strides in the wrong order (column stride as the row stride).
 
 expect: FAIL
-message: check the strides
+message: instead of its own
 cause: strides
 """
 

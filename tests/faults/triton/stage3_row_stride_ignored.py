@@ -1,7 +1,7 @@
 """Starts each row at x_ptr + row: forgets the row stride.
 
 expect: FAIL
-message: check the strides
+message: rows that start one element apart
 cause: strides
 """
 
