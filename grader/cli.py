@@ -35,7 +35,7 @@ from grader.errors import GradeError
 from grader.instructor import calibrate as calibration
 from grader.instructor import release, skeletons
 from grader.judge import compile_check
-from grader.report import annotations, gradescope, junit, markdown
+from grader.report import annotations, gradescope, junit, markdown, picture_html
 from grader.report.progress import stage_progress
 from grader.report.results import Report
 from grader.report.scorecard import make_console, render, render_calibration, render_compile
@@ -81,7 +81,7 @@ def all_command(ctx, **options) -> int:
 def _grade(course: Course, stages: list[Stage], backend: str, track: str | None, solutions: bool,
            submission: Path | None, json_path: Path | None, junit_path: Path | None,
            gradescope_path: Path | None, markdown_path: Path | None, verbose: bool,
-           benchmark_json: Path | None, seed: int | None, timeout: float | None,
+           picture_dir: Path | None, benchmark_json: Path | None, seed: int | None, timeout: float | None,
            keep_going: bool) -> int:
     console = make_console()
     selection = backends.select(backend, track)
@@ -106,6 +106,8 @@ def _grade(course: Course, stages: list[Stage], backend: str, track: str | None,
                       + ("; no result files were written" if written else ""), soft_wrap=True)
         return EXIT_INTERRUPTED
     written = _write_results(report, json_path, junit_path, gradescope_path, markdown_path)
+    if picture_dir:
+        written.append(picture_html.write_picture(report, picture_dir))
     render(report, console, verbose)
     if annotations.enabled():  # GitHub Actions: each failing stage marked on its file
         for line in annotations.annotations(report):

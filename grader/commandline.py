@@ -168,6 +168,10 @@ def grading_options(command):
                      help="Also write Gradescope's results.json."),
         click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False, path_type=Path),
                      help="Also write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY)."),
+        click.option("--picture", "picture_dir", type=click.Path(file_okay=False, path_type=Path),
+                     help="Also draw each failing case's output by tile (wrong, never "
+                          "written, written twice, read out of bounds) as a page, "
+                          "DIR/failures.html, to open in a browser."),
         click.option("-v", "--verbose", is_flag=True,
                      help="Show every failing case, every line the submission printed, and "
                           "the versions and sandbox protections it was graded with."),

@@ -8,7 +8,7 @@ import re
 
 from conftest import broken, case_text, failing
 
-from grader.report.results import Status
+from grader.report.results import Failure, Status
 
 
 def hint(result) -> str:
@@ -91,19 +91,19 @@ def test_missing_causal_mask_fails_exactly_the_causal_cases(grade_source):
 
 
 def test_a_load_past_the_end_of_an_input_is_named_with_its_fix(grade_source):
-    """The one-tile softmax path without its load mask: the last row reads the NaN guard
-    after the input, and the message names a load past the end and how to mask it (exp turns
-    the poison into a plain NaN, so the cause is named as the likely one, with overflow)."""
+    """The one-tile softmax path without its load mask: the replay watches the load reach
+    past the end of x and fails the case at that line, with the fix, whatever the output."""
     source = broken("triton", "stage3_softmax.py",
                     'x = tl.load(x_row + cols * stride_xn, mask=cols < n_cols, other=-float("inf"))',
                     "x = tl.load(x_row + cols * stride_xn)")
     result = grade_source("softmax", source)
     assert result.status is Status.FAIL
-    bad = [c for c in failing(result) if c.stats.get("nan")]
+    bad = [c for c in failing(result) if c.failure is Failure.OUT_OF_BOUNDS]
     assert bad
     for case in bad:
-        assert ("NaN where a number was expected: from a load past the end of an input (give "
-                "that `tl.load` a `mask=` and `other=`") in case_text(case)
+        assert "(`x = tl.load(x_row + cols * stride_xn)`): reads" in case_text(case)
+        assert "past the end of `x`" in case_text(case)
+        assert "give this tl.load a mask (and `other=`)" in case_text(case)
 
 
 def test_undetermined_padding_in_cutile_is_named_with_its_fix(grade_source):

@@ -142,13 +142,18 @@ def test_one_factor_on_every_element_is_named():
     assert "same factor" not in noisy
 
 
-def test_softmax_rows_that_do_not_sum_to_one_are_named():
+def test_softmax_rows_that_do_not_sum_to_one_are_observed_not_explained():
     from grader.problems import PROBLEMS
+    from grader.problems.evidence import Evidence
 
     explain = PROBLEMS["softmax"].explain
     want = torch.softmax(torch.randn(4, 8, generator=torch.Generator().manual_seed(0)), -1)
     got = want.clone()
-    got[2] *= 0.5  # one row not normalised by its whole sum
-    report = compare(got, want, torch.float32, "cpu", TOL, explain=explain).report
-    assert "1 of 4 rows do not sum to 1 (row 2 sums to 0.5)" in report
-    assert explain(want, want) == []
+    got[2] *= 0.5  # one row off: no factor per row confirmed, so no cause is named
+    report = compare(got, want, torch.float32, "cpu", TOL, explain=explain)
+    assert "1 of 4 rows do not sum to 1 (row 2 sums to 0.5)" in report.report
+    assert report.stats["causes"] == []
+    scaled = want * torch.tensor([[2.0], [3.0], [0.5], [4.0]])  # every row by its own factor
+    found = explain(Evidence(scaled, want, atol=TOL.atol, rtol=TOL.rtol))
+    assert [c.key for c in found] == ["row_normalisation"]
+    assert explain(Evidence(want, want)) == [] or all(not c.key for c in explain(Evidence(want, want)))

@@ -7,6 +7,12 @@ A fault file starts with a module docstring: its first line says what the mistak
     message: <text>                  (one or more) text that the failing cases must report;
                                      a case's id counts, so `layout=sliced` says such a case failed
     passes: <text>                   (optional) every case whose id contains the text passes
+    line: <N>                        (optional) the line of the file the report must name
+    cause: <key>                     (optional, one or more) the causes the output may confirm
+                                     (grader.problems.evidence); no other may be named
+
+Over the whole corpus (`test_the_corpus_*`): every fault fails, at least NAMED of the
+reports name the faulty line or the cause, and no report names a cause its header does not.
 
 Files of tests/faults/triton are graded on Triton's interpreter, tests/faults/cutile on the
 grader's cuTile simulator.
@@ -25,7 +31,9 @@ from grader.report.results import Status
 
 FAULTS = Path(__file__).resolve().parent / "faults"
 BACKENDS = {"triton": "triton-interpret", "cutile": "cutile-sim"}
-HEADER = re.compile(r"^(expect|message|passes):\s*(.+?)\s*$")
+HEADER = re.compile(r"^(expect|message|passes|line|cause):\s*(.+?)\s*$")
+NAMED = 0.9  # the least fraction of reports that name the line or the cause
+_graded: dict[str, object] = {}  # fault id -> its StageResult, shared by the tests below
 
 
 @dataclass(frozen=True)
@@ -39,6 +47,8 @@ class Fault:
     expect: Status
     messages: tuple[str, ...]
     passes: tuple[str, ...] = ()
+    line: int | None = None
+    causes: tuple[str, ...] = ()
 
     @property
     def id(self) -> str:
@@ -50,7 +60,8 @@ def parse(path: Path) -> Fault:
     doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
     lines = doc.splitlines()
     assert lines and lines[0].strip(), f"{path}: the docstring's first line must say the mistake"
-    found: dict[str, list[str]] = {"expect": [], "message": [], "passes": []}
+    found: dict[str, list[str]] = {"expect": [], "message": [], "passes": [], "line": [],
+                                   "cause": []}
     for line in lines[1:]:
         match = HEADER.match(line)
         if match:
@@ -61,7 +72,9 @@ def parse(path: Path) -> Fault:
     assert found["message"], f"{path}: give at least one `message:` line"
     return Fault(path=path, stage=int(stage.group(1)), backend=BACKENDS[path.parent.name],
                  mistake=lines[0].strip(), expect=Status[found["expect"][0].replace(" ", "_")],
-                 messages=tuple(found["message"]), passes=tuple(found["passes"]))
+                 messages=tuple(found["message"]), passes=tuple(found["passes"]),
+                 line=int(found["line"][0]) if found["line"] else None,
+                 causes=tuple(found["cause"]))
 
 
 def fault_files() -> list[Fault]:
@@ -90,8 +103,7 @@ def test_a_header_without_messages_is_refused(tmp_path):
 
 @pytest.mark.parametrize("fault", fault_files(), ids=lambda f: f.id)
 def test_the_fault_is_graded_as_its_header_says(fault, grade_source, course):
-    stage = course.select(str(fault.stage))
-    result = grade_source(stage.id, fault.path.read_text(encoding="utf-8"), backend=fault.backend)
+    result = graded(fault, grade_source, course)
     text = reported(result)
     assert result.status is fault.expect, f"{fault.id} ({fault.mistake}): {result.status}\n{text}"
     for message in fault.messages:
@@ -100,3 +112,48 @@ def test_the_fault_is_graded_as_its_header_says(fault, grade_source, course):
         matching = [case for case in result.cases if part in case.id]
         assert matching, f"{fault.id}: no case's id contains {part!r}"
         assert all(case.passed for case in matching), f"{fault.id}: a {part} case failed:\n{text}"
+
+
+def graded(fault: Fault, grade_source, course):
+    """The fault's result, graded once per session."""
+    if fault.id not in _graded:
+        stage = course.select(str(fault.stage))
+        _graded[fault.id] = grade_source(stage.id, fault.path.read_text(encoding="utf-8"),
+                                         backend=fault.backend)
+    return _graded[fault.id]
+
+
+def confirmed(result) -> set[str]:
+    return {key for case in result.cases for key in case.stats.get("causes", ())}
+
+
+def names_line_or_cause(fault: Fault, result) -> bool:
+    text = reported(result)
+    return bool((fault.line and re.search(rf"\bline {fault.line}\b", text))
+                or (set(fault.causes) & confirmed(result)))
+
+
+def test_the_corpus_covers_both_tracks_and_every_stage():
+    faults = fault_files()
+    assert len(faults) >= 50
+    for track in BACKENDS:
+        assert {f.stage for f in faults if f.path.parent.name == track} == {1, 2, 3, 4, 5}, track
+
+
+def test_the_corpus_reports_name_the_line_or_the_cause_and_only_confirmed_causes(
+        grade_source, course):
+    faults = fault_files()
+    results = {f.id: graded(f, grade_source, course) for f in faults}
+    assert all(results[f.id].status is Status.FAIL for f in faults if f.expect is Status.FAIL)
+    named = [f.id for f in faults if names_line_or_cause(f, results[f.id])]
+    assert len(named) >= NAMED * len(faults), sorted(set(f.id for f in faults) - set(named))
+    # A cause is named only where the fault's own header expects it: the checks behind the
+    # causes must not confirm a mistake the file does not make.
+    wrong = {f.id: confirmed(results[f.id]) - set(f.causes) for f in faults}
+    assert not {k: v for k, v in wrong.items() if v}, wrong
+    for fault in faults:  # and so does every hint shown under the stage
+        stage = course.select(str(fault.stage))
+        hints = {h.text: h for h in stage.hints}
+        for text in results[fault.id].hints:
+            cause = hints[text].cause
+            assert cause is None or cause in confirmed(results[fault.id]), (fault.id, text)

@@ -94,7 +94,7 @@ class Checker:
         return Hint(text=h.hint, failure=when.failure,
                     stats=tuple(k for k in ("never_written", "nan", "inf") if getattr(when, k)),
                     params=_given(when.params), larger=_given(when.larger),
-                    dtypes=tuple(when.dtypes or ()))
+                    dtypes=tuple(when.dtypes or ()), cause=when.cause)
 
     def problem(self, raw, where: str, known: dict | None = None,
                 course_file: str | None = None) -> Problem | None:

@@ -115,6 +115,9 @@ class Hint:
     params: tuple[tuple[str, Any], ...] = ()  # parameters that must have these values
     larger: tuple[tuple[str, float], ...] = ()  # parameters that must exceed these
     dtypes: tuple[str, ...] = ()  # the case's dtype is one of these
+    # A cause the case's own output confirmed (grader.problems.evidence): a hint that names
+    # a cause needs it, since other mistakes fail the same cases.
+    cause: str | None = None
 
     def covers(self, case) -> bool:
         """Whether a case's inputs are of the kind this mistake shows on."""
@@ -126,7 +129,8 @@ class Hint:
         """Whether a failed CaseResult shows this mistake's signature."""
         return ((self.failure is None or (case.failure is not None
                                           and case.failure.value == self.failure))
-                and all(case.stats.get(name) for name in self.stats) and self.covers(case))
+                and all(case.stats.get(name) for name in self.stats) and self.covers(case)
+                and (self.cause is None or self.cause in case.stats.get("causes", ())))
 
 
 def matching_hints(hints, cases) -> list[str]:

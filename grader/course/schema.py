@@ -109,7 +109,7 @@ def _stage_model(problem: Problem, gpu_backends: tuple[str, ...]) -> type[Table]
         "larger": (Optional[_table("larger", {p.name: (Optional[float], None)
                                               for p in problem.params
                                               if p.type in (int, float)})], None),
-        "dtypes": (Optional[list[str]], None)})
+        "dtypes": (Optional[list[str]], None), "cause": (Optional[str], None)})
     hint = _table("hint", {"when": (when, ...), "hint": (Text, ...)})
     growth = _table("memory_growth", {
         "small": (sizes, ...), "large": (sizes, ...), "dtype": (str, ...),

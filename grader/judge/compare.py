@@ -13,6 +13,8 @@ from typing import Any, Callable, Sequence
 import torch
 
 from grader.course import WHOLE_DIM, Tolerance
+from grader.judge import causes, picture
+from grader.problems.evidence import Cause, Evidence
 from grader.report.results import Failure
 from grader.replay.execute import LaunchRecord as Launch
 from grader.replay.poison import computed_from_poison, never_written
@@ -42,7 +44,10 @@ def compare(
     tolerance: Tolerance,
     tiles: Sequence | None = None,
     launches: Sequence[Launch] = (),
-    explain: Callable[[torch.Tensor, torch.Tensor], list[str]] | None = None,
+    explain: Callable[[Evidence], list[Cause]] | None = None,
+    call: Any = None,
+    traffic: Sequence[dict] = (),
+    traffic_map: torch.Tensor | None = None,
 ) -> Verdict:
     problem = _wrong_kind(output, expected, dtype, device)
     if problem:
@@ -71,6 +76,7 @@ def compare(
         "never_written": int(unwritten.sum()),
         "from_poison": 0 if poisoned is None else int(poisoned.sum()),
         "finite": int(both_finite.sum()),
+        "traffic": [f["kind"] for f in traffic],  # what the kernels' loads and stores showed
     }
     if n_bad == 0:
         return Verdict(True, f"all {total} elements match", stats=stats)
@@ -95,19 +101,52 @@ def compare(
             "no store reached them; the grid or a store mask does not cover them"
         )
     if stats["nan"]:
-        details.append(_nan_cause(stats, launches))
+        details.append(_nan_cause(stats, launches, traffic, traffic_map is not None))
     if stats["inf"]:
         details.append(f"{_elements(stats['inf'], 'are')} Inf where a finite number was expected")
-    details += _same_factor(got, want, bad, both_finite, tolerance)
-    if explain is not None:
-        details += explain(got, want)
+    details += [f"the kernels' traffic: {f['text']}" for f in traffic]
+    constants = {k: v for la in launches for k, v in la.constants.items() if type(v) is int}
+    ev = Evidence(got, want, call, dtype, tolerance.atol, tolerance.rtol, constants, list(traffic))
+    written = None if traffic_map is None else (traffic_map & 1) > 0
+    found = causes.from_traffic(ev, written, _block(tiles, constants),
+                                [tuple(la.grid) for la in launches])
+    found = found or (explain(ev) if explain is not None else [])
+    if not found:
+        details += _same_factor(got, want, bad, both_finite, tolerance)
+    details += [f"cause: {c.text}" if c.key else c.text for c in found]
+    stats["causes"] = [c.key for c in found if c.key]
     details.append("first mismatches:")
     for idx in bad.nonzero()[:SHOW_INDICES]:
         i = tuple(idx.tolist())
         shown = "never written" if unwritten[i] else f"got {_fmt(got[i].item())}"
         details.append(f"  out{_index(idx)}: {shown}, expected {_fmt(want[i].item())}")
     details += _tile_report(bad, tiles, launches)
+    extents = _extents(tiles, bad, launches)
+    if extents:
+        stats["picture"] = picture.tile_map(bad, unwritten, traffic_map, extents)
+        details += picture.shown(stats["picture"])
     return Verdict(False, summary, details, stats)
+
+
+def _extents(spec, bad: torch.Tensor, launches) -> list[int] | None:
+    """Elements per tile along each output dimension, from the stage's tile layout."""
+    if not spec or len(spec) != bad.dim():
+        return None
+    extents = []
+    for dim, entry in enumerate(spec):
+        value = bad.shape[dim] if entry == WHOLE_DIM else entry if isinstance(entry, int) else \
+            next((la.constants[entry] for la in reversed(launches) if entry in la.constants), None)
+        if not isinstance(value, int) or value < 1:
+            return None
+        extents.append(value)
+    return extents
+
+
+def _block(spec, constants: dict) -> int | None:
+    """The tile size of a 1-D output, as launched."""
+    if spec and len(spec) == 1 and isinstance(spec[0], str):
+        return constants.get(spec[0])
+    return None
 
 
 def _same_factor(got, want, bad, finite, tolerance) -> list[str]:
@@ -123,9 +162,11 @@ def _same_factor(got, want, bad, finite, tolerance) -> list[str]:
             "constant missing or extra: a scale such as sm_scale, or log2(e) with exp2)"]
 
 
-def _nan_cause(stats: dict, launches: Sequence[Launch]) -> str:
+def _nan_cause(stats: dict, launches: Sequence[Launch], traffic: Sequence[dict] = (),
+               watched: bool = False) -> str:
     """Where NaNs come from: the grader's poison read past the end of an input (certain
-    where the NaN still carries its payload), or an overflow."""
+    where the NaN still carries its payload); where the traffic was watched and no load left
+    its tensor, the arithmetic; else either."""
     languages = {launch.language for launch in launches}
     fix = ("load with `padding_mode=ct.PaddingMode.ZERO` (or NEG_INF before a max), not "
            "UNDETERMINED" if "cutile" in languages else
@@ -135,6 +176,10 @@ def _nan_cause(stats: dict, launches: Sequence[Launch]) -> str:
         return (f"{_elements(stats['from_poison'], 'are')} NaN computed from the grader's poison: "
                 "a load read past the end of an input (each input is followed by NaNs); "
                 f"{fix}")
+    if watched and not any(f.get("kind") == "load_out_of_bounds" for f in traffic):
+        return (f"{_elements(stats['nan'], 'are')} NaN where a number was expected, and no load "
+                "read outside its tensor: the arithmetic made them (inf - inf, 0 / 0, an exp "
+                "that overflowed, a reduction over lanes that were all -inf)")
     return (f"{_elements(stats['nan'], 'are')} NaN where a number was expected: from a load past "
             f"the end of an input ({fix}), or from an overflow (exp of a large value, a "
             "division by zero)")

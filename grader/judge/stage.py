@@ -91,7 +91,8 @@ class StageCheck:
         self.unchecked = self.unchecked or outcome.unchecked
         verdict = self._misconduct(call, outcome) or compare(
             outcome.output, expected, DTYPES[case.dtype], "cpu", self.stage.tolerance[case.dtype],
-            self.stage.tiles.get(self.backend.track), outcome.launches, problem.explain)
+            self.stage.tiles.get(self.backend.track), outcome.launches, problem.explain,
+            call, outcome.traffic, outcome.traffic_map)
         if not verdict.passed and proposed.host:
             # What the host watch saw is a fact about the wrapper; it explains, never decides.
             verdict = Verdict(False, f"{proposed.host[0]} ({verdict.summary})",
@@ -116,6 +117,10 @@ class StageCheck:
             return Verdict(False, "not graded: its kernel could not be checked by a GPU "
                                   f"compiler's front end ({outcome.unchecked})",
                            kind=Failure.NOT_GRADED)
+        failing = [f for f in outcome.traffic if f["fails"]]  # grader.replay.traffic
+        if failing:
+            return Verdict(False, f"read or wrote outside a tensor: {failing[0]['text']}",
+                           [f["text"] for f in failing[1:]], kind=Failure.OUT_OF_BOUNDS)
         if outcome.overruns:
             return Verdict(False, "wrote out of bounds: " + "; ".join(outcome.overruns),
                            ["a load or store is missing its mask, or its mask is too loose"],

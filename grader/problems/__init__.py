@@ -6,6 +6,7 @@ shapes, dtypes and tolerances are graded is course content and lives in course.t
 problem only knows how to turn one case of course.toml into tensors and a reference.
 
     base.py        Param, Call, Work, Problem, and the helpers the problem files share
+    evidence.py    what `explain` is given, and the checks a named cause must pass
     <problem>.py   one file per problem, defining PROBLEM; every file here but base.py is one
 
 A new stage's problem is a new file in this folder: nothing else in grader/ lists them.
@@ -22,7 +23,7 @@ __all__ = ["DTYPES", "PROBLEMS", "REQUIRED", "Call", "Param", "Problem", "Work"]
 def _discover() -> dict[str, Problem]:
     found = {}
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
-        if info.name == "base":
+        if info.name in ("base", "evidence"):
             continue
         problem = importlib.import_module(f"{__name__}.{info.name}").PROBLEM
         found[problem.id] = problem

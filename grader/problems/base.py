@@ -71,9 +71,10 @@ class Problem:
     work: Callable[[dict, torch.dtype], Work]
     # PyTorch implementations a submission is timed against, in the input dtype.
     baselines: dict[str, Callable[[Call], torch.Tensor]] = field(default_factory=dict)
-    # Facts about a wrong output that point at a cause, beyond the values (softmax: rows
-    # that do not sum to 1): given the output and the reference, both float32.
-    explain: Callable[[torch.Tensor, torch.Tensor], list[str]] | None = None
+    # The causes a wrong output confirms (grader.problems.evidence): given the output, the
+    # reference, the inputs and what the kernels' traffic showed; a cause is named only when
+    # a check confirms it, else what was observed.
+    explain: Callable[[Any], list[Any]] | None = None
     # What is wrong with a case's parameters beyond their types (course.toml's checker
     # reports each message under the case): given the parameters, defaults filled in.
     check: Callable[[dict], list[str]] | None = None

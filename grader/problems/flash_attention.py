@@ -1,7 +1,11 @@
 """Stage problem: softmax(Q K^T * sm_scale) V per batch and head, optionally causal."""
 
+import math
+
+import torch
 import torch.nn.functional as F
 
+from grader.problems.evidence import Cause, Evidence, observed, row_factor
 from grader.problems.base import Call, Param, Problem, Work, element_size, in_f32, randn
 
 
@@ -34,6 +38,81 @@ def _work(p, dt):
                 4 * heads * p["N"] ** 2 * p["D"] // (2 if p["causal"] else 1))
 
 
+def _attention(q, k, v, scale: float, causal: bool, shift: int = 0,
+               tile: int = 0) -> torch.Tensor:
+    """Attention in float32 with a causal mask whose diagonal is moved by `shift` (keys up
+    to position i + shift are seen) or reversed (shift None: keys at and after i); `tile`:
+    no mask within the key tiles a query tile of that size visits (keys up to its end)."""
+    s = (q @ k.transpose(-1, -2)) * scale
+    if causal:
+        n = s.shape[-1]
+        i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+        hidden = (j >= (i // tile + 1) * tile if tile else
+                  j > i + shift if shift is not None else j < i)
+        s = s.masked_fill(hidden, -torch.inf)
+    return torch.softmax(s, -1) @ v
+
+
+def _online(q, k, v, scale: float, tile: int, rescale_acc: bool, rescale_sum: bool):
+    """The loop over key tiles with one of its two rescalings left out (non-causal)."""
+    m = torch.full(q.shape[:-1] + (1,), -torch.inf)
+    acc, total = torch.zeros_like(q), torch.zeros_like(m)
+    for start in range(0, k.shape[-2], tile):
+        s = (q @ k[..., start:start + tile, :].transpose(-1, -2)) * scale
+        new = torch.maximum(m, s.amax(-1, keepdim=True))
+        alpha, p = torch.exp(m - new), torch.exp(s - new)
+        acc = (acc * alpha if rescale_acc else acc) + p @ v[..., start:start + tile, :]
+        total = (total * alpha if rescale_sum else total) + p.sum(-1, keepdim=True)
+        m = new
+    return acc / total
+
+
+def _explain(ev: Evidence) -> list[Cause]:
+    if ev.call is None:
+        return observed(ev)
+    q, k, v = (t.float() for t in ev.call.args)
+    causal = ev.call.kwargs["causal"]
+    scale = ev.call.kwargs.get("sm_scale") or 1 / math.sqrt(q.shape[-1])
+    tried = [(_attention(q, k, v, scale * scale, causal), "sm_scale_twice",
+              f"the output is attention with the scores scaled by sm_scale twice ({scale:.4g}"
+              "^2): the scale is applied once, to Q K^T (or folded into the exponent once)"),
+             (_attention(q, k, v, 1.0, causal), "sm_scale_missing",
+              "the output is attention with the scores not scaled at all: multiply Q K^T by "
+              f"sm_scale ({scale:.4g}) before the softmax")]
+    if causal:
+        rows = ev.constant("BLOCK_M", "TILE_M")
+        tried += [(_attention(q, k, v, scale, True, tile=rows), "causal_mask",
+                   "the output is attention where each query sees every key of the key tiles "
+                   "its query tile visits: the keys after the query are not masked within them")
+                  ] if rows else []
+        tried += [(_attention(q, k, v, scale, True, -1), "causal_mask",
+                   "the output is attention where a query does not see its own key: the causal "
+                   "mask must keep key positions <= the query's, the diagonal included"),
+                  (_attention(q, k, v, scale, True, 1), "causal_mask",
+                   "the output is attention where a query also sees the next key: the causal "
+                   "mask must keep key positions <= the query's, not one more"),
+                  (_attention(q, k, v, scale, True, None), "causal_mask",
+                   "the output is attention over the keys at and after each query: the causal "
+                   "mask points the wrong way (keys at and before the query are the ones kept)")]
+    tile = ev.constant("BLOCK_N", "TILE_N")
+    if tile and tile < k.shape[-2] and not causal:
+        tried += [(_online(q, k, v, scale, tile, False, True), "online_rescale",
+                   "the output is what the loop over key tiles gives when the accumulator is "
+                   "not rescaled as a later tile raises a row's maximum"),
+                  (_online(q, k, v, scale, tile, True, False), "online_rescale",
+                   "the output is what the loop over key tiles gives when the running sum is "
+                   "not rescaled as a later tile raises a row's maximum")]
+    for hypothesis, key, text in tried:
+        if ev.matches(hypothesis):
+            return [Cause(key, text)]
+    factor = row_factor(ev)
+    if factor is not None:
+        return [Cause("final_division", "each output row is the right answer times a factor "
+                      f"of its own (median {factor:.4g}): the accumulator is not divided by the "
+                      "running sum at the end, or divided by the wrong one")]
+    return observed(ev)
+
+
 PROBLEM = Problem(
     id="flash_attention",
     function="flash_attention",
@@ -50,4 +129,5 @@ PROBLEM = Problem(
     reference=lambda call: _sdpa(in_f32(call)),
     work=_work,
     baselines={"torch": _sdpa, "sdpa-flash": lambda c: _sdpa(c, "FLASH_ATTENTION")},
+    explain=_explain,
 )

@@ -3,8 +3,10 @@ The least traffic: x read and the result written once (2MN), weight and bias onc
 The lesson promises that any layout of x works (the kernel follows its strides): `layout`
 draws x transposed or sliced."""
 
+import torch
 import torch.nn.functional as F
 
+from grader.problems.evidence import Cause, Evidence, observed
 from grader.problems.base import (Call, Param, Problem, Work, compiled, element_size, in_f32,
                                   layout_check, layout_param, randn, randn_2d)
 
@@ -19,6 +21,30 @@ def _call(p, dtype, gen):
     return Call((x, randn(n, dtype, gen), randn(n, dtype, gen)))
 
 
+def _explain(ev: Evidence) -> list[Cause]:
+    """A kernel that addresses x by other strides than x's own reads the same storage in
+    another order: the output confirms which."""
+    if ev.call is None:
+        return observed(ev)
+    x, w, b = ev.call.args
+    for strides in _misread(x):
+        seen = x.as_strided(x.shape, strides, x.storage_offset()).float()
+        if ev.matches(_gelu_bias(seen, w.float(), b.float())):
+            return [Cause("strides", f"the output is what x gives read with the strides {strides}"
+                          f" instead of its own {tuple(x.stride())}: the kernel's addresses must "
+                          "use the strides it is given, in the order of x's dimensions")]
+    return observed(ev)
+
+
+def _misread(x: torch.Tensor) -> list[tuple[int, int]]:
+    """Strides a kernel may wrongly use for x: row-major contiguous, or x's own swapped."""
+    m, n = x.shape
+    storage = x.untyped_storage().nbytes() // x.element_size() - x.storage_offset()
+    found = [(n, 1), (x.stride(1), x.stride(0))]
+    return [s for s in dict.fromkeys(found) if s != tuple(x.stride())
+            and (m - 1) * s[0] + (n - 1) * s[1] < storage]
+
+
 PROBLEM = Problem(
     id="fused_gelu",
     function="fused_gelu",
@@ -29,4 +55,5 @@ PROBLEM = Problem(
     work=lambda p, dt: Work((2 * p["M"] * p["N"] + 2 * p["N"]) * element_size(dt)),
     baselines={"torch": lambda c: _gelu_bias(*c.args), "torch.compile": compiled(_gelu_bias)},
     check=layout_check(("M", "N")),
+    explain=_explain,
 )

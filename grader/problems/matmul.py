@@ -4,6 +4,7 @@ B so."""
 
 import torch
 
+from grader.problems.evidence import Cause, Evidence, observed
 from grader.problems.base import (Call, Param, Problem, Work, element_size, f32, layout_check,
                                   layout_param, randn_2d)
 
@@ -24,6 +25,48 @@ def _work(p, dt):
     return Work((m * k + k * n + m * n) * element_size(dt), 2 * m * n * k)
 
 
+MISREAD = ("unread", "never_read", "load_between_rows", "load_out_of_bounds")
+
+
+def _explain(ev: Evidence) -> list[Cause]:
+    if ev.call is None:
+        return observed(ev)
+    a, b = (f32(t) for t in ev.call.args)
+    tile = ev.constant("BLOCK_K", "TILE_K")
+    k = a.shape[1]
+    if tile and tile < k:
+        first = a[:, :tile] @ b[:tile]
+        if ev.matches(first * -(-k // tile)):
+            return [Cause("k_loop", f"the output is the first K tile's product ({tile} "
+                          f"wide) added {-(-k // tile)} times: the loop over K loads the same "
+                          "tiles every step; advance along K in both inputs")]
+        tiles = -(-k // tile)
+        for done in range(1, tiles):
+            if ev.matches(a[:, :done * tile] @ b[:done * tile]):
+                return [Cause("k_loop", f"the output is the product of the first {done} of the "
+                              f"{tiles} K tiles ({tile} wide) alone: the loop over K stops early")]
+    if tile and ev.dtype in (torch.float16, torch.bfloat16) and any(
+            ev.matches(_half_accumulator(a, b, tile, ev.dtype, rounded)) for rounded in (0, 1)):
+        return [Cause("accumulator_dtype", f"the output is what a running sum kept in "
+                      f"{str(ev.dtype).removeprefix('torch.')} gives: every K tile's partial sum "
+                      "is rounded to 16 bits; accumulate in float32 and convert once, at the store")]
+    misread = [f["text"] for f in ev.traffic if f.get("kind") in MISREAD]
+    if misread and bool(ev.bad.all()):
+        return [Cause("strides", "wrong from the first K tile, and the loads do not cover the "
+                      f"inputs ({misread[0]}): check the strides each pointer uses along M, N "
+                      "and K, in the order the inputs give them")]
+    return observed(ev)
+
+
+def _half_accumulator(a, b, tile: int, dtype, rounded: bool) -> torch.Tensor:
+    """The running sum kept in `dtype`; `rounded`: each tile's product rounded to it too."""
+    acc = torch.zeros(a.shape[0], b.shape[1], dtype=dtype)
+    for start in range(0, a.shape[1], tile):
+        part = a[:, start:start + tile] @ b[start:start + tile]
+        acc = (acc.float() + (part.to(dtype).float() if rounded else part)).to(dtype)
+    return acc.float()
+
+
 PROBLEM = Problem(
     id="matmul",
     function="matmul",
@@ -34,4 +77,5 @@ PROBLEM = Problem(
     work=_work,
     baselines={"torch": lambda c: torch.matmul(*c.args)},
     check=layout_check(("M", "K"), ("K", "N")),
+    explain=_explain,
 )

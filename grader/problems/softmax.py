@@ -2,6 +2,7 @@
 
 import torch
 
+from grader.problems.evidence import Cause, Evidence, observed, row_factor
 from grader.problems.base import Call, Param, Problem, Work, compiled, element_size, in_f32, randn
 
 
@@ -13,16 +14,66 @@ def _call(p, dtype, gen):
     return Call((randn((p["M"], p["N"]), dtype, gen, scale=p["scale"]),))
 
 
-def _explain(got: torch.Tensor, want: torch.Tensor) -> list[str]:
-    """Rows of a softmax sum to 1: rows that do not point at the normalisation."""
-    sums = got.sum(dim=-1)
+def _explain(ev: Evidence) -> list[Cause]:
+    """Causes the output confirms, tried from the most specific; else what was observed."""
+    x = ev.call.args[0].float() if ev.call is not None else None
+    if x is not None and torch.isnan(ev.got).any() and ev.matches(_no_max(x)):
+        return [Cause("no_max_subtraction", "the output is exactly exp(x) / sum(exp(x)) without "
+                      "the row maximum subtracted: exp overflows to inf for large inputs, and "
+                      "inf / inf is NaN; subtract each row's maximum before exponentiating")]
+    if bool((ev.got == 1).all()) and ev.got.shape[-1] > 1:
+        return [Cause("wrong_axis", "every element is exactly 1: each element was divided by "
+                      "itself, so the max and the sum were taken over a dimension of length 1 "
+                      "(the tile's rows), not along each row")]
+    tile = ev.constant("BLOCK_N", "TILE_N", "BLOCK_SIZE")
+    if x is not None and tile and tile < x.shape[-1] and ev.matches(_sum_not_rescaled(x, tile)):
+        return [Cause("online_rescale", f"the output is what a loop over column tiles of {tile} "
+                      "gives when the running sum is not rescaled as a later tile raises the "
+                      "row maximum (the online softmax)")]
+    if x is not None and tile and ev.matches(_zero_padded(x, tile)):
+        return [Cause("padding", f"the output is what the row gives when the lanes past its end "
+                      f"in its last tile of {tile} count as 0 in the max and the sum: pad the "
+                      "masked lanes with -inf, which changes neither")]
+    raw = ev.call.args[0] if ev.call is not None else None
+    if raw is not None and raw.shape[0] > 1 and ev.matches(_softmax_last(
+            raw.as_strided(raw.shape, (raw.stride(1), raw.stride(1)), raw.storage_offset())
+            .float())):
+        return [Cause("strides", "the output is the softmax of rows that start one element "
+                      "apart: each row's start must step by the row stride")]
+    factor = row_factor(ev)
+    if factor is not None:
+        return [Cause("row_normalisation", "each row is the right answer times a factor of its "
+                      f"own (median {factor:.4g}): the exponentials are not divided by the sum of "
+                      "the whole row's")]
+    sums = ev.got.sum(dim=-1)
     off = torch.isfinite(sums) & ((sums - 1).abs() > 1e-2)
     if not off.any():
-        return []
+        return observed(ev)
     row = int(off.nonzero()[0])
-    return [f"{int(off.sum())} of {got.shape[0]} rows do not sum to 1 (row {row} sums to "
-            f"{float(sums[row]):.4g}): each row's exponentials must be divided by the sum of "
-            "the whole row's"]
+    return [Cause("", f"observed: {int(off.sum())} of {ev.got.shape[0]} rows do not sum to 1 "
+                      f"(row {row} sums to {float(sums[row]):.4g})")]
+
+
+def _no_max(x: torch.Tensor) -> torch.Tensor:
+    e = torch.exp(x)
+    return e / e.sum(-1, keepdim=True)
+
+
+def _zero_padded(x: torch.Tensor, tile: int) -> torch.Tensor:
+    pad = -x.shape[-1] % tile
+    m = x.amax(-1, keepdim=True)
+    m = torch.maximum(m, torch.zeros_like(m)) if pad else m
+    return torch.exp(x - m) / (torch.exp(x - m).sum(-1, keepdim=True) + pad * torch.exp(-m))
+
+
+def _sum_not_rescaled(x: torch.Tensor, tile: int) -> torch.Tensor:
+    m = torch.full(x.shape[:-1] + (1,), -torch.inf)
+    total = torch.zeros_like(m)
+    for start in range(0, x.shape[-1], tile):
+        part = x[..., start:start + tile]
+        m = torch.maximum(m, part.amax(-1, keepdim=True))
+        total = total + torch.exp(part - m).sum(-1, keepdim=True)
+    return torch.exp(x - m) / total
 
 
 PROBLEM = Problem(

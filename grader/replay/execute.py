@@ -51,9 +51,12 @@ class Replay:
         if self.device.type == "cuda" and "triton" in sys.modules:
             _scratch_for_descriptors(self.device)
 
-    def run(self, proposal: Proposal, inputs: dict[str, torch.Tensor]) -> Replayed:
-        """The proposal run once, watched: poisoned allocations, front-end checks."""
+    def run(self, proposal: Proposal, inputs: dict[str, torch.Tensor],
+            watch: Any = None) -> Replayed:
+        """The proposal run once, watched: poisoned allocations, front-end checks, and with
+        `watch` (grader.replay.watch.Watch), every load and store of its kernels."""
         done = Replayed()
+        self._watch = (watch, proposal.result)
         buffers = dict(inputs)
         try:
             for step in proposal.steps:
@@ -124,7 +127,16 @@ class Replay:
             if error:
                 done.compile_errors.append(error)
                 return
-        _launch(step, kernel, args, kwargs)
+        # --- traffic (grader.replay.watch): the launch run with its loads and stores seen
+        watch, result = getattr(self, "_watch", (None, None))
+        if watch is None:
+            _launch(step, kernel, args, kwargs)
+            return
+        output = _view(buffers, result) if result is not None and result.buffer in buffers else None
+        regions = watch.regions(buffers, output, result.buffer if result else None)
+        with watch.launch(step.language, done.launches[-1].grid, regions, output):
+            _launch(step, kernel, args, kwargs)
+        # --- end traffic
 
     def _check(self, step: Launch, kernel, args: tuple, kwargs: dict) -> str | None:
         if step.language == "cutile":

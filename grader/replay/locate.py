@@ -27,11 +27,43 @@ def describe(exc: BaseException, path: Path, max_lines: int = 25) -> str:
         where = f" (at {path.name}, line {lineno}" + (f": {source}" if source else "") + ")"
     if type(exc).__name__ == "InterpreterError" and exc.__cause__ is not None:
         exc = exc.__cause__  # its message is only the repr of the cause
+    if internal(exc):
+        # The simulator's or the interpreter's own failure: its message is about their code,
+        # not the student's. Say which line of the kernel could not be run, and why in
+        # words about that line.
+        line = f"line {place[0]} of {path.name}" + (f" (`{place[1]}`)" if place[1] else "") \
+            if place else f"a line of {path.name}"
+        return (f"{line} could not be run: an operation on it was given values of a kind or "
+                "shape it does not take (check the tiles, arrays, indices and constants that "
+                f"line passes; {type(exc).__name__} in the "
+                f"{'cuTile simulator' if _in_simulator(exc) else 'kernel language'})")
     message = str(exc).strip()
     lines = message.splitlines()
     if len(lines) > max_lines:
         message = "\n".join(lines[:max_lines] + [f"... ({len(lines) - max_lines} more lines)"])
     return f"{type(exc).__name__}{where}: {message}" if message else f"{type(exc).__name__}{where}"
+
+
+_STUDENT_FACING = ("SimulatorError", "SimulatorUnsupported", "CompilationError", "SourceError")
+_INTERNAL_TYPES = (AttributeError, KeyError, AssertionError, IndexError, TypeError, NameError,
+                   UnboundLocalError, RecursionError)
+
+
+def internal(exc: BaseException) -> bool:
+    """Whether `exc` is a failure inside the grader's simulator or Triton's interpreter
+    (rather than an error they raise on purpose, worded for the student)."""
+    if type(exc).__name__ in _STUDENT_FACING or not isinstance(exc, _INTERNAL_TYPES):
+        return False
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return False
+    deepest = Path(frames[-1].filename).as_posix()
+    return "/grader/" in deepest or deepest.endswith("triton/runtime/interpreter.py")
+
+
+def _in_simulator(exc: BaseException) -> bool:
+    frames = traceback.extract_tb(exc.__traceback__)
+    return bool(frames) and Path(frames[-1].filename).name == "cutile_sim.py"
 
 
 def compiled_line(exc: BaseException, path: Path) -> tuple[int, str] | None:

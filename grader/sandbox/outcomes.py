@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
+
 from grader.report.results import Failure
 from grader.replay.execute import LaunchRecord
 
@@ -14,7 +16,8 @@ RETURNED = {"device?": str, "type?": str}  # a returned tensor's device, or the 
 LAUNCH = {"kernel": str, "grid": [int], "constants": {str: (int, bool)}, "language": str}
 WARM_REPLY = {"error": (str, None), "launches": [LAUNCH], "host": [str], "compile_errors": [str]}
 CALL_REPLY = {"error": (str, None), "launches": [LAUNCH], "host": [str], "compile_errors": [str],
-              "unchecked": (str, None), "overruns": [str], "output": RETURNED}
+              "unchecked": (str, None), "overruns": [str], "output": RETURNED,
+              "traffic": [{"kind": str, "text": str, "line": (int, None), "fails": bool}]}
 RECORD_REPLY = {"error": (str, None), "refused": (str, None), "launches": int, "host": [str],
                 "proposal": {str: object}}
 # Errors after which a CUDA context is unusable: the child is replaced.
@@ -35,6 +38,11 @@ class Outcome:
     compile_errors: list[str] = field(default_factory=list)  # a GPU compiler's rejections
     unchecked: str | None = None  # why its kernels could not be given to a compiler
     overruns: list[str] = field(default_factory=list)
+    # What the replay saw of the kernels' loads and stores (grader.replay.traffic), on a CPU:
+    # each a dict of kind, text (at the kernel's line), line and fails; and per output
+    # element, bits: written, written by several programs, by one that read out of bounds.
+    traffic: list[dict] = field(default_factory=list)
+    traffic_map: Any = None
     inputs_after: list[Any] = field(default_factory=list)
 
     @property
@@ -79,9 +87,13 @@ def call_outcome(value: dict, tensors: dict, inputs: list) -> Outcome:
     for before, now in zip(inputs, after):
         if now is None or now.shape != before.shape or now.dtype != before.dtype:
             raise ProtocolError("its reply lacks the inputs as they were after the call")
-    if set(tensors) - {f"input.{i}" for i in range(len(inputs))} - {"output"}:
+    if set(tensors) - {f"input.{i}" for i in range(len(inputs))} - {"output", "traffic"}:
         raise ProtocolError("its reply holds tensors nobody asked for")
     output = tensors.get("output")
+    traffic_map = tensors.get("traffic")
+    if traffic_map is not None and (output is None or traffic_map.shape != output.shape
+                                    or traffic_map.dtype != torch.uint8):
+        raise ProtocolError("its reply holds a traffic map that is not one of the output")
     if ("device" in returned) != (output is not None):
         raise ProtocolError("its reply describes an output it does not hold")
     return Outcome(
@@ -89,4 +101,5 @@ def call_outcome(value: dict, tensors: dict, inputs: list) -> Outcome:
         returned=None if output is not None else returned.get("type", "nothing"),
         error=value["error"], host=value["host"], compile_errors=value["compile_errors"],
         unchecked=value["unchecked"], overruns=value["overruns"],
+        traffic=value["traffic"], traffic_map=traffic_map,
         launches=[LaunchRecord(**la) for la in value["launches"]], inputs_after=after)

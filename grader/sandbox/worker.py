@@ -121,9 +121,14 @@ class _Worker:
         from grader.replay.proposal import ProposalError
         from grader.sandbox.submission import SubmissionError
 
-        _, inputs, guards, _ = self._inputs(problem_id, params, dtype, seed)
+        _, inputs, guards, names = self._inputs(problem_id, params, dtype, seed)
+        watch = None
+        if self.device == "cpu":  # the CPU backends run each memory operation in Python
+            from grader.replay.watch import Watch
+
+            watch = Watch(self.replay.file.path, dict(zip(inputs, names)))
         try:
-            replayed = self.replay.run(self._proposal(proposal, inputs), inputs)
+            replayed = self.replay.run(self._proposal(proposal, inputs), inputs, watch)
         except ProposalError as exc:
             raise SubmissionError(f"its launches cannot be replayed: {exc}") from None
         self._synchronize()
@@ -139,7 +144,12 @@ class _Worker:
             "unchecked": replayed.unchecked,
             "overruns": [g.describe() for g in guards + replayed.allocations if g.overrun()],
             "output": described,
+            "traffic": watch.traffic.to_json() if watch else [],
         }
+        traffic_map = watch.traffic.output_map if watch else None
+        if traffic_map is not None and replayed.output is not None \
+                and traffic_map.shape == replayed.output.shape:
+            tensors["traffic"] = traffic_map
         return value, tensors
 
     def _synchronize(self):

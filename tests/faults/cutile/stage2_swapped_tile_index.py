@@ -4,11 +4,11 @@ expect: FAIL
 message: tile index (1, 0) is outside the tile space of the array
 message: check which tile each block owns, and the order of the tile index's entries
 message: line 26: xt = ct.load(x, index=(bid_n, bid_m)
+line: 26
 
 A tile index counts tiles along the array's dimensions in order: rows first, then
 columns. Swapped, the block that owns the second column tile of x asks for the second
-row tile, which a matrix of one row tile does not have. The simulator must say so in
-cuTile's words (a tile index outside the tile space), at the kernel line.
+row tile, which one row tile lacks: the simulator says so in cuTile's words, at the line.
 """
 
 import cuda.tile as ct

@@ -4,6 +4,7 @@ expect: FAIL
 message: layout=transposed
 message: layout=sliced
 passes: layout=contiguous
+cause: strides
 
 The pointer tile is built as `rows * N + cols`, which is only right when x's rows are N
 elements apart and its columns adjacent. The lesson promises that any layout works, so

@@ -1,0 +1,306 @@
+"""Memory traffic of a replayed call: which elements each program read and wrote.
+
+While the replay runs a proposal on the CPU, every load and store of every program is seen
+here as a batch of addresses with a mask (grader.replay.watch hooks Triton's interpreter and
+the cuTile simulator). Each batch is mapped back to the tensor it falls in (an input by its
+name, the output, or a tensor the wrapper allocated) with numpy index arrays: nothing here
+builds a Python object per element. At the end of each launch the batches become findings,
+plain sentences at the kernel's line:
+
+- a load outside its tensor (past its end, or between the rows of a view): on a GPU that
+  reads memory that belongs to something else, even where the value is later discarded;
+- stores that several programs make to the same element (a race on a GPU);
+- programs that stored nothing, and output elements no program stored;
+- input elements no program read (the addresses skip part of the input).
+
+`Traffic.output_map` marks each output element (written, written by several programs, written
+by a program that read out of bounds) for the picture of a failure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+WRITTEN, SHARED, OOB_READER = 1, 2, 4  # bits of Traffic.output_map
+SHOW = 3  # programs or elements named in one finding
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One fact about the traffic, for the student: `kind` is what checks key on."""
+
+    # load_out_of_bounds, load_between_rows, store_out_of_bounds, store_to_input, overlap,
+    # same_elements, idle, unread, never_read (grader.replay.watch adds undetermined_edge)
+    kind: str
+    text: str
+    line: int | None = None
+    fails: bool = False  # a fault on a GPU whatever the output: the case fails on it
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "text": self.text, "line": self.line, "fails": self.fails}
+
+
+@dataclass
+class Region:
+    """A tensor the kernels may address: its storage (with the poisoned guard after it)."""
+
+    name: str  # as the student reads it: "`x`", "the output"
+    start: int  # address of the storage's first byte
+    nbytes: int
+    itemsize: int
+    logical: np.ndarray  # storage element -> flat index in the tensor, -1 where none
+    numel: int
+    last: int  # the storage element of the tensor's last element
+    is_output: bool = False
+    is_input: bool = False
+
+    @classmethod
+    def of(cls, tensor: torch.Tensor, name: str, **flags) -> "Region":
+        storage = tensor.untyped_storage()
+        size = storage.nbytes() // tensor.element_size()
+        logical = torch.full((size,), -1, dtype=torch.int64)
+        logical.as_strided(tensor.shape, tensor.stride(), tensor.storage_offset()).copy_(
+            torch.arange(tensor.numel(), dtype=torch.int64).view(tensor.shape))
+        table = logical.numpy()
+        last = int(np.nonzero(table >= 0)[0][-1]) if tensor.numel() else -1
+        return cls(name, storage.data_ptr(), storage.nbytes(), tensor.element_size(), table,
+                   tensor.numel(), last, **flags)
+
+
+@dataclass
+class _Access:
+    """What the accesses of one line to one tensor did over a launch."""
+
+    lanes: int = 0
+    outside: int = 0  # lanes past the tensor's storage or in its guard
+    hole: int = 0  # lanes inside the storage but on no element of the view
+    first: tuple[int, int] | None = None  # (program, elements past the end) of the first outside
+
+
+@dataclass
+class Traffic:
+    """The findings of one replayed call and the output's map."""
+
+    findings: list[Finding] = field(default_factory=list)
+    output_map: torch.Tensor | None = None  # uint8, the output's shape
+
+    def to_json(self) -> list[dict]:
+        return [f.to_json() for f in self.findings]
+
+
+class LaunchWatch:
+    """Accumulates the accesses of one launch; `close` turns them into findings."""
+
+    def __init__(self, regions: list[Region], programs: int, source: "Source", words: "Words"):
+        self.regions = sorted(regions, key=lambda r: r.start)
+        self.starts = np.array([r.start for r in self.regions], dtype=np.int64)
+        self.ends = np.array([r.start + r.nbytes for r in self.regions], dtype=np.int64)
+        self.programs, self.source, self.words = programs, source, words
+        self.loads: dict[tuple[int | None, int], _Access] = {}
+        self.stores: dict[tuple[int | None, int], _Access] = {}
+        self.read = {i: np.zeros(r.numel, bool) for i, r in enumerate(self.regions) if r.is_input}
+        self.stored_any = np.zeros(programs, bool)
+        self.out_writes: list[tuple[int, np.ndarray]] = []  # (program, flat output indices)
+        self.oob_programs: set[int] = set()
+        self.unknown: dict[int | None, int] = {}  # line -> lanes in no tensor at all
+        self.out_line: int | None = None  # the first line that stored to the output
+        self.input_stores: dict[tuple[int | None, str], bool] = {}
+
+    def access(self, store: bool, addresses: np.ndarray, mask: np.ndarray, program: int,
+               line: int | None) -> None:
+        """One load or store of one program: byte addresses and the lanes it makes."""
+        active = addresses.reshape(-1).astype(np.int64)[np.broadcast_to(mask, addresses.shape)
+                                                        .reshape(-1).astype(bool)]
+        if store and active.size:
+            self.stored_any[program] = True
+        if not active.size:
+            return
+        which = np.searchsorted(self.starts, active, side="right") - 1
+        known = (which >= 0) & (active < self.ends[np.maximum(which, 0)])
+        if not known.all():
+            self.unknown[line] = self.unknown.get(line, 0) + int((~known).sum())
+            active, which = active[known], which[known]
+        for index in np.unique(which):
+            self._region_access(store, int(index), active[which == index], program, line)
+
+    def _region_access(self, store: bool, index: int, addresses: np.ndarray, program: int,
+                       line: int | None) -> None:
+        region = self.regions[index]
+        elements = (addresses - region.start) // region.itemsize
+        flat = region.logical[elements]
+        table = self.stores if store else self.loads
+        access = table.setdefault((line, index), _Access())
+        access.lanes += elements.size
+        inside = flat >= 0
+        last = region.last
+        past = elements > last
+        access.outside += int(past.sum())
+        access.hole += int((~inside & ~past).sum())
+        if past.any():
+            self.oob_programs.add(program)
+            if access.first is None:
+                access.first = (program, int(elements[past].max() - last))
+        if store and region.is_output:
+            self.out_writes.append((program, flat[inside]))
+            self.out_line = self.out_line or line
+        elif store and region.is_input:
+            self.input_stores[(line, region.name)] = True
+        elif not store and index in self.read:
+            self.read[index][flat[inside]] = True
+
+    def close(self, traffic: Traffic, output: torch.Tensor | None) -> None:
+        """This launch's findings added to `traffic`, and its stores to the output's map."""
+        found = traffic.findings
+        for (line, index), access in sorted(self.loads.items(), key=_order):
+            found += self._load_findings(line, self.regions[index], access)
+        for (line, index), access in sorted(self.stores.items(), key=_order):
+            found += self._store_findings(line, self.regions[index], access)
+        for line, lanes in self.unknown.items():
+            found.append(Finding("load_out_of_bounds", f"{self.source.at(line)}: {lanes} accesses "
+                                 "reach an address in no tensor the kernel was given: check how "
+                                 "the pointers are computed", line, fails=True))
+        for line, name in self.input_stores:
+            found.append(Finding("store_to_input", f"{self.source.at(line)}: stores into the "
+                                 f"input {name}: a kernel reads its inputs and writes only the "
+                                 "output", line, fails=True))
+        found += self._idle()
+        if output is not None:
+            found += self._output(traffic, output)
+        for index, read in self.read.items():
+            if read.size and not read.all():
+                missing = int((~read).sum())
+                found.append(Finding("never_read" if missing == read.size else "unread",
+                                     f"{missing} of the {read.size} elements of "
+                                     f"{self.regions[index].name} were never read by any "
+                                     f"{self.words.program} (first: flat index "
+                                     f"{int(np.nonzero(~read)[0][0])}): the addresses do not "
+                                     "cover the whole input (check the strides and the "
+                                     f"{self.words.offsets})"))
+
+    def _load_findings(self, line, region: Region, access: _Access) -> list[Finding]:
+        out = []
+        if access.outside:
+            program, past = access.first or (0, 0)
+            out.append(Finding("load_out_of_bounds", f"{self.source.at(line)}: reads "
+                               f"{_count(access.outside)} past the end of {region.name} "
+                               f"({self.words.program} {self.words.name(program)} reaches "
+                               f"{past} past its last element). On a GPU that reads memory that "
+                               "belongs to something else, even where the value is later "
+                               f"discarded: {self.words.bound_load}", line, fails=True))
+        if access.hole:
+            out.append(Finding("load_between_rows", f"{self.source.at(line)}: reads "
+                               f"{access.hole} elements of the memory under {region.name} that "
+                               "are not elements of it (the view skips them): the addresses "
+                               "ignore the tensor's strides", line))
+        return out
+
+    def _store_findings(self, line, region: Region, access: _Access) -> list[Finding]:
+        if not access.outside:
+            return []
+        return [Finding("store_out_of_bounds", f"{self.source.at(line)}: writes "
+                        f"{_count(access.outside)} past the end of {region.name}: "
+                        f"{self.words.bound_store}", line, fails=True)]
+
+    def _idle(self) -> list[Finding]:
+        idle = np.nonzero(~self.stored_any)[0]
+        if not idle.size or idle.size == self.programs:
+            return []
+        names = ", ".join(self.words.name(int(p)) for p in idle[:SHOW])
+        more = f" and {idle.size - SHOW} more" if idle.size > SHOW else ""
+        return [Finding("idle", f"{idle.size} of the {self.programs} {self.words.programs} "
+                        f"stored nothing ({names}{more}): the grid is larger than the work, or "
+                        f"their {self.words.bound_store_word} switches every lane off")]
+
+    def _output(self, traffic: Traffic, output: torch.Tensor) -> list[Finding]:
+        if not self.out_writes:
+            return []
+        numel = output.numel()
+        programs = np.concatenate([np.full(f.size, p, np.int64) for p, f in self.out_writes])
+        flat = np.concatenate([f for _, f in self.out_writes])
+        pairs = np.unique(flat * self.programs + programs)
+        writers = np.bincount(pairs // self.programs, minlength=numel)
+        if traffic.output_map is None:
+            traffic.output_map = torch.zeros(output.shape, dtype=torch.uint8)
+        marks = traffic.output_map.view(-1).numpy()
+        marks[writers > 0] |= WRITTEN
+        marks[writers > 1] |= SHARED
+        oob = [f for p, f in self.out_writes if p in self.oob_programs]
+        if oob:
+            marks[np.concatenate(oob)] |= OOB_READER
+        return self._sharing(writers, pairs)
+
+    def _sharing(self, writers: np.ndarray, pairs: np.ndarray) -> list[Finding]:
+        shared = np.nonzero(writers > 1)[0]
+        if not shared.size:
+            return []
+        writing = np.unique(pairs % self.programs)
+        if writing.size > 1 and (writers[writers > 0] == writing.size).all():
+            return [Finding("same_elements", f"{self.source.at(self.out_line)}: all {writing.size}"
+                            f" {self.words.programs} that stored to the output stored to the same "
+                            f"{int((writers > 0).sum())} elements: the {self.words.offsets} do not "
+                            f"change with {self.words.pid} as they must (each "
+                            f"{self.words.program} owns a tile of its own)", self.out_line)]
+        first = int(shared[0])
+        who = pairs[pairs // self.programs == first] % self.programs
+        names = " and ".join(self.words.name(int(p)) for p in who[:2])
+        return [Finding("overlap", f"{self.source.at(self.out_line)}: {shared.size} output "
+                        "elements were stored by more than one "
+                        f"{self.words.program} (flat index {first} by {names}): on a GPU they "
+                        "race, and which value stays is undefined; each element belongs to "
+                        f"one {self.words.program}'s tile", self.out_line)]
+
+
+def _count(n: int) -> str:
+    return "1 element" if n == 1 else f"{n} elements"
+
+
+def _order(item) -> tuple:
+    (line, index), _ = item
+    return (line or 0, index)
+
+
+@dataclass(frozen=True)
+class Source:
+    """The student's file, to quote a kernel line."""
+
+    lines: tuple[str, ...]
+    name: str
+
+    def at(self, line: int | None) -> str:
+        if line is None or not 0 < line <= len(self.lines):
+            return f"in {self.name}"
+        return f"line {line} (`{self.lines[line - 1].strip()}`)"
+
+
+@dataclass(frozen=True)
+class Words:
+    """How a track speaks of programs and their bounds."""
+
+    program: str
+    programs: str
+    offsets: str
+    pid: str
+    bound_load: str
+    bound_store: str
+    bound_store_word: str
+    grid: tuple[int, ...] = (1,)
+
+    def name(self, program: int) -> str:
+        if len(self.grid) < 2:
+            return str(program)
+        index, rest = [], program
+        for size in self.grid:
+            index.append(rest % size)
+            rest //= size
+        return str(tuple(index))
+
+
+TRITON = Words("program", "programs", "offsets", "tl.program_id",
+               "give this tl.load a mask (and `other=`) that keeps every lane inside the tensor",
+               "give the tl.store a mask that keeps every lane inside the tensor", "store mask")
+CUTILE = Words("block", "blocks", "tile indices", "ct.bid",
+               "load with a tile index inside the array's tile space",
+               "store with a tile index inside the array's tile space", "tile index")

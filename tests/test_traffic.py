@@ -1,0 +1,144 @@
+"""The replay's watch on memory traffic (grader.replay.traffic), the picture of a failure
+(grader.judge.picture, grader.report.picture_html) and hints gated on a confirmed cause,
+without grading anything: each is fed the data it would see."""
+
+import numpy as np
+import torch
+
+from grader.judge import picture
+from grader.problems.evidence import Evidence, row_factor
+from grader.replay.traffic import CUTILE, OOB_READER, SHARED, TRITON, WRITTEN, LaunchWatch, Region, Source, Traffic
+
+SOURCE = Source(("x = tl.load(x_ptr + offsets)", "tl.store(out_ptr + offsets, x)"), "k.py")
+
+
+def regions(n=8, guard=8):
+    x = torch.zeros(n + guard)[:n]
+    out = torch.zeros(n + guard)[:n]
+    return x, out, [Region.of(x, "`x`", is_input=True), Region.of(out, "the output", is_output=True)]
+
+
+def addresses(t: torch.Tensor, offsets) -> np.ndarray:
+    return np.array([t.data_ptr() + 4 * o for o in offsets], dtype=np.uint64)
+
+
+def run(programs, accesses, words=TRITON):
+    x, out, found = regions()
+    watch = LaunchWatch(found, programs, SOURCE, words)
+    for store, tensor, offsets, program, line in accesses:
+        target = out if tensor == "out" else x
+        watch.access(store, addresses(target, offsets), np.ones(len(offsets), bool), program, line)
+    traffic = Traffic()
+    watch.close(traffic, out)
+    return traffic
+
+
+def test_a_load_past_the_end_fails_at_its_line_even_when_the_store_is_masked():
+    traffic = run(2, [(False, "x", range(0, 4), 0, 1), (False, "x", range(4, 12), 1, 1),
+                      (True, "out", range(0, 4), 0, 2), (True, "out", range(4, 8), 1, 2)])
+    [finding] = [f for f in traffic.findings if f.kind == "load_out_of_bounds"]
+    assert finding.fails and finding.line == 1
+    assert "line 1 (`x = tl.load(x_ptr + offsets)`): reads 4 elements past the end of `x`" in finding.text
+    assert "program 1" in finding.text
+
+
+def test_masked_lanes_are_not_accesses():
+    x, out, found = regions()
+    watch = LaunchWatch(found, 1, SOURCE, TRITON)
+    mask = np.array([True] * 8 + [False] * 4)
+    watch.access(False, addresses(x, range(12)), mask, 0, 1)
+    watch.access(True, addresses(out, range(12)), mask, 0, 2)
+    traffic = Traffic()
+    watch.close(traffic, out)
+    assert traffic.findings == []
+    assert bool((traffic.output_map == WRITTEN).all())
+
+
+def test_programs_that_store_the_same_elements_are_told_the_program_id():
+    traffic = run(2, [(False, "x", range(4), p, 1) for p in (0, 1)]
+                  + [(True, "out", range(4), p, 2) for p in (0, 1)])
+    kinds = {f.kind: f for f in traffic.findings}
+    assert "tl.program_id" in kinds["same_elements"].text
+    assert "unread" in kinds  # x[4:] was never read
+    assert bool((traffic.output_map[:4] & SHARED).all()) and not traffic.output_map[4:].any()
+
+
+def test_overlap_and_idle_programs_in_cutile_words():
+    traffic = run(3, [(True, "out", range(0, 6), 0, 2), (True, "out", range(4, 8), 1, 2)],
+                  words=CUTILE)
+    kinds = {f.kind: f for f in traffic.findings}
+    assert "2 output elements were stored by more than one block" in kinds["overlap"].text
+    assert "1 of the 3 blocks stored nothing (2)" in kinds["idle"].text
+    assert not kinds["overlap"].fails
+
+
+def test_a_store_into_an_input_fails():
+    traffic = run(1, [(True, "x", range(8), 0, 2)])
+    assert [f.kind for f in traffic.findings if f.fails] == ["store_to_input"]
+
+
+def test_the_program_that_read_out_of_bounds_marks_what_it_wrote():
+    traffic = run(2, [(False, "x", range(8, 10), 1, 1), (True, "out", range(4, 8), 1, 2)])
+    assert bool((traffic.output_map[4:] & OOB_READER).all()) and not traffic.output_map[:4].any()
+
+
+def test_the_tile_map_marks_each_tile_by_its_worst_element():
+    bad = torch.zeros(4, 8, dtype=torch.bool)
+    bad[0, 0] = True
+    unwritten = torch.zeros_like(bad)
+    unwritten[3, 7] = True
+    traffic = torch.zeros(4, 8, dtype=torch.uint8)
+    traffic[2, 0] = SHARED
+    rows = picture.tile_map(bad, unwritten, traffic, [2, 4])
+    assert rows == ["X.", "2_"]
+    assert picture.shown(["..", ".."]) == []
+
+
+def test_the_picture_page_escapes_what_a_submission_wrote():
+    from grader.report.picture_html import page
+    from grader.report.results import CaseResult, Report, StageResult
+
+    case = CaseResult("n=4", "float32", {}, 0, False, "<script>alert(1)</script>",
+                      stats={"picture": ["X_"]})
+    stage = StageResult(1, "vector_add", "Vector add", "cpu", "m.py", 10, cases=[case])
+    report = Report("c", "exercises", "triton-interpret", "", {}, "", stages=[stage])
+    html = page(report)
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert html.count("<td") == 2 and "http" not in html
+
+
+def test_a_factor_per_row_is_confirmed_only_when_every_row_has_one():
+    want = torch.rand(4, 8) + 0.1
+    got = want * torch.tensor([[2.0], [3.0], [0.5], [4.0]])
+    assert row_factor(Evidence(got, want, atol=1e-5, rtol=1e-5)) is not None
+    noisy = got.clone()
+    noisy[0, 0] += 1
+    assert row_factor(Evidence(noisy, want, atol=1e-5, rtol=1e-5)) is None
+
+
+def test_a_hint_that_names_a_cause_needs_the_case_to_confirm_it():
+    from grader.course.model import Hint
+    from grader.report.results import CaseResult, Failure
+
+    hint = Hint("the grid rounds down", stats=("never_written",), cause="grid_short")
+    case = CaseResult("n=4097", "float32", {"n": 4097}, 0, False, "", failure=Failure.WRONG_RESULT,
+                      stats={"never_written": 1, "causes": ["no_program_id"]})
+    assert not hint.matches(case)
+    case.stats["causes"] = ["grid_short"]
+    assert hint.matches(case)
+
+
+def test_an_internal_error_of_the_simulator_is_told_as_a_line_of_the_kernel(tmp_path):
+    from grader import cutile_sim
+    from grader.replay.locate import describe
+
+    kernel = tmp_path / "k.py"
+    kernel.write_text("def body(t):\n    return cutile_sim._tile_index(t)\n", encoding="utf-8")
+    scope = {"cutile_sim": cutile_sim}
+    exec(compile(kernel.read_text(), str(kernel), "exec"), scope)
+    try:
+        scope["body"](object())  # the simulator's own code fails on a value it never expected
+    except Exception as exc:  # noqa: BLE001
+        text = describe(exc, kernel)
+    assert text.startswith("line 2 of k.py (`return cutile_sim._tile_index(t)`) could not be run")
+    assert "cutile_sim.py" not in text and "object" not in text
