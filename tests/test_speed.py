@@ -21,6 +21,7 @@ from grader.errors import CourseError
 from grader.problems import PROBLEMS
 from grader.report.results import Failure, Status
 from grader.sandbox import Runner
+from grader.sandbox.replayer import Replayer
 from grader.sandbox.outcomes import Batch
 from grader.speed import ceilings
 from grader.speed import check as speed
@@ -58,12 +59,13 @@ class _Digests:
 
 @pytest.fixture
 def fake_gpu_timing(monkeypatch):
-    """Kernel 10 us, baseline 20 us, whatever runs: speed-up 2. The submission still runs (in
-    its child process, on the CPU) for every output the trial checks, so that what it checks
-    is its own, and for the watched calls at the timed sizes."""
+    """Kernel 10 us, baseline 20 us, whatever runs: speed-up 2. The submission's launches are
+    still replayed (in its replay process, on the CPU) for every output the trial checks, so
+    that what it checks is its own."""
 
-    def time_batch(self, problem_id, params, dtype, seeds, key):
+    def time_batch(self, problem_id, params, dtype, seeds, key, proposal):
         self.fake_batch = (problem_id, params, dtype, seeds)
+        self.fake_proposal = proposal
         self.fake_outputs = {}
         return Batch([KERNEL_MS] * len(seeds), _Digests(self, problem_id, params, dtype, seeds, key),
                      KERNEL_MS * len(seeds))
@@ -73,12 +75,12 @@ def fake_gpu_timing(monkeypatch):
             problem_id, params, dtype, seeds = self.fake_batch
             inputs = PROBLEMS[problem_id].draw(params, dtype, seeds[index]).tensors()
             self.fake_outputs[index] = self.call(problem_id, params, dtype, seeds[index],
-                                                 inputs, 1 << 20).output
+                                                 inputs, 1 << 20, self.fake_proposal).output
         return self.fake_outputs[index]
 
-    monkeypatch.setattr(Runner, "time_batch", time_batch)
-    monkeypatch.setattr(Runner, "fetched", fetched, raising=False)
-    monkeypatch.setattr(Runner, "fetch", lambda self, index, size: self.fetched(index))
+    monkeypatch.setattr(Replayer, "time_batch", time_batch)
+    monkeypatch.setattr(Replayer, "fetched", fetched, raising=False)
+    monkeypatch.setattr(Replayer, "fetch", lambda self, index, size: self.fetched(index))
     monkeypatch.setattr(Trial, "baseline_batch", lambda self, seeds, key: (
         [BASELINE_MS] * len(seeds), BASELINE_MS * len(seeds)))
     monkeypatch.setattr(ceilings, "ceilings", lambda remeasure=False: FAKE_LIMITS)
@@ -411,13 +413,13 @@ def test_the_speed_table_names_the_kind_of_each_failure():
 def test_times_the_graders_clock_contradicts_are_rejected(grade, monkeypatch):
     """A child that reports 10 us per call while its batch takes the grader 10 ms per call
     (a patched timer, work on another stream, a GPU sleep)."""
-    fake = Runner.time_batch
+    fake = Replayer.time_batch
 
     def slow(self, *args):
         batch = fake(self, *args)
         return Batch(batch.times_ms, batch.digests, 10.0 * len(batch.times_ms))
 
-    monkeypatch.setattr(Runner, "time_batch", slow)
+    monkeypatch.setattr(Replayer, "time_batch", slow)
     result = grade(1.5)
     assert result.speed.points == 0
     for case in result.speed.cases:
@@ -430,7 +432,7 @@ def test_times_the_graders_clock_contradicts_are_rejected(grade, monkeypatch):
 def test_one_batch_over_its_allowance_is_timed_again(grade, monkeypatch, noisy, rejected):
     """An honest kernel's batch can take a few ms more than allowed once (seen on the
     H200); that batch is dropped and another timed. A second one is not noise."""
-    fake = Runner.time_batch
+    fake = Replayer.time_batch
     batches = iter(range(10**6))
 
     def noisy_batches(self, *args):
@@ -438,7 +440,7 @@ def test_one_batch_over_its_allowance_is_timed_again(grade, monkeypatch, noisy, 
         extra = 20.0 if next(batches) in noisy else 0.0
         return Batch(batch.times_ms, batch.digests, batch.wall_ms + extra)
 
-    monkeypatch.setattr(Runner, "time_batch", noisy_batches)
+    monkeypatch.setattr(Replayer, "time_batch", noisy_batches)
     result = grade(1.5)
     (first, *_) = result.speed.cases
     if rejected:
@@ -456,7 +458,7 @@ def test_work_hidden_in_every_batch_is_rejected_over_the_median(grade, monkeypat
     grader's own work around the calls, none here): work on a side
     stream behind a GPU sleep that reports a faster kernel's time. In one batch of three
     only, it is noise, and the timing stands."""
-    fake = Runner.time_batch
+    fake = Replayer.time_batch
     batches = iter(range(10**6))
 
     def hiding(self, *args):
@@ -464,7 +466,7 @@ def test_work_hidden_in_every_batch_is_rejected_over_the_median(grade, monkeypat
         extra = hidden[next(batches) % len(hidden)]
         return Batch(batch.times_ms, batch.digests, batch.wall_ms + extra)
 
-    monkeypatch.setattr(Runner, "time_batch", hiding)
+    monkeypatch.setattr(Replayer, "time_batch", hiding)
     result = grade(1.5)
     if rejected:
         assert result.speed.points == 0
@@ -476,8 +478,8 @@ def test_work_hidden_in_every_batch_is_rejected_over_the_median(grade, monkeypat
 
 
 def test_an_output_that_is_not_the_one_committed_to_is_rejected(grade, monkeypatch):
-    monkeypatch.setattr(Runner, "fetch", lambda self, index, size: self.fetched(index) + 0)
-    fetched = Runner.fetched
+    monkeypatch.setattr(Replayer, "fetch", lambda self, index, size: self.fetched(index) + 0)
+    fetched = Replayer.fetched
 
     def other(self, index):  # what it sends differs from what it checksummed
         output = fetched(self, index)
@@ -487,7 +489,7 @@ def test_an_output_that_is_not_the_one_committed_to_is_rejected(grade, monkeypat
         self.sent = True
         return other(self, index)
 
-    monkeypatch.setattr(Runner, "fetch", fetch)
+    monkeypatch.setattr(Replayer, "fetch", fetch)
     result = grade(1.5)
     assert result.speed.points == 0
     assert all("its checksum differs" in c.summary for c in result.speed.cases)
@@ -496,7 +498,7 @@ def test_an_output_that_is_not_the_one_committed_to_is_rejected(grade, monkeypat
 def test_a_replayed_output_fails_as_a_wrong_result(grade, monkeypatch):
     """Every timed call after the first answers with the first one's output: right for its
     own inputs, wrong for the fresh inputs of every other call."""
-    fetched = Runner.fetched
+    fetched = Replayer.fetched
 
     def replay(self, index):
         problem_id, params, dtype, seeds = self.fake_batch
@@ -506,7 +508,7 @@ def test_a_replayed_output_fails_as_a_wrong_result(grade, monkeypatch):
         finally:
             self.fake_batch = (problem_id, params, dtype, seeds)
 
-    monkeypatch.setattr(Runner, "fetched", replay)
+    monkeypatch.setattr(Replayer, "fetched", replay)
     monkeypatch.setattr(trial.secrets, "randbelow", lambda n: n - 1)  # it checks the last call
     result = grade(1.5)
     assert result.speed.points == 0
@@ -662,8 +664,8 @@ def test_a_baseline_slowed_next_to_the_submission_is_judged_by_its_time_alone(
     order = []
     monkeypatch.setattr(trial.Trial, "baseline_alone",
                         lambda self: order.append("alone") or alone_ms)
-    close = Runner.close
-    monkeypatch.setattr(Runner, "close", lambda self: order.append("close") or close(self))
+    end = Runner.end
+    monkeypatch.setattr(Runner, "end", lambda self: order.append("close") or end(self))
     result = grade(1.2)
     first = order.index("alone")
     assert order[first - 1] == "close"  # the child ended first
@@ -690,7 +692,7 @@ def test_noisy_batches_are_timed_until_the_speed_up_is_precise(grade, monkeypatc
     """An honest kernel whose batches vary by 1.5% is timed past the first five batches, and
     the trial stops as soon as its speed-up is precise: the figure is the median of many
     batches, not of five that happened to look steady."""
-    fake = Runner.time_batch
+    fake = Replayer.time_batch
     batches = iter(range(10**6))
     noise = [1.0, 1.01, 0.995, 1.005, 0.99, 1.0, 1.015, 0.985]
 
@@ -699,7 +701,7 @@ def test_noisy_batches_are_timed_until_the_speed_up_is_precise(grade, monkeypatc
         scale = noise[next(batches) % len(noise)]
         return Batch([t * scale for t in batch.times_ms], batch.digests, batch.wall_ms * scale)
 
-    monkeypatch.setattr(Runner, "time_batch", noisy)
+    monkeypatch.setattr(Replayer, "time_batch", noisy)
     ran = []
     real = trial.precise
     monkeypatch.setattr(trial, "precise", lambda s, b: ran.append(real(s, b)) or ran[-1])
