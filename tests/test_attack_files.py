@@ -1,6 +1,6 @@
 """Bad submissions kept as the files a student would hand in, each graded through `grade`.
 
-Every file under tests/attacks/<track>/ and tests/faults/<track>/ is a stage file named
+Every file under tests/attacks/<track>/ is a stage file named
 `stageN_<what>.py` (N: the stage it is graded as) whose module docstring says what it tries
 and what must come of it (after the first line, prose may explain; these lines decide):
 
@@ -30,7 +30,9 @@ from conftest import COURSE_FILE, RELAXED_RULES, ROOT, RULES, vector_add_course
 
 from grader.course import load_course
 
-FOLDERS = (ROOT / "tests/attacks", ROOT / "tests/faults")
+# The beginner faults (tests/faults/) are graded by tests/test_fault_files.py, which also
+# checks the causes and lines their messages name.
+FOLDERS = (ROOT / "tests/attacks",)
 FILES = sorted(p for folder in FOLDERS for p in folder.glob("*/stage*_*.py"))
 BACKENDS = {"triton": "triton-interpret", "cutile": "cutile-sim"}
 STATUSES = ("PASS", "FAIL", "ERROR", "NOT STARTED", "PARTLY GRADED")

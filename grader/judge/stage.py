@@ -149,16 +149,20 @@ def proposal_misconduct(proposed: Proposed, track: str) -> Verdict | None:
         return Verdict(False, f"raised {proposed.error}", kind=Failure.RAISED)
     launched = [s for s in proposed.proposal.get("steps", []) if isinstance(s, dict)
                 and s.get("op") == "launch" and s.get("language") == track]
+    cannot = f"its launches cannot be replayed: {proposed.refused}"
+    if proposed.refused_launch or not proposed.host:  # the launch itself is the cause
+        refused = Verdict(False, cannot, proposed.host, kind=Failure.NOT_REPLAYABLE)
+    else:  # host code made what it launched or returned: the watch says what
+        refused = Verdict(False, proposed.host[0], [cannot] + proposed.host[1:],
+                          kind=Failure.HOST_WORK)
+    if proposed.refused and proposed.launches:  # it launched, in a way that cannot be replayed
+        return refused
     if not launched:
         language = {"triton": "Triton", "cutile": "cuTile"}.get(track, track)
         return Verdict(False, f"launched no {language} kernel: the stage must be computed by "
                               "a kernel, not by PyTorch", proposed.host, kind=Failure.NO_KERNEL)
     if proposed.refused:
-        kind = Failure.HOST_WORK if proposed.host else Failure.NOT_REPLAYABLE
-        return Verdict(False, proposed.host[0] if proposed.host else
-                       f"its launches cannot be replayed: {proposed.refused}",
-                       [f"its launches cannot be replayed: {proposed.refused}"] * bool(proposed.host)
-                       + proposed.host[1:], kind=kind)
+        return refused
     return None
 
 

@@ -113,12 +113,16 @@ def _cutile_launch(original):
             return None
         # cuTile's own launch takes tuples only ("Grid must be a tuple"): a proposal holds
         # what cuTile accepts, so that the simulator and the GPU agree.
-        for what, value in (("grid", grid), ("kernel arguments", kernel_args)):
+        for what, value, says in (("grid", grid, "Grid must be a tuple"),
+                                  ("kernel arguments", kernel_args,
+                                   "launch expects a tuple as the fourth argument")):
             if not isinstance(value, tuple) and session.recorder is not None:
+                session.count += 1
                 session.recorder.refuse(
                     f"ct.launch takes its {what} as a tuple, and cuTile refuses a "
-                    f"{type(value).__name__} there: write ({'n' if what == 'grid' else 'a, b'},)"
-                    " with the trailing comma for one element")
+                    f"{type(value).__name__} there (\"{says}\"): write "
+                    f"({'n' if what == 'grid' else 'a, b'},) with the trailing comma for one element",
+                    launch=True)
                 return None
         session.propose("cutile", kernel, grid, kernel_args, {})
         return None

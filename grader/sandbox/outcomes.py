@@ -18,7 +18,8 @@ WARM_REPLY = {"error": (str, None), "launches": [LAUNCH], "host": [str], "compil
 CALL_REPLY = {"error": (str, None), "launches": [LAUNCH], "host": [str], "compile_errors": [str],
               "unchecked": (str, None), "overruns": [str], "output": RETURNED,
               "traffic": [{"kind": str, "text": str, "line": (int, None), "fails": bool}]}
-RECORD_REPLY = {"error": (str, None), "refused": (str, None), "launches": int, "host": [str],
+RECORD_REPLY = {"error": (str, None), "refused": (str, None), "refused_launch": bool,
+                "launches": int, "host": [str],
                 "proposal": {str: object}}
 # Errors after which a CUDA context is unusable: the child is replaced.
 STICKY = ("CUDA error", "illegal memory access", "illegal instruction", "unspecified launch failure",
@@ -60,6 +61,7 @@ class Proposed:
     error: str | None = None  # what the wrapper raised, timed out or crashed
     failure: Failure | None = None  # set by the grader when the call timed out or crashed
     refused: str | None = None  # why its launches cannot be replayed
+    refused_launch: bool = False  # the reason is one of its launches, not its host code
     launches: int = 0
     host: list[str] = field(default_factory=list)  # the host watch's findings
 

@@ -41,14 +41,15 @@ class Recorder:
         self.names = module_globals
         self.steps: list = []
         self.refused: str | None = None  # the first reason the call cannot be replayed
+        self.refused_launch = False  # it was a launch that could not be written down
         self._bases: dict[tuple, tuple[str, torch.Tensor]] = {}  # storage -> (buffer, base)
         self._allocs = 0
         for index, (_, tensor) in enumerate(inputs):
             self._bases[_key(tensor)] = (f"input.{index}", tensor)
 
-    def refuse(self, why: str) -> None:
+    def refuse(self, why: str, launch: bool = False) -> None:
         if self.refused is None:
-            self.refused = why
+            self.refused, self.refused_launch = why, launch
 
     # --- host steps, as the watch's dispatch mode sees them --------------------------------
 
@@ -126,7 +127,7 @@ class Recorder:
                              tuple(self._value(a, name, i) for i, a in enumerate(args)),
                              {k: self._value(v, name, k) for k, v in kwargs.items()}, grids))
         except ProposalError as exc:
-            self.refuse(str(exc))
+            self.refuse(str(exc), launch=True)
 
     def _top_level_name(self, kernel: Any, language: str) -> str:
         for name, value in self.names.items():

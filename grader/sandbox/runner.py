@@ -68,7 +68,8 @@ class Runner(Process):
             failed = failed_call(exc)
             return Proposed(error=failed.error, failure=failed.failure)
         return Proposed(proposal=value["proposal"], error=value["error"],
-                        refused=value["refused"], launches=value["launches"],
+                        refused=value["refused"], refused_launch=value["refused_launch"],
+                        launches=value["launches"],
                         host=value["host"])
 
     def compile(self, problem_id: str, cases: list, archs: tuple[str, ...]) -> protocol.Message:

@@ -38,6 +38,7 @@ class Recorded:
     proposal: Proposal | None = None
     error: str | None = None  # what the call raised, described for the student
     refused: str | None = None  # why the launches it made cannot be replayed
+    refused_launch: bool = False  # the reason is one of its launches
     launches: int = 0  # launches the wrapper made
     host: list[str] = field(default_factory=list)  # what the host code did that it may not
 
@@ -94,7 +95,7 @@ class Submission:
                 outcome.error = describe(exc, self.path)
             host.finish(output)
         outcome.proposal = recorder.finish(output)
-        outcome.refused = recorder.refused
+        outcome.refused, outcome.refused_launch = recorder.refused, recorder.refused_launch
         outcome.launches = session.count
         outcome.host = host.violations
         return outcome

@@ -77,31 +77,24 @@ class _Worker:
         recorded = self.submission.record(call.args, call.kwargs, self.rules,
                                           problem.tensor_names(call))
         return {"error": recorded.error, "refused": recorded.refused,
+                "refused_launch": recorded.refused_launch,
                 "launches": recorded.launches, "host": recorded.host,
                 "proposal": recorded.proposal.to_json()}, {}
 
     # --- the replay: the proposal run on the grader's inputs ----------------------------
 
     def _inputs(self, problem_id: str, params: dict, dtype: str, seed: int):
-        import torch
-
+        """The case's inputs on this process's device, each a guarded copy (poison after it)
+        that keeps its layout (a transposed or sliced input stays one), named as a proposal
+        names them: "input.N" in the order of the call's tensors."""
         from grader.problems import PROBLEMS
         from grader.replay.poison import guarded_copy
 
         problem = PROBLEMS[problem_id]
         call = problem.draw(params, dtype, seed)
-        guards = []
-
-        def move(value, name):
-            if not isinstance(value, torch.Tensor):
-                return value
-            # Copied onto the device with its layout: a transposed or sliced input stays one.
-            guards.append(guarded_copy(value, f"input `{name}`", self.device))
-            return guards[-1].tensor
-
         names = problem.tensor_names(call)
-        args = tuple(move(a, n) for a, n in zip(call.args, problem.arg_names))
-        kwargs = {k: move(v, k) for k, v in call.kwargs.items()}
+        guards = [guarded_copy(t, f"input `{n}`", self.device)
+                  for t, n in zip(call.tensors(), names)]
         return problem, {f"input.{i}": g.tensor for i, g in enumerate(guards)}, guards, names
 
     def _proposal(self, data: dict, inputs: dict):
@@ -133,7 +126,9 @@ class _Worker:
             raise SubmissionError(f"its launches cannot be replayed: {exc}") from None
         self._synchronize()
         tensors = dict(inputs)
-        described = _describe(replayed.output) if replayed.output is not None else {"type": "nothing"}
+        returned = self._proposal(proposal, inputs).returned  # a type's name: data, shown escaped
+        described = (_describe(replayed.output) if replayed.output is not None
+                     else {"type": returned or "nothing"})
         if replayed.output is not None:
             tensors["output"] = replayed.output
         value = {
