@@ -294,6 +294,8 @@ def _value(data, buffers: dict[str, int], where: str, depth: int = 0):
         return DType(kind, _text(value, where))
     if kind == "tuple":
         return tuple(_value(v, buffers, where, depth + 1) for v in _list(value, where, 16))
+    if kind not in ("bool", "int", "float"):
+        raise ProposalError(f"{where} holds a {kind!r}, not an argument the grader replays")
     return _number(data, where)
 
 
