@@ -7,7 +7,8 @@ reference with the stage's tolerance; the verdicts (pass/fail) must agree, and w
 pass, the two outputs must agree within the stage's tolerance. Prints one line per variant
 and exits 1 on any disagreement.
 
-Usage:  source .device/env.sh; python3 scripts/cutile_sim_diff.py [--random N] [--only STAGE]
+Usage:  python3 scripts/cutile_sim_diff.py [--random N] [--only STAGE]
+        (where scripts/stage-device.sh staged the cuTile toolchain: `source .device/env.sh` first)
 """
 
 from __future__ import annotations

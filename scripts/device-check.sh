@@ -15,27 +15,27 @@
 #     in-process CUDA-event figure, matmul graded five times
 #   untuned-triton / untuned-cutile: scripts/untuned_check.py on that track, the plain
 #     (untuned) solutions against the references with the grader's speed checks: the
-#     references must earn every speed point and the plain solutions none (issue #15)
+#     references must earn every speed point and the plain solutions none
 #   repeat: scripts/repeat_check.py, matmul and softmax references graded 5 times each on both
 #     tracks, alternating with a copy made 10% slower: same verdict every time, speed-ups
-#     within 2%, the slower copy told apart every time (issue #15; REPEAT_ARGS: its options)
+#     within 2%, the slower copy told apart every time (REPEAT_ARGS: its options)
 #   sweep: scripts/sweep.py, variants of the references' TUNE places timed side by side with
-#     the reference and PyTorch (issue #16; SWEEP_ARGS: its options, e.g. --track triton)
+#     the reference and PyTorch (SWEEP_ARGS: its options, e.g. --track triton)
 #   benchmark: scripts/benchmark.py, every reference and PyTorch by both clocks (the
 #     grader's and do_bench), the table also as Markdown in $OUT/benchmark.md
 #   flush: scripts/flush_check.py, the short memory-bound references and their baselines
 #     timed after a zeroing and after a reading L2 flush
 #   clockgap: scripts/clock_gap_check.py, why the grader's clock and do_bench disagree: each
-#     shape timed with either flush in either order, SM clock and power sampled (issue #16;
-#     CLOCKGAP_ARGS: its options); the tables also in $OUT/clockgap.md
-# Usage: scripts/stage-device.sh here once, then on the device tool: carry [".device"],
-#   command: source .device/env.sh; scripts/device-check.sh [PART ...]
-# The default is every part; a device call may take 10 minutes at most, so there name one
-# or two parts per call. Measured on the H200 (2026-12-01): grading about 7 minutes (the
-# two `grade all` runs 187 s and 192 s), calibrate 3-4, exercises 2, corpus 3, timing 5,
-# each untuned part 4 (218 s), flush 1 (20 s); repeat 5 (276 s, fifth session); sweep 5
-# (268 s for every stage, both tracks; sixth session), benchmark under 4 (--seconds 1.5),
-# clockgap 2 (98 s; seventh session).
+#     shape timed with either flush in either order, SM clock and power sampled
+#     (CLOCKGAP_ARGS: its options); the tables also in $OUT/clockgap.md
+# Usage: on a GPU machine with the course's folder, `scripts/device-check.sh [PART ...]`;
+#   on one without network access, run scripts/stage-device.sh on a machine with it first,
+#   copy the course's folder with its .device/ over, and begin with `source .device/env.sh;`.
+# The default is every part. Where a run has a time limit, name one or two parts per run:
+# on the H200, grading took about 7 minutes with the previous grader (the two `grade all`
+# runs 187 s and 192 s; 150 s and 164 s with the replay grader), calibrate 3-4, exercises 2,
+# corpus 3, timing 5, each untuned part 4 (218 s), flush 1 (20 s), repeat 5 (276 s), sweep 5
+# (268 s for every stage, both tracks), benchmark under 4 (--seconds 1.5), clockgap 2 (98 s).
 set -uo pipefail
 ALL="grading calibrate exercises corpus timing untuned-triton untuned-cutile repeat flush sweep benchmark clockgap"
 PARTS=${*:-$ALL}
@@ -48,7 +48,7 @@ PY=${PYTHON:-/opt/torch/.venv/bin/python3}
 [ -x "$PY" ] || PY=python3
 OUT=${OUT:-device-results}
 mkdir -p "$OUT"
-TMP=$(mktemp -d)  # the device tool brings back at most 8 files: keep the rest out of $OUT
+TMP=$(mktemp -d)  # each check's own log; $OUT keeps the few files worth keeping
 trap 'rm -rf "$TMP"' EXIT
 export PYTHONUNBUFFERED=1
 # The grader's dependencies that the GPU machine's Python lacks (staged by scripts/stage-device.sh).

@@ -1,6 +1,6 @@
 """How repeatable a speed verdict is: the same kernel graded 5 times, and one 10% slower.
 
-Issue #15 asks for a verdict that noise cannot flip: the same kernel graded five times
+A speed verdict must be one that noise cannot flip: the same kernel graded five times
 (fresh seeds: every trial draws its own) gets the same speed verdict every time, its
 speed-up within 2%; and a kernel made 10% slower is told apart every time. For each track
 and each stage named (default: matmul and softmax, one compute-bound and one memory-bound

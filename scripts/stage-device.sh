@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Stages, on this machine, what a GPU run through the device tool needs and the GPU machine
-# lacks (it has no network): the cuTile bundle (../shared/device/stage-cutile.sh) and the
-# wheels of the grader's dependencies that its Python does not have (safetensors, pydantic
-# with its own dependencies), all in
-# the git-ignored .device/ folder. scripts/device-check.sh installs the wheels there.
-# Usage: scripts/stage-device.sh, then carry [".device"] and begin the device command with
-#   source .device/env.sh;
+# Gathers, on a machine with network access, what a GPU machine without it needs to run
+# scripts/device-check.sh: the cuTile toolchain bundle (made by the stage-cutile.sh script
+# named below, which is not part of this repository) and the wheels of the grader's
+# dependencies that the GPU machine's Python lacks (safetensors, pydantic with its own
+# dependencies), all in the git-ignored .device/ folder. scripts/device-check.sh installs
+# the wheels there.
+# Usage: scripts/stage-device.sh; copy the course's folder with .device/ to the GPU machine,
+#   and begin the command there with `source .device/env.sh;`.
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 cd "$root"

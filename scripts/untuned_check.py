@@ -1,7 +1,8 @@
 """The plain (untuned) solutions against the references, graded for speed; one table.
 
-Issue #15 wants the speed points earned by tuning: "the untuned configuration, filled in
-correctly, earns no speed points on the H200, and the reference earns all of them". For
+The speed points are meant to be earned by tuning: the untuned configuration, filled in
+correctly, should earn no speed points on the GPU the thresholds were calibrated on (an
+H200), and the reference should earn all of them. This checks it. For
 each track this writes every stage's plain solution (grader.instructor.skeletons:
 the solutions' TODO code with the plain lines of every TUNE place) into a scratch folder,
 grades it with `grade STAGES --submission FOLDER` and the references with `grade STAGES
@@ -68,7 +69,7 @@ def speed_cells(result: dict | None, stage_id: str, case_id: str) -> tuple[str, 
 
 
 def target_missed(stage, reference: tuple[str, str, bool], plain: tuple[str, str, bool]) -> bool:
-    """Whether a graded speed case misses issue #15's target: the reference fails it, or
+    """Whether a graded speed case misses that aim: the reference fails it, or
     the plain solution passes it where tuning should have been needed (course.toml's
     `plain_at_limit` says where it is not)."""
     if reference[1].startswith("not graded"):

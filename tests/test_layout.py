@@ -25,6 +25,7 @@ LAYERS = {
     "grader.timing": 0,  # the one timed loop, run on both sides of the trust boundary
     "grader.protocol": 0,  # the wire between the grader and its processes
     "grader.cutile_sim": 0,
+    "grader.install": 0,  # `python -m grader.install`: the standard library only
     "grader.report.results": 0,
     "grader.problems": 1,
     "grader.backends": 1,
