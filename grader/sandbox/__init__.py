@@ -22,7 +22,7 @@ and, loaded in the child around the submission (the instrumentation):
 are grader.replay)
 
 Everything outside this package that touches student code goes through `Runner`; the
-README's threat model says what each layer guarantees and what it cannot.
+threat model (docs/integrity.md) says what each layer guarantees and what it cannot.
 """
 
 __all__ = ["Outcome", "Protection", "Runner", "probe"]
