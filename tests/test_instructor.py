@@ -118,6 +118,29 @@ def test_the_handout_notebook_runs_top_to_bottom_on_a_cpu(tmp_path, run_grade, c
         assert "Traceback" not in _text(cell)
 
 
+def test_the_courses_notebook_is_the_one_release_writes(course):
+    """exercises/tilecourse.ipynb is in the repository for students who start from it; it
+    must be what `grade release` writes, so that a new stage is in it too."""
+    from grader.instructor.notebook import notebook
+
+    kept = json.loads((ROOT / "exercises/tilecourse.ipynb").read_text(encoding="utf-8"))
+    assert kept == notebook(course), "regenerate it: grader.instructor.notebook.write_notebook"
+
+
+def test_the_notebooks_colab_setup_is_valid_ipython_and_keeps_work_on_drive(course):
+    """The setup cell's Colab branch never runs in CI: it must at least be valid code once
+    IPython has turned its ! and % lines into calls, and keep the course on Drive."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    from grader.instructor.notebook import notebook
+
+    setup = notebook(course)["cells"][1]["source"]
+    compile(TransformerManager().transform_cell(setup), "setup cell", "exec")
+    assert "drive.mount" in setup and "MyDrive/tilecourse" in setup
+    assert "grader.install cutile" in setup  # the simulator for the cuTile track
+    assert "Upload the handout" in setup or "git clone" in setup
+
+
 def _text(cell) -> str:
     return "".join(o.get("text", "") for o in cell.outputs)
 

@@ -1,10 +1,18 @@
 """The handout's notebook (tilecourse.ipynb), for Colab: set up, then one cell per stage.
 
-Written by `grade release` from the course, so a new stage is in it without an edit. The
-student edits the exercise files themselves (Colab's file browser opens them in an
-editor); the notebook only points at each file and grades it, so running a cell never
-overwrites their work. Outside Colab the setup cell does nothing but `grade doctor`, which
-is how CI executes the notebook on a CPU (tests/test_instructor.py).
+Written by `grade release` from the course, so a new stage is in it without an edit; the
+course's own copy is exercises/tilecourse.ipynb (kept in step with this module by
+tests/test_instructor.py). The student edits the exercise files themselves (Colab's file
+browser opens them in an editor); the notebook only points at each file and grades it, so
+running a cell never overwrites their work.
+
+On Colab the setup cell keeps the course on the student's Google Drive, where a recycled
+runtime does not lose it: the first time it clones the handout there (or unpacks an
+uploaded handout zip, for a course without a handout address); every later time it finds
+it. It installs the grader with PyTorch's build for the runtime and the cuTile extra (the
+simulator runs the cuTile track where the GPU cannot), and widens the output so that the
+scorecard is not broken at 80 columns. Outside Colab it does nothing but `grade doctor`,
+which is how CI executes the notebook on a CPU.
 """
 
 from __future__ import annotations
@@ -24,23 +32,35 @@ def write_notebook(course: Course, out: Path) -> Path:
 
 
 def notebook(course: Course) -> dict:
-    fetch = (f"        !git clone {course.handout} tilecourse\n" if course.handout else
-             "        raise SystemExit('Upload the handout folder (or clone it) first.')\n")
+    fetch = (f"        !git clone -q {course.handout} \"$home\"\n" if course.handout else
+             "        from google.colab import files\n"
+             "        print('Upload the handout zip your instructor gave you.')\n"
+             "        for name in files.upload():\n"
+             "            !unzip -q -o \"$name\" -d \"$home\"\n")
     cells = [
         _markdown(f"# {course.title}\n\n"
                   "Fill in the TODOs of each stage's file, then run its cell: `grade` checks "
                   "your kernel against PyTorch and says what is wrong and where.\n\n"
                   "On Colab, choose a GPU runtime (Runtime > Change runtime type) for speed "
-                  "grading; without one, correctness is graded on the CPU. Open a file by "
-                  "double-clicking it in the Files pane on the left; Colab saves it as you "
-                  "type."),
-        _code("# Setup: on Colab, fetch the handout and install the grader (once per session).\n"
+                  "grading; without one, correctness is graded on the CPU. The setup cell "
+                  "keeps the course in your Google Drive (`MyDrive/tilecourse`), so your "
+                  "work survives when Colab recycles the runtime: run it first in every "
+                  "session. Open a file by double-clicking it in the Files pane on the left "
+                  "(under `drive/MyDrive/tilecourse/exercises`); Colab saves it as you type."),
+        _code("# Setup: on Colab, the course on your Drive and the grader installed (each session).\n"
               "import os, sys\n"
+              "os.environ.setdefault('COLUMNS', '110')  # the scorecard's width in cell output\n"
               "if 'google.colab' in sys.modules and not os.path.exists('course.toml'):\n"
-              "    if not os.path.exists('tilecourse'):\n"
+              "    from google.colab import drive\n"
+              "    drive.mount('/content/drive')\n"
+              "    home = '/content/drive/MyDrive/tilecourse'\n"
+              "    def course_in(top):  # the handout folder, or the one a zip held\n"
+              "        inner = [os.path.join(top, d) for d in sorted(os.listdir(top))] if os.path.isdir(top) else []\n"
+              "        return next((d for d in [top, *inner] if os.path.exists(os.path.join(d, 'course.toml'))), None)\n"
+              "    if course_in(home) is None:\n"
               + fetch +
-              "    %cd tilecourse\n"
-              "    !pip install -q -e .\n"
+              "    %cd {course_in(home)}\n"
+              "    !python -m grader.install cutile\n"
               "!grade doctor"),
     ]
     for stage in course.stages:

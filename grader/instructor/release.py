@@ -27,6 +27,9 @@ COPIED = ("exercises", "grader", "course.toml", "pyproject.toml", ".gitignore")
 # README.md (the course's own README is for instructors and developers). A course without
 # one hands out its README.md.
 STUDENT_README = "exercises/README.md"
+# The course's copy of the notebook, next to the exercises; the handout gets it at its root,
+# written afresh from the course (grader.instructor.notebook).
+STUDENT_NOTEBOOK = "exercises/tilecourse.ipynb"
 
 
 class ReleaseError(GradeError):
@@ -53,7 +56,7 @@ def release(course: Course, out: Path, force: bool = False) -> list[Path]:
             relative = file.relative_to(course.root)
             if "__pycache__" in relative.parts or file.suffix == ".pyc" \
                     or relative.name == HIDDEN_FILE or is_backup(relative.name) \
-                    or relative.as_posix() == STUDENT_README:
+                    or relative.as_posix() in (STUDENT_README, STUDENT_NOTEBOOK):
                 continue
             written.append(_copy(file, out / relative))
     written.append(write_notebook(course, out))

@@ -168,9 +168,11 @@ def _scratch_for_descriptors(device: torch.device) -> None:
     wrapper would give with triton.set_allocator: the replay gives it for every kernel."""
     import triton
 
+    def scratch(size: int, alignment: int, stream) -> torch.Tensor:  # noqa: ARG001
+        return torch.empty(size, dtype=torch.int8, device=device)
+
     if hasattr(triton, "set_allocator"):
-        triton.set_allocator(lambda size, alignment, stream: torch.empty(
-            size, dtype=torch.int8, device=device))
+        triton.set_allocator(scratch)
 
 
 def _unwrap(kernel) -> tuple[Any, list | None]:
