@@ -133,7 +133,8 @@ class Replay:
             _launch(step, kernel, args, kwargs)
             return
         output = _view(buffers, result) if result is not None and result.buffer in buffers else None
-        regions = watch.regions(buffers, output, result.buffer if result else None)
+        regions = watch.regions(buffers, output, result.buffer if result else None,
+                                {ref.buffer for ref in step.tensors()})
         with watch.launch(step.language, done.launches[-1].grid, regions, output):
             _launch(step, kernel, args, kwargs)
         # --- end traffic

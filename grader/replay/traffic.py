@@ -56,6 +56,7 @@ class Region:
     last: int  # the storage element of the tensor's last element
     is_output: bool = False
     is_input: bool = False
+    given: bool = True  # handed to this launch: only then must it read all of it
 
     @classmethod
     def of(cls, tensor: torch.Tensor, name: str, **flags) -> "Region":
@@ -101,7 +102,8 @@ class LaunchWatch:
         self.programs, self.source, self.words = programs, source, words
         self.loads: dict[tuple[int | None, int], _Access] = {}
         self.stores: dict[tuple[int | None, int], _Access] = {}
-        self.read = {i: np.zeros(r.numel, bool) for i, r in enumerate(self.regions) if r.is_input}
+        self.read = {i: np.zeros(r.numel, bool) for i, r in enumerate(self.regions)
+                     if r.is_input and r.given}
         self.stored_any = np.zeros(programs, bool)
         self.out_writes: list[tuple[int, np.ndarray]] = []  # (program, flat output indices)
         self.oob_programs: set[int] = set()

@@ -32,7 +32,9 @@ class Watch:
         self.traffic = Traffic()
 
     def regions(self, buffers: dict[str, torch.Tensor], output: torch.Tensor | None,
-                result_buffer: str | None) -> list[Region]:
+                result_buffer: str | None, given: set[str] = frozenset()) -> list[Region]:
+        """The tensors a launch may touch; `given`: the buffers it was handed (an input the
+        wrapper copied first, say to float32, is read through its copy, not itself)."""
         found, seen = [], set()
         for key, tensor in buffers.items():
             storage = tensor.untyped_storage().data_ptr()
@@ -42,7 +44,8 @@ class Watch:
             if key == result_buffer and output is not None:
                 found.append(Region.of(output, "the output", is_output=True))
             elif key in self.names:
-                found.append(Region.of(tensor, f"`{self.names[key]}`", is_input=True))
+                found.append(Region.of(tensor, f"`{self.names[key]}`", is_input=True,
+                                       given=key in given))
             else:
                 found.append(Region.of(tensor, "a tensor the wrapper allocated"))
         return found
