@@ -118,6 +118,9 @@ class StageCheck:
                                   f"compiler's front end ({outcome.unchecked})",
                            kind=Failure.NOT_GRADED)
         failing = [f for f in outcome.traffic if f["fails"]]  # grader.replay.traffic
+        if failing and failing[0]["kind"] == "store_to_input":
+            return Verdict(False, f"modified its input: {failing[0]['text']}",
+                           [f["text"] for f in failing[1:]], kind=Failure.MODIFIED_INPUTS)
         if failing:
             return Verdict(False, f"read or wrote outside a tensor: {failing[0]['text']}",
                            [f["text"] for f in failing[1:]], kind=Failure.OUT_OF_BOUNDS)
