@@ -104,8 +104,10 @@ def test_work_out_of_the_watchs_sight_fails(grade_source, unscreened, new, named
     assert all(named in c.summary for c in result.cases), {c.summary for c in result.cases}
 
 
-def test_a_write_into_the_output_behind_the_kernels_back_fails(grade_source, unscreened):
-    # The kernel runs; then a thread (which the watch does not follow) overwrites the output.
+def test_a_write_into_the_output_behind_the_kernels_back_changes_nothing(grade_source,
+                                                                        unscreened):
+    # A thread (which the watch does not follow) overwrites the output after the launch: in
+    # the child only, whose output counts for nothing. The replay's is the kernel's own.
     source = host_does("stage1_vector_add.py", ADD_RETURN, """
     import threading
     def overwrite():
@@ -117,9 +119,7 @@ def test_a_write_into_the_output_behind_the_kernels_back_fails(grade_source, uns
     return out
 """)
     result = grade_source("vector_add", source)
-    assert result.status is Status.FAIL and result.cases_passed == 0
-    assert all("the host changed a tensor made by torch.empty_like outside a kernel" in c.summary
-               for c in result.cases), {c.summary for c in result.cases}
+    assert result.status is Status.PASS, failure_text(result)
 
 
 def test_an_output_no_kernel_was_given_fails(grade_source):
@@ -230,7 +230,8 @@ def test_the_attention_references_path_for_gpus_before_hopper_compiles_for_sm_80
     strides = {f"stride_{t}{d}": s for t in "qkvo" for d, s in zip("bhnd", x.stride())}
     bound = dict(q_ptr=x, k_ptr=x, v_ptr=x, o_ptr=x, H=1, N_CTX=200, qk_scale=0.1, **strides,
                  HEAD_DIM=128, BLOCK_M=64, BLOCK_N=64, IS_CAUSAL=causal, KV_DESCRIPTORS=False)
-    assert frontends.triton(module.flash_attention_kernel, bound) is None
+    assert frontends.triton("flash_attention_kernel", module.flash_attention_kernel.fn, bound,
+                            path) is None
 
 
 def test_a_triton_kernel_defined_inside_a_function_is_named(grade_source):
@@ -256,7 +257,8 @@ def vector_add(x, y):
 '''
     result = grade_source("vector_add", tiny)
     assert result.status is Status.FAIL
-    assert "define it (@triton.jit def ...) at the top level of your file" in failure_text(result)
+    assert "not bound to a top-level name of the file" in failure_text(result)
+    assert "define each kernel with @triton.jit at the top level" in failure_text(result)
 
 
 def test_a_cutile_kernel_body_that_calls_pytorch_fails_on_the_simulator(grade_source):

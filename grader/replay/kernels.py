@@ -3,7 +3,8 @@
 The replay process never imports the student's module: top-level code could do anything
 there. It reads the file's syntax tree and takes only:
 
-- imports of the kernel languages' own modules (triton, cuda.tile, math, numpy);
+- imports of the kernel languages' own modules and their companions (triton, cuda.tile,
+  math, numpy, torch: a body that calls torch is left to the front end to refuse);
 - top-level constants written as plain literals (numbers, strings, tuples, arithmetic on
   them, `tl.constexpr(...)`, `math.sqrt(2)`), evaluated here by a small evaluator, never by
   Python's `eval`;
@@ -144,14 +145,16 @@ class _Builder:
                     top = alias.name.split(".")[0]
                     self.ns[top] = importlib.import_module(top)
             return
-        if node.level or not node.module or not allowed_module(node.module):
+        if node.level or not node.module:
             raise _Skip
+        for alias in node.names:  # `from cuda import tile as ct` names an allowed module
+            full = f"{node.module}.{alias.name}"
+            if alias.name == "*" or not (allowed_module(node.module) or allowed_module(full)):
+                raise _Skip
         module = importlib.import_module(node.module)
         for alias in node.names:
-            if alias.name == "*":
-                raise _Skip
             value = getattr(module, alias.name, None)
-            if value is None:
+            if value is None or not allowed_module(node.module):
                 value = importlib.import_module(f"{node.module}.{alias.name}")
             self.ns[alias.asname or alias.name] = value
 
@@ -179,7 +182,9 @@ class _Builder:
         return found
 
     def literal(self, node: ast.expr) -> Any:
-        return _literal(self.ns).value(node)
+        # Subscripts of the languages' own types too: `ConstInt = ct.Constant[int]`, as
+        # NVIDIA's samples name an annotation once.
+        return _literal(self.ns, annotations=True).value(node)
 
     # --- functions ----------------------------------------------------------------------------
 
