@@ -162,7 +162,9 @@ class Recorder:
 
     def finish(self, output: Any) -> Proposal:
         proposal = Proposal(list(self.steps))
-        if isinstance(output, torch.Tensor):
+        if isinstance(output, torch.Tensor) and type(output) is not torch.Tensor:  # noqa: E721
+            proposal.returned = f"{type(output).__name__} (a subclass of torch.Tensor)"
+        elif isinstance(output, torch.Tensor):
             try:
                 proposal.result = self.ref(output, "the returned value")
             except ProposalError as exc:
