@@ -49,7 +49,23 @@ class Recorder:
 
     def refuse(self, why: str, launch: bool = False) -> None:
         if self.refused is None:
-            self.refused, self.refused_launch = why, launch
+            place = self._caller_line() if launch else None
+            self.refused = f"{place}: {why}" if place else why
+            self.refused_launch = launch
+
+    def _caller_line(self) -> str | None:
+        """`line N (`source`)` of the submission's file that is making this launch."""
+        import linecache
+        import sys
+
+        path = self.names.get("__file__")
+        frame = sys._getframe(1)
+        while frame is not None and frame.f_code.co_filename != path:
+            frame = frame.f_back
+        if frame is None:
+            return None
+        source = linecache.getline(path, frame.f_lineno).strip()
+        return f"line {frame.f_lineno}" + (f" (`{source}`)" if source else "")
 
     # --- host steps, as the watch's dispatch mode sees them --------------------------------
 

@@ -2,6 +2,7 @@
 
 expect: FAIL
 message: Grid must be a tuple
+line: 31
 
 `grid = ct.cdiv(n, TILE_SIZE)` is a number of blocks, not a grid: cuTile's launch refuses
 it ("Grid must be a tuple") on a GPU, so the simulator must refuse it too. The fix is a
