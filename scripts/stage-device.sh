@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Gathers, on a machine with network access, what a GPU machine without it needs to run
-# scripts/device-check.sh: the cuTile toolchain bundle (made by the stage-cutile.sh script
-# named below, which is not part of this repository) and the wheels of the grader's
+# scripts/device-check.sh: the cuTile toolchain bundle (made by the script CUTILE_BUNDLER
+# names, which is not part of this repository) and the wheels of the grader's
 # dependencies that the GPU machine's Python lacks (safetensors, pydantic with its own
 # dependencies), all in the git-ignored .device/ folder. scripts/device-check.sh installs
 # the wheels there.
@@ -10,7 +10,9 @@
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 cd "$root"
-[ -s .device/cutile-tc.tar.xz ] || ../shared/device/stage-cutile.sh
+# The cuTile toolchain bundle comes from the script named by CUTILE_BUNDLER (it writes
+# .device/cutile-tc.tar.xz and .device/env.sh).
+[ -s .device/cutile-tc.tar.xz ] || "${CUTILE_BUNDLER:?set CUTILE_BUNDLER to the script that stages the cuTile toolchain}"
 mkdir -p .device/wheels
 if ! ls .device/wheels/safetensors-*.whl >/dev/null 2>&1; then
   python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
