@@ -30,11 +30,27 @@ def test_a_replay_that_cannot_be_restarted_is_a_crash_of_the_case(tmp_path, monk
     def failing_load():
         raise SubmissionError("it cannot be imported any more")
 
-    monkeypatch.setattr(runner.replay, "load", failing_load)  # as after a timeout killed it
+    monkeypatch.setattr(runner.replay, "load", failing_load)
+    runner.replay._serial = 3  # it answered before: this is a restart after a timeout
     inputs = PROBLEMS["vector_add"].draw({"n": 4}, "float32", 1).tensors()
     outcome = runner.replay.call("vector_add", {"n": 4}, "float32", 1, inputs, 16, PROPOSAL)
-    assert outcome.error.startswith("crashed")
+    assert outcome.error.startswith("crashed") and outcome.failure is Failure.CRASHED
     assert "it cannot be imported any more" in outcome.error
+
+
+def test_kernels_that_cannot_be_rebuilt_say_why_on_the_first_request(tmp_path, monkeypatch):
+    module = tmp_path / "submission.py"
+    module.write_text("def vector_add(x, y):\n    return x + y\n")
+    runner = Runner(module, "vector_add", "cpu", timeout=5.0)
+
+    def failing_load():
+        raise SubmissionError("line 3 of submission.py: @triton.heuristics takes functions")
+
+    monkeypatch.setattr(runner.replay, "load", failing_load)
+    inputs = PROBLEMS["vector_add"].draw({"n": 4}, "float32", 1).tensors()
+    outcome = runner.replay.call("vector_add", {"n": 4}, "float32", 1, inputs, 16, PROPOSAL)
+    assert outcome.failure is Failure.NOT_REPLAYABLE
+    assert outcome.error == "line 3 of submission.py: @triton.heuristics takes functions"
 
 
 @dataclass
