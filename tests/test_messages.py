@@ -108,17 +108,15 @@ def test_a_misplaced_file_is_told_the_folder_in_use(tmp_path):
 # --- PyTorch inside a cuTile kernel ------------------------------------------------------
 
 
-@pytest.mark.parametrize("call, advice", [
-    ("torch.exp(x_tile) * 0 + x_tile + y_tile", "use ct.exp on tiles"),
-    ("torch.add(x_tile, y_tile)", "use the operator + on tiles"),
-])
-def test_pytorch_inside_a_kernel_on_the_simulator_says_it_cannot_run_there(grade_source, call,
-                                                                            advice):
+@pytest.mark.parametrize("call", ["torch.exp(x_tile) * 0 + x_tile + y_tile",
+                                  "torch.add(x_tile, y_tile)"])
+def test_pytorch_inside_a_kernel_on_the_simulator_is_refused_at_its_line(grade_source, call):
+    """cuTile's own front end sees every kernel before the simulator runs it: PyTorch in a
+    kernel body is refused there, in the compiler's words, at the student's line."""
     source = broken("cutile", "stage1_vector_add.py", "tile=x_tile + y_tile", f"tile={call}")
     result = grade_source("vector_add", source, backend="cutile-sim")
     assert result.status is Status.FAIL and result.cases_passed == 0
-    name = call.split("(")[0]
-    expected = (f"{name} was called inside a @ct.kernel: PyTorch does not run inside a kernel; "
-                f"{advice}")
-    assert all(expected in " ".join(c.summary.split()) for c in result.cases), \
-        failure_text(result)
+    for case in result.cases:
+        text = " ".join(case.summary.split())
+        assert "a kernel does not compile for a GPU" in text, text
+        assert "not supported in device code" in text and call.split("(")[0] in text, text
