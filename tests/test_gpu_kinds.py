@@ -60,18 +60,21 @@ def t4_bf16(monkeypatch):
 def test_bf16_cases_on_a_t4_are_not_graded_and_earn_nothing(grade_source, t4_bf16, tmp_path):
     result = grade_source("fused_gelu", GELU)
     skipped = [c for c in result.cases if c.failure is Failure.NOT_GRADED]
-    assert {c.dtype for c in skipped} == {"bfloat16"} and len(skipped) == 3
+    bf16 = [c for c in result.cases if c.dtype == "bfloat16"]
+    assert {c.dtype for c in skipped} == {"bfloat16"} and len(skipped) == len(bf16) >= 3
     assert all(c.summary == "not graded on this GPU: bf16 needs sm_80, and Tesla T4 is sm_75"
                and not c.passed for c in skipped)
     assert all(c.passed for c in result.cases if c.dtype == "float32")
     # Every case that ran passed, but half the stage was never checked: not a pass.
     assert result.status is Status.PARTLY_GRADED
-    assert result.points == 7.5 and result.max_points == 15
+    ran = len(result.cases) - len(bf16)
+    assert result.points == pytest.approx(15 * ran / len(result.cases), abs=0.01)
+    assert result.max_points == 15
     assert result.hints == []  # a case that did not run is not a mistake to hint at
     xml = tmp_path / "junit.xml"
     junit.write_junit(_report(result), xml)
     text = xml.read_text()
-    assert text.count("<skipped") >= 3 and "<failure" not in text
+    assert text.count("<skipped") >= len(bf16) and "<failure" not in text
 
 
 def test_a_partly_graded_stage_is_shown_as_such(grade_source, t4_bf16):
@@ -79,14 +82,15 @@ def test_a_partly_graded_stage_is_shown_as_such(grade_source, t4_bf16):
     console = Console(record=True, width=160)
     render(_report(result), console)
     shown = console.export_text()
-    assert "PARTLY GRADED" in shown and "3/6" in shown
+    ran = len([c for c in result.cases if c.dtype != "bfloat16"])
+    assert "PARTLY GRADED" in shown and f"{ran}/{len(result.cases)}" in shown
     assert not _report(result).passed
 
 
 def test_a_real_failure_next_to_cases_not_graded_is_a_failure(grade_source, t4_bf16):
     result = grade_source("fused_gelu", broken("triton", "stage2_fused_gelu.py", "    return out\n",
                                                "    return out[:1]\n"))
-    assert result.status is Status.FAIL and result.points < 7.5
+    assert result.status is Status.FAIL and result.points < 7.5  # under half of 15
 
 
 def _report(result):
