@@ -19,7 +19,7 @@ import torch
 from grader.replay import frontends
 from grader.replay.kernels import KernelFile, SourceError
 from grader.replay.locate import describe
-from grader.replay.poison import GUARD_MIN, Guarded, poison_
+from grader.replay.poison import GUARD_MIN, PATTERNS, Guarded, poison_
 from grader.replay.proposal import Alloc, Copy, DType, Fill, Launch, Proposal, ProposalError, Ref
 
 
@@ -56,7 +56,6 @@ class Replay:
         """The proposal run once, watched: poisoned allocations, front-end checks, and with
         `watch` (grader.replay.watch.Watch), every load and store of its kernels."""
         done = Replayed()
-        self._watch = (watch, proposal.result)
         buffers = dict(inputs)
         try:
             for step in proposal.steps:
@@ -64,7 +63,7 @@ class Replay:
                     buffers[step.ref().buffer], guarded = self._poisoned(step)
                     done.allocations += [guarded] if guarded else []
                 else:
-                    self._step(step, buffers, done)
+                    self._step(step, buffers, done, watch, proposal.result)
                     if done.compile_errors or done.unchecked:
                         return done  # a kernel no GPU compiler accepted does not run
             if proposal.result is not None:
@@ -106,11 +105,10 @@ class Replay:
         shown = "x".join(map(str, alloc.shape)) or "scalar"
         name = f"the {alloc.dtype} [{shown}] tensor your wrapper allocated"
         tensor = buffer.as_strided(alloc.shape, alloc.stride)
-        from grader.replay.poison import PATTERNS
-
         return tensor, (Guarded(name, buffer[:span], buffer) if dtype in PATTERNS else None)
 
-    def _step(self, step, buffers: dict[str, torch.Tensor], done: Replayed) -> None:
+    def _step(self, step, buffers: dict[str, torch.Tensor], done: Replayed, watch: Any = None,
+              result: Ref | None = None) -> None:
         if not isinstance(step, Launch):
             _host_step(step, buffers)
             return
@@ -127,8 +125,7 @@ class Replay:
             if error:
                 done.compile_errors.append(error)
                 return
-        # --- traffic (grader.replay.watch): the launch run with its loads and stores seen
-        watch, result = getattr(self, "_watch", (None, None))
+        # the launch, with its loads and stores seen when watched (grader.replay.watch)
         if watch is None:
             _launch(step, kernel, args, kwargs)
             return
@@ -137,7 +134,6 @@ class Replay:
                                 {ref.buffer for ref in step.tensors()})
         with watch.launch(step.language, done.launches[-1].grid, regions, output):
             _launch(step, kernel, args, kwargs)
-        # --- end traffic
 
     def _check(self, step: Launch, kernel, args: tuple, kwargs: dict) -> str | None:
         if step.language == "cutile":

@@ -108,7 +108,7 @@ class _Builder:
         for node in tree.body:
             try:
                 self.statement(node)
-            except _Skip:
+            except (_Skip, NotLiteral):  # host code, or not a literal: left out
                 for name in _bound_names(node):
                     self.file.skipped.setdefault(name, node.lineno)
                     self.ns.pop(name, None)
@@ -184,13 +184,13 @@ class _Builder:
     def literal(self, node: ast.expr) -> Any:
         # Subscripts of the languages' own types too: `ConstInt = ct.Constant[int]`, as
         # NVIDIA's samples name an annotation once.
-        return _literal(self.ns, annotations=True).value(node)
+        return Literal(self.ns, annotations=True).value(node)
 
     # --- functions ----------------------------------------------------------------------------
 
     def function(self, node: ast.FunctionDef) -> Any:
         args = node.args
-        evaluate = _literal(self.ns, annotations=True).value
+        evaluate = Literal(self.ns, annotations=True).value
         annotations = {a.arg: evaluate(a.annotation) for a in
                        [*args.posonlyargs, *args.args, *args.kwonlyargs] if a.annotation}
         defaults = tuple(self.literal(d) for d in args.defaults)
@@ -214,7 +214,7 @@ class _Builder:
 
     def decorate(self, node: ast.expr, function: Any) -> Any:
         call = node if isinstance(node, ast.Call) else None
-        target = _literal(self.ns, annotations=True).value(call.func if call else node)
+        target = Literal(self.ns, annotations=True).value(call.func if call else node)
         if call is not None and call.args:
             raise self.refuse(node, "a decorator's arguments must be given by keyword")
         tl_jit, autotune, heuristics, ct_kernel, ct_function = _decorators()
@@ -248,23 +248,6 @@ def _is_kernel_of(value: Any, module: types.ModuleType) -> bool:
 
 class _Skip(Exception):
     """This top-level statement is host code: it is left out."""
-
-
-def _literal(ns: dict[str, Any], annotations: bool = False) -> "_Evaluator":
-    return _Evaluator(Literal(ns, annotations))
-
-
-class _Evaluator:
-    """A Literal whose refusal skips the statement being built."""
-
-    def __init__(self, literal: Literal):
-        self.literal = literal
-
-    def value(self, node: ast.expr) -> Any:
-        try:
-            return self.literal.value(node)
-        except NotLiteral:
-            raise _Skip from None
 
 
 def _bound_names(node: ast.stmt) -> list[str]:

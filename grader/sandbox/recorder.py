@@ -139,7 +139,7 @@ class Recorder:
                 grid = grids[0]
             elif callable(grid):
                 grid = grid(bound)
-            self._add(Launch(language, name, _grid(grid, language),
+            self._add(Launch(language, name, _grid(grid),
                              tuple(self._value(a, name, i) for i, a in enumerate(args)),
                              {k: self._value(v, name, k) for k, v in kwargs.items()}, grids))
         except ProposalError as exc:
@@ -190,7 +190,7 @@ class Recorder:
         return proposal
 
 
-def _grid(grid: Any, language: str = "triton") -> Any:
+def _grid(grid: Any) -> Any:
     if isinstance(grid, (tuple, list)):
         return tuple(_integer(g) for g in grid)
     return _integer(grid)
