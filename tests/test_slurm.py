@@ -118,8 +118,13 @@ def test_a_class_is_graded_on_a_real_slurm_cluster(tmp_path, cluster, course, ru
     # dan's task was submitted once more, alone, and nobody else's.
     retry = json.loads((out / "slurm/2/manifest.json").read_text())
     assert retry["attempt"] == 2 and retry["tasks"] == [[["dan", str((subs / "dan").resolve())]]]
-    assert sorted(p.name for p in (out / "students").iterdir()) == [
+    # One result per student (a grading or an error), feedback for each, and the intake of
+    # those whose task got as far as reading the submission.
+    files = sorted(p.name for p in (out / "students").iterdir())
+    assert [f for f in files if f.endswith((".json", ".error")) and ".intake." not in f] == [
         "ada.json", "bob.json", "carl.error", "dan.error"]
+    assert {f for f in files if f.endswith(".md")} == {"ada.md", "bob.md", "carl.md", "dan.md"}
+    assert {"ada.intake.json", "bob.intake.json"} <= set(files)
     assert json.loads((out / "class.json").read_text()) == {"seed": 11}
 
     # Resumed: only the students without a result are submitted (cancelled here at once).

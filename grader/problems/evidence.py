@@ -46,7 +46,12 @@ class Evidence:
             return False
         close = (self.got - hypothesis).abs() <= self.atol + self.rtol * hypothesis.abs() + 1e-3 * \
             hypothesis.abs().clamp_min(1e-3)
-        return bool(close[torch.isfinite(self.got)].all()) and bool(torch.isfinite(self.got).any())
+        finite = torch.isfinite(self.got)
+        # A NaN or infinity the hypothesis does not produce too is unexplained: an element
+        # never stored (it holds the poison) refutes a hypothesis about the arithmetic.
+        explained = bool((torch.isfinite(hypothesis) | ~finite).all() and
+                         (~torch.isfinite(hypothesis) | finite).all())
+        return explained and bool(close[finite].all()) and bool(finite.any())
 
     def found(self, kind: str) -> bool:
         return any(f.get("kind") == kind for f in self.traffic)

@@ -28,15 +28,15 @@ import time
 import warnings
 from pathlib import Path
 
-import torch
-
-from grader.backends.build import signatures
 from grader.replay.locate import describe
 
+# This module imports neither torch nor the grader's torch-using modules at the top: the
+# Triton helper below starts from it, and needs Triton alone (a second of start-up saved).
+
 TRITON_TARGET = ("cuda", 80, 32)  # backend, compute capability, warp size
-_TRITON_TYPES = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16",
-                 torch.float64: "fp64", torch.int64: "i64", torch.int32: "i32",
-                 torch.int16: "i16", torch.int8: "i8", torch.uint8: "u8", torch.bool: "i1"}
+_TRITON_TYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64",
+                 "int64": "i64", "int32": "i32", "int16": "i16", "int8": "i8", "uint8": "u8",
+                 "bool": "i1"}
 _checked: dict[tuple, str | None] = {}
 
 
@@ -107,10 +107,13 @@ def _constant(value):
 
 
 def _triton_type(value) -> str:
+    import torch
+
     if isinstance(value, torch.Tensor):
-        if value.dtype not in _TRITON_TYPES:
+        dtype = str(value.dtype).removeprefix("torch.")
+        if dtype not in _TRITON_TYPES:
             return "*unsupported"  # the front end rejects it, naming the parameter
-        return "*" + _TRITON_TYPES[value.dtype]
+        return "*" + _TRITON_TYPES[dtype]
     if isinstance(value, bool):
         return "i1"
     if isinstance(value, int):
@@ -192,7 +195,7 @@ def serve_triton(fd: int) -> None:
         try:
             path = request["path"]
             if path not in modules:
-                modules[path] = kernels.load(Path(path), "triton").namespace
+                modules[path] = kernels.load(Path(path), "triton", used_only=True).namespace
             jit = modules[path][request["kernel"]]
             while not hasattr(jit, "arg_names") and hasattr(jit, "fn"):
                 jit = jit.fn
@@ -267,6 +270,8 @@ def _rejection(exc: BaseException, path: Path | None) -> str:
 
 def cutile(kernel, args: tuple) -> str | None:
     """Lower a simulated cuTile kernel to Tile IR bytecode with the arguments of a launch."""
+    from grader.backends.build import signatures
+
     try:
         from cuda.tile.compilation import export_kernel
     except ImportError as exc:

@@ -80,9 +80,12 @@ def _is_kernel(value: Any, language: str) -> bool:
     return module.startswith("triton.") if language == "triton" else module.startswith("cuda.tile")
 
 
-def load(path: Path, track: str, interpreted: bool = False) -> KernelFile:
+def load(path: Path, track: str, interpreted: bool = False, used_only: bool = False
+         ) -> KernelFile:
     """Build the kernels of `path` for `track` ("triton" or "cutile"); `interpreted`: Triton
-    kernels as the interpreter runs them."""
+    kernels as the interpreter runs them; `used_only`: leave out the imports that no kernel,
+    helper or constant names (the wrapper's `import torch`: the Triton front end's helper
+    then never spends seconds importing PyTorch, which it does not run)."""
     path = Path(path)
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
@@ -91,8 +94,20 @@ def load(path: Path, track: str, interpreted: bool = False) -> KernelFile:
         raise SourceError(f"{path.name} cannot be read" + (f" at line {line}" if line else "")
                           + f": {type(exc).__name__}") from None
     file = KernelFile(path, {})
-    file.namespace = _Builder(path, track, "interpret" if interpreted else "jit", file).build(tree)
+    builder = _Builder(path, track, "interpret" if interpreted else "jit", file)
+    if used_only:
+        builder.used = _names_used_by_kernels(tree)
+    file.namespace = builder.build(tree)
     return file
+
+
+def _names_used_by_kernels(tree: ast.Module) -> set[str]:
+    """The names read anywhere but in imports and undecorated functions (host code, which
+    the replay never runs)."""
+    return {n.id for node in tree.body
+            if not isinstance(node, (ast.Import, ast.ImportFrom))
+            and not (isinstance(node, ast.FunctionDef) and not node.decorator_list)
+            for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
 class _Builder:
@@ -102,6 +117,7 @@ class _Builder:
         self.module.__file__ = str(path)
         self.ns = self.module.__dict__
         self.flags = 0
+        self.used: set[str] | None = None  # with load(used_only=True): the names to import
 
     def build(self, tree: ast.Module) -> dict[str, Any]:
         sys.modules[self.module.__name__] = self.module  # Triton looks kernels' modules up
@@ -138,6 +154,9 @@ class _Builder:
             for alias in node.names:
                 if not allowed_module(alias.name):
                     raise _Skip
+                if self.used is not None and (alias.asname or alias.name.split(".")[0]) \
+                        not in self.used:
+                    continue
                 module = importlib.import_module(alias.name)
                 if alias.asname:
                     self.ns[alias.asname] = module
@@ -151,6 +170,8 @@ class _Builder:
             full = f"{node.module}.{alias.name}"
             if alias.name == "*" or not (allowed_module(node.module) or allowed_module(full)):
                 raise _Skip
+        if self.used is not None and not {a.asname or a.name for a in node.names} & self.used:
+            return
         module = importlib.import_module(node.module)
         for alias in node.names:
             value = getattr(module, alias.name, None)
@@ -191,8 +212,12 @@ class _Builder:
     def function(self, node: ast.FunctionDef) -> Any:
         args = node.args
         evaluate = Literal(self.ns, annotations=True).value
+        # Only a kernel's annotations mean anything here (`tl.constexpr`, `ct.Constant`); an
+        # undecorated function is host code, never run here, and evaluating its annotations
+        # (`x: torch.Tensor`) would import what they name.
         annotations = {a.arg: evaluate(a.annotation) for a in
-                       [*args.posonlyargs, *args.args, *args.kwonlyargs] if a.annotation}
+                       [*args.posonlyargs, *args.args, *args.kwonlyargs]
+                       if a.annotation and node.decorator_list}
         defaults = tuple(self.literal(d) for d in args.defaults)
         kwdefaults = {a.arg: self.literal(d) for a, d in zip(args.kwonlyargs, args.kw_defaults)
                       if d is not None}

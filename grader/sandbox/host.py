@@ -208,6 +208,12 @@ class _Functions(TorchFunctionMode):
 
 
 class _Operators(TorchDispatchMode):
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # Nothing is compiled under this mode. Left at PyTorch's default, the first operator
+        # seen would import torch._dynamo, seconds of every child's start.
+        return False
+
     def __init__(self, watch: HostWatch):
         super().__init__()
         self.watch = watch

@@ -1,8 +1,11 @@
 """Takes the tile's row from pid % tiles_n.
+Where N fits in one tile, every program takes tile (0, 0): the traffic shows them all
+storing the same tile, a cause the report may confirm.
 
 expect: FAIL
-message: line 55
-line: 55
+message: line 58
+line: 58
+cause: same_tile
 """
 
 import cuda.tile as ct

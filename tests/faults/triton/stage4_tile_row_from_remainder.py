@@ -1,8 +1,11 @@
 """Takes the tile's row from pid % tiles_n: tiles overlap and others are skipped.
+Where N fits in one tile, every program takes tile (0, 0): the traffic shows them all
+storing the same tile, a cause the report may confirm.
 
 expect: FAIL
-message: line 66
-line: 66
+message: line 69
+line: 69
+cause: same_tile
 """
 
 import os
