@@ -28,7 +28,7 @@ from grader.errors import GradeError, one_line
 from grader.intake import NotRun, read_submission
 from grader.judge.stage import StageCheck, memory_check
 from grader.report.results import CaseResult, CheckResult, Report, SpeedResult, StageResult, Status
-from grader.sandbox import Runner
+from grader.sandbox import Runner, keep_warm
 from grader.sandbox.submission import SubmissionError
 from grader.speed import check as speed
 from grader.speed.check import SpeedCheck
@@ -321,6 +321,8 @@ def grade(course: Course, stages: list[Stage], selection: Selection, solutions: 
     )
     start = time.perf_counter()
     parts = []
+    if selection.backend.interpret and len(stages) > 1:  # not on a GPU: the timed runs' CPU
+        keep_warm()  # each stage's processes import PyTorch while the stage before runs
     for stage in stages:
         label = f"{stage.name} {stage.id} [{selection.backend.name}]"
         timed = 0 if speed.not_graded_reason(stage, selection) else len(stage.speed.cases)

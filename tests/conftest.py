@@ -17,10 +17,15 @@ from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 
+from grader import sandbox  # noqa: E402
 from grader.backends import selection as backends  # noqa: E402
 from grader.cli import main  # noqa: E402
 from grader.course import load_course  # noqa: E402
 from grader.grading import grade_stage  # noqa: E402
+
+# Gradings follow one another here: each one's processes are started, and import PyTorch,
+# while the one before runs (grader.sandbox.spares).
+sandbox.keep_warm()
 
 ROOT = Path(__file__).resolve().parents[1]
 COURSE_FILE = ROOT / "course.toml"
@@ -148,3 +153,17 @@ def run_grade(capsys):
         return code, out, err
 
     return run
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """Say what the default run left out, and how to run it: a deselected sweep is not a
+    pass."""
+    if "not slow" not in (config.option.markexpr or ""):
+        return
+    slow = terminalreporter.stats.get("deselected", [])
+    slow = [item for item in slow if item.get_closest_marker("slow")]
+    if slow:
+        files = sorted({item.nodeid.split("::")[0] for item in slow})
+        terminalreporter.write_line(
+            f"not run here: {len(slow)} slow tests ({', '.join(files)}); "
+            "`pytest -m slow` runs them (CI runs them as its second step)", yellow=True)

@@ -13,6 +13,7 @@ A fault file starts with a module docstring: its first line says what the mistak
 
 Over the whole corpus (`test_the_corpus_*`): every fault fails, at least NAMED of the
 reports name the faulty line or the cause, and no report names a cause its header does not.
+The default suite grades one file per track and stage; `pytest -m slow` grades them all.
 
 Files of tests/faults/triton are graded on Triton's interpreter, tests/faults/cutile on the
 grader's cuTile simulator.
@@ -101,7 +102,19 @@ def test_a_header_without_messages_is_refused(tmp_path):
         parse(path)
 
 
-@pytest.mark.parametrize("fault", fault_files(), ids=lambda f: f.id)
+def _params() -> list:
+    """Every fault file; the first of each track and stage runs in the default suite, the
+    others with `-m slow` (with the corpus-wide checks, which need them all)."""
+    seen, params = set(), []
+    for fault in fault_files():
+        key = (fault.path.parent.name, fault.stage)
+        params.append(pytest.param(fault, id=fault.id,
+                                   marks=() if key not in seen else pytest.mark.slow))
+        seen.add(key)
+    return params
+
+
+@pytest.mark.parametrize("fault", _params())
 def test_the_fault_is_graded_as_its_header_says(fault, grade_source, course):
     result = graded(fault, grade_source, course)
     text = reported(result)
@@ -140,6 +153,7 @@ def test_the_corpus_covers_both_tracks_and_every_stage():
         assert {f.stage for f in faults if f.path.parent.name == track} == {1, 2, 3, 4, 5}, track
 
 
+@pytest.mark.slow
 def test_the_corpus_reports_name_the_line_or_the_cause_and_only_confirmed_causes(
         grade_source, course):
     faults = fault_files()

@@ -77,6 +77,7 @@ FAULTS.update({("cutile", name): fault for name, fault in CUTILE.items()})
 BACKEND = {"triton": "triton-interpret", "cutile": "cutile-sim"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("track, fault", list(FAULTS), ids=[f"{t}: {f}" for t, f in FAULTS])
 def test_a_classic_fault_fails_on_every_seed(course, tmp_path, track, fault):
     stage_id, file, old, new, where = FAULTS[track, fault]

@@ -179,3 +179,16 @@ def test_the_check_finds_a_backward_import(tmp_path, monkeypatch):
     (tmp_path / "model.py").write_text(fake.read_text() + "\nfrom grader.judge import compare\n")
     with pytest.raises(AssertionError, match="imports grader.judge.compare"):
         test_imports_run_one_way("grader.course.model")
+
+
+def test_every_subpackage_is_in_the_distribution():
+    """pyproject.toml lists the packages a wheel carries: a subpackage left out installs a
+    grader that fails on its first import."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+    listed = set(tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["tool"]["setuptools"]
+                 ["packages"])
+    found = {".".join(p.parent.relative_to(PACKAGE.parent).parts) for p in PACKAGE.rglob("__init__.py")}
+    assert found == listed

@@ -66,6 +66,7 @@ def _rows(gradebook: Path) -> dict[str, dict]:
     return {r["student"]: r for r in csv.DictReader(gradebook.open())}
 
 
+@pytest.mark.slow  # Slurm ends a task after its one-minute limit, twice
 def test_a_class_is_graded_on_a_real_slurm_cluster(tmp_path, cluster, course, run_grade):
     subs, out = _class(tmp_path / "subs"), tmp_path / "out"
     # --time 1: Slurm ends dan's task after a minute (and once more when re-submitted);

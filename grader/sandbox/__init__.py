@@ -1,6 +1,7 @@
 """The trust boundary: student code runs in a confined child; the grader only reads evidence.
 
     process.py     the parent's side of one confined process: start, ask, check, end it
+    spares.py      processes started ahead of need, their imports done when one is wanted
     runner.py      the child: the submission's wrapper, its launches recorded, none run
     replayer.py    the replay: the submission's kernels run on the recorded launches
     outcomes.py    the records the parent makes of the processes' replies
@@ -25,12 +26,12 @@ Everything outside this package that touches student code goes through `Runner`;
 threat model (docs/integrity.md) says what each layer guarantees and what it cannot.
 """
 
-__all__ = ["Outcome", "Protection", "Runner", "probe"]
+__all__ = ["Outcome", "Protection", "Runner", "keep_warm", "probe"]
 
 
 def __getattr__(name: str):
-    # Lazily: the child imports this package before it confines itself, and must not import
-    # torch (whose threads would stop it from making a user namespace) by then.
+    # Lazily: a worker imports this package for its confinement, which needs none of the
+    # grader's side (and none of torch's threads where it makes a user namespace).
     if name == "Protection":
         from grader.sandbox.privileges import Protection
 
@@ -43,6 +44,10 @@ def __getattr__(name: str):
         from grader.sandbox.runner import Runner
 
         return Runner
+    if name == "keep_warm":
+        from grader.sandbox.spares import keep_warm
+
+        return keep_warm
     if name == "probe":
         from grader.sandbox.process import probe
 

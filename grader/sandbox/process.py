@@ -31,7 +31,7 @@ from typing import Any
 
 from grader.report.results import Failure
 from grader import protocol
-from grader.sandbox import filesystem, privileges, processes, worker
+from grader.sandbox import filesystem, privileges, processes, spares
 from grader.sandbox.outcomes import Outcome
 from grader.sandbox.output_log import OutputLog
 from grader.sandbox.privileges import Protection
@@ -118,18 +118,16 @@ class Process:
         self._module = str(module)
         plan = privileges.Plan(filesystem.plan(self._base, self.hidden),
                                privileges.essential_paths())
-        parent, child = socket.socketpair()
-        package_root = str(Path(__file__).resolve().parents[2])
-        self._process = subprocess.Popen(
-            [sys.executable, "-I", "-c", worker.BOOT, package_root, str(child.fileno())],
-            pass_fds=[child.fileno()], env=processes.child_env(plan.view.scratch), cwd=self._base,
-            stdin=subprocess.DEVNULL, stdout=self._log.file, stderr=self._log.file,
-            start_new_session=True,
-        )
-        child.close()
-        self._sock = parent
-        protocol.send(parent, {"plan": plan.to_json(), "track": self.track, "role": self.role,
-                               "sys_path": [p for p in sys.path if os.path.isabs(p)]})
+        spare = spares.take()  # started, its imports done or under way
+        self._process, self._sock = spare.process, spare.sock
+        try:
+            spare.hand_over(self._log.file)
+            protocol.send(self._sock, {
+                "plan": plan.to_json(), "track": self.track, "role": self.role,
+                "env": processes.child_env(plan.view.scratch), "cwd": str(self._base),
+                "sys_path": [p for p in sys.path if os.path.isabs(p)]})
+        except OSError:
+            pass  # it died: the wait for it to be ready says so
 
     def _await_ready(self) -> None:
         ready = self._receive(0, time.monotonic() + max(self.timeout, STARTUP_SECONDS), 0)

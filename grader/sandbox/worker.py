@@ -1,8 +1,11 @@
 """The processes that run student code (started by grader.sandbox.process, never by hand).
 
-Each reads its plan from the grader, confines itself (grader.sandbox.privileges), binds what
-it relies on, says which protections are in force, and only then answers requests, one at
-a time. Its role decides which:
+Each first imports what every worker needs (WARM_IMPORTS; a spare does it before it is
+wanted: grader.sandbox.spares), then takes its output file and its plan from the grader,
+confines itself (grader.sandbox.privileges; in a fork of one thread, since PyTorch started
+one), binds what it relies on, says which protections are in force, and only then answers
+requests, one at a time. Nothing of the submission is read before the plan. Its role
+decides which requests:
 
 - the child loads the submission and records one call of its wrapper at a time, its kernel
   launches written down and not run (`record`); it also captures cuTile launches for the
@@ -23,13 +26,19 @@ from __future__ import annotations
 import os
 import socket
 import sys
+import tempfile
 from pathlib import Path
 
 from grader import protocol
-from grader.sandbox import privileges
+from grader.sandbox import privileges, processes
 
 BOOT = ("import sys; sys.path.insert(0, sys.argv[1]); "
         "from grader.sandbox.worker import main; main(int(sys.argv[2]))")
+OUTPUT_FD_TAG = b"out"  # the bytes that carry the output file's descriptor to a spare
+# What every worker imports, whatever its role and plan: a spare imports them while it waits
+# (grader.sandbox.spares).
+WARM_IMPORTS = ("torch", "triton", "grader.problems", "grader.timing", "grader.replay.poison",
+                "grader.replay.execute", "grader.sandbox.launches", "grader.sandbox.submission")
 
 
 class _Worker:
@@ -256,6 +265,16 @@ def _describe(output) -> dict:
     return {"type": type(output).__name__}
 
 
+def _warm() -> None:
+    import importlib
+
+    for name in WARM_IMPORTS:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - imported again once confined, its error seen then
+            pass
+
+
 def _bind_before_student_code(track: str, role: str) -> None:
     """Import what grading relies on, and hook the kernel language's launches, before the
     submission can touch them."""
@@ -290,9 +309,20 @@ def _bind_before_student_code(track: str, role: str) -> None:
 
 
 def main(fd: int) -> None:
+    processes.die_with_parent()  # a spare waits unconfined: it must not outlive the grader
+    _warm()
     sock = socket.socket(fileno=fd)
+    _, fds, _, _ = socket.recv_fds(sock, len(OUTPUT_FD_TAG), 1)
+    for target in (1, 2):  # from now on, what this process prints goes to its output file
+        os.dup2(fds[0], target)
+    os.close(fds[0])
     sys.stdout.reconfigure(line_buffering=True)  # a killed child keeps what it printed
     plan = protocol.receive(sock).header
+    os.environ.clear()
+    os.environ.update(plan["env"])
+    tempfile.tempdir = None  # read again from TMPDIR, the scratch folder
+    os.chdir(plan["cwd"])
+    processes.single_threaded(sock)
     protections = privileges.confine(privileges.Plan.from_json(plan["plan"]))
     # Started with -I (nothing from the environment or the working folder on sys.path, since
     # the bootstrap runs as root); now the grader's own sys.path, behind the package root.
