@@ -69,13 +69,13 @@ def _graded_in_a_terminal(args: list[str], columns: int = 100, env: dict | None 
 
 @pytest.fixture
 def slow_submission(tmp_path):
-    """A one-case course whose vector add is right but slow (each call sleeps; a case makes
-    several calls), and the submission."""
+    """A one-case course whose vector add is right but slow (its one call sleeps for
+    seconds), and the submission."""
     course = tmp_path / "course.toml"
     course.write_text(vector_add_course('[ { n = 1000, dtypes = ["float32"] } ]'),
                       encoding="utf-8")
     source = broken("triton", "stage1_vector_add.py", "    return out\n",
-                    "    time.sleep(0.6)\n    return out\n")
+                    "    time.sleep(2.5)\n    return out\n")
     folder = tmp_path / "submission" / "triton"
     folder.mkdir(parents=True)
     (folder / "stage1_vector_add.py").write_text("import time\n" + source, encoding="utf-8")

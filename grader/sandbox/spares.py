@@ -7,9 +7,9 @@ is taken and given its output file and its plan; only then does it confine itsel
 anything of a submission. No student code runs in a spare before it is taken, and each one
 is taken once.
 
-Spares are kept only while gradings follow one another (`keep_warm`: the stages of `grade`,
-a class, the test suite); otherwise a process is started when it is wanted, as a spare that
-is taken at once. A spare goes only to the thread that started it (a process dies with the
+Spares are kept only while gradings follow one another (`keep_warm`: the stages of `grade`
+on a CPU, the test suite); otherwise a process is started when it is wanted, and imports
+only once confined, as a spare that is taken at once. A spare goes only to the thread that started it (a process dies with the
 thread that started it) and only while the environment a new worker would get is still the
 one it was started with. The spares left over end with the grader.
 """
@@ -73,10 +73,10 @@ def take() -> Spare:
     if found is not None:
         _spares.remove(found)
     else:
-        found = _start(env)
+        found = _start(env, warm=False)  # wanted now: it imports once confined, as it must
     if _keep:
         while sum(s.thread == thread for s in _spares) < WARM:
-            _spares.append(_start(env))
+            _spares.append(_start(env, warm=True))
     return found
 
 
@@ -94,12 +94,13 @@ def _fits(env: dict[str, str], now: dict[str, str]) -> bool:
     return imported_with(env) == imported_with(now)
 
 
-def _start(env: dict[str, str]) -> Spare:
+def _start(env: dict[str, str], warm: bool) -> Spare:
     parent, child = socket.socketpair()
     package_root = str(Path(__file__).resolve().parents[2])
     try:
         process = subprocess.Popen(
-            [sys.executable, "-I", "-c", worker.BOOT, package_root, str(child.fileno())],
+            [sys.executable, "-I", "-c", worker.BOOT, package_root, str(child.fileno()),
+             "warm" if warm else "cold"],
             pass_fds=[child.fileno()], env=env, cwd="/", stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     finally:

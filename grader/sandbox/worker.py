@@ -1,11 +1,11 @@
 """The processes that run student code (started by grader.sandbox.process, never by hand).
 
-Each first imports what every worker needs (WARM_IMPORTS; a spare does it before it is
-wanted: grader.sandbox.spares), then takes its output file and its plan from the grader,
-confines itself (grader.sandbox.privileges; in a fork of one thread, since PyTorch started
-one), binds what it relies on, says which protections are in force, and only then answers
-requests, one at a time. Nothing of the submission is read before the plan. Its role
-decides which requests:
+Each takes its output file and its plan from the grader, confines itself
+(grader.sandbox.privileges), binds what it relies on, says which protections are in force,
+and only then answers requests, one at a time. A spare started ahead of need
+(grader.sandbox.spares) first imports what every worker needs (WARM_IMPORTS), and confines
+itself in a fork of one thread (PyTorch has started one). Nothing of the submission is read
+before the plan. Its role decides which requests:
 
 - the child loads the submission and records one call of its wrapper at a time, its kernel
   launches written down and not run (`record`); it also captures cuTile launches for the
@@ -33,7 +33,7 @@ from grader import protocol
 from grader.sandbox import privileges, processes
 
 BOOT = ("import sys; sys.path.insert(0, sys.argv[1]); "
-        "from grader.sandbox.worker import main; main(int(sys.argv[2]))")
+        "from grader.sandbox.worker import main; main(int(sys.argv[2]), sys.argv[3] == 'warm')")
 OUTPUT_FD_TAG = b"out"  # the bytes that carry the output file's descriptor to a spare
 # What every worker imports, whatever its role and plan: a spare imports them while it waits
 # (grader.sandbox.spares).
@@ -308,9 +308,11 @@ def _bind_before_student_code(track: str, role: str) -> None:
             pass  # the first launch tries again, and says why it cannot check
 
 
-def main(fd: int) -> None:
+def main(fd: int, warm: bool = False) -> None:
+    """`warm`: a spare started ahead of need, which imports before it is given a plan."""
     processes.die_with_parent()  # a spare waits unconfined: it must not outlive the grader
-    _warm()
+    if warm:
+        _warm()
     sock = socket.socket(fileno=fd)
     _, fds, _, _ = socket.recv_fds(sock, len(OUTPUT_FD_TAG), 1)
     for target in (1, 2):  # from now on, what this process prints goes to its output file
