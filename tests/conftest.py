@@ -155,15 +155,28 @@ def run_grade(capsys):
     return run
 
 
+_LEFT_OUT: set[str] = set()  # the slow tests this run deselected, by node id
+
+
+def pytest_deselected(items):
+    _LEFT_OUT.update(item.nodeid for item in items if item.get_closest_marker("slow"))
+
+
+def pytest_sessionfinish(session):
+    if hasattr(session.config, "workeroutput"):  # a pytest-xdist worker tells the controller
+        session.config.workeroutput["left_out"] = sorted(_LEFT_OUT)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    _LEFT_OUT.update(getattr(node, "workeroutput", {}).get("left_out", ()))
+
+
 def pytest_terminal_summary(terminalreporter, config):
     """Say what the default run left out, and how to run it: a deselected sweep is not a
     pass."""
-    if "not slow" not in (config.option.markexpr or ""):
-        return
-    slow = terminalreporter.stats.get("deselected", [])
-    slow = [item for item in slow if item.get_closest_marker("slow")]
-    if slow:
-        files = sorted({item.nodeid.split("::")[0] for item in slow})
+    if _LEFT_OUT:
+        files = sorted({nodeid.split("::")[0] for nodeid in _LEFT_OUT})
         terminalreporter.write_line(
-            f"not run here: {len(slow)} slow tests ({', '.join(files)}); "
+            f"not run here: {len(_LEFT_OUT)} slow tests ({', '.join(files)}); "
             "`pytest -m slow` runs them (CI runs them as its second step)", yellow=True)

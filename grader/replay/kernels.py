@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from grader.replay.literals import Literal, NotLiteral, allowed_module, is_trusted
+from grader.replay.literals import Literal, NotLiteral, allowed_module
 
 _JIT_OPTIONS = {"do_not_specialize", "do_not_specialize_on_alignment", "debug", "noinline"}
 _AUTOTUNE_OPTIONS = {"configs", "key", "reset_to_zero", "restore_value", "warmup", "rep",

@@ -9,15 +9,15 @@ is taken once.
 
 Spares are kept only while gradings follow one another (`keep_warm`: the stages of `grade`
 on a CPU, the test suite); otherwise a process is started when it is wanted, and imports
-only once confined, as a spare that is taken at once. A spare goes only to the thread that started it (a process dies with the
-thread that started it) and only while the environment a new worker would get is still the
-one it was started with. The spares left over end with the grader.
+only once confined, as a spare that is taken at once. A spare goes only to the thread that
+started it (a process dies with the thread that started it) and only while the environment
+a new worker would get is still the one it was started with. The spares left over end with
+the grader.
 """
 
 from __future__ import annotations
 
 import atexit
-import os
 import socket
 import subprocess
 import sys

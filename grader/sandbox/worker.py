@@ -35,8 +35,7 @@ from grader.sandbox import privileges, processes
 BOOT = ("import sys; sys.path.insert(0, sys.argv[1]); "
         "from grader.sandbox.worker import main; main(int(sys.argv[2]), sys.argv[3] == 'warm')")
 OUTPUT_FD_TAG = b"out"  # the bytes that carry the output file's descriptor to a spare
-# What every worker imports, whatever its role and plan: a spare imports them while it waits
-# (grader.sandbox.spares).
+# What every worker imports, whatever its role and plan (a spare, while it waits).
 WARM_IMPORTS = ("torch", "triton", "grader.problems", "grader.timing", "grader.replay.poison",
                 "grader.replay.execute", "grader.sandbox.launches", "grader.sandbox.submission")
 
@@ -309,14 +308,13 @@ def _bind_before_student_code(track: str, role: str) -> None:
 
 
 def main(fd: int, warm: bool = False) -> None:
-    """`warm`: a spare started ahead of need, which imports before it is given a plan."""
     processes.die_with_parent()  # a spare waits unconfined: it must not outlive the grader
-    if warm:
+    if warm:  # started ahead of need: it imports before it is given a plan
         _warm()
     sock = socket.socket(fileno=fd)
     _, fds, _, _ = socket.recv_fds(sock, len(OUTPUT_FD_TAG), 1)
-    for target in (1, 2):  # from now on, what this process prints goes to its output file
-        os.dup2(fds[0], target)
+    os.dup2(fds[0], 1)  # from now on, what this process prints goes to its output file
+    os.dup2(fds[0], 2)
     os.close(fds[0])
     sys.stdout.reconfigure(line_buffering=True)  # a killed child keeps what it printed
     plan = protocol.receive(sock).header
