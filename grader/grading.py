@@ -321,8 +321,8 @@ def grade(course: Course, stages: list[Stage], selection: Selection, solutions: 
     )
     start = time.perf_counter()
     parts = []
-    if selection.backend.interpret and len(stages) > 1:  # not on a GPU: the timed runs' CPU
-        keep_warm()  # each stage's processes import PyTorch while the stage before runs
+    if selection.backend.interpret:  # not on a GPU: the timed runs' CPU
+        keep_warm()  # each stage's processes are forks of one that imported PyTorch once
     for stage in stages:
         label = f"{stage.name} {stage.id} [{selection.backend.name}]"
         timed = 0 if speed.not_graded_reason(stage, selection) else len(stage.speed.cases)

@@ -23,8 +23,8 @@ from grader.cli import main  # noqa: E402
 from grader.course import load_course  # noqa: E402
 from grader.grading import grade_stage  # noqa: E402
 
-# Gradings follow one another here: each one's processes are started, and import PyTorch,
-# while the one before runs (grader.sandbox.spares).
+# Gradings follow one another here: each one's processes are forks of a template that
+# imported PyTorch once (grader.sandbox.spares).
 sandbox.keep_warm()
 
 ROOT = Path(__file__).resolve().parents[1]

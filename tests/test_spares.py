@@ -1,7 +1,9 @@
-"""Processes started ahead of need (grader.sandbox.spares): a grading takes a started one,
-never one that ran anything before, nor one started for another thread or environment."""
+"""Workers ready at once (grader.sandbox.spares): forks of a template that imported and ran
+nothing else, adopted by the grader, never one that ran anything before, nor one forked for
+another thread or environment."""
 
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -14,77 +16,95 @@ from grader.sandbox.process import probe
 
 
 @pytest.fixture
-def fresh(monkeypatch):
-    """No spares from other tests; warm from the start; ended afterwards."""
-    monkeypatch.setattr(spares, "_spares", [])
+def template(monkeypatch):
+    """The template now (none from other tests; warm from the start; ended afterwards)."""
+    monkeypatch.setattr(spares, "_template", None)
     spares.keep_warm()
-    yield spares._spares
-    while spares._spares:
-        spares._spares.pop().discard()
+    yield lambda: spares._template
+    if spares._template is not None:
+        spares._template.discard()
 
 
-def test_a_taken_spare_is_replaced_and_the_next_one_is_taken_from_the_spares(fresh):
-    first = spares.take()
+def _parent(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(") ", 1)[1].split()[1])
+
+
+def test_each_spare_is_a_new_fork_of_the_template_and_a_child_of_the_grader(template):
+    first, second = spares.take(), spares.take()
     try:
-        assert len(fresh) == spares.WARM
-        waiting = {s.process.pid for s in fresh}
-        second = spares.take()
-        assert second.process.pid in waiting  # started before it was wanted
-        assert first.process.pid not in {s.process.pid for s in fresh}  # taken once
-        second.discard()
+        pids = {first.process.pid, second.process.pid}
+        assert len(pids) == 2 and template().process.pid not in pids  # taken once, never the template
+        assert {_parent(p) for p in pids} == {os.getpid()}  # adopted: waited for here
+        assert first.process.poll() is None
     finally:
         first.discard()
+        second.discard()
+    assert first.process.returncode == -signal.SIGKILL  # its end is seen as a started one's
 
 
-def test_a_spare_does_not_fit_once_the_environment_changed(fresh, monkeypatch):
+def test_a_template_does_not_fit_once_the_environment_changed(template, monkeypatch):
     spares.take().discard()
-    before = {s.process.pid for s in fresh}
+    before = template()
     monkeypatch.setenv("TRITON_DEBUG", "1")  # one a kernel language reads
-    taken = spares.take()
-    try:
-        assert taken.process.pid not in before
-        assert not any(s.process.pid in before for s in fresh)  # ended, not kept
-    finally:
-        taken.discard()
-    # The grader's own variables are read after the plan: those spares still fit.
-    before = {s.process.pid for s in fresh}
-    monkeypatch.setenv("TILECOURSE_CUTILE_SIM", "1")
-    taken = spares.take()
-    assert taken.process.pid in before
-    taken.discard()
-
-
-def test_a_spare_goes_only_to_the_thread_that_started_it(fresh):
     spares.take().discard()
-    mine = {s.process.pid for s in fresh}
+    assert template() is not before
+    assert before.process.wait(timeout=10) is not None  # ended, not kept
+    # The grader's own variables are read after the plan: that template still fits.
+    kept = template()
+    monkeypatch.setenv("TILECOURSE_CUTILE_SIM", "1")
+    spares.take().discard()
+    assert template() is kept
+
+
+def test_threads_share_the_template_and_it_outlives_the_thread_that_wanted_it(template):
     taken = []
     thread = threading.Thread(target=lambda: taken.append(spares.take()))
     thread.start()
-    thread.join()
+    thread.join()  # a grading thread of `grade batch --jobs` ends
+    first = template()
+    time.sleep(0.5)
     try:
-        assert taken[0].process.pid not in mine
+        assert first.process.poll() is None and taken[0].process.poll() is None
+        spares.take().discard()
+        assert template() is first
     finally:
         taken[0].discard()
 
 
-def test_a_taken_spare_confines_itself_as_a_fresh_process_does(fresh):
-    protections = {p.name: p for p in probe()}
-    again = {p.name: p for p in probe()}  # this one from a spare started by the first probe
-    assert {n: p.in_force for n, p in protections.items()} == \
-        {n: p.in_force for n, p in again.items()}
-    assert "sandbox" not in again  # it started and confined itself
+def test_a_dead_template_is_replaced(template):
+    spares.take().discard()
+    dead = template()
+    dead.process.kill()
+    dead.process.wait()
+    taken = spares.take()
+    try:
+        assert taken.process.poll() is None
+        assert template() is not dead
+    finally:
+        taken.discard()
 
 
-def test_spares_end_with_the_grader(tmp_path):
+def test_a_spare_confines_itself_as_a_started_process_does(template):
+    spares.keep_warm(False)
+    started = {p.name: p.in_force for p in probe()}
+    spares.keep_warm()
+    forked = {p.name: p.in_force for p in probe()}
+    assert started == forked
+    assert "sandbox" not in forked  # it started and confined itself
+
+
+def test_templates_and_spares_end_with_the_grader(tmp_path):
     pids = tmp_path / "pids"
     # os._exit: no clean-up at exit runs, as when the grader is killed
     script = (f"import os; from grader.sandbox import spares; spares.keep_warm(); "
-              f"s = spares.take(); open({str(pids)!r}, 'w').write(' '.join(str(x.process.pid) "
-              f"for x in [s, *spares._spares])); os._exit(0)")
+              f"s = spares.take(); t = [spares._template]; "
+              f"open({str(pids)!r}, 'w').write(' '.join(str(x.process.pid) for x in [s, *t])); "
+              f"os._exit(0)")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     subprocess.run([sys.executable, "-c", script], check=True, cwd=root, timeout=120)
     started = [int(p) for p in pids.read_text().split()]
-    assert len(started) == 1 + spares.WARM
+    assert len(started) == 2
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and any(_alive(p) for p in started):
         time.sleep(0.2)

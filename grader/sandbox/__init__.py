@@ -1,7 +1,7 @@
 """The trust boundary: student code runs in a confined child; the grader only reads evidence.
 
     process.py     the parent's side of one confined process: start, ask, check, end it
-    spares.py      processes started ahead of need, their imports done when one is wanted
+    spares.py      workers ready at once: forks of a template whose imports are done
     runner.py      the child: the submission's wrapper, its launches recorded, none run
     replayer.py    the replay: the submission's kernels run on the recorded launches
     outcomes.py    the records the parent makes of the processes' replies

@@ -119,3 +119,47 @@ def single_threaded(keep: socket.socket) -> None:
     keep.close()
     signal.signal(signal.SIGTERM, lambda signum, frame: kill(worker, signal.SIGTERM))
     os._exit(wait(worker))
+
+
+def serve_copies(control: socket.socket) -> int:
+    """A template's loop (grader.sandbox.spares): for each request, a socket's descriptor and
+    the grader's pid, fork a copy of this process that the grader adopts, and go on waiting.
+    Returns only in a copy, with the descriptor it goes on with; the template itself exits
+    when the grader closes `control`.
+
+    The copy is forked twice so that, once the middle process exits, its parent is the
+    grader (a child subreaper), which waits for it and kills it like a process it started.
+    `control` carries the copy's pid (8 bytes, from the middle process) and then one byte,
+    sent once the middle process is reaped and the copy is the grader's.
+    """
+    while True:
+        try:
+            grader_pid, fds, _, _ = socket.recv_fds(control, 8, 1)
+        except OSError:
+            os._exit(0)
+        if len(grader_pid) != 8 or len(fds) != 1:
+            os._exit(0)  # the grader closed the socket (or sent what it never sends)
+        first = os.fork()
+        if first == 0:
+            middle = os.getpid()
+            copy = os.fork()
+            if copy == 0:
+                control.close()
+                _adopted(middle, int.from_bytes(grader_pid, "little"))
+                return fds[0]
+            control.sendall(copy.to_bytes(8, "little"))
+            os._exit(0)
+        os.close(fds[0])
+        wait(first)
+        control.sendall(b"\0")
+
+
+def _adopted(middle: int, grader: int) -> None:
+    # Its own session and process group, as a worker the grader starts has; the parent's
+    # death signal only once the grader is the parent (it would fire as the middle exits).
+    os.setsid()
+    while os.getppid() == middle:
+        os.sched_yield()
+    die_with_parent()
+    if os.getppid() != grader:  # the grader is gone, or not a subreaper: nobody waits
+        os._exit(1)

@@ -1,51 +1,94 @@
-"""Worker processes started ahead of need, so that a grading does not wait for imports.
+"""Worker processes ready at once: forks of a template whose imports are done.
 
-A worker spends seconds importing PyTorch and the kernel languages before it can answer.
-A spare is a worker started without a plan: it does those imports, then waits
-(grader.sandbox.worker). When a confined process is wanted (grader.sandbox.process), a spare
-is taken and given its output file and its plan; only then does it confine itself and load
-anything of a submission. No student code runs in a spare before it is taken, and each one
-is taken once.
+A worker spends seconds of CPU importing PyTorch and the kernel languages before it can
+answer; a grading takes two. While gradings follow one another (`keep_warm`: the stages of
+`grade` on a CPU, a class, the test suite), the grader keeps a *template*: a worker that
+imported what every worker needs and then only forks copies of itself on request (grader.sandbox.processes.serve_copies). A copy, a *spare*, is ready in
+milliseconds; it is given its output file and its plan, and only then confines itself and
+loads anything of a submission. The template never runs student code nor is given a plan:
+each spare starts as clean as a freshly started worker, and each is taken once.
 
-Spares are kept only while gradings follow one another (`keep_warm`: the stages of `grade`
-on a CPU, the test suite); otherwise a process is started when it is wanted, and imports
-only once confined, as a spare that is taken at once. A spare goes only to the thread that
-started it (a process dies with the thread that started it) and only while the environment
-a new worker would get is still the one it was started with. The spares left over end with
-the grader.
+A spare's parent is the grader, as a started worker's is: the template forks it through a
+middle process that exits at once, and the grader, a child subreaper, adopts it (`Adopted`
+waits for it and signals it as subprocess.Popen does a started one). Without `keep_warm`
+a worker is started when it is wanted and imports only once confined. A template serves
+only while the environment a new worker would get is still the one it was started with; it
+ends with the grader.
 """
 
 from __future__ import annotations
 
 import atexit
+import os
+import signal
 import socket
 import subprocess
 import sys
 import threading
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from grader.sandbox import processes, worker
+from grader.sandbox import linux, processes, worker
 
-WARM = 2  # a grading takes two processes at once: the child and its replay
-_PLACEHOLDER = "/nonexistent"  # the scratch folder a spare's environment names until taken
+_PLACEHOLDER = "/nonexistent"  # the scratch folder a template's environment names
+_FORK_SECONDS = 120.0  # for a template to finish its imports and fork (its first copy waits)
 _keep = False
-_spares: list["Spare"] = []
+_template: "Spare | None" = None
+_lock = threading.Lock()  # one fork at a time: the template answers requests in order
+_adopting = False  # this process is a child subreaper
+
+
+class Adopted:
+    """A spare this process adopted: waited for, signalled and killed as subprocess.Popen
+    does a process it started."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                done, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere: it is gone
+                done, status = self.pid, 0
+            if done == self.pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(f"spare {self.pid}", timeout)
+            time.sleep(0.005)
+        return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        if self.poll() is None:
+            processes.kill(self.pid, sig)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
 
 
 @dataclass
 class Spare:
-    process: subprocess.Popen
+    """A worker waiting for its plan (or, kept as `_template`, the template)."""
+
+    process: subprocess.Popen | Adopted
     sock: socket.socket
-    thread: int
     env: dict[str, str]
+    released: threading.Event = field(default_factory=threading.Event)
 
     def hand_over(self, output: IO[bytes]) -> None:
         """Give the spare the file its prints go to (before its plan)."""
         socket.send_fds(self.sock, [worker.OUTPUT_FD_TAG], [output.fileno()])
 
     def discard(self) -> None:
+        self.released.set()
         self.sock.close()
         if self.process.poll() is None:
             self.process.kill()
@@ -53,36 +96,80 @@ class Spare:
 
 
 def keep_warm(on: bool = True) -> None:
-    """Start spares, WARM per grading thread, as processes are taken from now on (or, off,
-    no more: those started are still taken)."""
+    """Take workers from a template from now on (or, off, start each when it is wanted)."""
     global _keep
     _keep = on
 
 
 def take() -> Spare:
-    """A started worker waiting for its plan: a spare of this thread, else a new one; with
-    `keep_warm`, a new spare starts in its place."""
-    env, thread = _environment(), threading.get_ident()
-    found = None
-    for spare in [s for s in _spares if s.thread == thread]:
-        if not _fits(spare.env, env) or spare.process.poll() is not None:
-            _spares.remove(spare)  # the environment changed since, or it died
-            spare.discard()
-        elif found is None:
-            found = spare
-    if found is not None:
-        _spares.remove(found)
-    else:
-        found = _start(env, warm=False)  # wanted now: it imports once confined, as it must
-    if _keep:
-        while sum(s.thread == thread for s in _spares) < WARM:
-            _spares.append(_start(env, warm=True))
-    return found
+    """A worker waiting for its plan: a fork of the template with `keep_warm`, else one
+    started now (it imports once confined, as it must)."""
+    global _template
+    env = _environment()
+    if not _keep:
+        return _start(env, "cold")
+    with _lock:
+        if _template is not None and (not _fits(_template.env, env)
+                                      or _template.process.poll() is not None):
+            _template.discard()  # the environment changed since, or it died
+            _template = None
+        if _template is None:
+            _template = _keeping(env)
+        try:
+            return _fork(_template)
+        except OSError:  # it died or hung: the next take starts another
+            _template.discard()
+            _template = None
+    return _start(env, "cold")
+
+
+def _keeping(env: dict[str, str]) -> Spare:
+    """A template started by a thread of its own that lives as long as the template is
+    kept: a process dies with the thread that started it, and grading threads come and go
+    (`grade batch --jobs`)."""
+    started: list[Spare] = []
+    ready = threading.Event()
+
+    def keeper() -> None:
+        started.append(_start(env, "template"))
+        ready.set()
+        started[0].released.wait()
+
+    threading.Thread(target=keeper, name="tilecourse-template", daemon=True).start()
+    ready.wait()
+    return started[0]
+
+
+def _fork(template: Spare) -> Spare:
+    _adopt_orphans()
+    parent, child = socket.socketpair()
+    try:
+        template.sock.settimeout(_FORK_SECONDS)
+        socket.send_fds(template.sock, [os.getpid().to_bytes(8, "little")], [child.fileno()])
+        answer = b""
+        while len(answer) < 9:  # the spare's pid, then the byte that says it is ours
+            part = template.sock.recv(9 - len(answer))
+            if not part:
+                raise OSError("the template ended")
+            answer += part
+    except OSError:
+        parent.close()
+        raise
+    finally:
+        child.close()
+    return Spare(Adopted(int.from_bytes(answer[:8], "little")), parent, template.env)
+
+
+def _adopt_orphans() -> None:
+    global _adopting
+    if not _adopting:
+        linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
+        _adopting = True
 
 
 def _environment() -> dict[str, str]:
-    """The environment a spare starts with. Changed, it no longer fits: what it imported may
-    have read it. The grader's own TILECOURSE_ variables are left out of the comparison:
+    """The environment a template starts with. Changed, it no longer fits: what it imported
+    may have read it. The grader's own TILECOURSE_ variables are left out of the comparison:
     they are read only once the plan has given the worker its real environment."""
     return processes.child_env(_PLACEHOLDER)
 
@@ -94,22 +181,23 @@ def _fits(env: dict[str, str], now: dict[str, str]) -> bool:
     return imported_with(env) == imported_with(now)
 
 
-def _start(env: dict[str, str], warm: bool) -> Spare:
+def _start(env: dict[str, str], start: str) -> Spare:
     parent, child = socket.socketpair()
     package_root = str(Path(__file__).resolve().parents[2])
     try:
         process = subprocess.Popen(
-            [sys.executable, "-I", "-c", worker.BOOT, package_root, str(child.fileno()),
-             "warm" if warm else "cold"],
+            [sys.executable, "-I", "-c", worker.BOOT, package_root, str(child.fileno()), start],
             pass_fds=[child.fileno()], env=env, cwd="/", stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     finally:
         child.close()
-    return Spare(process, parent, threading.get_ident(), env)
+    return Spare(process, parent, env)
 
 
 @atexit.register
 def _end_all() -> None:
+    global _template
     keep_warm(False)
-    while _spares:
-        _spares.pop().discard()
+    if _template is not None:
+        _template.discard()
+        _template = None

@@ -2,10 +2,9 @@
 
 Each takes its output file and its plan from the grader, confines itself
 (grader.sandbox.privileges), binds what it relies on, says which protections are in force,
-and only then answers requests, one at a time. A spare started ahead of need
-(grader.sandbox.spares) first imports what every worker needs (WARM_IMPORTS), and confines
-itself in a fork of one thread (PyTorch has started one). Nothing of the submission is read
-before the plan. Its role decides which requests:
+and only then answers requests, one at a time. A spare (grader.sandbox.spares) is a fork of
+a template that imported what every worker needs (WARM_IMPORTS) and ran nothing else.
+Nothing of the submission is read before the plan. Its role decides which requests:
 
 - the child loads the submission and records one call of its wrapper at a time, its kernel
   launches written down and not run (`record`); it also captures cuTile launches for the
@@ -23,6 +22,7 @@ judges the results itself.
 
 from __future__ import annotations
 
+import importlib
 import os
 import socket
 import sys
@@ -33,7 +33,7 @@ from grader import protocol
 from grader.sandbox import privileges, processes
 
 BOOT = ("import sys; sys.path.insert(0, sys.argv[1]); "
-        "from grader.sandbox.worker import main; main(int(sys.argv[2]), sys.argv[3] == 'warm')")
+        "from grader.sandbox.worker import main; main(int(sys.argv[2]), sys.argv[3])")
 OUTPUT_FD_TAG = b"out"  # the bytes that carry the output file's descriptor to a spare
 # What every worker imports, whatever its role and plan (a spare, while it waits).
 WARM_IMPORTS = ("torch", "triton", "grader.problems", "grader.timing", "grader.replay.poison",
@@ -265,8 +265,6 @@ def _describe(output) -> dict:
 
 
 def _warm() -> None:
-    import importlib
-
     for name in WARM_IMPORTS:
         try:
             importlib.import_module(name)
@@ -277,8 +275,6 @@ def _warm() -> None:
 def _bind_before_student_code(track: str, role: str) -> None:
     """Import what grading relies on, and hook the kernel language's launches, before the
     submission can touch them."""
-    import importlib
-
     import torch  # noqa: F401
 
     from grader import problems, timing  # noqa: F401
@@ -307,10 +303,14 @@ def _bind_before_student_code(track: str, role: str) -> None:
             pass  # the first launch tries again, and says why it cannot check
 
 
-def main(fd: int, warm: bool = False) -> None:
-    processes.die_with_parent()  # a spare waits unconfined: it must not outlive the grader
-    if warm:  # started ahead of need: it imports before it is given a plan
+def main(fd: int, start: str = "cold") -> None:
+    """`start`: "cold", a worker wanted at once, imports only once confined; "template"
+    imports first, then forks spares on request (grader.sandbox.spares), each of which goes
+    on here with its imports done, waiting for its plan."""
+    processes.die_with_parent()  # a template waits unconfined: it must not outlive the grader
+    if start == "template":
         _warm()
+        fd = processes.serve_copies(socket.socket(fileno=fd))
     sock = socket.socket(fileno=fd)
     _, fds, _, _ = socket.recv_fds(sock, len(OUTPUT_FD_TAG), 1)
     os.dup2(fds[0], 1)  # from now on, what this process prints goes to its output file
