@@ -104,19 +104,17 @@ class _SpeedPlugin(_CasePlugin):
 
 @contextmanager
 def _isolated_pytest():
-    # Plugins installed in the environment (xdist, randomly, ...) must not reorder or
-    # re-run grading, nor options or plugins named in PYTEST_ADDOPTS / PYTEST_PLUGINS
-    # change it; the grader loads exactly what it needs.
-    names = ("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "PYTEST_ADDOPTS", "PYTEST_PLUGINS")
-    saved = {name: os.environ.pop(name, None) for name in names}
+    # Neither plugins installed in the environment (xdist, randomly, ...) nor any PYTEST_
+    # variable (options, plugins, PYTEST_XDIST_WORKER that switches pytest-benchmark off)
+    # may change how a stage is checked: the grader loads exactly what it needs.
+    saved = {name: os.environ.pop(name) for name in list(os.environ) if name.startswith("PYTEST_")}
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     try:
         yield
     finally:
-        for name, value in saved.items():
-            os.environ.pop(name, None)
-            if value is not None:
-                os.environ[name] = value
+        for name in [name for name in os.environ if name.startswith("PYTEST_")]:
+            del os.environ[name]
+        os.environ.update(saved)
 
 
 def _run_checks(module: str, plugin: _CasePlugin, extra: list[str] = (),

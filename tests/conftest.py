@@ -162,6 +162,16 @@ def pytest_deselected(items):
     _LEFT_OUT.update(item.nodeid for item in items if item.get_closest_marker("slow"))
 
 
+def pytest_sessionfinish(session):
+    if hasattr(session.config, "workeroutput"):  # a pytest-xdist worker tells the controller
+        session.config.workeroutput["left_out"] = sorted(_LEFT_OUT)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    _LEFT_OUT.update(getattr(node, "workeroutput", {}).get("left_out", ()))
+
+
 def pytest_terminal_summary(terminalreporter, config):
     """Say what the default run left out, and how to run it: a deselected sweep is not a
     pass."""

@@ -34,7 +34,7 @@ def test_release_builds_a_handout_without_solutions_or_hidden_cases(tmp_path, ru
     (course_file.parent / "course.hidden.toml").write_text(HIDDEN)
     out = tmp_path / "handout"
     code, stdout, _ = run_grade("--course", str(course_file), "release", str(out))
-    assert code == 0 and "no solutions/" in stdout
+    assert code == 0 and "no solutions/" in " ".join(stdout.split())  # wrapped at any word
     files = [p.relative_to(out) for p in out.rglob("*") if p.is_file()]
     assert Path("course.toml") in files and Path("grader/cli.py") in files
     assert Path("exercises/triton/stage3_softmax.py") in files
