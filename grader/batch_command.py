@@ -84,7 +84,8 @@ def batch_command(ctx, submissions, out: Path, backend: str, track: str | None, 
         given = [flags[k] for k, v in cluster.items()
                  if v not in (None, False, ()) and not (k == "per_task" and v == 1)]
         if given:
-            raise GradeError(f"{', '.join(given)} only go with --slurm; add --slurm to grade "
+            verb = "goes" if len(given) == 1 else "go"
+            raise GradeError(f"{', '.join(given)} only {verb} with --slurm; add --slurm to grade "
                              "on the cluster, or leave them out to grade on this host.")
         selection = backends.select(backend, track)  # fail early, with the fix, if it cannot run here
         protections = sandbox.probe()

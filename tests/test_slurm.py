@@ -164,6 +164,9 @@ def test_slurm_commands_missing_is_a_clear_error(tmp_path, run_grade, course, mo
     code, _, err = run_grade("--course", str(course.path), "batch", str(tmp_path / "subs"),
                              "--partition", "gpu", "--time", "5", "--out", str(tmp_path / "out"))
     assert code == 2 and "--partition, --time only go with --slurm" in err
+    code, _, err = run_grade("--course", str(course.path), "batch", str(tmp_path / "subs"),
+                             "--partition", "gpu", "--out", str(tmp_path / "out"))
+    assert code == 2 and "--partition only goes with --slurm" in err
 
 
 def test_array_task_states_are_read_from_sacct_and_squeue():

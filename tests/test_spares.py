@@ -34,7 +34,7 @@ def test_each_spare_is_a_new_fork_of_the_template_and_a_child_of_the_grader(temp
     first, second = spares.take(), spares.take()
     try:
         pids = {first.process.pid, second.process.pid}
-        assert len(pids) == 2 and template().process.pid not in pids  # taken once, never the template
+        assert len(pids) == 2 and template().process.pid not in pids  # never the template
         assert {_parent(p) for p in pids} == {os.getpid()}  # adopted: waited for here
         assert first.process.poll() is None
     finally:

@@ -3,9 +3,10 @@
 A worker spends seconds of CPU importing PyTorch and the kernel languages before it can
 answer; a grading takes two. While gradings follow one another (`keep_warm`: the stages of
 `grade` on a CPU, a class, the test suite), the grader keeps a *template*: a worker that
-imported what every worker needs and then only forks copies of itself on request (grader.sandbox.processes.serve_copies). A copy, a *spare*, is ready in
-milliseconds; it is given its output file and its plan, and only then confines itself and
-loads anything of a submission. The template never runs student code nor is given a plan:
+imported what every worker needs and then only forks copies of itself on request
+(grader.sandbox.processes.serve_copies). A copy, a *spare*, is ready in milliseconds; it
+is given its output file and its plan, and only then confines itself and loads anything of
+a submission. The template never runs student code nor is given a plan:
 each spare starts as clean as a freshly started worker, and each is taken once.
 
 A spare's parent is the grader, as a started worker's is: the template forks it through a
@@ -141,7 +142,7 @@ def _keeping(env: dict[str, str]) -> Spare:
 
 
 def _fork(template: Spare) -> Spare:
-    _adopt_orphans()
+    _become_subreaper()
     parent, child = socket.socketpair()
     try:
         template.sock.settimeout(_FORK_SECONDS)
@@ -160,7 +161,10 @@ def _fork(template: Spare) -> Spare:
     return Spare(Adopted(int.from_bytes(answer[:8], "little")), parent, template.env)
 
 
-def _adopt_orphans() -> None:
+def _become_subreaper() -> None:
+    # Orphans among this process's descendants are now its children, not init's: the spares
+    # (which is the point) and, rarely, what a process of a submission left behind when it
+    # was killed, reaped when this process ends.
     global _adopting
     if not _adopting:
         linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
