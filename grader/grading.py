@@ -25,11 +25,12 @@ from grader.backends.selection import Selection
 from grader.course import Course, Stage, matching_hints
 from grader.course.todos import TodoState
 from grader.errors import GradeError, one_line
-from grader.intake import NotRun, read_submission
+from grader.intake import NotRun
 from grader.judge.stage import StageCheck, memory_check
 from grader.report.results import CaseResult, CheckResult, Report, SpeedResult, StageResult, Status
-from grader.sandbox import Runner, keep_warm
+from grader.sandbox import keep_warm
 from grader.sandbox.submission import SubmissionError
+from grader.session import NEEDS_CORRECTNESS, StageSession
 from grader.speed import check as speed
 from grader.speed.check import SpeedCheck
 
@@ -216,37 +217,29 @@ def grade_stage(
 def _grade_file(course: Course, stage: Stage, selection: Selection, path: Path,
                 result: StageResult, progress: CaseProgress | None, benchmark_json: Path | None,
                 seed: int, timeout: float | None, keep_going: bool) -> StageResult:
-    backend = selection.backend
     no_speed = speed.not_graded_reason(stage, selection)
-    result.speed = SpeedResult(False, no_speed or "needs all correctness cases to pass first")
+    result.speed = SpeedResult(False, no_speed or NEEDS_CORRECTNESS)
+    session = StageSession(course, stage, selection, path, result.module, seed, timeout,
+                           keep_going)
     try:
-        todos = read_submission(path, result.module, course.rules)
+        todos = session.open()
+        return _grade_loaded(session, result, todos, progress, benchmark_json)
     except NotRun as exc:
         result.status, result.message = exc.status, exc.message
         return result
-
-    backend.prepare()  # before the child starts: it inherits the environment
-    # Unless the command line sets one, a call may take the stage's own time limit.
-    timeout = timeout or stage.time_limit.seconds(backend.device)
-    runner = Runner(path, stage.problem.function, backend.device, timeout,
-                    hidden=course.private_paths, rules=course.rules, track=backend.track)
-    try:
-        runner.load()
-        check = StageCheck(stage, selection, runner, seed, keep_going)
-        return _grade_loaded(check, result, todos, progress, benchmark_json, no_speed)
     except SubmissionError as exc:
         result.message = str(exc)
         return result
     finally:
-        runner.close()  # every process of the submission is gone before a result is kept
-        result.sandbox = runner.protections
-        result.output = runner.output()
+        session.close()  # every process of the submission is gone before a result is kept
+        if session.runner is not None:
+            result.sandbox = session.runner.protections
+            result.output = session.runner.output()
 
 
-def _grade_loaded(check: StageCheck, result: StageResult, todos: TodoState,
-                  progress: CaseProgress | None, benchmark_json: Path | None,
-                  no_speed: str | None) -> StageResult:
-    stage, runner, selection, seed = check.stage, check.runner, check.selection, check.run_seed
+def _grade_loaded(session: StageSession, result: StageResult, todos: TodoState,
+                  progress: CaseProgress | None, benchmark_json: Path | None) -> StageResult:
+    stage, runner, check = session.stage, session.runner, session.check
     if todos.unfilled:
         result.message = f"{result.module} {todos.describe()}"
     plugin = _CorrectnessPlugin(check, progress)
@@ -263,13 +256,13 @@ def _grade_loaded(check: StageCheck, result: StageResult, todos: TodoState,
         result.checks.append(CheckResult("compiles for a GPU", False, False,
                                          f"not graded: {check.unchecked}"))
     if stage.memory_growth:
-        result.checks.append(memory_check(stage, selection, runner, seed))
+        result.checks.append(memory_check(stage, session.selection, runner, session.seed))
     result.hints = matching_hints(stage.hints, result.cases)
     result.conclude(len(stage.cases))
-    if no_speed or result.status not in (Status.PASS, Status.PARTLY_GRADED):
+    if session.not_timed(result.cases, result.checks):
         return result
 
-    timer = SpeedCheck(stage, selection, runner, run_seed=seed)
+    timer = session.speed_check()
     extra = ["-p", "pytest_benchmark.plugin"]
     if benchmark_json:
         extra.append(f"--benchmark-json={benchmark_json}")

@@ -418,6 +418,8 @@ def test_ctrl_c_while_reading_a_submission_still_stops_the_run(course, interpret
     def interrupted(*args):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(grading, "read_submission", interrupted)
+    from grader import session
+
+    monkeypatch.setattr(session, "read_submission", interrupted)
     with pytest.raises(grading.Interrupted):
         grading.grade(course, [course.select("vector_add")], interpret)

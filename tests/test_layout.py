@@ -2,7 +2,8 @@
 
 Imports run one way, from the command line down to the course:
 
-    cli -> grading, instructor, doctor -> speed -> judge -> sandbox -> replay -> course -> problems, backends
+    cli -> grading, instructor, doctor -> session -> speed -> judge -> sandbox -> replay -> course
+        -> problems, backends
 
 with a few leaves any layer may use (errors, cache, the GPU clock, the simulator, the result
 records), and the report modules depending on the result records only. Every import counts,
@@ -36,8 +37,9 @@ LAYERS = {
     "grader.intake": 5,  # the student's files before they run: track, TODOs, screening
     "grader.speed": 6,
     "grader.report": 7,
-    "grader.grading": 7,
-    "grader.checks": 7,
+    "grader.session": 7,  # one stage opened for checking: the driver both front ends share
+    "grader.grading": 8,
+    "grader.checks": 8,
     "grader.checks.plugin": 8,  # `pytest --pyargs grader.checks`: grading driven from pytest
     "grader.instructor": 8,
     "grader.doctor": 8,

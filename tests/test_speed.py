@@ -19,7 +19,7 @@ from grader.backends import selection as backends
 from grader.course import Threshold, load_course
 from grader.errors import CourseError
 from grader.problems import PROBLEMS
-from grader.report.results import Failure, Status
+from grader.report.results import CaseResult, CheckResult, Failure, Status
 from grader.sandbox import Runner
 from grader.sandbox.replayer import Replayer
 from grader.sandbox.outcomes import Batch
@@ -273,6 +273,33 @@ def test_measure_flushes_with_the_flush_it_is_given_before_every_call(monkeypatc
 def test_no_gpu_means_not_graded(course, interpret):
     stage = course.select("matmul")
     assert speed.not_graded_reason(stage, interpret) == "needs a GPU"
+
+
+def _case(name: str, passed: bool, failure: Failure | None = None) -> CaseResult:
+    return CaseResult(name, "float32", {}, 0, passed, "", failure=failure)
+
+
+@pytest.mark.parametrize("cases, checks, timed", [
+    ([True, True], [], True),
+    ([True, Failure.NOT_GRADED], [], True),  # bf16 on a T4: partly graded, still timed
+    ([True, Failure.WRONG_RESULT], [], False),
+    ([True], [], False),  # a case not checked yet
+    ([Failure.NOT_GRADED, Failure.NOT_GRADED], [], False),  # nothing checked here
+    ([True, True], [CheckResult("memory", True, False, "grew")], False),
+    ([True, True], [CheckResult("compiles for a GPU", False, False, "not graded")], True),
+])
+def test_grade_and_plain_pytest_time_speed_after_the_same_results(
+        monkeypatch, course, interpret, cases, checks, timed):
+    """The one decision both front ends take (grader.session): speed is timed once every
+    case that could run here passed and no check failed."""
+    from grader.session import NEEDS_CORRECTNESS, StageSession
+
+    monkeypatch.setattr(speed, "not_graded_reason", lambda stage, selection: None)
+    stage = course.select("vector_add")
+    two = dataclasses.replace(stage, cases=stage.cases[:2])
+    session = StageSession(course, two, interpret, ROOT / "none.py", "none.py", 0)
+    results = [_case(str(i), c is True, None if c is True else c) for i, c in enumerate(cases)]
+    assert session.not_timed(results, checks) == (None if timed else NEEDS_CORRECTNESS)
 
 
 def test_every_stage_has_speed_thresholds_per_architecture(course):

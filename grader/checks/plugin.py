@@ -31,11 +31,10 @@ import pytest
 from grader.backends import selection as backends
 from grader.course import load_course
 from grader.errors import GradeError
-from grader.intake import NotRun, read_submission
+from grader.intake import NotRun
 from grader.judge.stage import StageCheck
-from grader.sandbox import Runner
 from grader.sandbox.submission import SubmissionError
-from grader.speed import check as speed
+from grader.session import StageSession
 from grader.speed.check import SpeedCheck
 
 
@@ -93,31 +92,27 @@ class _StageUnderTest:
             cases = (self.stage.speed.cases if self.stage.speed else ()) if timed else self.stage.cases
             metafunc.parametrize("case", cases, ids=[c.id for c in cases])
 
-    # Function-scoped fixtures over state kept here: one child and one StageCheck for the
-    # whole session (a class's session-scoped fixtures would be a new instance each time).
-    _runner: Runner | None = None
+    # Function-scoped fixtures over state kept here: one session (its processes, its
+    # StageCheck) for the whole pytest session (a class's session-scoped fixtures would be a
+    # new instance each time).
+    _session: StageSession | None = None
     _refused: str | None = None
-    _check: StageCheck | None = None
 
     @pytest.fixture
-    def runner(self) -> Runner:
-        if self._runner is None and self._refused is None:
-            self._refused = self._start()
+    def grading(self) -> StageCheck:
+        if self._session is None and self._refused is None:
+            self._refused = self._open()
         if self._refused:
             pytest.fail(self._refused, pytrace=False)
-        return self._runner
+        return self._session.check
 
-    def _start(self) -> str | None:
+    def _open(self) -> str | None:
+        self._session = StageSession(self.course, self.stage, self.selection, self.path,
+                                     str(self.path), self.seed)
         try:
-            read_submission(self.path, str(self.path), self.course.rules)
+            self._session.open()
         except NotRun as exc:
             return f"{exc.status.value}: {exc.message}"
-        self.selection.backend.prepare()  # before the child starts: it inherits the environment
-        self._runner = Runner(self.path, self.stage.problem.function,
-                              self.selection.backend.device, hidden=self.course.private_paths,
-                              rules=self.course.rules, track=self.selection.backend.track)
-        try:
-            self._runner.load()
         except SubmissionError as exc:
             return str(exc)
         return None
@@ -132,22 +127,13 @@ class _StageUnderTest:
             terminalreporter.write_line(f"tilecourse: {reason}")
 
     def pytest_sessionfinish(self, session):
-        if self._runner is not None:
-            self._runner.close()  # every process of the submission ends with the session
+        if self._session is not None:
+            self._session.close()  # every process of the submission ends with the session
 
     @pytest.fixture
-    def grading(self, runner) -> StageCheck:
-        if self._check is None:
-            self._check = StageCheck(self.stage, self.selection, runner, self.seed)
-        return self._check
-
-    @pytest.fixture
-    def speed(self, runner, grading) -> SpeedCheck:
-        reason = speed.not_graded_reason(self.stage, self.selection)
-        results = grading.results.values()
-        if not reason and (len(results) < len(self.stage.cases)
-                           or not all(r.passed for r in results)):
-            reason = "needs all correctness cases to pass first"
+    def speed(self, grading) -> SpeedCheck:
+        # The same decision as `grade`'s (grader.session), on the cases checked so far.
+        reason = self._session.not_timed(list(grading.results.values()))
         if reason:
             pytest.skip(f"not graded: {reason}")
-        return SpeedCheck(self.stage, self.selection, runner, run_seed=self.seed)
+        return self._session.speed_check()

@@ -1,0 +1,80 @@
+"""One stage of a submission, opened for checking: the one driver behind `grade`
+(grader.grading) and plain pytest (`pytest --pyargs grader.checks`, grader.checks.plugin).
+
+A session reads the stage's file (its TODOs, the static check), sets the backend up, starts
+and loads the submission's processes, makes the stage's correctness check, and decides, once
+the correctness results are in, whether speed is timed. Both front ends run the check
+modules through pytest over a session; neither starts a process or decides on speed itself,
+so the two cannot disagree on either.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader.backends.selection import Selection
+from grader.course import Course, Stage
+from grader.course.todos import TodoState
+from grader.intake import read_submission
+from grader.judge.stage import StageCheck
+from grader.report.results import CaseResult, CheckResult, Failure
+from grader.sandbox import Runner
+from grader.speed import check as speed
+from grader.speed.check import SpeedCheck
+
+NEEDS_CORRECTNESS = "needs all correctness cases to pass first"
+
+
+@dataclass
+class StageSession:
+    """`path` is the file graded, `shown` how messages name it; `timeout` overrides the
+    stage's own time limit per call; `keep_going` runs every case even after one timed out."""
+
+    course: Course
+    stage: Stage
+    selection: Selection
+    path: Path
+    shown: str
+    seed: int
+    timeout: float | None = None
+    keep_going: bool = False
+    runner: Runner | None = field(default=None, init=False)
+    check: StageCheck | None = field(default=None, init=False)
+
+    def open(self) -> TodoState:
+        """Read the file and load it in its processes; its TODOs. Raises grader.intake.NotRun
+        (not gradable as it is: missing, not started, refused by the static check) or
+        grader.sandbox.submission.SubmissionError (it did not load)."""
+        todos = read_submission(self.path, self.shown, self.course.rules)
+        backend = self.selection.backend
+        backend.prepare()  # before the processes start: they inherit the environment
+        timeout = self.timeout or self.stage.time_limit.seconds(backend.device)
+        self.runner = Runner(self.path, self.stage.problem.function, backend.device, timeout,
+                             hidden=self.course.private_paths, rules=self.course.rules,
+                             track=backend.track)
+        self.runner.load()
+        self.check = StageCheck(self.stage, self.selection, self.runner, self.seed,
+                                self.keep_going)
+        return todos
+
+    def not_timed(self, cases: list[CaseResult], checks: list[CheckResult] = ()) -> str | None:
+        """Why speed is not timed after these correctness results and checks (None: it is).
+        Cases that cannot run on this GPU (bf16 on a T4) do not hold it back; a case that
+        ran and failed, one that did not run, or a failed check does."""
+        reason = speed.not_graded_reason(self.stage, self.selection)
+        if reason:
+            return reason
+        ran = [c for c in cases if c.failure is not Failure.NOT_GRADED]
+        if (len(cases) < len(self.stage.cases) or not ran or not all(c.passed for c in ran)
+                or any(c.graded and not c.passed for c in checks)):
+            return NEEDS_CORRECTNESS
+        return None
+
+    def speed_check(self) -> SpeedCheck:
+        return SpeedCheck(self.stage, self.selection, self.runner, run_seed=self.seed)
+
+    def close(self) -> None:
+        """End every process of the submission (before any result is kept)."""
+        if self.runner is not None:
+            self.runner.close()
