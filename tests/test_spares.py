@@ -49,7 +49,7 @@ def test_a_template_does_not_fit_once_the_environment_changed(template, monkeypa
     monkeypatch.setenv("TRITON_DEBUG", "1")  # one a kernel language reads
     spares.take().discard()
     assert template() is not before
-    assert before.process.wait(timeout=10) is not None  # ended, not kept
+    assert before.process.poll() is not None  # ended, not kept
     # The grader's own variables are read after the plan: that template still fits.
     kept = template()
     monkeypatch.setenv("TILECOURSE_CUTILE_SIM", "1")

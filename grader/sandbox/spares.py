@@ -27,7 +27,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -82,14 +82,12 @@ class Spare:
     process: subprocess.Popen | Adopted
     sock: socket.socket
     env: dict[str, str]
-    released: threading.Event = field(default_factory=threading.Event)
 
     def hand_over(self, output: IO[bytes]) -> None:
         """Give the spare the file its prints go to (before its plan)."""
         socket.send_fds(self.sock, [worker.OUTPUT_FD_TAG], [output.fileno()])
 
     def discard(self) -> None:
-        self.released.set()
         self.sock.close()
         if self.process.poll() is None:
             self.process.kill()
@@ -125,16 +123,16 @@ def take() -> Spare:
 
 
 def _keeping(env: dict[str, str]) -> Spare:
-    """A template started by a thread of its own that lives as long as the template is
-    kept: a process dies with the thread that started it, and grading threads come and go
-    (`grade batch --jobs`)."""
+    """A template started by a thread of its own that lives as long as the template: a
+    process dies with the thread that started it, and grading threads come and go (`grade
+    batch --jobs`)."""
     started: list[Spare] = []
     ready = threading.Event()
 
     def keeper() -> None:
         started.append(_start(env, "template"))
         ready.set()
-        started[0].released.wait()
+        started[0].process.wait()  # until it is discarded, or dies
 
     threading.Thread(target=keeper, name="tilecourse-template", daemon=True).start()
     ready.wait()
