@@ -5,9 +5,10 @@ without grading anything: each is fed the data it would see."""
 import numpy as np
 import torch
 
-from grader.judge import picture
+from grader.judge import ownership, picture
 from grader.problems.evidence import Evidence, row_factor
-from grader.replay.traffic import CUTILE, OOB_READER, SHARED, TRITON, WRITTEN, LaunchWatch, Region, Source, Traffic
+from grader.replay.traffic import (CUTILE, NOBODY, OOB_READER, SEVERAL, SHARED, TRITON, WRITTEN,
+                                   LaunchWatch, Region, Source, Traffic, words_for)
 
 SOURCE = Source(("x = tl.load(x_ptr + offsets)", "tl.store(out_ptr + offsets, x)"), "k.py")
 
@@ -80,6 +81,59 @@ def test_a_store_into_an_input_fails():
 def test_the_program_that_read_out_of_bounds_marks_what_it_wrote():
     traffic = run(2, [(False, "x", range(8, 10), 1, 1), (True, "out", range(4, 8), 1, 2)])
     assert bool((traffic.output_map[4:] & OOB_READER).all()) and not traffic.output_map[:4].any()
+
+
+def test_the_writers_map_names_the_one_program_that_stored_each_element():
+    traffic = run(3, [(True, "out", range(0, 3), 0, 2), (True, "out", range(2, 5), 1, 2)])
+    assert traffic.writers.tolist() == [0, 0, SEVERAL, 1, 1, NOBODY, NOBODY, NOBODY]
+    assert traffic.writer_launch == 0
+
+
+def test_several_launches_storing_to_the_output_leave_no_writers_map():
+    x, out, found = regions()
+    traffic = Traffic()
+    for index in (0, 1):
+        watch = LaunchWatch(found, 1, SOURCE, TRITON, index)
+        watch.access(True, addresses(out, range(8)), np.ones(8, bool), 0, 2)
+        watch.close(traffic, out)
+    assert traffic.writers is None and traffic.writer_launch is None
+
+
+def writers_2d(tiles):
+    """A 4 x 8 output, tiles of 2 x 4: `tiles` maps a program to the elements it stored."""
+    writers = torch.full((4, 8), NOBODY, dtype=torch.int32)
+    for program, where in tiles.items():
+        writers[where] = program
+    return writers
+
+
+def test_every_tile_stored_whole_by_one_program_clears_the_stores():
+    writers = writers_2d({0: (slice(0, 2), slice(0, 4)), 1: (slice(0, 2), slice(4, 8)),
+                          2: (slice(2, 4), slice(0, 4)), 3: (slice(2, 4), slice(4, 8))})
+    [line] = ownership.report(writers, [2, 4], words_for("triton", (2, 2)))
+    assert "every tile was stored whole by one program" in line
+    assert "the stores land where they belong" in line
+
+
+def test_programs_that_stray_from_their_tiles_are_named_with_the_output_s_ranges():
+    writers = writers_2d({0: (slice(0, 2), slice(0, 6)),  # its tile and half the next
+                          1: (slice(2, 4), slice(0, 2))})  # half a tile
+    writers[0, 7] = SEVERAL
+    lines = ownership.report(writers, [2, 4], words_for("cutile", (2, 2)))
+    assert lines[0].startswith("what each block stored, against the output's tiles "
+                               "(2 x 4 elements per tile, 4 tiles)")
+    text = "\n".join(lines)
+    assert "block (0, 0) stored into 2 tiles ((0, 0), (0, 1)), out[0:2, 0:6] in all" in text
+    assert "block (1, 0) stored 4 of the 8 elements of tile (1, 0) (out[2:4, 0:4]): " \
+           "out[2:4, 0:2]" in text
+    assert "tile (0, 1) (out[0:2, 4:8]) was stored by more than one block" in text
+    assert "1 of the 4 tiles was stored by no block (first: tile (1, 1), out[2:4, 4:8])" in text
+    assert lines[-1] == ("  block -> tile stored, in grid order: (0, 0) -> (0, 0) + (0, 1), "
+                         "(1, 0) -> (1, 0), (0, 1) -> nothing alone, (1, 1) -> nothing alone")
+
+
+def test_an_output_nobody_stored_gets_no_ownership_report():
+    assert ownership.report(writers_2d({}), [2, 4], words_for("triton", (4,))) == []
 
 
 def test_the_tile_map_marks_each_tile_by_its_worst_element():

@@ -13,11 +13,12 @@ from typing import Any, Callable, Sequence
 import torch
 
 from grader.course import WHOLE_DIM, Tolerance
-from grader.judge import causes, picture
+from grader.judge import causes, ownership, picture
 from grader.problems.evidence import Cause, Evidence
 from grader.report.results import Failure
 from grader.replay.execute import LaunchRecord as Launch
 from grader.replay.poison import computed_from_poison, never_written
+from grader.replay.traffic import words_for
 
 SHOW_INDICES = 5
 SHOW_TILES = 4
@@ -48,6 +49,8 @@ def compare(
     call: Any = None,
     traffic: Sequence[dict] = (),
     traffic_map: torch.Tensor | None = None,
+    writers: torch.Tensor | None = None,
+    writer_launch: int | None = None,
 ) -> Verdict:
     problem = _wrong_kind(output, expected, dtype, device)
     if problem:
@@ -122,6 +125,10 @@ def compare(
         details.append(f"  out{_index(idx)}: {shown}, expected {_fmt(want[i].item())}")
     details += _tile_report(bad, tiles, launches)
     extents = _extents(tiles, bad, launches)
+    if extents and writers is not None and writer_launch is not None \
+            and writer_launch < len(launches):
+        launch = launches[writer_launch]
+        details += ownership.report(writers, extents, words_for(launch.language, launch.grid))
     if extents:
         stats["picture"] = picture.tile_map(bad, unwritten, traffic_map, extents)
         details += picture.shown(stats["picture"])

@@ -92,7 +92,7 @@ class StageCheck:
         verdict = self._misconduct(call, outcome) or compare(
             outcome.output, expected, DTYPES[case.dtype], "cpu", self.stage.tolerance[case.dtype],
             self.stage.tiles.get(self.backend.track), outcome.launches, problem.explain,
-            call, outcome.traffic, outcome.traffic_map)
+            call, outcome.traffic, outcome.traffic_map, outcome.writers, outcome.writer_launch)
         if not verdict.passed and proposed.host:
             # What the host watch saw is a fact about the wrapper; it explains, never decides.
             verdict = Verdict(False, f"{proposed.host[0]} ({verdict.summary})",

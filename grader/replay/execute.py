@@ -132,7 +132,8 @@ class Replay:
         output = _view(buffers, result) if result is not None and result.buffer in buffers else None
         regions = watch.regions(buffers, output, result.buffer if result else None,
                                 {ref.buffer for ref in step.tensors()})
-        with watch.launch(step.language, done.launches[-1].grid, regions, output):
+        with watch.launch(step.language, done.launches[-1].grid, regions, output,
+                         len(done.launches) - 1):
             _launch(step, kernel, args, kwargs)
 
     def _check(self, step: Launch, kernel, args: tuple, kwargs: dict) -> str | None:

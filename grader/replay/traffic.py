@@ -14,17 +14,20 @@ plain sentences at the kernel's line:
 - input elements no program read (the addresses skip part of the input).
 
 `Traffic.output_map` marks each output element (written, written by several programs, written
-by a program that read out of bounds) for the picture of a failure.
+by a program that read out of bounds) for the picture of a failure; `Traffic.writers` names the
+one program that wrote each element, so that the judge can hold what each program stored
+against the tiles of the output (grader.judge.ownership).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
 
 WRITTEN, SHARED, OOB_READER = 1, 2, 4  # bits of Traffic.output_map
+NOBODY, SEVERAL = -1, -2  # entries of Traffic.writers besides a program's number
 SHOW = 3  # programs or elements named in one finding
 
 
@@ -87,19 +90,36 @@ class Traffic:
 
     findings: list[Finding] = field(default_factory=list)
     output_map: torch.Tensor | None = None  # uint8, the output's shape
+    # int32, the output's shape: the program (numbered as in the launch's grid, x fastest)
+    # that stored each element, NOBODY or SEVERAL; None where several launches stored to it
+    writers: torch.Tensor | None = None
+    writer_launch: int | None = None  # which launch of the call those programs belong to
+    stored_by: set[int] = field(default_factory=set)  # launches that stored to the output
 
     def to_json(self) -> list[dict]:
         return [f.to_json() for f in self.findings]
+
+    def maps(self, shape: torch.Size) -> tuple[dict[str, torch.Tensor], int | None]:
+        """The maps that fit an output of `shape`, by their names in a call's reply; the
+        launch whose programs `writers` names."""
+        found: dict[str, torch.Tensor] = {}
+        if self.output_map is not None and self.output_map.shape == shape:
+            found["traffic"] = self.output_map
+        if self.writers is not None and self.writers.shape == shape:
+            found["writers"] = self.writers
+        return found, self.writer_launch if "writers" in found else None
 
 
 class LaunchWatch:
     """Accumulates the accesses of one launch; `close` turns them into findings."""
 
-    def __init__(self, regions: list[Region], programs: int, source: "Source", words: "Words"):
+    def __init__(self, regions: list[Region], programs: int, source: "Source", words: "Words",
+                 index: int = 0):
         self.regions = sorted(regions, key=lambda r: r.start)
         self.starts = np.array([r.start for r in self.regions], dtype=np.int64)
         self.ends = np.array([r.start + r.nbytes for r in self.regions], dtype=np.int64)
         self.programs, self.source, self.words = programs, source, words
+        self.index = index  # the launch's place among the call's launches
         self.loads: dict[tuple[int | None, int], _Access] = {}
         self.stores: dict[tuple[int | None, int], _Access] = {}
         self.read = {i: np.zeros(r.numel, bool) for i, r in enumerate(self.regions)
@@ -227,12 +247,27 @@ class LaunchWatch:
         if traffic.output_map is None:
             traffic.output_map = torch.zeros(output.shape, dtype=torch.uint8)
         marks = traffic.output_map.view(-1).numpy()
+        self._writers(traffic, output, writers, pairs)
         marks[writers > 0] |= WRITTEN
         marks[writers > 1] |= SHARED
         oob = [f for p, f in self.out_writes if p in self.oob_programs]
         if oob:
             marks[np.concatenate(oob)] |= OOB_READER
         return self._sharing(writers, pairs)
+
+    def _writers(self, traffic: Traffic, output: torch.Tensor, writers: np.ndarray,
+                 pairs: np.ndarray) -> None:
+        """Who wrote each output element, while only this launch has stored to the output."""
+        traffic.stored_by.add(self.index)
+        if len(traffic.stored_by) > 1:
+            traffic.writers, traffic.writer_launch = None, None
+            return
+        who = np.full(writers.size, NOBODY, np.int32)
+        who[writers > 1] = SEVERAL
+        alone = pairs[writers[pairs // self.programs] == 1]
+        who[alone // self.programs] = alone % self.programs
+        traffic.writers = torch.from_numpy(who).view(output.shape)
+        traffic.writer_launch = self.index
 
     def _sharing(self, writers: np.ndarray, pairs: np.ndarray) -> list[Finding]:
         shared = np.nonzero(writers > 1)[0]
@@ -298,6 +333,13 @@ class Words:
             index.append(rest % size)
             rest //= size
         return str(tuple(index))
+
+
+def words_for(language: str, grid: tuple[int, ...]) -> Words:
+    """The track's words, programs named by their place in `grid` (its trailing 1s dropped)."""
+    grid = tuple(grid)
+    used = max((i + 1 for i, g in enumerate(grid) if g > 1), default=1)
+    return replace(TRITON if language == "triton" else CUTILE, grid=grid[:used])
 
 
 TRITON = Words("program", "programs", "offsets", "tl.program_id",

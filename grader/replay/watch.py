@@ -18,7 +18,7 @@ from typing import Iterator
 import numpy as np
 import torch
 
-from grader.replay.traffic import CUTILE, TRITON, Finding, LaunchWatch, Region, Source, Traffic
+from grader.replay.traffic import Finding, LaunchWatch, Region, Source, Traffic, words_for
 
 
 class Watch:
@@ -52,14 +52,11 @@ class Watch:
 
     @contextmanager
     def launch(self, language: str, grid: tuple[int, ...], regions: list[Region],
-               output: torch.Tensor | None) -> Iterator[None]:
+               output: torch.Tensor | None, index: int = 0) -> Iterator[None]:
+        """Watch launch number `index` of the call."""
         grid = tuple(grid) + (1,) * (3 - len(grid))
         programs = int(np.prod(grid))
-        words = TRITON if language == "triton" else CUTILE
-        shown = tuple(g for g in grid if g > 1) and grid[:max(i + 1 for i, g in enumerate(grid) if g > 1)]
-        from dataclasses import replace
-
-        launch = LaunchWatch(regions, programs, self.source, replace(words, grid=shown or (1,)))
+        launch = LaunchWatch(regions, programs, self.source, words_for(language, grid), index)
         hooks = _triton_hooks if language == "triton" else _cutile_hooks
         notes: dict[tuple, list] = {}
         with hooks(self, launch, grid, notes):

@@ -17,7 +17,8 @@ LAUNCH = {"kernel": str, "grid": [int], "constants": {str: (int, bool)}, "langua
 WARM_REPLY = {"error": (str, None), "launches": [LAUNCH], "host": [str], "compile_errors": [str]}
 CALL_REPLY = {"error": (str, None), "launches": [LAUNCH], "host": [str], "compile_errors": [str],
               "unchecked": (str, None), "overruns": [str], "output": RETURNED,
-              "traffic": [{"kind": str, "text": str, "line": (int, None), "fails": bool}]}
+              "traffic": [{"kind": str, "text": str, "line": (int, None), "fails": bool}],
+              "writer_launch": (int, None)}
 RECORD_REPLY = {"error": (str, None), "refused": (str, None), "refused_launch": bool,
                 "launches": int, "host": [str],
                 "proposal": {str: object}}
@@ -44,6 +45,10 @@ class Outcome:
     # element, bits: written, written by several programs, by one that read out of bounds.
     traffic: list[dict] = field(default_factory=list)
     traffic_map: Any = None
+    # per output element, the program that stored it (grader.replay.traffic.Traffic.writers),
+    # a program of launches[writer_launch]
+    writers: Any = None
+    writer_launch: int | None = None
     inputs_after: list[Any] = field(default_factory=list)
 
     @property
@@ -89,13 +94,19 @@ def call_outcome(value: dict, tensors: dict, inputs: list) -> Outcome:
     for before, now in zip(inputs, after):
         if now is None or now.shape != before.shape or now.dtype != before.dtype:
             raise ProtocolError("its reply lacks the inputs as they were after the call")
-    if set(tensors) - {f"input.{i}" for i in range(len(inputs))} - {"output", "traffic"}:
+    if set(tensors) - {f"input.{i}" for i in range(len(inputs))} - {"output", "traffic",
+                                                                    "writers"}:
         raise ProtocolError("its reply holds tensors nobody asked for")
     output = tensors.get("output")
-    traffic_map = tensors.get("traffic")
-    if traffic_map is not None and (output is None or traffic_map.shape != output.shape
-                                    or traffic_map.dtype != torch.uint8):
-        raise ProtocolError("its reply holds a traffic map that is not one of the output")
+    traffic_map, writers = tensors.get("traffic"), tensors.get("writers")
+    for name, tensor, dtype in (("a traffic map", traffic_map, torch.uint8),
+                                ("a map of writers", writers, torch.int32)):
+        if tensor is not None and (output is None or tensor.shape != output.shape
+                                   or tensor.dtype != dtype):
+            raise ProtocolError(f"its reply holds {name} that is not one of the output")
+    launch = value["writer_launch"]
+    if (writers is None) != (launch is None) or not 0 <= (launch or 0) < len(value["launches"]):
+        raise ProtocolError("its reply names the writers of a launch it did not make")
     if ("device" in returned) != (output is not None):
         raise ProtocolError("its reply describes an output it does not hold")
     return Outcome(
@@ -103,5 +114,5 @@ def call_outcome(value: dict, tensors: dict, inputs: list) -> Outcome:
         returned=None if output is not None else returned.get("type", "nothing"),
         error=value["error"], host=value["host"], compile_errors=value["compile_errors"],
         unchecked=value["unchecked"], overruns=value["overruns"],
-        traffic=value["traffic"], traffic_map=traffic_map,
+        traffic=value["traffic"], traffic_map=traffic_map, writers=writers, writer_launch=launch,
         launches=[LaunchRecord(**la) for la in value["launches"]], inputs_after=after)

@@ -148,11 +148,11 @@ class _Worker:
             "overruns": [g.describe() for g in guards + replayed.allocations if g.overrun()],
             "output": described,
             "traffic": watch.traffic.to_json() if watch else [],
+            "writer_launch": None,
         }
-        traffic_map = watch.traffic.output_map if watch else None
-        if traffic_map is not None and replayed.output is not None \
-                and traffic_map.shape == replayed.output.shape:
-            tensors["traffic"] = traffic_map
+        if watch and replayed.output is not None:
+            maps, value["writer_launch"] = watch.traffic.maps(replayed.output.shape)
+            tensors.update(maps)
         return value, tensors
 
     def _synchronize(self):
