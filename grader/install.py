@@ -8,6 +8,7 @@ wheel folder, a mirror); PyPI's CUDA build where there is a GPU. Then the checko
 extras (`cutile`, `test`) are installed with torch pinned to the version just installed,
 so that no other requirement makes pip replace it; where the cutile extra's CUDA toolkit
 pins clash with torch's, cuTile's compiler packages are installed beside torch instead.
+With PyTorch's CPU build, the files that such a machine never loads are removed last.
 
 Standard library only: it runs before anything else is installed.
 """
@@ -33,6 +34,17 @@ EXTRAS = ("cutile", "test")
 # installs.
 CUTILE_BESIDE_TORCH = ("cuda-tile>=1.4", "nvidia-cuda-tileiras==13.4.*",
                        "nvidia-cuda-nvcc==13.4.*", "nvidia-nvvm==13.4.*", "nvidia-cuda-crt==13.4.*")
+# What a machine without a GPU never loads of PyTorch's CPU build and of Triton: C++ test
+# programs and tools, CUDA's profiling libraries (for Triton's profiler on a GPU), and the
+# AMD code generator (the interpreter and the NVIDIA front end, which the grader uses on a
+# CPU, do without it). Paths inside each distribution; a folder's name ending in "/*"
+# means its files except those kept.
+CPU_NEVER_LOADS = {
+    "torch": ("torch/test", "torch/bin/*"),
+    "triton": ("triton/backends/nvidia/lib/cupti", "triton/backends/nvidia/lib/cupti-blackwell",
+               "triton/_C/libproton.so", "triton/backends/amd/lib/libtriton_amd_codegen.so"),
+}
+KEPT = {"torch_shm_manager"}  # PyTorch's shared-memory helper for DataLoader workers
 ROOT = Path(__file__).resolve().parents[1]
 EXIT_FAILED, EXIT_INTERRUPTED = 1, 130
 
@@ -135,6 +147,43 @@ def install_checkout(extras: list[str], torch_version: str) -> bool:
     return False
 
 
+def never_loaded(locate=None) -> list[Path]:
+    """The installed files and folders of CPU_NEVER_LOADS; `locate(distribution, path)` finds
+    a path of an installed distribution (None where it is not installed)."""
+    locate = locate or _locate
+    found = []
+    for distribution, paths in CPU_NEVER_LOADS.items():
+        for relative in paths:
+            path = locate(distribution, relative.removesuffix("/*"))
+            if path is None or not path.exists():
+                continue
+            if relative.endswith("/*"):
+                found += [p for p in sorted(path.iterdir()) if p.name not in KEPT]
+            else:
+                found.append(path)
+    return found
+
+
+def _locate(distribution: str, relative: str) -> Path | None:
+    try:
+        return Path(metadata.distribution(distribution).locate_file(relative))
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def slim(locate=None) -> int:
+    """Remove what a machine without a GPU never loads; the bytes freed."""
+    freed = 0
+    for path in never_loaded(locate):
+        files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
+        freed += sum(p.stat().st_size for p in files if not p.is_symlink())
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+    return freed
+
+
 def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m grader.install",
@@ -145,6 +194,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--torch", choices=("auto", "cpu", "cuda"), default="auto",
                         help="which PyTorch build to install where torch is not installed yet "
                              "(auto: cuda when nvidia-smi lists a GPU, else cpu)")
+    parser.add_argument("--keep-all", action="store_true",
+                        help="with PyTorch's CPU build, keep the files a machine without a GPU "
+                             "never loads (removed by default: C++ test programs, CUDA's "
+                             "profiling libraries, the AMD code generator)")
     options = parser.parse_args(argv)
     unknown = [e for e in options.extras if e not in EXTRAS]
     if unknown:
@@ -165,6 +218,12 @@ def main(argv: list[str] | None = None) -> int:
             version = install_torch(want_cpu)
         if version is None or not install_checkout(options.extras, version):
             return EXIT_FAILED
+        if is_cpu_build(version) and not options.keep_all:
+            freed = slim()
+            if freed:
+                print(f"removed {freed / 2**20:.0f} MiB that a machine without a GPU never "
+                      "loads (C++ test programs, CUDA's profiling libraries, the AMD code "
+                      "generator); --keep-all keeps them")
     except KeyboardInterrupt:
         print("interrupted: run the same command again to finish", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -21,9 +21,14 @@ class FakePip:
     `install torch==V` install V."""
 
     def __init__(self, monkeypatch, fail: str | None = None):
-        self.commands, self.fail, self.torch = [], fail, None
+        self.commands, self.fail, self.torch, self.slimmed = [], fail, None, 0
         monkeypatch.setattr(install, "pip", self)
         monkeypatch.setattr(install, "installed_torch", lambda: self.torch)
+        monkeypatch.setattr(install, "slim", self.slim)  # never this environment's own files
+
+    def slim(self, locate=None):
+        self.slimmed += 1
+        return 600 << 20
 
     def __call__(self, *args, quiet=False):
         self.commands.append(list(args))
@@ -50,7 +55,31 @@ def test_without_a_gpu_the_cpu_build_comes_from_pytorchs_index(monkeypatch, no_g
         ["install", "torch==2.13.0+cpu", *index],
         ["install", "-e", f"{install.ROOT}[cutile,test]", "torch==2.13.0+cpu"],
     ]
-    assert "installing PyTorch's CPU build, torch 2.13.0+cpu" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "installing PyTorch's CPU build, torch 2.13.0+cpu" in out
+    assert pip.slimmed == 1 and "removed 600 MiB that a machine without a GPU never loads" in out
+
+
+def test_keep_all_keeps_what_a_cpu_machine_never_loads(monkeypatch, no_gpu):
+    monkeypatch.setattr(install, "reachable", lambda url, seconds=10: True)
+    pip = FakePip(monkeypatch)
+    assert install.main(["--keep-all"]) == 0
+    assert pip.slimmed == 0
+
+
+def test_slim_removes_the_listed_paths_and_keeps_the_rest(tmp_path):
+    for relative in ("torch/test/atest", "torch/bin/test_api", "torch/bin/torch_shm_manager",
+                     "torch/lib/libtorch_cpu.so", "triton/backends/nvidia/lib/cupti/libcupti.so",
+                     "triton/backends/nvidia/lib/libdevice.10.bc", "triton/_C/libproton.so",
+                     "triton/_C/libtriton.so"):
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relative).write_bytes(b"x" * 10)
+    freed = install.slim(lambda distribution, relative: tmp_path / relative)
+    left = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
+    assert left == ["torch/bin/torch_shm_manager", "torch/lib/libtorch_cpu.so",
+                    "triton/_C/libtriton.so", "triton/backends/nvidia/lib/libdevice.10.bc"]
+    assert freed == 40
+    assert install.slim(lambda distribution, relative: None) == 0  # not installed: nothing
 
 
 def test_where_pytorchs_index_is_unreachable_pips_own_sources_are_searched(monkeypatch, no_gpu,
@@ -69,6 +98,7 @@ def test_with_a_gpu_the_default_build_is_installed_and_kept(monkeypatch):
     assert install.main(["cutile"]) == 0
     assert pip.commands == [["install", "torch"],
                             ["install", "-e", f"{install.ROOT}[cutile]", "torch==2.15.0"]]
+    assert pip.slimmed == 0  # a GPU's build keeps everything
 
 
 def test_an_installed_torch_is_kept_and_a_conflict_is_explained(monkeypatch, no_gpu, capsys):
