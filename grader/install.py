@@ -35,12 +35,13 @@ EXTRAS = ("cutile", "test")
 CUTILE_BESIDE_TORCH = ("cuda-tile>=1.4", "nvidia-cuda-tileiras==13.4.*",
                        "nvidia-cuda-nvcc==13.4.*", "nvidia-nvvm==13.4.*", "nvidia-cuda-crt==13.4.*")
 # What a machine without a GPU never loads of PyTorch's CPU build and of Triton: C++ test
-# programs and tools, CUDA's profiling libraries (for Triton's profiler on a GPU), and the
-# AMD code generator (the interpreter and the NVIDIA front end, which the grader uses on a
-# CPU, do without it). Paths inside each distribution; a folder's name ending in "/*"
-# means its files except those kept.
+# programs, tools and headers (for building C++ extensions and torch.compile's code, which
+# the grader runs only on a GPU), CUDA's profiling libraries (for Triton's profiler on a
+# GPU), and the AMD code generator (the interpreter and the NVIDIA front end, which the
+# grader uses on a CPU, do without it). Paths inside each distribution; a folder's name
+# ending in "/*" means its files except those kept.
 CPU_NEVER_LOADS = {
-    "torch": ("torch/test", "torch/bin/*"),
+    "torch": ("torch/test", "torch/bin/*", "torch/include"),
     "triton": ("triton/backends/nvidia/lib/cupti", "triton/backends/nvidia/lib/cupti-blackwell",
                "triton/_C/libproton.so", "triton/backends/amd/lib/libtriton_amd_codegen.so"),
 }
@@ -196,8 +197,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                              "(auto: cuda when nvidia-smi lists a GPU, else cpu)")
     parser.add_argument("--keep-all", action="store_true",
                         help="with PyTorch's CPU build, keep the files a machine without a GPU "
-                             "never loads (removed by default: C++ test programs, CUDA's "
-                             "profiling libraries, the AMD code generator)")
+                             "never loads (removed by default: C++ test programs and headers, "
+                             "CUDA's profiling libraries, the AMD code generator)")
     options = parser.parse_args(argv)
     unknown = [e for e in options.extras if e not in EXTRAS]
     if unknown:
@@ -222,8 +223,8 @@ def main(argv: list[str] | None = None) -> int:
             freed = slim()
             if freed:
                 print(f"removed {freed / 2**20:.0f} MiB that a machine without a GPU never "
-                      "loads (C++ test programs, CUDA's profiling libraries, the AMD code "
-                      "generator); --keep-all keeps them")
+                      "loads (C++ test programs and headers, CUDA's profiling libraries, the "
+                      "AMD code generator); --keep-all keeps them")
     except KeyboardInterrupt:
         print("interrupted: run the same command again to finish", file=sys.stderr)
         return EXIT_INTERRUPTED
