@@ -12,6 +12,7 @@ and what must come of it (after the first line, prose may explain; these lines d
     rules: relaxed                                grade without the static check's lists
     points: 0                                     the points it must get
     backend: cutile-sim                           default: the track's backend on the CPU
+    memory: 256                                   the memory ceiling to grade it under, MiB
     '''
 
 Stage 1 is graded on a one-case course, any other stage on the course's own cases. Whatever
@@ -29,6 +30,7 @@ import pytest
 from conftest import COURSE_FILE, RELAXED_RULES, ROOT, RULES, vector_add_course
 
 from grader.course import load_course
+from grader.sandbox import memory
 
 # The beginner faults (tests/faults/) are graded by tests/test_fault_files.py, which also
 # checks the causes and lines their messages name.
@@ -54,6 +56,7 @@ class Attack:
     rules: str = "course"
     backend: str = ""
     points: str = ""  # the points it must get, when given
+    memory: str = ""  # the memory ceiling (MiB) it is graded under, when given
 
 
 def read_attack(path: Path) -> Attack:
@@ -70,7 +73,7 @@ def read_attack(path: Path) -> Attack:
         key, value = (found.group(1), found.group(2).strip()) if found else ("", "")
         if key in ("message", "hidden"):
             getattr(attack, "messages" if key == "message" else "hidden").append(value)
-        elif key in ("expect", "rules", "backend", "points"):
+        elif key in ("expect", "rules", "backend", "points", "memory"):
             setattr(attack, key, value)
     assert attack.expect in STATUSES, f"{path.name}: expect one of {STATUSES}"
     assert attack.track in BACKENDS, f"{path.name}: put it in a folder named after its track"
@@ -97,6 +100,8 @@ def flat(text: str) -> str:
 def test_attack_file(path, tmp_path, run_grade, monkeypatch):
     attack = read_attack(path)
     monkeypatch.setenv("COLUMNS", "400")  # few wrapped lines to look through
+    if attack.memory:  # a ceiling this machine can reach without hurting the other tests
+        monkeypatch.setattr(memory, "LIMIT", int(attack.memory) << 20)
     course_file = tmp_path / "course" / "course.toml"
     course_file.parent.mkdir()
     course_file.write_text(course_text(attack), encoding="utf-8")

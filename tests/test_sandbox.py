@@ -487,7 +487,8 @@ def test_the_scorecard_says_which_protections_are_in_force(run_grade, course, tm
     data = json.loads((tmp_path / "r.json").read_text())
     names = [p["name"] for p in data["sandbox"]]
     assert names == ["separate user", "private file system", "no network",
-                     "process tree ends with it", "resource limits", "no privilege gain"]
+                     "process tree ends with it", "resource limits", "no privilege gain",
+                     "memory ceiling"]
     expected = "sandbox: in force: " + ", ".join(p["name"] for p in data["sandbox"] if p["in_force"])
     assert expected in " ".join(out.split())
     if ROOTED:

@@ -31,7 +31,7 @@ from typing import Any
 
 from grader.report.results import Failure
 from grader import protocol
-from grader.sandbox import filesystem, privileges, processes, spares
+from grader.sandbox import filesystem, memory, privileges, processes, spares
 from grader.sandbox.outcomes import Outcome
 from grader.sandbox.output_log import OutputLog
 from grader.sandbox.privileges import Protection
@@ -120,6 +120,7 @@ class Process:
                                privileges.essential_paths())
         spare = spares.take()  # started, its imports done or under way
         self._process, self._sock = spare.process, spare.sock
+        memory.watch(self._process.pid)
         try:
             spare.hand_over(self._log.file)
             protocol.send(self._sock, {
@@ -136,7 +137,7 @@ class Process:
                           f"crashed: the sandbox did not start ({_text(ready.header)})")
         found = self._check(ready.header.get("protections"),
                             [{"name": str, "in_force": bool, "detail": str}], "ready")
-        self.protections = [Protection(**p) for p in found]
+        self.protections = [Protection(**p) for p in found] + [memory.PROTECTION]
 
     @property
     def running(self) -> bool:
@@ -159,6 +160,7 @@ class Process:
                     processes.kill_group(self._process.pid)
                     self._process.wait()
             processes.kill_group(self._process.pid)  # without namespaces: what stayed in its group
+            memory.forget(self._process.pid)
         if self._base is not None:
             shutil.rmtree(self._base, ignore_errors=True)
         self._process = self._sock = self._base = None
@@ -238,7 +240,10 @@ class Process:
 
     def _died(self) -> Failed:
         code = self._process.wait()
+        held = memory.exceeded(self._process.pid)
         self.end()
+        if held is not None:
+            return Failed(Failure.CRASHED, f"crashed: {memory.describe(held)}")
         return Failed(Failure.CRASHED,
                        f"crashed: the process running it died ({processes.exit_reason(code)})")
 

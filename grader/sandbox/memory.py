@@ -1,0 +1,138 @@
+"""A ceiling on the memory of each confined process tree, kept by the grader's own clock.
+
+A resource limit cannot do it: RLIMIT_AS and RLIMIT_DATA count address space, and CUDA
+reserves tens of GB of it that it never fills (its unified addressing), while a machine
+with many cores gives every thread a stack. So the grader measures what the tree really
+holds: its share of the anonymous and shared-memory pages of each of its processes (the
+bootstrap, the namespace's init, the worker and anything the submission started, which
+the PID namespace keeps below them), every PERIOD seconds, and kills the tree that holds
+more than LIMIT. The verdict is a crash of the case, in these words: "its processes held
+more than 4 GiB of memory". The child's scratch tmpfs mounts are bounded apart, by their
+size (grader.sandbox.filesystem): one submission can hold at most LIMIT per process tree
+plus those.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from pathlib import Path
+
+from grader.sandbox.privileges import Protection
+
+LIMIT = 4 << 30  # bytes per process tree: far above any honest stage (a few hundred MiB)
+PERIOD = 0.2  # seconds between two measurements
+PROC = Path("/proc")
+PROTECTION = Protection("memory ceiling", True, f"at most {LIMIT >> 30} GiB per process tree, "
+                        f"measured by the grader every {PERIOD:g} s (the scratch tmpfs apart, "
+                        "bounded by its size)")
+_SHARES = (b"Pss_Anon:", b"Pss_Shmem:", b"SwapPss:")  # of /proc/PID/smaps_rollup, in kB
+_RESIDENT = (b"RssAnon:", b"RssShmem:", b"VmSwap:")  # of /proc/PID/status, in kB
+
+_lock = threading.Lock()
+_watched: set[int] = set()  # the roots of the trees being watched
+_over: dict[int, int] = {}  # root -> bytes it held when it was killed
+_thread: threading.Thread | None = None
+
+
+def watch(root: int) -> None:
+    """Keep the tree below process `root` (and `root`) under LIMIT until `forget`."""
+    global _thread
+    with _lock:
+        _watched.add(root)
+        _over.pop(root, None)
+        if _thread is None or not _thread.is_alive():
+            _thread = threading.Thread(target=_keep, name="memory-ceiling", daemon=True)
+            _thread.start()
+
+
+def forget(root: int) -> int | None:
+    """Stop watching `root`; the bytes its tree held if the ceiling killed it."""
+    with _lock:
+        _watched.discard(root)
+        return _over.pop(root, None)
+
+
+def exceeded(root: int) -> int | None:
+    """The bytes the tree below `root` held when the ceiling killed it, if it did."""
+    with _lock:
+        return _over.get(root)
+
+
+def describe(held: int) -> str:
+    return (f"its processes held {held / 2**30:.1f} GiB of memory, more than the "
+            f"{LIMIT / 2**30:g} GiB a submission may hold; the grader stopped them")
+
+
+def tree_bytes(root: int, parents: dict[int, int] | None = None) -> int:
+    """What the processes below `root`, and `root`, hold in memory now."""
+    parents = _parents() if parents is None else parents
+    return sum(_held(pid) for pid in _tree(root, parents))
+
+
+def _keep() -> None:
+    while True:
+        with _lock:
+            roots = set(_watched)
+        if roots:
+            parents = _parents()
+            for root in roots:
+                held = tree_bytes(root, parents)
+                if held > LIMIT:
+                    _kill(root, held)
+        threading.Event().wait(PERIOD)
+
+
+def _kill(root: int, held: int) -> None:
+    with _lock:
+        if root not in _watched:  # ended meanwhile by its owner
+            return
+        _over[root] = held
+    try:
+        os.kill(root, signal.SIGKILL)  # the bootstrap: its namespace, and all below, end
+    except ProcessLookupError:
+        pass
+
+
+def _parents() -> dict[int, int]:
+    """Every process's parent, from /proc."""
+    found = {}
+    for entry in os.scandir(PROC):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (PROC / entry.name / "stat").read_bytes()
+        except OSError:
+            continue  # gone meanwhile
+        found[int(entry.name)] = int(stat[stat.rindex(b")") + 2:].split()[1])
+    return found
+
+
+def _tree(root: int, parents: dict[int, int]) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for pid, parent in parents.items():
+        children.setdefault(parent, []).append(pid)
+    tree, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        tree.append(pid)
+        todo += children.get(pid, [])
+    return tree
+
+
+def _held(pid: int) -> int:
+    """A process's share of the anonymous and shared-memory pages it maps, swapped ones
+    included: proportional, so that the pages a fork shares with its parent (the spares'
+    template, grader.sandbox.spares) count once; where the kernel has no such sums, the
+    resident pages."""
+    for name, fields in (("smaps_rollup", _SHARES), ("status", _RESIDENT)):
+        try:
+            text = (PROC / str(pid) / name).read_bytes()
+        except OSError:
+            continue
+        found = [int(line.split()[1]) * 1024 for line in text.splitlines()
+                 if line.startswith(fields)]
+        if found:
+            return sum(found)
+    return 0
