@@ -315,6 +315,8 @@ def test_every_stage_has_speed_thresholds_per_architecture(course):
         assert all(t.copied_from == "sm_90" for arch in ("sm_80", "sm_75")
                    for t in thresholds[arch].values())
         assert stage.speed.baseline in stage.problem.baselines
+        # a T4 has no bf16 arithmetic: its speed points need a case in another dtype
+        assert any(c.dtype != "bfloat16" for c in stage.speed.cases), stage.id
 
 
 @pytest.mark.parametrize("arch, backend, graded", [
@@ -350,6 +352,29 @@ def test_a_copied_threshold_names_an_architecture_of_the_table(tmp_path):
     with pytest.raises(CourseError, match=r"thresholds.sm_80.triton.copied_from: names 'sm_86', "
                                           r"which has no thresholds of its own here; known: sm_90"):
         load_course(path)
+
+
+def test_an_architecture_s_baseline_must_be_one_of_the_problem_s(tmp_path):
+    path = tmp_path / "course.toml"
+    path.write_text(COURSE.replace("THRESHOLD", "1") +
+                    'thresholds.sm_75.triton = { min_speedup = 1, baseline = "cudnn" }\n')
+    with pytest.raises(CourseError, match=r"thresholds.sm_75.triton.baseline: names 'cudnn', "
+                                          r"which is not a baseline of vector_add"):
+        load_course(path)
+
+
+@pytest.mark.parametrize("arch, timed", [("sm_90", "sdpa-flash"), ("sm_75", "torch")])
+def test_the_baseline_timed_is_the_architecture_s_where_it_names_one(monkeypatch, course, arch,
+                                                                      timed):
+    """SDPA's FlashAttention backend needs sm_80: on a T4, stage 5 is timed against SDPA's own
+    choice, in fp16 (a T4 has no bf16 arithmetic), so its speed points can be earned."""
+    monkeypatch.setattr(speed, "gpu_arch", lambda: arch)
+    stage = course.select("flash_attention")
+    gpu = backends.Selection(dataclasses.replace(backends.BACKENDS["triton"], device="cuda"), "test")
+    check = speed.SpeedCheck(stage, gpu, runner=None)
+    assert check.baseline == timed
+    assert check._trial(stage.speed.cases[0]).baseline is stage.problem.baselines[timed]
+    assert any(c.dtype == "float16" for c in stage.speed.cases)
 
 
 def test_a_copied_threshold_is_named_in_the_verdict(grade_source, fake_gpu_timing, monkeypatch):

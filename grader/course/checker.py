@@ -116,7 +116,8 @@ class Checker:
         return None
 
     def speed(self, s, where: str, problem: Problem, tolerance, stage_id: str) -> Speed:
-        thresholds = {arch: {backend: Threshold(t.min_speedup, t.min_fraction, t.copied_from)
+        thresholds = {arch: {backend: Threshold(t.min_speedup, t.min_fraction, t.copied_from,
+                                                t.baseline)
                              for backend, t in per_backend if t is not None}
                       for arch, per_backend in s.thresholds.items()}
         for arch, per_backend in thresholds.items():
@@ -125,6 +126,10 @@ class Checker:
                     self.error(f"{where}.thresholds.{arch}.{backend}.copied_from",
                                f"names {t.copied_from!r}, which has no thresholds of its own "
                                f"here; known: {', '.join(thresholds)}")
+                if t.baseline is not None and t.baseline not in problem.baselines:
+                    self.error(f"{where}.thresholds.{arch}.{backend}.baseline",
+                               f"names {t.baseline!r}, which is not a baseline of "
+                               f"{problem.id}; its baselines: {', '.join(problem.baselines)}")
         cases = self.cases(s.cases, f"{where}.cases", problem, tolerance, f"{stage_id}/speed")
         if not s.cases:
             self.error(f"{where}.cases", "a speed table needs at least one case")

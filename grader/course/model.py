@@ -52,6 +52,9 @@ class Threshold:
     # Another architecture's figures, not measured on this one (`grade calibrate --write`
     # on such a GPU replaces them): the verdict says so.
     copied_from: str | None = None
+    # The baseline timed on this architecture instead of the stage's (one of the problem's
+    # baselines): SDPA's FlashAttention backend, say, does not run on a T4.
+    baseline: str | None = None
 
     def missed(self, speedup: float, fraction: float, baseline: str) -> list[str]:
         """What figures of a case fall short of, in the verdict's words (empty: met)."""

@@ -53,6 +53,7 @@ class Threshold(Table):
     min_speedup: Optional[Annotated[float, Field(gt=0)]] = None
     min_fraction: Optional[Annotated[float, Field(gt=0)]] = None
     copied_from: Optional[Text] = None  # the architecture these figures were measured on
+    baseline: Optional[Text] = None  # this architecture's baseline, where the stage's cannot run
 
     @model_validator(mode="after")
     def _one_at_least(self):

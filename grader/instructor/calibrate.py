@@ -67,7 +67,10 @@ def calibrate_stage(course: Course, stage: Stage, selection: Selection, margin: 
                     track=selection.backend.track)
     try:
         runner.load()
-        check = SpeedCheck(stage, selection, runner, threshold=Threshold())
+        # timed against the baseline this architecture's thresholds name, if any
+        known = stage.speed.threshold(gpu_arch(), selection.backend.name)
+        check = SpeedCheck(stage, selection, runner,
+                           threshold=Threshold(baseline=known.baseline if known else None))
         cases = [check.time(case).case for case in stage.speed.cases]
     except SubmissionError as exc:
         raise GradeError(f"the {stage.id} reference {reference} could not be loaded, so it "
