@@ -26,7 +26,7 @@ from importlib import metadata
 from pathlib import Path
 
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
-EXTRAS = ("cutile", "test")
+EXTRAS = ("cutile", "test")  # grader.tracks: each track's extra (the standard library only here)
 # The cutile extra (cuda-tile[tileiras]) pins the CUDA toolkit's meta-package to 13.2-13.4,
 # and PyPI's CUDA builds of torch pin another version of it (torch 2.14.1: cuda-toolkit
 # 13.0.3): pip cannot hold both, and would replace torch. What cuTile takes from the toolkit

@@ -27,6 +27,7 @@ LAYERS = {
     "grader.protocol": 0,  # the wire between the grader and its processes
     "grader.cutile_sim": 0,
     "grader.install": 0,  # `python -m grader.install`: the standard library only
+    "grader.tracks": 0,  # the tile languages, a record each: every layer reads them
     "grader.report.results": 0,
     "grader.problems": 1,
     "grader.backends": 1,

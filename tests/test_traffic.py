@@ -7,8 +7,11 @@ import torch
 
 from grader.judge import ownership, picture
 from grader.problems.evidence import Evidence, row_factor
-from grader.replay.traffic import (CUTILE, NOBODY, OOB_READER, SEVERAL, SHARED, TRITON, WRITTEN,
-                                   LaunchWatch, Region, Source, Traffic, words_for)
+from grader.replay.traffic import (NOBODY, OOB_READER, SEVERAL, SHARED, WRITTEN, LaunchWatch,
+                                   Region, Source, Traffic)
+from grader.tracks import TRACKS
+
+TRITON, CUTILE = TRACKS["triton"].words, TRACKS["cutile"].words
 
 SOURCE = Source(("x = tl.load(x_ptr + offsets)", "tl.store(out_ptr + offsets, x)"), "k.py")
 
@@ -110,7 +113,7 @@ def writers_2d(tiles):
 def test_every_tile_stored_whole_by_one_program_clears_the_stores():
     writers = writers_2d({0: (slice(0, 2), slice(0, 4)), 1: (slice(0, 2), slice(4, 8)),
                           2: (slice(2, 4), slice(0, 4)), 3: (slice(2, 4), slice(4, 8))})
-    [line] = ownership.report(writers, [2, 4], words_for("triton", (2, 2)))
+    [line] = ownership.report(writers, [2, 4], TRACKS["triton"].words_for((2, 2)))
     assert "every tile was stored whole by one program" in line
     assert "the stores land where they belong" in line
 
@@ -119,7 +122,7 @@ def test_programs_that_stray_from_their_tiles_are_named_with_the_output_s_ranges
     writers = writers_2d({0: (slice(0, 2), slice(0, 6)),  # its tile and half the next
                           1: (slice(2, 4), slice(0, 2))})  # half a tile
     writers[0, 7] = SEVERAL
-    lines = ownership.report(writers, [2, 4], words_for("cutile", (2, 2)))
+    lines = ownership.report(writers, [2, 4], TRACKS["cutile"].words_for((2, 2)))
     assert lines[0].startswith("what each block stored, against the output's tiles "
                                "(2 x 4 elements per tile, 4 tiles)")
     text = "\n".join(lines)
@@ -133,7 +136,7 @@ def test_programs_that_stray_from_their_tiles_are_named_with_the_output_s_ranges
 
 
 def test_an_output_nobody_stored_gets_no_ownership_report():
-    assert ownership.report(writers_2d({}), [2, 4], words_for("triton", (4,))) == []
+    assert ownership.report(writers_2d({}), [2, 4], TRACKS["triton"].words_for((4,))) == []
 
 
 def test_the_tile_map_marks_each_tile_by_its_worst_element():

@@ -22,7 +22,6 @@ from grader.backends import toolchain
 from grader.errors import BackendUnavailable
 
 AUTO = "auto"
-SIMULATE = "TILECOURSE_CUTILE_SIM"  # read by grader.sandbox.worker: run ct.launch in the simulator
 
 
 @dataclass(frozen=True)
@@ -36,8 +35,7 @@ class Backend:
 
     def prepare(self) -> None:
         """Set up the process (and the grading child it starts) before kernels are loaded."""
-        if self.track == "cutile":
-            os.environ[SIMULATE] = "1" if self.interpret else "0"
+        if self.track == "cutile":  # the simulator is the worker's choice, by the plan's device
             if not self.interpret:
                 toolchain.apply(toolchain.probe(gpu_arch()))  # e.g. drop a stale CUDA_HOME
         elif self.track == "triton":

@@ -36,6 +36,7 @@ from grader.judge.stage import StageCheck
 from grader.sandbox.submission import SubmissionError
 from grader.session import StageSession
 from grader.speed.check import SpeedCheck
+from grader.tracks import TRACKS
 
 
 def pytest_addoption(parser):
@@ -43,7 +44,7 @@ def pytest_addoption(parser):
     group.addoption("--course", default="course.toml", help="the course.toml (default: ./course.toml)")
     group.addoption("--stage", help="the stage to check: stage3, 3 or softmax")
     group.addoption("--backend", default=backends.AUTO, help="as `grade --backend` (default auto)")
-    group.addoption("--track", choices=["triton", "cutile"], help="as `grade --track`")
+    group.addoption("--track", choices=list(TRACKS), help="as `grade --track`")
     group.addoption("--solutions", action="store_true", help="check the reference solutions")
     group.addoption("--submission", help="a student's exercises/ folder, or one holding it")
     group.addoption("--seed", type=int, help="the run seed (default: a fresh one)")

@@ -19,18 +19,14 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from grader.course import TRACKS, Course
+from grader.course import Course
+from grader.tracks import TRACKS
 
 MACOS_FORKS = "__MACOSX"  # a macOS zip's copies of file metadata, mirroring the real folders
 FILE_LIMIT = 256 << 10  # bytes per stage file: the references are under 20 KiB
 TOTAL_LIMIT = 2 << 20  # bytes of stage files per submission
 IGNORED_SHOWN = 50  # ignored zip members listed per student; a zip may hold millions
 LOOKED_FOR_SHOWN = 3  # stage paths named in "not a submission"
-# How a bare stage file (a Gradescope upload) tells its tile language: both tracks use the
-# same file names.
-_IMPORTS = {"triton": re.compile(r"^\s*(import|from)\s+triton\b", re.M),
-            "cutile": re.compile(r"^\s*(import|from)\s+cuda\.tile\b|^\s*from\s+cuda\s+import\s+tile\b",
-                                 re.M)}
 
 
 class NotASubmission(ValueError):
@@ -169,7 +165,7 @@ def _classify(course: Course, name: str) -> tuple[str, str]:
 def _bare_track(source: bytes) -> str | None:
     """The track of a bare stage file, from what it imports (both tracks share names)."""
     text = source.decode("utf-8", errors="replace")
-    found = [track for track, imports in _IMPORTS.items() if imports.search(text)]
+    found = [name for name, track in TRACKS.items() if track.imports.search(text)]
     return found[0] if len(found) == 1 else None
 
 

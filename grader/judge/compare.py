@@ -18,7 +18,7 @@ from grader.problems.evidence import Cause, Evidence
 from grader.report.results import Failure
 from grader.replay.execute import LaunchRecord as Launch
 from grader.replay.poison import computed_from_poison, never_written
-from grader.replay.traffic import words_for
+from grader.tracks import TRACKS
 
 SHOW_INDICES = 5
 SHOW_TILES = 4
@@ -128,7 +128,8 @@ def compare(
     if extents and writers is not None and writer_launch is not None \
             and writer_launch < len(launches):
         launch = launches[writer_launch]
-        details += ownership.report(writers, extents, words_for(launch.language, launch.grid))
+        details += ownership.report(writers, extents,
+                                   TRACKS[launch.language].words_for(launch.grid))
     if extents:
         stats["picture"] = picture.tile_map(bad, unwritten, traffic_map, extents)
         details += picture.shown(stats["picture"])
@@ -174,11 +175,8 @@ def _nan_cause(stats: dict, launches: Sequence[Launch], traffic: Sequence[dict] 
     """Where NaNs come from: the grader's poison read past the end of an input (certain
     where the NaN still carries its payload); where the traffic was watched and no load left
     its tensor, the arithmetic; else either."""
-    languages = {launch.language for launch in launches}
-    fix = ("load with `padding_mode=ct.PaddingMode.ZERO` (or NEG_INF before a max), not "
-           "UNDETERMINED" if "cutile" in languages else
-           "give that `tl.load` a `mask=` and `other=` a value that changes nothing (0 for a "
-           "sum, -inf for a max)")
+    languages = [launch.language for launch in launches if launch.language in TRACKS]
+    fix = TRACKS[languages[-1] if languages else "triton"].nan_fix
     if stats["from_poison"]:
         return (f"{_elements(stats['from_poison'], 'are')} NaN computed from the grader's poison: "
                 "a load read past the end of an input (each input is followed by NaNs); "

@@ -17,7 +17,8 @@ import math
 
 import torch
 
-from grader.replay.traffic import NOBODY, SEVERAL, Words
+from grader.replay.traffic import NOBODY, SEVERAL
+from grader.tracks import Words
 
 SHOW = 3  # programs or tiles named in one line
 LIST = 8  # programs in the listing of who stored which tile
@@ -33,11 +34,11 @@ def report(writers: torch.Tensor, extents: list[int], words: Words) -> list[str]
     size = " x ".join(map(str, extents))
     if not lines:
         return [f"every tile was stored whole by one {words.program}, and no {words.program} "
-                f"stored outside its tile ({stores.place.n_tiles} tiles of {size}): the stores "
+                f"stored outside its tile ({_count_tiles(stores.place.n_tiles)} of {size}): the stores "
                 "land where they belong; the wrong values come from what was loaded or computed"]
     lines.append(stores.listing())
     return [f"what each {words.program} stored, against the output's tiles ({size} elements per "
-            f"tile, {stores.place.n_tiles} tiles):", *(f"  {line}" for line in lines)]
+            f"tile, {_count_tiles(stores.place.n_tiles)}):", *(f"  {line}" for line in lines)]
 
 
 class _Stores:
@@ -161,3 +162,6 @@ class _Place:
 def _more(count: int, what: str, did: str) -> list[str]:
     return [f"... {count - SHOW} more {what} {did}"] if count > SHOW else []
 
+
+def _count_tiles(count: int) -> str:
+    return "1 tile" if count == 1 else f"{count} tiles"

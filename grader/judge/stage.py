@@ -21,6 +21,7 @@ from grader.problems import DTYPES, Call
 from grader.report.results import CaseResult, CheckResult, Failure
 from grader.sandbox import Outcome, Runner
 from grader.sandbox.outcomes import Proposed
+from grader.tracks import TRACKS
 
 # The replay draws its inputs from another seed than the recorded call: what the wrapper
 # saw of the inputs it was given cannot be what the grader judges.
@@ -161,7 +162,7 @@ def proposal_misconduct(proposed: Proposed, track: str) -> Verdict | None:
     if proposed.refused and proposed.launches:  # it launched, in a way that cannot be replayed
         return refused
     if not launched:
-        language = {"triton": "Triton", "cutile": "cuTile"}.get(track, track)
+        language = TRACKS[track].title if track in TRACKS else track
         return Verdict(False, f"launched no {language} kernel: the stage must be computed by "
                               "a kernel, not by PyTorch", proposed.host, kind=Failure.NO_KERNEL)
     if proposed.refused:

@@ -22,11 +22,20 @@ def _call(p, dtype, gen):
 
 
 def _explain(ev: Evidence) -> list[Cause]:
-    """A kernel that addresses x by other strides than x's own reads the same storage in
-    another order: the output confirms which."""
+    """A kernel that leaves out the bias or the weight computes GELU of what is left; one
+    that addresses x by other strides than x's own reads the same storage in another order:
+    the output confirms which."""
     if ev.call is None:
         return observed(ev)
     x, w, b = ev.call.args
+    x32, w32, b32 = x.float(), w.float(), b.float()
+    for hypothesis, key, text in (
+            (_gelu_bias(x32, w32, torch.zeros_like(b32)), "bias_missing",
+             "the output is GELU(x * weight): the bias is never added"),
+            (_gelu_bias(x32, torch.ones_like(w32), b32), "weight_missing",
+             "the output is GELU(x + bias): x is never multiplied by the weight")):
+        if ev.matches(hypothesis):
+            return [Cause(key, text)]
     for strides in _misread(x):
         seen = x.as_strided(x.shape, strides, x.storage_offset()).float()
         if ev.matches(_gelu_bias(seen, w.float(), b.float())):

@@ -137,8 +137,12 @@ class Replay:
             _launch(step, kernel, args, kwargs)
 
     def _check(self, step: Launch, kernel, args: tuple, kwargs: dict) -> str | None:
-        if step.language == "cutile":
-            return frontends.cutile(kernel, args)
+        return FRONT_ENDS[step.language](self, step, kernel, args, kwargs)
+
+    def _check_cutile(self, step: Launch, kernel, args: tuple, kwargs: dict) -> str | None:
+        return frontends.cutile(kernel, args)
+
+    def _check_triton(self, step: Launch, kernel, args: tuple, kwargs: dict) -> str | None:
         jit, configs = _unwrap(kernel)
         bound = dict(zip(jit.arg_names, args))
         bound.update({k: v for k, v in kwargs.items() if k in jit.arg_names})
@@ -199,22 +203,32 @@ def _grid(step: Launch, kernel) -> Any:
 
 
 def _launch(step: Launch, kernel, args: tuple, kwargs: dict) -> None:
-    if step.language == "triton":
-        kernel[_grid(step, kernel)](*args, **kwargs)
-        return
+    LAUNCHERS[step.language](step, kernel, args, kwargs)
+
+
+def _launch_triton(step: Launch, kernel, args: tuple, kwargs: dict) -> None:
+    kernel[_grid(step, kernel)](*args, **kwargs)
+
+
+def _launch_cutile(step: Launch, kernel, args: tuple, kwargs: dict) -> None:
     import cuda.tile as ct
 
     # On a CPU the simulator stands in for CUDA's current stream (grader.cutile_sim.install).
     ct.launch(torch.cuda.current_stream(), step.grid, kernel, args)
 
 
-def _record(step: Launch, kernel, args: tuple, kwargs: dict) -> LaunchRecord:
-    if step.language == "triton":
-        names = _unwrap(kernel)[0].arg_names
-    else:
-        from grader.backends.build import cutile_parameters
+def _triton_parameters(kernel) -> list[str]:
+    return list(_unwrap(kernel)[0].arg_names)
 
-        names = [n for n, _ in cutile_parameters(kernel)]
+
+def _cutile_parameters(kernel) -> list[str]:
+    from grader.backends.build import cutile_parameters
+
+    return [n for n, _ in cutile_parameters(kernel)]
+
+
+def _record(step: Launch, kernel, args: tuple, kwargs: dict) -> LaunchRecord:
+    names = PARAMETERS[step.language](kernel)
     bound = dict(zip(names, args))
     bound.update(kwargs)
     grid = step.grid if isinstance(step.grid, tuple) else (step.grid,)
@@ -261,3 +275,10 @@ def _view(buffers: dict[str, torch.Tensor], ref: Ref) -> torch.Tensor:
         raise ProposalError(f"a {ref.dtype} view of {ref.buffer} starts between two elements")
     view = torch.empty(0, dtype=getattr(torch, ref.dtype), device=base.device)
     return view.set_(base.untyped_storage(), start // ref.itemsize, ref.shape, ref.stride)
+
+
+# Per track (grader.tracks): how a kernel is checked by its compiler's front end, launched,
+# and its parameters named.
+FRONT_ENDS = {"triton": Replay._check_triton, "cutile": Replay._check_cutile}
+LAUNCHERS = {"triton": _launch_triton, "cutile": _launch_cutile}
+PARAMETERS = {"triton": _triton_parameters, "cutile": _cutile_parameters}

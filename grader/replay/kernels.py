@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from grader.replay.literals import Literal, NotLiteral, allowed_module
+from grader.tracks import TRACKS
 
 _JIT_OPTIONS = {"do_not_specialize", "do_not_specialize_on_alignment", "debug", "noinline"}
 _AUTOTUNE_OPTIONS = {"configs", "key", "reset_to_zero", "restore_value", "warmup", "rep",
@@ -76,8 +77,7 @@ class KernelFile:
 
 
 def _is_kernel(value: Any, language: str) -> bool:
-    module = type(value).__module__
-    return module.startswith("triton.") if language == "triton" else module.startswith("cuda.tile")
+    return TRACKS[language].owns(type(value).__module__)
 
 
 def load(path: Path, track: str, interpreted: bool = False, used_only: bool = False

@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from grader.tracks import TRACKS
 MAX_STEPS = 256
 MAX_LAUNCHES = 64
 MAX_DIMS = 8
@@ -311,7 +312,7 @@ def _grid(value, where: str):
 def _launch(step: dict, buffers: dict[str, int], where: str) -> Launch:
     if set(step) != {"op", "language", "kernel", "grid", "grids", "args", "kwargs"}:
         raise ProposalError(f"{where} is not a launch the grader replays")
-    if step["language"] not in ("triton", "cutile"):
+    if step["language"] not in TRACKS:
         raise ProposalError(f"{where} is a launch in no language the course teaches")
     kwargs = step["kwargs"]
     if not isinstance(kwargs, dict) or len(kwargs) > 64:

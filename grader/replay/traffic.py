@@ -21,10 +21,12 @@ against the tiles of the output (grader.judge.ownership).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+
+from grader.tracks import Words
 
 WRITTEN, SHARED, OOB_READER = 1, 2, 4  # bits of Traffic.output_map
 NOBODY, SEVERAL = -1, -2  # entries of Traffic.writers besides a program's number
@@ -113,7 +115,7 @@ class Traffic:
 class LaunchWatch:
     """Accumulates the accesses of one launch; `close` turns them into findings."""
 
-    def __init__(self, regions: list[Region], programs: int, source: "Source", words: "Words",
+    def __init__(self, regions: list[Region], programs: int, source: "Source", words: Words,
                  index: int = 0):
         self.regions = sorted(regions, key=lambda r: r.start)
         self.starts = np.array([r.start for r in self.regions], dtype=np.int64)
@@ -310,41 +312,3 @@ class Source:
         if line is None or not 0 < line <= len(self.lines):
             return f"in {self.name}"
         return f"line {line} (`{self.lines[line - 1].strip()}`)"
-
-
-@dataclass(frozen=True)
-class Words:
-    """How a track speaks of programs and their bounds."""
-
-    program: str
-    programs: str
-    offsets: str
-    pid: str
-    bound_load: str
-    bound_store: str
-    bound_store_word: str
-    grid: tuple[int, ...] = (1,)
-
-    def name(self, program: int) -> str:
-        if len(self.grid) < 2:
-            return str(program)
-        index, rest = [], program
-        for size in self.grid:
-            index.append(rest % size)
-            rest //= size
-        return str(tuple(index))
-
-
-def words_for(language: str, grid: tuple[int, ...]) -> Words:
-    """The track's words, programs named by their place in `grid` (its trailing 1s dropped)."""
-    grid = tuple(grid)
-    used = max((i + 1 for i, g in enumerate(grid) if g > 1), default=1)
-    return replace(TRITON if language == "triton" else CUTILE, grid=grid[:used])
-
-
-TRITON = Words("program", "programs", "offsets", "tl.program_id",
-               "give this tl.load a mask (and `other=`) that keeps every lane inside the tensor",
-               "give the tl.store a mask that keeps every lane inside the tensor", "store mask")
-CUTILE = Words("block", "blocks", "tile indices", "ct.bid",
-               "load with a tile index inside the array's tile space",
-               "store with a tile index inside the array's tile space", "tile index")

@@ -18,7 +18,8 @@ from typing import Iterator
 import numpy as np
 import torch
 
-from grader.replay.traffic import Finding, LaunchWatch, Region, Source, Traffic, words_for
+from grader.replay.traffic import Finding, LaunchWatch, Region, Source, Traffic
+from grader.tracks import TRACKS
 
 
 class Watch:
@@ -56,8 +57,8 @@ class Watch:
         """Watch launch number `index` of the call."""
         grid = tuple(grid) + (1,) * (3 - len(grid))
         programs = int(np.prod(grid))
-        launch = LaunchWatch(regions, programs, self.source, words_for(language, grid), index)
-        hooks = _triton_hooks if language == "triton" else _cutile_hooks
+        launch = LaunchWatch(regions, programs, self.source, TRACKS[language].words_for(grid), index)
+        hooks = HOOKS[language]
         notes: dict[tuple, list] = {}
         with hooks(self, launch, grid, notes):
             yield
@@ -199,3 +200,7 @@ def _note_edge(watch, launch, notes, array, index, shape, order, kwargs) -> None
     key = ("undetermined_edge", line,
            UNDETERMINED_EDGE.replace("{where}", watch.source.at(line)).replace("{name}", name))
     notes[key] = notes.get(key, 0) + 1
+
+
+# Per track: the hooks that watch its loads and stores during one launch on the CPU.
+HOOKS = {"triton": _triton_hooks, "cutile": _cutile_hooks}

@@ -20,6 +20,8 @@ from typing import Any, Iterator
 
 import torch
 
+from grader.tracks import TRACKS
+
 
 class Session:
     """The launches of one recorded call (or, with `capture`, cuTile launches collected for
@@ -59,12 +61,10 @@ def recording(session: Session) -> Iterator[Session]:
 
 def install() -> None:
     """Hook the launch paths of the kernel languages imported so far (idempotent)."""
-    if "triton" in sys.modules and "triton" not in _installed:
-        _install_triton()
-        _installed.add("triton")
-    if "cuda.tile" in sys.modules and "cutile" not in _installed:
-        _install_cutile()
-        _installed.add("cutile")
+    for name, hook in HOOKS.items():
+        if TRACKS[name].module in sys.modules and name not in _installed:
+            hook()
+            _installed.add(name)
 
 
 # --- Triton ----------------------------------------------------------------------------
@@ -128,3 +128,7 @@ def _cutile_launch(original):
         return None
 
     return launch
+
+
+# Per track (grader.tracks): the hook that makes its launches proposals.
+HOOKS = {"triton": _install_triton, "cutile": _install_cutile}

@@ -125,6 +125,7 @@ class Process:
             spare.hand_over(self._log.file)
             protocol.send(self._sock, {
                 "plan": plan.to_json(), "track": self.track, "role": self.role,
+                "device": self.device,
                 "env": processes.child_env(plan.view.scratch), "cwd": str(self._base),
                 "sys_path": [p for p in sys.path if os.path.isabs(p)]})
         except OSError:

@@ -15,7 +15,7 @@ from grader.sandbox import linux
 
 _ENV_KEPT = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ",
              "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-_ENV_PREFIXES = ("TRITON_", "CUDA_", "NVIDIA_", "TORCH", "PYTORCH_", "TILECOURSE_")
+_ENV_PREFIXES = ("TRITON_", "CUDA_", "NVIDIA_", "TORCH", "PYTORCH_")
 # Caches live in the child's scratch folder (its HOME): none is shared with later runs.
 _ENV_DROPPED = ("TRITON_CACHE_DIR", "TRITON_HOME", "TRITON_DUMP_DIR", "TRITON_OVERRIDE_DIR",
                 "CUDA_CACHE_PATH", "CUDA_TILE_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR")

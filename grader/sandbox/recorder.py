@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from grader.tracks import TRACKS
 from grader.replay.proposal import (MAX_STEPS, Alloc, Copy, DType, Fill, Launch, Proposal,
                                     ProposalError, Ref)
 
@@ -149,7 +150,7 @@ class Recorder:
         for name, value in self.names.items():
             if value is kernel:
                 return name
-        what = "@triton.jit" if language == "triton" else "@ct.kernel"
+        what = TRACKS[language].decorator
         raise ProposalError(f"the wrapper launched a kernel that is not bound to a top-level name "
                             f"of the file: define each kernel with {what} at the top level and "
                             "launch it by that name")

@@ -108,7 +108,7 @@ def take() -> Spare:
     if not _keep:
         return _start(env, "cold")
     with _lock:
-        if _template is not None and (not _fits(_template.env, env)
+        if _template is not None and (_template.env != env
                                       or _template.process.poll() is not None):
             _template.discard()  # the environment changed since, or it died
             _template = None
@@ -171,16 +171,10 @@ def _become_subreaper() -> None:
 
 def _environment() -> dict[str, str]:
     """The environment a template starts with. Changed, it no longer fits: what it imported
-    may have read it. The grader's own TILECOURSE_ variables are left out of the comparison:
-    they are read only once the plan has given the worker its real environment."""
+    may have read it. (The backend is not in it: the plan names the worker's track and
+    device.)"""
     return processes.child_env(_PLACEHOLDER)
 
-
-def _fits(env: dict[str, str], now: dict[str, str]) -> bool:
-    def imported_with(e: dict[str, str]) -> dict[str, str]:
-        return {k: v for k, v in e.items() if not k.startswith("TILECOURSE_")}
-
-    return imported_with(env) == imported_with(now)
 
 
 def _start(env: dict[str, str], start: str) -> Spare:

@@ -272,23 +272,22 @@ def _warm() -> None:
             pass
 
 
-def _bind_before_student_code(track: str, role: str) -> None:
+def _bind_before_student_code(track: str, role: str, device: str) -> None:
     """Import what grading relies on, and hook the kernel language's launches, before the
-    submission can touch them."""
+    submission can touch them; on the CPU, cuTile's launches run in the simulator."""
     import torch  # noqa: F401
 
     from grader import problems, timing  # noqa: F401
     from grader.replay import poison  # noqa: F401
     from grader.sandbox import launches, submission  # noqa: F401
-    from grader.backends.selection import SIMULATE
+    from grader.tracks import TRACKS
 
-    language = {"triton": "triton", "cutile": "cuda.tile"}.get(track)
-    if language:
+    if track in TRACKS:
         try:
-            importlib.import_module(language)
+            importlib.import_module(TRACKS[track].module)
         except ImportError:
             pass  # the submission's own import then says what is missing
-    if os.environ.get(SIMULATE) == "1" and track == "cutile":
+    if device == "cpu" and track == "cutile":
         from grader import cutile_sim
 
         cutile_sim.install()  # ct.launch runs kernels in the simulator, on the CPU
@@ -328,7 +327,7 @@ def main(fd: int, start: str = "cold") -> None:
     # the bootstrap runs as root); now the grader's own sys.path, behind the package root.
     sys.path[:] = list(dict.fromkeys([sys.path[0], *plan["sys_path"]]))
     sys.dont_write_bytecode = True
-    _bind_before_student_code(plan["track"], plan.get("role", "child"))
+    _bind_before_student_code(plan["track"], plan.get("role", "child"), plan["device"])
     from grader.sandbox.submission import SubmissionError
 
     protocol.send(sock, {"id": 0, "status": "ready",

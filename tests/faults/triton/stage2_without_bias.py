@@ -2,6 +2,8 @@
 
 expect: FAIL
 message: mismatch
+message: the bias is never added
+cause: bias_missing
 """
 
 import torch
