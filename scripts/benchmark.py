@@ -12,7 +12,7 @@ The table shows its time, the speed-up over torch by it, and the gap to grader.t
 figure; a gap above DISAGREE is marked `!`, so a bias of the grader's clock shows up as a
 disagreement rather than hiding in both columns.
 
-Usage:  python scripts/benchmark.py [--only STAGE] [--markdown FILE] [--seconds S]
+Usage:  python -m scripts benchmark [--only STAGE] [--markdown FILE] [--seconds S]
 """
 
 from __future__ import annotations
@@ -23,15 +23,13 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from grader import timing  # noqa: E402
-from grader.course import load_course  # noqa: E402
-from grader.judge.compare import compare  # noqa: E402
-from grader.problems import DTYPES  # noqa: E402
-from grader.sandbox.submission import Submission  # noqa: E402
-from grader.speed import ceilings  # noqa: E402
+from grader import timing
+from grader.judge.compare import compare
+from grader.problems import DTYPES
+from grader.sandbox.submission import Submission
+from grader.speed import ceilings
+from scripts import common
 
 DISAGREE = 0.03  # the two methods' medians differ by more than this: find out why
 
@@ -70,7 +68,7 @@ def references(course, stage, tracks: list[str]) -> dict[str, Submission]:
     """The stage's reference solution on each track, loaded."""
     kernels = {}
     for track in tracks:
-        kernels[track] = Submission(course.module_path(stage, track, True), stage.problem.function)
+        kernels[track] = common.reference(course, stage, track)
         kernels[track].load()
     return kernels
 
@@ -100,7 +98,7 @@ def main() -> int:
     parser.add_argument("--no-cutile", action="store_true")
     args = parser.parse_args()
 
-    course = load_course(ROOT / "course.toml")
+    course = common.course()
     limits = ceilings.ceilings()
     print(f"# {limits.gpu}: measured ceilings {limits.memory_gbps:g} GB/s, "
           f"{limits.tflops} TFLOP/s; torch {torch.__version__}", flush=True)

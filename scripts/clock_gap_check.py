@@ -17,7 +17,7 @@ should match grader.timing and the zeroing-one-at-a-time cell do_bench. The SM c
 are sampled every 20 ms through NVML while each cell runs, so that a gap that follows the
 clock shows as one.
 
-Usage:  python scripts/clock_gap_check.py [--only STAGE] [--repeats N] [--rounds R]
+Usage:  python -m scripts clockgap [--only STAGE] [--repeats N] [--rounds R]
 """
 
 from __future__ import annotations
@@ -32,14 +32,9 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))  # benchmark.py, also when this file is imported
-
-from benchmark import callables, do_bench_ms, references, shape_label, shapes  # noqa: E402
-
-from grader import timing  # noqa: E402
-from grader.course import load_course  # noqa: E402
+from grader import timing
+from scripts import common
+from scripts.benchmark import callables, do_bench_ms, references, shape_label, shapes
 
 CELLS = ("read-interleaved", "zero-interleaved", "read-alone", "zero-alone")
 WARMUP_MS = 25.0  # do_bench's warm-up: back-to-back calls without a flush, before the repeats
@@ -211,7 +206,7 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("clock gap check: not run: needs a GPU")
         return 1
-    course = load_course(ROOT / "course.toml")
+    course = common.course()
     monitor = GpuMonitor()
     lines = [f"# {torch.cuda.get_device_name()}, torch {torch.__version__}: ms per call "
              f"(median of {args.repeats} calls, median of {args.rounds} rounds)"]

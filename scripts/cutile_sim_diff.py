@@ -7,7 +7,7 @@ reference with the stage's tolerance; the verdicts (pass/fail) must agree, and w
 pass, the two outputs must agree within the stage's tolerance. Prints one line per variant
 and exits 1 on any disagreement.
 
-Usage:  python3 scripts/cutile_sim_diff.py [--random N] [--only STAGE]
+Usage:  python -m scripts simdiff [--random N] [--only STAGE]
         (where scripts/stage-device.sh staged the cuTile toolchain: `source .device/env.sh` first)
 """
 
@@ -20,17 +20,16 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-import cuda.tile as ct  # noqa: E402
+import cuda.tile as ct
 
-from grader import cutile_sim  # noqa: E402
-from grader.course import Case, Stage, load_course  # noqa: E402
-from grader.judge.compare import compare  # noqa: E402
-from grader.problems import DTYPES  # noqa: E402
-from grader.replay.poison import PoisonFreshAllocations  # noqa: E402
-from grader.sandbox.submission import Submission  # noqa: E402
+from grader import cutile_sim
+from grader.course import Case, Stage
+from grader.judge.compare import compare
+from grader.problems import DTYPES
+from grader.replay.poison import PoisonFreshAllocations
+from grader.sandbox.submission import Submission
+from scripts import common
 
 # (stage, name, old, new, undefined): faults a student makes in cuTile, applied to the
 # references. `undefined`: the fault relies on behaviour cuTile leaves undefined (padding
@@ -104,7 +103,7 @@ def main() -> int:
     parser.add_argument("--random", type=int, default=3, help="random shapes per stage and dtype")
     parser.add_argument("--only", action="append")
     args = parser.parse_args()
-    course = load_course(ROOT / "course.toml")
+    course = common.course()
     rng = random.Random(20261130)
     disagreements = 0
     for stage in course.stages:

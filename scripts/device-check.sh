@@ -9,23 +9,23 @@
 #     (the updated course.toml comes back as $OUT/course.toml)
 #   exercises: `grade all` on the untouched exercises, every stage NOT STARTED; two stages
 #     graded again with warm caches, 5 on cuTile and 4 on Triton (under 30 s each)
-#   corpus: the GPU-only part of the bad-submission corpus (scripts/gpu_corpus.py), the
+#   corpus: the GPU-only part of the bad-submission corpus (`python -m scripts corpus`), the
 #     sandbox on the GPU included (CORPUS_ONLY=WORD: only the submissions named with WORD)
-#   timing: scripts/timing_check.py, the grader's timing of every reference against the
+#   timing: `python -m scripts timing`, the grader's timing of every reference against the
 #     in-process CUDA-event figure, matmul graded five times
-#   untuned-triton / untuned-cutile: scripts/untuned_check.py on that track, the plain
+#   untuned-triton / untuned-cutile: `python -m scripts untuned` on that track, the plain
 #     (untuned) solutions against the references with the grader's speed checks: the
 #     references must earn every speed point and the plain solutions none
-#   repeat: scripts/repeat_check.py, matmul and softmax references graded 5 times each on both
+#   repeat: `python -m scripts repeat`, matmul and softmax references graded 5 times each on both
 #     tracks, alternating with a copy made 10% slower: same verdict every time, speed-ups
 #     within 2%, the slower copy told apart every time (REPEAT_ARGS: its options)
-#   sweep: scripts/sweep.py, variants of the references' TUNE places timed side by side with
+#   sweep: `python -m scripts sweep`, variants of the references' TUNE places timed side by side with
 #     the reference and PyTorch (SWEEP_ARGS: its options, e.g. --track triton)
-#   benchmark: scripts/benchmark.py, every reference and PyTorch by both clocks (the
+#   benchmark: `python -m scripts benchmark`, every reference and PyTorch by both clocks (the
 #     grader's and do_bench), the table also as Markdown in $OUT/benchmark.md
-#   flush: scripts/flush_check.py, the short memory-bound references and their baselines
+#   flush: `python -m scripts flush`, the short memory-bound references and their baselines
 #     timed after a zeroing and after a reading L2 flush
-#   clockgap: scripts/clock_gap_check.py, why the grader's clock and do_bench disagree: each
+#   clockgap: `python -m scripts clockgap`, why the grader's clock and do_bench disagree: each
 #     shape timed with either flush in either order, SM clock and power sampled
 #     (CLOCKGAP_ARGS: its options); the tables also in $OUT/clockgap.md
 # Usage: on a GPU machine with the course's folder, `scripts/device-check.sh [PART ...]`;
@@ -109,51 +109,51 @@ fi
 if part corpus; then
   echo "== gpu corpus"
   start=$(date +%s)
-  "$PY" scripts/gpu_corpus.py ${CORPUS_ONLY:-} 2>&1 | tee "$TMP/corpus.log" | grep --line-buffered -v "^grading" || status=1
+  "$PY" -m scripts corpus ${CORPUS_ONLY:-} 2>&1 | tee "$TMP/corpus.log" | grep --line-buffered -v "^grading" || status=1
   cat "$TMP/corpus.log" >> "$OUT/logs.txt"
   echo "== gpu corpus: $(( $(date +%s) - start )) s"
 fi
 if part flush; then
   echo "== flush check"
   start=$(date +%s)
-  "$PY" scripts/flush_check.py 2>&1 | tee "$OUT/flush.txt" || status=1
+  "$PY" -m scripts flush 2>&1 | tee "$OUT/flush.txt" || status=1
   echo "== flush check: $(( $(date +%s) - start )) s"
 fi
 if part timing; then
   echo "== timing check"
   start=$(date +%s)
-  "$PY" scripts/timing_check.py --repeat 5 --seconds 2 2>&1 | tee "$OUT/timing.txt" || status=1
+  "$PY" -m scripts timing --repeat 5 --seconds 2 2>&1 | tee "$OUT/timing.txt" || status=1
   echo "== timing check: $(( $(date +%s) - start )) s"
 fi
 if part repeat; then
   echo "== repeat check"
   start=$(date +%s)
-  words "${REPEAT_ARGS:-}"; "$PY" scripts/repeat_check.py "${WORDS[@]}" 2>&1 | grep --line-buffered -v "^grading" | tee "$OUT/repeat.txt" || status=1
+  words "${REPEAT_ARGS:-}"; "$PY" -m scripts repeat "${WORDS[@]}" 2>&1 | grep --line-buffered -v "^grading" | tee "$OUT/repeat.txt" || status=1
   echo "== repeat check: $(( $(date +%s) - start )) s"
 fi
 if part sweep; then
   echo "== tuning sweep"
   start=$(date +%s)
-  words "${SWEEP_ARGS:-}"; "$PY" scripts/sweep.py "${WORDS[@]}" 2>&1 | grep --line-buffered -v "^grading" | tee "$OUT/sweep.txt" || status=1
+  words "${SWEEP_ARGS:-}"; "$PY" -m scripts sweep "${WORDS[@]}" 2>&1 | grep --line-buffered -v "^grading" | tee "$OUT/sweep.txt" || status=1
   echo "== tuning sweep: $(( $(date +%s) - start )) s"
 fi
 if part benchmark; then
   echo "== benchmark"
   start=$(date +%s)
-  "$PY" scripts/benchmark.py --seconds 1.5 --markdown "$OUT/benchmark.md" 2>&1 | tee "$OUT/benchmark.txt" || status=1
+  "$PY" -m scripts benchmark --seconds 1.5 --markdown "$OUT/benchmark.md" 2>&1 | tee "$OUT/benchmark.txt" || status=1
   echo "== benchmark: $(( $(date +%s) - start )) s"
 fi
 if part clockgap; then
   echo "== clock gap check"
   start=$(date +%s)
-  words "${CLOCKGAP_ARGS:-}"; "$PY" scripts/clock_gap_check.py "${WORDS[@]}" --markdown "$OUT/clockgap.md" 2>&1 | grep --line-buffered -v "^grading" || status=1
+  words "${CLOCKGAP_ARGS:-}"; "$PY" -m scripts clockgap "${WORDS[@]}" --markdown "$OUT/clockgap.md" 2>&1 | grep --line-buffered -v "^grading" || status=1
   echo "== clock gap check: $(( $(date +%s) - start )) s"
 fi
 for track in triton cutile; do
   if part "untuned-$track"; then
     echo "== untuned check, $track"
     start=$(date +%s)
-    "$PY" scripts/untuned_check.py --track "$track" --keep "$TMP/untuned" 2>&1 | tee "$OUT/untuned-$track.txt" || status=1
+    "$PY" -m scripts untuned --track "$track" --keep "$TMP/untuned" 2>&1 | tee "$OUT/untuned-$track.txt" || status=1
     echo "== untuned check, $track: $(( $(date +%s) - start )) s"
   fi
 done

@@ -7,7 +7,7 @@ flush, before the start event. The difference matters most for short memory-boun
 here the references of course.toml's memory-bound speed cases and their PyTorch baselines are timed
 with each flush, alternating, `--rounds` times, with timing.measure.
 
-Usage:  python scripts/flush_check.py [--rounds N] [--seconds S]
+Usage:  python -m scripts flush [--rounds N] [--seconds S]
 """
 
 from __future__ import annotations
@@ -15,17 +15,13 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from grader import timing  # noqa: E402
-from grader.course import load_course  # noqa: E402
-from grader.problems import DTYPES  # noqa: E402
-from grader.sandbox.submission import Submission  # noqa: E402
+from grader import timing
+from grader.problems import DTYPES
+from scripts import common
 
 
 def memory_bound_cases(course):
@@ -51,7 +47,7 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("flush check: not run: needs a GPU")
         return 1
-    course = load_course(ROOT / "course.toml")
+    course = common.course()
     reading = timing.L2Flush(torch.device("cuda", torch.cuda.current_device()))
     flushes = {"zeroing": zeroing(reading), "reading": reading}
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}: median ms per call "
@@ -65,7 +61,7 @@ def main() -> int:
         call = problem.make_call(params, DTYPES[dtype], torch.Generator().manual_seed(0)).to("cuda")
         kernels = {}
         for track in ("triton", "cutile"):
-            submission = Submission(course.module_path(stage, track, True), problem.function)
+            submission = common.reference(course, stage, track)
             submission.load()
             kernels[track] = submission.bound(call.args, call.kwargs)
         kernels["torch"] = lambda: problem.baselines["torch"](call)

@@ -26,7 +26,7 @@ corpus is tests/attacks/ and tests/faults/, graded by tests/test_attack_files.py
 - vector add that tries to read the reference and to plant a file next to the grader's
   checks: it finds neither, and still runs on the GPU with every sandbox protection in force.
 
-Usage:  python scripts/gpu_corpus.py [WORD]   (only submissions whose name contains WORD;
+Usage:  python -m scripts corpus [WORD]   (only submissions whose name contains WORD;
         exit code 1 if any verdict is not as expected)
 """
 
@@ -38,13 +38,13 @@ import tempfile
 import zlib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from grader.backends import selection as backends  # noqa: E402
-from grader.course import Case, Course, Threshold, load_course  # noqa: E402
-from grader.grading import grade_stage  # noqa: E402
-from grader.instructor.skeletons import make_plain_solution  # noqa: E402
+from grader.backends import selection as backends
+from grader.course import Case, Course, Threshold
+from grader.grading import grade_stage
+from grader.instructor.skeletons import make_plain_solution
+from scripts import common
+from scripts.common import ROOT
 
 # Vector add and torch.add both stream at the copy bandwidth (1.00x on the H200): a speed-up
 # above this means the baseline was slowed and the slowing believed.
@@ -287,7 +287,7 @@ def like_honest(result, honest) -> tuple[bool, str]:
 
 def main() -> int:
     selection = backends.select("triton")
-    real = load_course(ROOT / "course.toml")
+    real = common.course()
     failures = 0
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)

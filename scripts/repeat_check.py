@@ -23,7 +23,7 @@ Exit code 1 when the reference's speed-ups spread more than 2%, when a verdict u
 differs between runs of one kernel, or when a slowed run is not told apart from every run
 of the reference (its speed-up at or above the slowest reference run's).
 
-Usage:  python scripts/repeat_check.py [--track T] [--only STAGE] [--runs N]
+Usage:  python -m scripts repeat [--track T] [--only STAGE] [--runs N]
 """
 
 from __future__ import annotations
@@ -38,15 +38,14 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from grader import timing  # noqa: E402
-from grader.backends import selection as backends  # noqa: E402
-from grader.course import Threshold, load_course  # noqa: E402
-from grader.sandbox import Runner  # noqa: E402
-from grader.sandbox.submission import Submission  # noqa: E402
-from grader.speed.check import SpeedCheck  # noqa: E402
+from grader import timing
+from grader.backends import selection as backends
+from grader.course import Threshold
+from grader.sandbox import Runner
+from grader.sandbox.submission import Submission
+from grader.speed.check import SpeedCheck
+from scripts import common
 
 SLOWER = 0.10
 SPREAD = 0.02
@@ -92,7 +91,7 @@ def main() -> int:
     parser.add_argument("--track", action="append", choices=["triton", "cutile"])
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
-    course = load_course(ROOT / "course.toml")
+    course = common.course()
     arch = backends.gpu_arch()
     rate = cycles_per_ms()
     print(f"# {torch.cuda.get_device_name()} ({arch}), torch {torch.__version__}; "

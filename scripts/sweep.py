@@ -15,7 +15,7 @@ roofline limit and the speed-up over the reference.
 A variant whose lines are no longer in the reference fails loudly (tests/test_speed.py
 checks every one on the CPU), so the sweep cannot rot into timing copies of the reference.
 
-Usage:  python scripts/sweep.py [--only STAGE] [--track T] [--label TEXT] [--seconds S]
+Usage:  python -m scripts sweep [--only STAGE] [--track T] [--label TEXT] [--seconds S]
         [--list] [--reference-last]
 """
 
@@ -27,10 +27,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from grader.course import load_course  # noqa: E402
+from scripts import common
 
 
 @dataclass(frozen=True)
@@ -202,7 +199,7 @@ def main() -> int:
                         help="load and time the reference after its variants (is the first "
                              "one loaded timed differently?)")
     args = parser.parse_args()
-    course = load_course(ROOT / "course.toml")
+    course = common.course()
     chosen = [v for v in VARIANTS if (not args.only or v.stage in args.only)
               and (not args.track or v.track in args.track)
               and (not args.label or any(text in v.label for text in args.label))]
@@ -221,15 +218,12 @@ def main() -> int:
 
 def sweep(course, stage, track, variants: list[Variant], tmp: Path, seconds: float,
           reference_last: bool = False) -> None:
-    import torch
-
-    from benchmark import shape_label, shapes  # the shapes benchmark.py times, course.toml's first
-
     from grader import timing
     from grader.judge.compare import compare
     from grader.problems import DTYPES
     from grader.sandbox.submission import Submission
     from grader.speed import ceilings
+    from scripts.benchmark import shape_label, shapes  # the shapes benchmark times, course.toml's first
 
     problem = stage.problem
     path = course.module_path(stage, track, solutions=True)

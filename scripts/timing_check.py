@@ -18,7 +18,7 @@ With --diagnose, no table: for the first speed case of each stage, batches of 0 
 on both sides, and what each side's clock saw beyond the call times, so that what the
 child's batches cost per batch and per call beyond the grader's own can be told apart.
 
-Usage:  python scripts/timing_check.py [--only STAGE] [--track T] [--repeat N] [--seconds S]
+Usage:  python -m scripts timing [--only STAGE] [--track T] [--repeat N] [--seconds S]
                                        [--diagnose]
 """
 
@@ -27,19 +27,16 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from grader import timing  # noqa: E402
-from grader.backends import selection as backends  # noqa: E402
-from grader.course import load_course  # noqa: E402
-from grader.sandbox import Runner  # noqa: E402
-from grader.sandbox.submission import Submission  # noqa: E402
-from grader.speed.trial import Trial  # noqa: E402
+from grader import timing
+from grader.backends import selection as backends
+from grader.sandbox import Runner
+from grader.sandbox.submission import Submission
+from grader.speed.trial import Trial
+from scripts import common
 
 
 def graded(stage, case, runner, seconds: float):
@@ -87,7 +84,7 @@ def main() -> int:
     parser.add_argument("--case", default="matmul:0", help="STAGE:INDEX of the repeated case")
     parser.add_argument("--diagnose", action="store_true")
     args = parser.parse_args()
-    course = load_course(ROOT / "course.toml")
+    course = common.course()
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}", flush=True)
     if not args.diagnose:
         print(f"{'track':<7} {'stage':<16} {'case':<44} {'in-process':>10} {'graded':>9} {'ratio':>6} "

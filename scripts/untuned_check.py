@@ -16,7 +16,7 @@ tile already reaches the copy ceiling), or when a
 run gave no result; 0 otherwise. Without a GPU the grader still runs (correctness only,
 on Triton's interpreter or the cuTile simulator) and every row says "not graded: no GPU".
 
-Usage:  python scripts/untuned_check.py [--track T] [--only STAGE] [--keep DIR]
+Usage:  python -m scripts untuned [--track T] [--only STAGE] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -30,11 +30,10 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from grader.course import load_course  # noqa: E402
-from grader.instructor.skeletons import write_plain_solutions  # noqa: E402
+from grader.instructor.skeletons import write_plain_solutions
+from scripts import common
+from scripts.common import ROOT
 
 def grade(course_file: Path, track: str, stages: list[str], target: list[str],
           out: Path) -> dict | None:
@@ -83,7 +82,7 @@ def main() -> int:
     parser.add_argument("--only", action="append", help="stage id (repeatable)")
     parser.add_argument("--keep", type=Path, help="keep the plain solutions and results here")
     args = parser.parse_args()
-    course = load_course(ROOT / "course.toml")
+    course = common.course()
     stages = [s for s in course.stages if s.speed and (not args.only or s.id in args.only)]
     if not stages:
         print("untuned check: no stage with speed cases selected")

@@ -119,12 +119,9 @@ def test_a_torch_fallback_in_the_cutile_track_fails(grade_cutile):
 
 def _diff_script_variants():
     """The broken variants of scripts/cutile_sim_diff.py (the GPU differential test)."""
-    import importlib.util
+    import importlib
 
-    spec = importlib.util.spec_from_file_location("cutile_sim_diff", ROOT / "scripts" / "cutile_sim_diff.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.VARIANTS
+    return importlib.import_module("scripts.cutile_sim_diff").VARIANTS
 
 
 VARIANTS = _diff_script_variants()

@@ -1,6 +1,6 @@
 """Exercises are generated from the solutions, stay in sync, and never contain solution code."""
 
-import importlib.util
+import importlib
 import json
 import os
 import re
@@ -297,10 +297,7 @@ def test_every_plain_solution_passes_every_correctness_case(run_grade, course, p
 
 
 def load_untuned_check():
-    spec = importlib.util.spec_from_file_location("untuned_check", ROOT / "scripts" / "untuned_check.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module("scripts.untuned_check")
 
 
 def test_untuned_check_judges_the_speed_cases_by_issue_15(course):
@@ -323,10 +320,10 @@ def test_untuned_check_judges_the_speed_cases_by_issue_15(course):
 
 
 def test_untuned_check_says_not_graded_without_a_gpu(tmp_path):
-    """On a CPU the script grades (correctness only) and says so, rather than crashing."""
-    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "untuned_check.py"),
+    """On a CPU the study grades (correctness only) and says so, rather than crashing."""
+    run = subprocess.run([sys.executable, "-m", "scripts", "untuned",
                           "--only", "vector_add", "--track", "triton", "--keep", str(tmp_path)],
-                         capture_output=True, text=True, timeout=600,
+                         capture_output=True, text=True, timeout=600, cwd=ROOT,
                          env={**os.environ, "TRITON_INTERPRET": "1"})
     assert run.returncode == 0, run.stdout + run.stderr
     row = next(line for line in run.stdout.splitlines() if line.startswith("vector_add"))

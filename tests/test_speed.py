@@ -8,7 +8,6 @@ scripts/device-check.sh.
 
 import dataclasses
 import json
-import sys
 
 import pytest
 import torch
@@ -623,13 +622,9 @@ def test_the_output_checksum_sees_every_bit_and_only_the_bits(dtype, count):
 
 
 def _script(name: str):
-    import importlib.util
+    import importlib
 
-    spec = importlib.util.spec_from_file_location(f"scripts.{name}", ROOT / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module(f"scripts.{name}")
 
 
 def test_the_benchmark_table_marks_where_the_second_opinion_disagrees():
@@ -783,3 +778,18 @@ def test_the_baseline_alone_is_the_median_of_its_batches_after_the_first(monkeyp
     found = Trial(problem, {"n": 100}, "float32", None, problem.baselines["torch"],
                   None, timing.Budget(warmup=1), "cpu").baseline_alone()
     assert found == pytest.approx(0.025)
+
+
+def test_the_gpu_studies_have_one_entry_point():
+    """`python -m scripts NAME`: every study a module of the package with a main(), found
+    through one table, importing the grader and each other as packages (no sys.path edits)."""
+    import importlib
+
+    from scripts.__main__ import STUDIES, main
+
+    for name, (module, _) in STUDIES.items():
+        assert callable(importlib.import_module(f"scripts.{module}").main), name
+    studies = {p.stem for p in (ROOT / "scripts").glob("*.py")} - {"__init__", "__main__", "common"}
+    assert studies == {module for module, _ in STUDIES.values()}
+    assert not [p.name for p in (ROOT / "scripts").glob("*.py") if "sys.path" in p.read_text()]
+    assert main(["no-such-study"]) == 2 and main([]) == 0

@@ -1,0 +1,7 @@
+"""The GPU studies: what the grader's timing and the reference kernels do on a real GPU.
+
+One entry point, run from the checkout's folder: `python -m scripts NAME [OPTIONS]`
+(`python -m scripts` lists them; `scripts/device-check.sh` runs them in parts). Each study is
+a module here with a `main()`; what they share (the course, the references loaded) is in
+`scripts.common`. They time and compare, and grade only through the grader's own code.
+"""
