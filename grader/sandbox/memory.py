@@ -6,8 +6,8 @@ with many cores gives every thread a stack. So the grader measures what the tree
 holds: its share of the anonymous and shared-memory pages of each of its processes (the
 bootstrap, the namespace's init, the worker and anything the submission started, which
 the PID namespace keeps below them), every PERIOD seconds, and kills the tree that holds
-more than LIMIT. The verdict is a crash of the case, in these words: "its processes held
-more than 4 GiB of memory". The child's scratch tmpfs mounts are bounded apart, by their
+more than LIMIT. The verdict is a crash of the case that says how much the tree held
+(`describe`). The child's scratch tmpfs mounts are bounded apart, by their
 size (grader.sandbox.filesystem): one submission can hold at most LIMIT per process tree
 plus those.
 """
@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 from pathlib import Path
 
 from grader.sandbox.privileges import Protection
@@ -81,7 +82,7 @@ def _keep() -> None:
                 held = tree_bytes(root, parents)
                 if held > LIMIT:
                     _kill(root, held)
-        threading.Event().wait(PERIOD)
+        time.sleep(PERIOD)
 
 
 def _kill(root: int, held: int) -> None:

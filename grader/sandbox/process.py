@@ -153,6 +153,7 @@ class Process:
         if self._sock is not None:
             self._sock.close()
         if self._process is not None:
+            memory.forget(self._process.pid)  # before it is reaped: its pid may be reused
             if self._process.poll() is None:
                 self._process.send_signal(signal.SIGTERM)  # the bootstrap ends the namespace
                 try:
@@ -161,7 +162,6 @@ class Process:
                     processes.kill_group(self._process.pid)
                     self._process.wait()
             processes.kill_group(self._process.pid)  # without namespaces: what stayed in its group
-            memory.forget(self._process.pid)
         if self._base is not None:
             shutil.rmtree(self._base, ignore_errors=True)
         self._process = self._sock = self._base = None
