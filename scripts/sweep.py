@@ -102,6 +102,16 @@ def _variants() -> list[Variant]:
     add("triton", "flash_attention", "D=128 by pointers, 64x64, 4 warps (the path D = 64 takes)",
         ("    if D == 128 and hopper and rows:\n", "    if False:  # pointer loads at every head size\n"))
 
+    # Triton attention on Hopper: the key loop warp-specialized (producer warps load K and V
+    # while consumer warp groups compute), as Triton's own attention tutorial does.
+    loop = "    for start_n in range(lo, hi, BLOCK_N):\n"
+    specialized = "    for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=True):\n"
+    add("triton", "flash_attention", "D=128 by descriptors, warp-specialized key loop",
+        (loop, specialized))
+    add("triton", "flash_attention", "D=128 by descriptors, warp-specialized key loop, 2 stages",
+        (loop, specialized),
+        (described, described.replace("num_stages=3", "num_stages=2")))
+
     # Triton attention: the products' arithmetic. The rescaled accumulator as tl.dot's own
     # accumulator (the add inside the tensor-core instruction); the scale applied to every
     # score before the max (the plain kernel's form) instead of inside the exponent.

@@ -17,6 +17,7 @@ import types
 from typing import Any
 
 from grader.tracks import TRACKS
+
 ALLOWED_MODULES = (*(t.module for t in TRACKS.values()), "math", "numpy", "torch")
 SAFE_BUILTINS = {"int": int, "float": float, "bool": bool, "str": str, "min": min, "max": max,
                  "abs": abs, "round": round, "len": len}

@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from grader.tracks import TRACKS
+
 MAX_STEPS = 256
 MAX_LAUNCHES = 64
 MAX_DIMS = 8
