@@ -233,7 +233,7 @@ def sweep(course, stage, track, variants: list[Variant], tmp: Path, seconds: flo
     from grader.problems import DTYPES
     from grader.sandbox.submission import Submission
     from grader.speed import ceilings
-    from scripts.benchmark import shape_label, shapes  # the shapes benchmark times, course.toml's first
+    from scripts.benchmark import shape_label, shapes  # benchmark's shapes, course.toml's first
 
     problem = stage.problem
     path = course.module_path(stage, track, solutions=True)

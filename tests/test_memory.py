@@ -15,7 +15,8 @@ HOLD = "import time; x = bytearray({mib} << 20); x[::4096] = b'1' * len(x[::4096
 
 def start(mib: int) -> subprocess.Popen:
     """A process whose child holds `mib` MiB, every page written."""
-    code = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {HOLD.format(mib=mib)!r}])"
+    child = HOLD.format(mib=mib)
+    code = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {child!r}])"
     return subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
 
 

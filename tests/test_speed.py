@@ -369,8 +369,8 @@ def test_the_baseline_timed_is_the_architecture_s_where_it_names_one(monkeypatch
     choice, in fp16 (a T4 has no bf16 arithmetic), so its speed points can be earned."""
     monkeypatch.setattr(speed, "gpu_arch", lambda: arch)
     stage = course.select("flash_attention")
-    gpu = backends.Selection(dataclasses.replace(backends.BACKENDS["triton"], device="cuda"), "test")
-    check = speed.SpeedCheck(stage, gpu, runner=None)
+    triton = dataclasses.replace(backends.BACKENDS["triton"], device="cuda")
+    check = speed.SpeedCheck(stage, backends.Selection(triton, "test"), runner=None)
     assert check.baseline == timed
     assert check._trial(stage.speed.cases[0]).baseline is stage.problem.baselines[timed]
     assert any(c.dtype == "float16" for c in stage.speed.cases)

@@ -33,7 +33,8 @@ def test_a_track_has_its_backends_its_code_and_its_corpora(name):
         import tomllib
     except ModuleNotFoundError:  # Python 3.10
         import tomli as tomllib
-    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
     assert track.extra is None or track.extra in extras
     for corpus in ("faults", "attacks"):
         assert list((ROOT / "tests" / corpus / name).glob("stage*.py")), (corpus, name)

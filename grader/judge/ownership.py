@@ -31,14 +31,14 @@ def report(writers: torch.Tensor, extents: list[int], words: Words) -> list[str]
         return []
     stores = _Stores(who, _Place(tuple(writers.shape), extents), words)
     lines = stores.spread() + stores.partial() + stores.shared() + stores.untouched()
-    size = " x ".join(map(str, extents))
+    size, tiles = " x ".join(map(str, extents)), _count_tiles(stores.place.n_tiles)
     if not lines:
         return [f"every tile was stored whole by one {words.program}, and no {words.program} "
-                f"stored outside its tile ({_count_tiles(stores.place.n_tiles)} of {size}): the stores "
-                "land where they belong; the wrong values come from what was loaded or computed"]
+                f"stored outside its tile ({tiles} of {size}): the stores land where they "
+                "belong; the wrong values come from what was loaded or computed"]
     lines.append(stores.listing())
     return [f"what each {words.program} stored, against the output's tiles ({size} elements per "
-            f"tile, {_count_tiles(stores.place.n_tiles)}):", *(f"  {line}" for line in lines)]
+            f"tile, {tiles}):", *(f"  {line}" for line in lines)]
 
 
 class _Stores:
@@ -105,7 +105,8 @@ class _Stores:
         total = math.prod(list(self.words.grid))
         # where programs stored the same elements, the map knows none of them by name
         empty = "nothing alone" if bool((self.who == SEVERAL).any()) else "nothing"
-        shown = [f"{self.words.name(p)} -> {self._tiles(self.tile[self.program == p], ' + ') or empty}"
+        shown = [f"{self.words.name(p)} -> "
+                 f"{self._tiles(self.tile[self.program == p], ' + ') or empty}"
                  for p in range(min(total, LIST))]
         return (f"{self.words.program} -> tile stored, in grid order: " + ", ".join(shown)
                 + (", ..." if total > LIST else ""))

@@ -57,7 +57,8 @@ class Watch:
         """Watch launch number `index` of the call."""
         grid = tuple(grid) + (1,) * (3 - len(grid))
         programs = int(np.prod(grid))
-        launch = LaunchWatch(regions, programs, self.source, TRACKS[language].words_for(grid), index)
+        words = TRACKS[language].words_for(grid)
+        launch = LaunchWatch(regions, programs, self.source, words, index)
         hooks = HOOKS[language]
         notes: dict[tuple, list] = {}
         with hooks(self, launch, grid, notes):
