@@ -12,7 +12,7 @@ and what must come of it (after the first line, prose may explain; these lines d
     rules: relaxed                                grade without the static check's lists
     points: 0                                     the points it must get
     backend: cutile-sim                           default: the track's backend on the CPU
-    memory: 256                                   the memory ceiling to grade it under, MiB
+    memory: 1024                                  the memory ceiling to grade it under, MiB
     '''
 
 Stage 1 is graded on a one-case course, any other stage on the course's own cases. Whatever

@@ -3,10 +3,14 @@
 A resource limit cannot do it: RLIMIT_AS and RLIMIT_DATA count address space, and CUDA
 reserves tens of GB of it that it never fills (its unified addressing), while a machine
 with many cores gives every thread a stack. So the grader measures what the tree really
-holds: its share of the anonymous and shared-memory pages of each of its processes (the
+holds: the anonymous and shared-memory pages resident in each of its processes (the
 bootstrap, the namespace's init, the worker and anything the submission started, which
 the PID namespace keeps below them), every PERIOD seconds, and kills the tree that holds
-more than LIMIT. The verdict is a crash of the case that says how much the tree held
+more than LIMIT. A page a fork still shares with its parent counts in both (the spares are
+forks of a template that imported PyTorch: an honest tree counts a few hundred MiB), so
+the ceiling errs on the strict side. Each measurement must be cheap, for it runs all through
+a grading: the resident counts come from /proc/PID/status, and a process's parent is read
+once, when it is first seen. The verdict is a crash of the case that says how much the tree held
 (`describe`). The child's scratch tmpfs mounts are bounded apart, by their
 size (grader.sandbox.filesystem): one submission can hold at most LIMIT per process tree
 plus those.
@@ -28,13 +32,14 @@ PROC = Path("/proc")
 PROTECTION = Protection("memory ceiling", True, f"at most {LIMIT >> 30} GiB per process tree, "
                         f"measured by the grader every {PERIOD:g} s (the scratch tmpfs apart, "
                         "bounded by its size)")
-_SHARES = (b"Pss_Anon:", b"Pss_Shmem:", b"SwapPss:")  # of /proc/PID/smaps_rollup, in kB
 _RESIDENT = (b"RssAnon:", b"RssShmem:", b"VmSwap:")  # of /proc/PID/status, in kB
 
 _lock = threading.Lock()
 _watched: set[int] = set()  # the roots of the trees being watched
 _over: dict[int, int] = {}  # root -> bytes it held when it was killed
 _thread: threading.Thread | None = None
+_parent_of: dict[int, int] = {}  # every process seen alive, and its parent
+_parents_lock = threading.Lock()
 
 
 def watch(root: int) -> None:
@@ -97,17 +102,19 @@ def _kill(root: int, held: int) -> None:
 
 
 def _parents() -> dict[int, int]:
-    """Every process's parent, from /proc."""
-    found = {}
-    for entry in os.scandir(PROC):
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (PROC / entry.name / "stat").read_bytes()
-        except OSError:
-            continue  # gone meanwhile
-        found[int(entry.name)] = int(stat[stat.rindex(b")") + 2:].split()[1])
-    return found
+    """Every live process's parent, from /proc: read once per process (a process whose
+    parent ends is adopted by the namespace's init, which is in the same tree)."""
+    alive = {int(entry.name) for entry in os.scandir(PROC) if entry.name.isdigit()}
+    with _parents_lock:
+        for pid in _parent_of.keys() - alive:
+            del _parent_of[pid]
+        for pid in alive - _parent_of.keys():
+            try:
+                stat = (PROC / str(pid) / "stat").read_bytes()
+            except OSError:
+                continue  # gone meanwhile
+            _parent_of[pid] = int(stat[stat.rindex(b")") + 2:].split()[1])
+        return dict(_parent_of)
 
 
 def _tree(root: int, parents: dict[int, int]) -> list[int]:
@@ -123,17 +130,10 @@ def _tree(root: int, parents: dict[int, int]) -> list[int]:
 
 
 def _held(pid: int) -> int:
-    """A process's share of the anonymous and shared-memory pages it maps, swapped ones
-    included: proportional, so that the pages a fork shares with its parent (the spares'
-    template, grader.sandbox.spares) count once; where the kernel has no such sums, the
-    resident pages."""
-    for name, fields in (("smaps_rollup", _SHARES), ("status", _RESIDENT)):
-        try:
-            text = (PROC / str(pid) / name).read_bytes()
-        except OSError:
-            continue
-        found = [int(line.split()[1]) * 1024 for line in text.splitlines()
-                 if line.startswith(fields)]
-        if found:
-            return sum(found)
-    return 0
+    """A process's resident anonymous and shared-memory pages, swapped ones included."""
+    try:
+        status = (PROC / str(pid) / "status").read_bytes()
+    except OSError:
+        return 0
+    return sum(int(line.split()[1]) * 1024 for line in status.splitlines()
+               if line.startswith(_RESIDENT))

@@ -2,12 +2,13 @@
 
 One student's memory must not starve the others graded beside it (`grade batch --jobs 4`):
 the grader measures what each confined process tree holds and stops the tree that holds
-more than its ceiling. Graded here under a ceiling of 256 MiB, so the test needs little
-memory; without the ceiling the kernel's result would pass.
+more than its ceiling. Graded here under a ceiling of 1 GiB, so the test needs less memory
+(an honest tree counts about 500 MiB on a CPU); without the ceiling the kernel's result
+would pass.
 
 expect: FAIL
-memory: 256
-message: more than the 0.25 GiB a submission may hold
+memory: 1024
+message: more than the 1 GiB a submission may hold
 points: 0
 """
 
