@@ -3,14 +3,16 @@
 A resource limit cannot do it: RLIMIT_AS and RLIMIT_DATA count address space, and CUDA
 reserves tens of GB of it that it never fills (its unified addressing), while a machine
 with many cores gives every thread a stack. So the grader measures what the tree really
-holds: the anonymous and shared-memory pages resident in each of its processes (the
-bootstrap, the namespace's init, the worker and anything the submission started, which
-the PID namespace keeps below them), every PERIOD seconds, and kills the tree that holds
-more than LIMIT. A page a fork still shares with its parent counts in both (the spares are
-forks of a template that imported PyTorch: an honest tree counts a few hundred MiB), so
-the ceiling errs on the strict side. Each measurement must be cheap, for it runs all through
-a grading: the resident counts come from /proc/PID/status, and a process's parent is read
-once, when it is first seen. The verdict is a crash of the case that says how much the tree held
+holds: the anonymous and shared-memory pages of each of its processes (the bootstrap, the
+namespace's init, the worker and anything the submission started, which the PID namespace
+keeps below them), every PERIOD seconds, and kills the tree that holds more than LIMIT.
+Each measurement must be cheap, for it runs all through a grading: the resident pages come
+from /proc/PID/status (a fraction of a millisecond), and a process's parent is read once,
+when it is first seen. Resident pages count a page that a fork still shares with its parent
+in both (the spares are forks of a template that imported PyTorch; a submission may fork
+too), so a tree that seems over the ceiling is measured again by each process's share of
+its pages (/proc/PID/smaps_rollup, tens of milliseconds a process), and only a tree over
+the ceiling by its shares is killed. The verdict is a crash of the case that says how much the tree held
 (`describe`). The child's scratch tmpfs mounts are bounded apart, by their
 size (grader.sandbox.filesystem): one submission can hold at most LIMIT per process tree
 plus those.
@@ -33,6 +35,7 @@ PROTECTION = Protection("memory ceiling", True, f"at most {LIMIT >> 30} GiB per 
                         f"measured by the grader every {PERIOD:g} s (the scratch tmpfs apart, "
                         "bounded by its size)")
 _RESIDENT = (b"RssAnon:", b"RssShmem:", b"VmSwap:")  # of /proc/PID/status, in kB
+_SHARES = (b"Pss_Anon:", b"Pss_Shmem:", b"SwapPss:")  # of /proc/PID/smaps_rollup, in kB
 
 _lock = threading.Lock()
 _watched: set[int] = set()  # the roots of the trees being watched
@@ -71,10 +74,12 @@ def describe(held: int) -> str:
             f"{LIMIT / 2**30:g} GiB a submission may hold; the grader stopped them")
 
 
-def tree_bytes(root: int, parents: dict[int, int] | None = None) -> int:
-    """What the processes below `root`, and `root`, hold in memory now."""
+def tree_bytes(root: int, parents: dict[int, int] | None = None, shares: bool = False) -> int:
+    """What the processes below `root`, and `root`, hold in memory now: their resident
+    pages, or with `shares` each one's share of the pages it has in common with others."""
     parents = _parents() if parents is None else parents
-    return sum(_held(pid) for pid in _tree(root, parents))
+    held = _share if shares else _resident
+    return sum(held(pid) for pid in _tree(root, parents))
 
 
 def _keep() -> None:
@@ -84,9 +89,10 @@ def _keep() -> None:
         if roots:
             parents = _parents()
             for root in roots:
-                held = tree_bytes(root, parents)
-                if held > LIMIT:
-                    _kill(root, held)
+                if tree_bytes(root, parents) > LIMIT:  # cheap, and never below the shares
+                    held = tree_bytes(root, parents, shares=True)
+                    if held > LIMIT:
+                        _kill(root, held)
         time.sleep(PERIOD)
 
 
@@ -129,11 +135,22 @@ def _tree(root: int, parents: dict[int, int]) -> list[int]:
     return tree
 
 
-def _held(pid: int) -> int:
+def _resident(pid: int) -> int:
     """A process's resident anonymous and shared-memory pages, swapped ones included."""
+    return _sum(pid, "status", _RESIDENT) or 0
+
+
+def _share(pid: int) -> int:
+    """The same pages, each divided among the processes that map it (where the kernel has
+    no such sums, the resident pages)."""
+    found = _sum(pid, "smaps_rollup", _SHARES)
+    return found if found is not None else _resident(pid)
+
+
+def _sum(pid: int, name: str, fields: tuple[bytes, ...]) -> int | None:
     try:
-        status = (PROC / str(pid) / "status").read_bytes()
+        text = (PROC / str(pid) / name).read_bytes()
     except OSError:
         return 0
-    return sum(int(line.split()[1]) * 1024 for line in status.splitlines()
-               if line.startswith(_RESIDENT))
+    found = [int(line.split()[1]) * 1024 for line in text.splitlines() if line.startswith(fields)]
+    return sum(found) if found else None
