@@ -3,11 +3,11 @@ what the grader needs to know of it.
 
 A record says what a kernel file imports, how a file shows which language it is in, how a
 kernel is marked, how the language speaks of programs, masks and padding (every message to
-a student about its kernels uses these words), and which backends run it. The code that is
-particular to a language (the hook that records its launches in the child, the hooks that
-watch its loads and stores in the replay, its compiler's front end) lives with its concern,
-in a table keyed by the track's name; docs/architecture.md ("add a tile language") lists
-each such table.
+a student about its kernels uses these words), its install extra and which backends run
+it. The code that is particular to a language (the hook that records its launches in the
+child, the hooks that watch its loads and stores in the replay, its compiler's front end)
+lives with its concern, in a table keyed by the track's name; docs/architecture.md ("add a
+tile language") lists each such table.
 
 Standard library only: every layer of the grader reads it.
 """
@@ -53,7 +53,6 @@ class Track:
     decorator: str  # how a kernel is defined, as messages name it
     words: Words
     nan_fix: str  # how to keep a load past the end of an input from reading the grader's NaNs
-    distribution: str  # the package whose version the scorecard shows
     extra: str | None  # the pyproject extra that installs it (None: a core dependency)
     gpu_backend: str  # the backends that run it (grader.backends.selection.BACKENDS)
     cpu_backend: str
@@ -78,7 +77,7 @@ TRITON = Track(
                 "give the tl.store a mask that keeps every lane inside the tensor", "store mask"),
     nan_fix=("give that `tl.load` a `mask=` and `other=` a value that changes nothing (0 for a "
              "sum, -inf for a max)"),
-    distribution="triton", extra=None, gpu_backend="triton", cpu_backend="triton-interpret",
+    extra=None, gpu_backend="triton", cpu_backend="triton-interpret",
 )
 CUTILE = Track(
     name="cutile", title="cuTile", module="cuda.tile",
@@ -90,6 +89,6 @@ CUTILE = Track(
                 "store with a tile index inside the array's tile space", "tile index"),
     nan_fix=("load with `padding_mode=ct.PaddingMode.ZERO` (or NEG_INF before a max), not "
              "UNDETERMINED"),
-    distribution="cuda-tile", extra="cutile", gpu_backend="cutile", cpu_backend="cutile-sim",
+    extra="cutile", gpu_backend="cutile", cpu_backend="cutile-sim",
 )
 TRACKS: dict[str, Track] = {t.name: t for t in (TRITON, CUTILE)}

@@ -6,7 +6,6 @@ import pytest
 from conftest import ROOT
 
 from grader.backends.selection import BACKENDS
-from grader.course import TRACKS as COURSE_TRACKS
 from grader.replay import execute, watch
 from grader.sandbox import launches
 from grader.tracks import TRACKS
@@ -15,10 +14,6 @@ TABLES = {"grader.sandbox.launches.HOOKS": launches.HOOKS, "grader.replay.watch.
           "grader.replay.execute.FRONT_ENDS": execute.FRONT_ENDS,
           "grader.replay.execute.LAUNCHERS": execute.LAUNCHERS,
           "grader.replay.execute.PARAMETERS": execute.PARAMETERS}
-
-
-def test_the_course_knows_the_tracks_of_the_record():
-    assert COURSE_TRACKS == tuple(TRACKS)
 
 
 @pytest.mark.parametrize("name", list(TRACKS))

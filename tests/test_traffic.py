@@ -199,3 +199,24 @@ def test_an_internal_error_of_the_simulator_is_told_as_a_line_of_the_kernel(tmp_
         text = describe(exc, kernel)
     assert text.startswith("line 2 of k.py (`return cutile_sim._tile_index(t)`) could not be run")
     assert "cutile_sim.py" not in text and "object" not in text
+
+
+def test_a_reply_whose_writers_are_no_program_of_the_launch_is_refused():
+    """The judge counts per program: a map naming programs the launch never had (a reply
+    the replay's process did not write) is refused before anything counts with it."""
+    import pytest
+
+    from grader.protocol import ProtocolError
+    from grader.sandbox.outcomes import call_outcome
+
+    output = torch.zeros(4)
+    launch = {"kernel": "k", "grid": [2], "constants": {}, "language": "triton"}
+    value = {"output": {"device": "cpu"}, "error": None, "host": [], "compile_errors": [],
+             "unchecked": None, "overruns": [], "traffic": [], "launches": [launch],
+             "writer_launch": 0}
+    fine = torch.tensor([0, 1, NOBODY, SEVERAL], dtype=torch.int32)
+    assert call_outcome(value, {"output": output, "writers": fine}, []).writers is fine
+    for forged in ([0, 1, 2, 0], [0, 1 << 30, 0, 0], [0, -7, 0, 0]):
+        with pytest.raises(ProtocolError, match="no program of the launch"):
+            call_outcome(value, {"output": output,
+                                 "writers": torch.tensor(forged, dtype=torch.int32)}, [])

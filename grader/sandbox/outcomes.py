@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,6 +108,11 @@ def call_outcome(value: dict, tensors: dict, inputs: list) -> Outcome:
     launch = value["writer_launch"]
     if (writers is None) != (launch is None) or not 0 <= (launch or 0) < len(value["launches"]):
         raise ProtocolError("its reply names the writers of a launch it did not make")
+    if writers is not None and writers.numel() and not (
+            int(writers.min()) >= -2 and int(writers.max()) < math.prod(
+                value["launches"][launch]["grid"])):
+        # the judge counts per program: a number no program of the launch has is refused
+        raise ProtocolError("its reply names writers that are no program of the launch")
     if ("device" in returned) != (output is not None):
         raise ProtocolError("its reply describes an output it does not hold")
     return Outcome(
