@@ -760,6 +760,9 @@ def test_noisy_batches_are_timed_until_the_speed_up_is_precise(grade, monkeypatc
         return Batch([t * scale for t in batch.times_ms], batch.digests, batch.wall_ms * scale)
 
     monkeypatch.setattr(Replayer, "time_batch", noisy)
+    # The budget's clock stands still: on a loaded machine the wall-clock budget would end
+    # the trial before the speed-up is precise, and this test is about precision alone.
+    monkeypatch.setattr(Trial, "clock", staticmethod(lambda: 0.0))
     ran = []
     real = trial.precise
     monkeypatch.setattr(trial, "precise", lambda s, b: ran.append(real(s, b)) or ran[-1])
@@ -768,6 +771,24 @@ def test_noisy_batches_are_timed_until_the_speed_up_is_precise(grade, monkeypatc
     assert case.passed and case.repeats > trial.MIN_BATCHES, case.summary
     assert ran[case.repeats - 1] and not any(ran[trial.MIN_BATCHES - 1:case.repeats - 1])
     assert case.speedup == pytest.approx(2.0, rel=0.02)
+
+
+def test_a_trial_that_never_settles_stops_when_its_time_budget_is_spent(grade, monkeypatch):
+    """Batches that vary by a third never make the speed-up precise: the trial stops at the
+    fewest batches once the case's budget is spent, rather than running to MAX_BATCHES."""
+    fake = Replayer.time_batch
+    batches = iter(range(10**6))
+
+    def wild(self, *args):
+        batch = fake(self, *args)
+        scale = (0.7, 1.3)[next(batches) % 2]
+        return Batch([t * scale for t in batch.times_ms], batch.digests, batch.wall_ms * scale)
+
+    monkeypatch.setattr(Replayer, "time_batch", wild)
+    ticks = iter(range(10**6))
+    monkeypatch.setattr(Trial, "clock", staticmethod(lambda: 10.0 * next(ticks)))
+    case = grade(1.2).speed.cases[0]
+    assert case.repeats == trial.MIN_BATCHES, case.summary
 
 
 def test_the_baseline_alone_is_the_median_of_its_batches_after_the_first(monkeypatch):
