@@ -191,6 +191,132 @@ def _variants() -> list[Variant]:
     for kl, vl in ((2, 2), (1, 2), (3, 3), (2, 8)):
         add("cutile", "flash_attention", f"latency K={kl}, V={vl}",
             (kload, kload.replace("=2)", f"={kl})")), (vload, vload.replace("=4)", f"={vl})")))
+
+    # --- Second round (Hopper structure): more warps per block, one read per row, TMA and
+    # persistent programs. Each is a whole kernel or hint added next to the reference's.
+
+    # cuTile: num_worker_warps=8 asks for two warp groups per block (256 threads instead
+    # of 128), so a tile twice as large fits the registers without spilling (checked with
+    # cuobjdump -res-usage on the sm_90 cubin: a 32768-wide fp32 row 238 registers, no
+    # stack; 256 x 128 matmul tiles 218; 128-row attention tiles 237-245).
+    w8 = "softmax_kernel_4_per_sm = softmax_kernel.replace_hints(occupancy=4)\n"
+    add("cutile", "softmax", "one tile up to 32768, 8 worker warps beyond 8192",
+        (w8, w8 + "softmax_kernel_8_warps = softmax_kernel.replace_hints(num_worker_warps=8)\n"),
+        (one, "    if N <= 32768:\n"),
+        (pick, "    kernel = softmax_kernel_4_per_sm if TILE_N <= 8192 else softmax_kernel_8_warps\n"))
+    for o in (1, 2, 4):
+        add("cutile", "softmax", f"8 worker warps, occupancy={o}, tiles up to 8192",
+            (w8, w8 + f"softmax_kernel_8_warps = softmax_kernel.replace_hints(occupancy={o}, num_worker_warps=8)\n"),
+            (pick, "    kernel = softmax_kernel_8_warps if TILE_N <= 8192 else softmax_kernel\n"))
+    mm_hint = "@ct.kernel(occupancy=2)\n"
+    for m, n, k in ((256, 128, 64), (128, 256, 64), (128, 128, 64), (256, 128, 32)):
+        add("cutile", "matmul", f"{m}x{n}x{k}, 8 worker warps, occupancy=1",
+            (mm_hint, "@ct.kernel(occupancy=1, num_worker_warps=8)\n"),
+            (mm, f"        TILE_M, TILE_N, TILE_K = {m}, {n}, {k}\n"))
+    for d, line in ((128, d128), (64, d64)):
+        for m, n in ((128, 64), (128, 128)):
+            add("cutile", "flash_attention", f"D={d}: {m}x{n}, 8 worker warps, occupancy=1",
+                (copy, copy + "flash_attention_kernel_8_warps = "
+                              "flash_attention_kernel.replace_hints(occupancy=1, num_worker_warps=8)\n"),
+                (line, f"        TILE_M, TILE_N, kernel = {m}, {n}, flash_attention_kernel_8_warps\n"))
+
+    # Triton softmax: a row that fits one block is loaded once and kept in registers (the
+    # reference's two loops load it twice, the second time from cache), optionally with
+    # persistent programs that walk rows, the next row's load issued while this one
+    # computes (tl.range's num_stages).
+    row_kernel = '__all__ = ["softmax"]\n' + """
+
+@triton.jit
+def softmax_row_kernel(x_ptr, out_ptr, n_rows, n_cols, stride_xm, stride_om,
+                       BLOCK_N: tl.constexpr, STAGES: tl.constexpr):
+    cols = tl.arange(0, BLOCK_N)
+    mask = cols < n_cols
+    for row in tl.range(tl.program_id(0), n_rows, tl.num_programs(0), num_stages=STAGES):
+        x = tl.load(x_ptr + row * stride_xm + cols, mask=mask, other=-float("inf"))
+        x = x.to(tl.float32)
+        p = tl.exp2((x - tl.max(x, axis=0)) * 1.4426950408889634)
+        y = p * (1.0 / tl.sum(p, axis=0))
+        tl.store(out_ptr + row * stride_om + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+"""
+    launch_sm = "    softmax_kernel[(M,)](\n"
+
+    def one_load(programs, stages):
+        return (launch_sm,
+                "    if x.is_cuda and N <= BLOCK_N and x.stride(1) == 1 and out.stride(1) == 1:\n"
+                "        sms = torch.cuda.get_device_properties(x.device).multi_processor_count\n"
+                f"        grid = ({programs},)\n"
+                "        softmax_row_kernel[grid](x, out, M, N, x.stride(0), out.stride(0),\n"
+                f"                                 BLOCK_N=BLOCK_N, STAGES={stages}, **options)\n"
+                "        return out\n" + launch_sm)
+
+    add("triton", "softmax", "one load per row", ('__all__ = ["softmax"]\n', row_kernel),
+        one_load("M", 1))
+    for k, stages in ((2, 2), (4, 2), (8, 2), (4, 3)):
+        add("triton", "softmax", f"one load per row, persistent {k} programs per SM, {stages} stages",
+            ('__all__ = ["softmax"]\n', row_kernel), one_load(f"min(M, {k} * sms)", stages))
+
+    # Triton matmul on Hopper: A, B and C through tensor descriptors (the TMA unit), and
+    # persistent programs, one per SM, each walking tiles in the grouped order; optionally
+    # the tile loop flattened with the K loop and warp-specialized (Triton's own persistent
+    # matmul tutorial's structure).
+    tma_kernel = '__all__ = ["matmul"]\n' + """
+
+@triton.jit
+def matmul_tma_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
+                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                      GROUP_M: tl.constexpr, PROGRAMS: tl.constexpr, FLATTEN: tl.constexpr,
+                      WS: tl.constexpr):
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1],
+                                       block_shape=[BLOCK_M, BLOCK_K])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[N, 1],
+                                       block_shape=[BLOCK_K, BLOCK_N])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1],
+                                       block_shape=[BLOCK_M, BLOCK_N])
+    tiles_m = tl.cdiv(M, BLOCK_M)
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    per_group = GROUP_M * tiles_n
+    for tile in tl.range(tl.program_id(0), tiles_m * tiles_n, PROGRAMS, flatten=FLATTEN,
+                         warp_specialize=WS):
+        group = tile // per_group
+        first_m = group * GROUP_M
+        rows = tl.minimum(tiles_m - first_m, GROUP_M)
+        local = tile - group * per_group
+        pid_m = first_m + local % rows
+        pid_n = local // rows
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for ki in range(k_tiles):
+            a = a_desc.load([pid_m * BLOCK_M, ki * BLOCK_K])
+            b = b_desc.load([ki * BLOCK_K, pid_n * BLOCK_N])
+            acc = tl.dot(a, b, acc)
+        c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(c_desc.dtype))
+"""
+    interp = '    interpreting = not a.is_cuda or os.environ.get("TRITON_INTERPRET", "0") == "1"\n'
+
+    def tma(bm, bn, bk, stages, warps, persistent, flatten, ws):
+        programs = "min(sms, tiles)" if persistent else "tiles"
+        return (interp,
+                "    if a.is_cuda and a.element_size() == 2 and a.is_contiguous() and b.is_contiguous():\n"
+                "        triton.set_allocator(lambda size, alignment, stream: torch.empty(\n"
+                "            size, dtype=torch.int8, device=a.device))\n"
+                "        sms = torch.cuda.get_device_properties(a.device).multi_processor_count\n"
+                f"        tiles = triton.cdiv(M, {bm}) * triton.cdiv(N, {bn})\n"
+                f"        programs = {programs}\n"
+                "        matmul_tma_kernel[(programs,)](\n"
+                f"            a, b, c, M, N, K, BLOCK_M={bm}, BLOCK_N={bn}, BLOCK_K={bk}, GROUP_M=8,\n"
+                f"            PROGRAMS=programs, FLATTEN={flatten}, WS={ws}, num_warps={warps},\n"
+                f"            num_stages={stages})\n"
+                "        return c\n" + interp)
+
+    for bm, bn, bk, stages, warps, persistent, flatten, ws in (
+            (128, 256, 64, 3, 8, False, False, False), (128, 256, 64, 3, 8, True, False, False),
+            (128, 256, 64, 3, 8, True, True, False), (128, 256, 64, 3, 8, True, True, True),
+            (128, 128, 64, 4, 8, True, False, False), (128, 128, 64, 4, 4, True, True, True)):
+        label = (f"TMA {bm}x{bn}x{bk}, {stages} stages, {warps} warps"
+                 + (", persistent" if persistent else "") + (", flattened" if flatten else "")
+                 + (", warp-specialized" if ws else ""))
+        add("triton", "matmul", label, ('__all__ = ["matmul"]\n', tma_kernel),
+            tma(bm, bn, bk, stages, warps, persistent, flatten, ws))
     return out
 
 
