@@ -265,13 +265,13 @@ def softmax_row_kernel(x_ptr, out_ptr, n_rows, n_cols, stride_xm, stride_om,
 def matmul_tma_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                       GROUP_M: tl.constexpr, PROGRAMS: tl.constexpr, FLATTEN: tl.constexpr,
-                      WS: tl.constexpr):
+                      WS: tl.constexpr, SPLIT: tl.constexpr):
     a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1],
                                        block_shape=[BLOCK_M, BLOCK_K])
     b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[N, 1],
                                        block_shape=[BLOCK_K, BLOCK_N])
     c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1],
-                                       block_shape=[BLOCK_M, BLOCK_N])
+                                       block_shape=[BLOCK_M, BLOCK_N // 2 if SPLIT else BLOCK_N])
     tiles_m = tl.cdiv(M, BLOCK_M)
     tiles_n = tl.cdiv(N, BLOCK_N)
     k_tiles = tl.cdiv(K, BLOCK_K)
@@ -289,11 +289,17 @@ def matmul_tma_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
             a = a_desc.load([pid_m * BLOCK_M, ki * BLOCK_K])
             b = b_desc.load([ki * BLOCK_K, pid_n * BLOCK_N])
             acc = tl.dot(a, b, acc)
-        c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(c_desc.dtype))
+        if SPLIT:  # the epilogue in two halves: half the shared memory for C's tile
+            halves = tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
+            left, right = tl.split(halves)
+            c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], left.to(c_desc.dtype))
+            c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N + BLOCK_N // 2], right.to(c_desc.dtype))
+        else:
+            c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(c_desc.dtype))
 """
     interp = '    interpreting = not a.is_cuda or os.environ.get("TRITON_INTERPRET", "0") == "1"\n'
 
-    def tma(bm, bn, bk, stages, warps, persistent, flatten, ws):
+    def tma(bm, bn, bk, stages, warps, persistent, flatten, ws, group=8, split=False, ctas=1):
         programs = "min(sms, tiles)" if persistent else "tiles"
         return (interp,
                 "    if a.is_cuda and a.element_size() == 2 and a.is_contiguous() and b.is_contiguous():\n"
@@ -303,10 +309,10 @@ def matmul_tma_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
                 f"        tiles = triton.cdiv(M, {bm}) * triton.cdiv(N, {bn})\n"
                 f"        programs = {programs}\n"
                 "        matmul_tma_kernel[(programs,)](\n"
-                f"            a, b, c, M, N, K, BLOCK_M={bm}, BLOCK_N={bn}, BLOCK_K={bk}, GROUP_M=8,\n"
-                f"            PROGRAMS=programs, FLATTEN={flatten}, WS={ws}, num_warps={warps},\n"
-                f"            num_stages={stages})\n"
-                "        return c\n" + interp)
+                f"            a, b, c, M, N, K, BLOCK_M={bm}, BLOCK_N={bn}, BLOCK_K={bk}, GROUP_M={group},\n"
+                f"            PROGRAMS=programs, FLATTEN={flatten}, WS={ws}, SPLIT={split}, num_warps={warps},\n"
+                f"            num_stages={stages}" + (f", num_ctas={ctas})\n" if ctas > 1 else ")\n")
+                + "        return c\n" + interp)
 
     for bm, bn, bk, stages, warps, persistent, flatten, ws in (
             (128, 256, 64, 3, 8, False, False, False), (128, 256, 64, 3, 8, True, False, False),
@@ -317,6 +323,62 @@ def matmul_tma_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
                  + (", warp-specialized" if ws else ""))
         add("triton", "matmul", label, ('__all__ = ["matmul"]\n', tma_kernel),
             tma(bm, bn, bk, stages, warps, persistent, flatten, ws))
+    for label, extra in (("GROUP_M=4", dict(group=4)), ("GROUP_M=16", dict(group=16)),
+                         ("C stored in two halves, 4 stages", dict(split=True, stages=4)),
+                         ("C stored in two halves, 3 stages", dict(split=True)),
+                         ("clusters of 2", dict(ctas=2))):
+        config = dict(bm=128, bn=256, bk=64, stages=3, warps=8, persistent=True, flatten=True,
+                      ws=False) | extra
+        add("triton", "matmul", f"TMA 128x256x64, persistent, flattened, {label}",
+            ('__all__ = ["matmul"]\n', tma_kernel), tma(**config))
+
+    # cuTile softmax: a row split over the blocks of a cluster (num_ctas): each block holds
+    # part of the tile, so a 32768-wide fp32 row fits with fewer registers per block.
+    for hints in ("num_ctas=2, num_worker_warps=8", "num_ctas=4", "num_ctas=4, num_worker_warps=8",
+                  "num_ctas=8"):
+        add("cutile", "softmax", f"one tile up to 32768, {hints} beyond 8192",
+            (w8, w8 + f"softmax_kernel_8_warps = softmax_kernel.replace_hints({hints})\n"),
+            (one, "    if N <= 32768:\n"),
+            (pick, "    kernel = softmax_kernel_4_per_sm if TILE_N <= 8192 else softmax_kernel_8_warps\n"))
+
+    # cuTile matmul: persistent blocks, as many as fit the SMs at once, each walking tiles
+    # in the grouped order.
+    persistent = '__all__ = ["matmul"]\n' + """
+
+@ct.kernel
+def matmul_persistent_kernel(a, b, c, TILE_M: ct.Constant[int], TILE_N: ct.Constant[int],
+                             TILE_K: ct.Constant[int], GROUP_M: ct.Constant[int]):
+    tiles_m = ct.cdiv(a.shape[0], TILE_M)
+    tiles_n = ct.cdiv(b.shape[1], TILE_N)
+    num_k_tiles = ct.num_tiles(a, axis=1, shape=(TILE_M, TILE_K))
+    per_group = GROUP_M * tiles_n
+    mma_dtype = ct.tfloat32 if a.dtype == ct.float32 else a.dtype
+    zero = ct.PaddingMode.ZERO
+    for tile in range(ct.bid(0), tiles_m * tiles_n, ct.num_blocks(0)):
+        group = tile // per_group
+        first_m = group * GROUP_M
+        rows = ct.minimum(tiles_m - first_m, GROUP_M)
+        local = tile - group * per_group
+        pid_m = first_m + local % rows
+        pid_n = local // rows
+        acc = ct.full((TILE_M, TILE_N), 0.0, dtype=ct.float32)
+        for k in range(num_k_tiles):
+            at = ct.load(a, index=(pid_m, k), shape=(TILE_M, TILE_K), padding_mode=zero)
+            bt = ct.load(b, index=(k, pid_n), shape=(TILE_K, TILE_N), padding_mode=zero)
+            acc = ct.mma(at.astype(mma_dtype), bt.astype(mma_dtype), acc)
+        ct.store(c, index=(pid_m, pid_n), tile=acc.astype(c.dtype))
+"""
+    mm_launch = "    grid = (ct.cdiv(M, TILE_M) * ct.cdiv(N, TILE_N),)\n    ct.launch(\n"
+    for m, n, k, hints, per_sm in ((128, 128, 64, "occupancy=2", 2), (128, 256, 64, "occupancy=1, num_worker_warps=8", 1),
+                                   (128, 128, 64, "occupancy=1, num_worker_warps=8", 1)):
+        add("cutile", "matmul", f"persistent, {m}x{n}x{k}, {hints}",
+            ('__all__ = ["matmul"]\n', persistent + f"matmul_persistent = matmul_persistent_kernel.replace_hints({hints})\n"),
+            (mm, f"        TILE_M, TILE_N, TILE_K = {m}, {n}, {k}\n"),
+            (mm_launch, "    sms = torch.cuda.get_device_properties(a.device).multi_processor_count\n"
+                        f"    blocks = min(ct.cdiv(M, TILE_M) * ct.cdiv(N, TILE_N), {per_sm} * sms)\n"
+                        "    ct.launch(torch.cuda.current_stream(), (blocks,), matmul_persistent,\n"
+                        "              (a, b, c, TILE_M, TILE_N, TILE_K, GROUP_M))\n"
+                        "    return c\n" + mm_launch))
     return out
 
 

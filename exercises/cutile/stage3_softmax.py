@@ -9,8 +9,9 @@ The block views its row as 1 x TILE_N tiles: tile (row, j) of x, loaded with sha
 (1, TILE_N), holds columns [j * TILE_N, (j + 1) * TILE_N) of that row, and there are
 cdiv(N, TILE_N) of them (ct.num_tiles).
 
-When the whole row fits in one tile (ONE_TILE), the block reads it once, keeps it in registers, and writes the result: one read and
-one write per element, the least memory traffic softmax can have.
+When the whole row fits in one tile (ONE_TILE), the block reads it once, keeps it in
+registers, and writes the result: one read and one write per element, the least memory
+traffic softmax can have.
 
 A wider row is walked tile by tile, in two passes:
 
@@ -48,6 +49,10 @@ one-tile path reads it once. What to explore, at the TUNE places:
   depends on the tile width: a wrapper may launch different copies for different widths.
   Make each copy once, at module level: a copy made inside the wrapper is a new kernel on
   every call, prepared again each time.
+- Threads per block. cuTile picks how many threads share a tile; the hint
+  `num_worker_warps=8` asks for two warp groups (256 threads) instead of one, so each
+  thread holds half as much of the tile. A tile too wide for one warp group's registers
+  (it spills to local memory, which is slow) may fit two.
 """
 
 import math
@@ -100,7 +105,7 @@ def softmax_kernel(x, out, TILE_N: ct.Constant[int], ONE_TILE: ct.Constant[bool]
             ...  # store y into this tile of the row of out
 
 
-# TUNE: a copy of the kernel with an occupancy hint (see "Making it fast")
+# TUNE: copies of the kernel with other hints (see "Making it fast")
 
 
 def softmax(x: torch.Tensor) -> torch.Tensor:

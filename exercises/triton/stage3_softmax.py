@@ -25,12 +25,16 @@ default warps.
 Making it fast. Softmax reads each element and writes it once: at least 2 * M * N
 elements of memory traffic for a few FLOPs each, so the target is the GPU's copy
 bandwidth. The two passes read the row twice; the second read is cheap only if the row
-is still on chip or in L2. What to explore, at the TUNE place in the wrapper:
+is still on chip or in L2. What to explore, at the TUNE places:
 
 - Block width. When one block covers the whole row, each loop runs once and the second
   pass finds the row where the first left it, instead of reading DRAM again. A wide
   block needs registers for all of its columns, so there is a width past which it no
   longer pays (and Triton's CPU interpreter is slow with very wide blocks).
+- One load per row. Even then, the second loop loads the row again, from L1 or L2 at
+  best. A second kernel for rows that fit one block can load the row once, take its max
+  and sum, and store from the same registers: every element read once and written once.
+  The wrapper picks it when the row fits.
 - Warps (`num_warps` at the launch). A wide block spread over too few threads gives each
   thread many values to hold; scale the warps with the block's bytes.
 """
@@ -76,11 +80,14 @@ def softmax_kernel(
         ...  # store y into this tile of the output row, masked
 
 
+# TUNE: a kernel for rows that fit one block (see "Making it fast")
+
+
 def softmax(x: torch.Tensor) -> torch.Tensor:
     """Return the softmax of a 2-D tensor over its last dimension."""
     M, N = x.shape
     out = torch.empty((M, N), device=x.device, dtype=x.dtype)
-    # TUNE: block width and warps (see "Making it fast")
+    # TUNE: block width, warps and the one-block kernel (see "Making it fast")
     BLOCK_N = min(triton.next_power_of_2(N), 1024)
     options = {}  # Triton's default warps
     softmax_kernel[(M,)](

@@ -9,8 +9,9 @@ The block views its row as 1 x TILE_N tiles: tile (row, j) of x, loaded with sha
 (1, TILE_N), holds columns [j * TILE_N, (j + 1) * TILE_N) of that row, and there are
 cdiv(N, TILE_N) of them (ct.num_tiles).
 
-When the whole row fits in one tile (ONE_TILE), the block reads it once, keeps it in registers, and writes the result: one read and
-one write per element, the least memory traffic softmax can have.
+When the whole row fits in one tile (ONE_TILE), the block reads it once, keeps it in
+registers, and writes the result: one read and one write per element, the least memory
+traffic softmax can have.
 
 A wider row is walked tile by tile, in two passes:
 
@@ -48,6 +49,10 @@ one-tile path reads it once. What to explore, at the TUNE places:
   depends on the tile width: a wrapper may launch different copies for different widths.
   Make each copy once, at module level: a copy made inside the wrapper is a new kernel on
   every call, prepared again each time.
+- Threads per block. cuTile picks how many threads share a tile; the hint
+  `num_worker_warps=8` asks for two warp groups (256 threads) instead of one, so each
+  thread holds half as much of the tile. A tile too wide for one warp group's registers
+  (it spills to local memory, which is slow) may fit two.
 """
 
 import math
@@ -128,11 +133,15 @@ def softmax_kernel(x, out, TILE_N: ct.Constant[int], ONE_TILE: ct.Constant[bool]
         # <<<
 
 
-# >>> tuned: a copy of the kernel with an occupancy hint (see "Making it fast")
+# >>> tuned: copies of the kernel with other hints (see "Making it fast")
 # Tiles of up to 8192 columns (one-tile rows, and the two-pass path's tiles) are small
-# enough to keep 4 blocks per SM busy, which hides memory latency; wider one-tile rows
-# need the registers of a whole SM and keep the compiler's own choice.
+# enough to keep 4 blocks per SM busy, which hides memory latency. 16-bit rows of that
+# width ran faster still with 8 worker warps per block (0.083 -> 0.066 ms at bf16 8192^2;
+# fp32 ones lost 3%). Wider one-tile rows need 8 worker warps: a 32768-wide fp32 tile over
+# 4 warps needs 256 registers a thread and spills, over 8 warps 238 and does not.
 softmax_kernel_4_per_sm = softmax_kernel.replace_hints(occupancy=4)
+softmax_kernel_8_warps_4_per_sm = softmax_kernel.replace_hints(occupancy=4, num_worker_warps=8)
+softmax_kernel_8_warps = softmax_kernel.replace_hints(num_worker_warps=8)
 # --- plain
 # <<<
 
@@ -142,16 +151,20 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     M, N = x.shape
     out = torch.empty((M, N), device=x.device, dtype=x.dtype)
     # >>> tuned: tile width and which copy of the kernel runs (see "Making it fast")
-    # A row of up to 16384 columns is one tile (the next power of two >= N); wider rows
-    # take the two-pass path in tiles of 8192, with 4 blocks per SM. One tile of 32768
-    # fp32 values is too much for one block's registers: the two passes over 8192-wide
-    # tiles ran faster there, even though they read the row twice (BENCHMARKS.md, the
-    # tuning sweep).
-    if N <= 16384:
+    # A row of up to 32768 columns is one tile (the next power of two >= N), read once;
+    # wider rows take the two-pass path in tiles of 8192. With 8 worker warps, a 32768-wide
+    # fp32 row in one tile ran 1.25x faster than the two passes over 8192-wide tiles
+    # (BENCHMARKS.md, the tuning sweep).
+    if N <= 32768:
         TILE_N, one_tile = 1 << (N - 1).bit_length(), True
     else:
         TILE_N, one_tile = 8192, False
-    kernel = softmax_kernel_4_per_sm if TILE_N <= 8192 else softmax_kernel
+    if TILE_N > 8192:
+        kernel = softmax_kernel_8_warps
+    elif x.element_size() == 2 and one_tile:
+        kernel = softmax_kernel_8_warps_4_per_sm
+    else:
+        kernel = softmax_kernel_4_per_sm
     # --- plain
     # TILE_N = min(1 << (N - 1).bit_length(), 1024)  # the next power of two >= N, at most 1024
     # one_tile = N <= TILE_N

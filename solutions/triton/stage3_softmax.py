@@ -25,12 +25,16 @@ default warps.
 Making it fast. Softmax reads each element and writes it once: at least 2 * M * N
 elements of memory traffic for a few FLOPs each, so the target is the GPU's copy
 bandwidth. The two passes read the row twice; the second read is cheap only if the row
-is still on chip or in L2. What to explore, at the TUNE place in the wrapper:
+is still on chip or in L2. What to explore, at the TUNE places:
 
 - Block width. When one block covers the whole row, each loop runs once and the second
   pass finds the row where the first left it, instead of reading DRAM again. A wide
   block needs registers for all of its columns, so there is a width past which it no
   longer pays (and Triton's CPU interpreter is slow with very wide blocks).
+- One load per row. Even then, the second loop loads the row again, from L1 or L2 at
+  best. A second kernel for rows that fit one block can load the row once, take its max
+  and sum, and store from the same registers: every element read once and written once.
+  The wrapper picks it when the row fits.
 - Warps (`num_warps` at the launch). A wide block spread over too few threads gives each
   thread many values to hold; scale the warps with the block's bytes.
 """
@@ -97,11 +101,35 @@ def softmax_kernel(
     # <<<
 
 
+# >>> tuned: a kernel for rows that fit one block (see "Making it fast")
+@triton.jit
+def softmax_row_kernel(
+    x_ptr, out_ptr,
+    n_cols,
+    stride_xm, stride_xn,
+    stride_om, stride_on,
+    BLOCK_N: tl.constexpr,
+):
+    # The whole row is one block, loaded once and kept in registers: its max, its sum
+    # and the stored result all come from that one load (one read and one write of each
+    # element, the least traffic softmax can have). exp(v) is written exp2(v * log2(e)).
+    row = tl.program_id(axis=0)
+    cols = tl.arange(0, BLOCK_N)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * stride_xm + cols * stride_xn, mask=mask, other=-float("inf"))
+    x = x.to(tl.float32)
+    p = tl.exp2((x - tl.max(x, axis=0)) * 1.4426950408889634)
+    y = p * (1.0 / tl.sum(p, axis=0))
+    tl.store(out_ptr + row * stride_om + cols * stride_on, y.to(out_ptr.dtype.element_ty), mask=mask)
+# --- plain
+# <<<
+
+
 def softmax(x: torch.Tensor) -> torch.Tensor:
     """Return the softmax of a 2-D tensor over its last dimension."""
     M, N = x.shape
     out = torch.empty((M, N), device=x.device, dtype=x.dtype)
-    # >>> tuned: block width and warps (see "Making it fast")
+    # >>> tuned: block width, warps and the one-block kernel (see "Making it fast")
     # On a GPU one block covers a whole row of up to 32768 columns: each loop then runs
     # once, and the second pass finds the row still on chip instead of reading DRAM again.
     # Wider rows loop over blocks (the N = 40000 case). The CPU interpreter keeps blocks of
@@ -113,6 +141,17 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     # in flight (BENCHMARKS.md, the tuning sweep).
     per_warp = 2048 if x.element_size() == 4 else 4096
     options = dict(num_warps=min(32, max(4, BLOCK_N * x.element_size() // per_warp)))
+    # A row that fits one block goes to the kernel that loads it once (the two-pass
+    # kernel's second loop loads it again, from cache at best): 1.06-1.16x.
+    if N <= BLOCK_N:
+        softmax_row_kernel[(M,)](
+            x, out,
+            N,
+            x.stride(0), x.stride(1),
+            out.stride(0), out.stride(1),
+            BLOCK_N=BLOCK_N, **options,
+        )
+        return out
     # --- plain
     # BLOCK_N = min(triton.next_power_of_2(N), 1024)
     # options = {}  # Triton's default warps
