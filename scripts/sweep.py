@@ -73,15 +73,38 @@ def _variants() -> list[Variant]:
         add("triton", "fused_gelu", f"32x128, num_warps={w}",
             (launch, f"        BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, num_warps={w},\n    )\n"))
 
-    # Triton matmul: tiles and stages, warps, group size.
+    # Triton matmul, the pointer kernel (which the reference keeps for GPUs before Hopper and
+    # for layouts a tensor descriptor cannot take): tiles and stages, warps, group size.
+    pointer_only = ("    if hopper and aligned and a.element_size() == 2:\n",
+                    "    if False:  # the pointer kernel only\n")
+    add("triton", "matmul", "the pointer kernel (the previous reference)", pointer_only)
     config = "            BLOCK_M, BLOCK_N, BLOCK_K, num_stages = 128, 256, 64, 4\n"
     for m, n, k, s in ((128, 256, 64, 3), (256, 128, 64, 3), (256, 128, 64, 4),
                        (128, 128, 64, 4), (128, 128, 64, 5), (128, 256, 32, 5)):
-        add("triton", "matmul", f"{m}x{n}x{k}, {s} stages",
+        add("triton", "matmul", f"pointers: {m}x{n}x{k}, {s} stages", pointer_only,
             (config, f"            BLOCK_M, BLOCK_N, BLOCK_K, num_stages = {m}, {n}, {k}, {s}\n"))
     group = "    BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_stages = 128, 128, 32, 8, 3\n"
     for g in (4, 16):
-        add("triton", "matmul", f"GROUP_M={g}", (group, group.replace(" 8, 3\n", f" {g}, 3\n")))
+        add("triton", "matmul", f"pointers: GROUP_M={g}", pointer_only,
+            (group, group.replace(" 8, 3\n", f" {g}, 3\n")))
+
+    # Triton matmul, the persistent kernel through tensor descriptors (Hopper and later):
+    # its tiles, group size, persistence, flattening and warp specialization.
+    tma = "            BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, PROGRAMS=programs,\n"
+    tiles = "        programs = min(sms, triton.cdiv(M, 128) * triton.cdiv(N, 256))\n"
+    stages = "            num_warps=8, num_stages=3,\n"
+    for g in (4, 16):
+        add("triton", "matmul", f"descriptors: GROUP_M={g}", (tma, tma.replace("GROUP_M=8", f"GROUP_M={g}")))
+    add("triton", "matmul", "descriptors: 128x128x64, 4 stages",
+        (tma, tma.replace("BLOCK_N=256", "BLOCK_N=128")),
+        (tiles, tiles.replace("256", "128")), (stages, stages.replace("=3", "=4")))
+    add("triton", "matmul", "descriptors: one program per tile (not persistent)",
+        (tiles, "        programs = triton.cdiv(M, 128) * triton.cdiv(N, 256)\n"))
+    loop = "    for tile in tl.range(tl.program_id(axis=0), tiles_m * tiles_n, PROGRAMS, flatten=True):\n"
+    add("triton", "matmul", "descriptors: the tile loop not flattened",
+        (loop, loop.replace("flatten=True", "flatten=False")))
+    add("triton", "matmul", "descriptors: warp-specialized",
+        (loop, loop.replace("flatten=True", "flatten=True, warp_specialize=True")))
 
     # Triton attention: tile shape, warps, stages; at D = 128 on Hopper the reference loads K
     # and V through tensor descriptors, elsewhere (D = 64 here) by pointers.
@@ -129,25 +152,28 @@ def _variants() -> list[Variant]:
     # A copy of a reference that differs only in a comment: how far apart the clock puts two
     # identical kernels timed side by side (the reference's file versus a copy elsewhere).
     add("triton", "softmax", "the reference, copied",
-        ("    row = tl.program_id(axis=0)\n", "    row = tl.program_id(axis=0)  # copied\n"))
+        ("    row = tl.program_id(axis=0)\n    x_row", "    row = tl.program_id(axis=0)  # copied\n    x_row"))
 
-    # cuTile softmax: the widest one-tile row, the two-pass tile, the occupancy hints. A
-    # kernel copy with other hints is made once, next to the reference's own: one made in
-    # the wrapper is a new kernel every call, prepared again each time (a sweep of such
-    # copies times that, not the configuration).
-    one = "    if N <= 16384:\n"
-    two = "        TILE_N, one_tile = 8192, False\n"
-    pick = "    kernel = softmax_kernel_4_per_sm if TILE_N <= 8192 else softmax_kernel\n"
+    # cuTile softmax: the widest one-tile row and the hints of each kernel copy. A copy with
+    # other hints is made once, next to the reference's own: one made in the wrapper is a
+    # new kernel every call, prepared again each time (a sweep of such copies times that,
+    # not the configuration).
+    one = "    if N <= 32768:\n"
     hint = "softmax_kernel_4_per_sm = softmax_kernel.replace_hints(occupancy=4)\n"
-    for width, o in ((8192, 2), (8192, 8), (4096, 8), (2048, 8), (16384, 2)):
-        add("cutile", "softmax", f"two passes in tiles of {width}, occupancy={o}",
-            (hint, hint + f"softmax_kernel_two_pass = softmax_kernel.replace_hints(occupancy={o})\n"),
-            (two, f"        TILE_N, one_tile = {width}, False\n"),
-            (pick, pick + "    if not one_tile:\n        kernel = softmax_kernel_two_pass\n"))
-    add("cutile", "softmax", "one tile up to 32768 (the first reference)",
-        (one, "    if N <= 32768:\n"), (two, "        TILE_N, one_tile = 16384, False\n"))
+    half = "softmax_kernel_8_warps_4_per_sm = softmax_kernel.replace_hints(occupancy=4, num_worker_warps=8)\n"
+    wide = "softmax_kernel_8_warps = softmax_kernel.replace_hints(num_worker_warps=8)\n"
+    add("cutile", "softmax", "one tile up to 16384, two passes beyond (the previous reference)",
+        (one, "    if N <= 16384:\n"))
     for o in (2, 3, 6):
         add("cutile", "softmax", f"occupancy={o} for tiles up to 8192", (hint, hint.replace("=4", f"={o}")))
+    for o in (2, 8):
+        add("cutile", "softmax", f"16-bit rows: 8 worker warps, occupancy={o}", (half, half.replace("=4", f"={o}")))
+    # A row split over the blocks of a cluster (num_ctas): each block holds part of the
+    # tile, so a 32768-wide fp32 row needs fewer registers per block.
+    for hints in ("num_ctas=2, num_worker_warps=8", "num_ctas=4", "num_ctas=4, num_worker_warps=8",
+                  "num_ctas=8"):
+        add("cutile", "softmax", f"rows over 8192: {hints}",
+            (wide, wide.replace("num_worker_warps=8", hints)))
 
     # cuTile bias+GELU: tile shape per dtype, occupancy.
     shape = "    TILE_M, TILE_N = (1, 1024) if x.element_size() == 4 else (4, 2048)\n"
@@ -197,17 +223,8 @@ def _variants() -> list[Variant]:
 
     # cuTile: num_worker_warps=8 asks for two warp groups per block (256 threads instead
     # of 128), so a tile twice as large fits the registers without spilling (checked with
-    # cuobjdump -res-usage on the sm_90 cubin: a 32768-wide fp32 row 238 registers, no
-    # stack; 256 x 128 matmul tiles 218; 128-row attention tiles 237-245).
-    w8 = "softmax_kernel_4_per_sm = softmax_kernel.replace_hints(occupancy=4)\n"
-    add("cutile", "softmax", "one tile up to 32768, 8 worker warps beyond 8192",
-        (w8, w8 + "softmax_kernel_8_warps = softmax_kernel.replace_hints(num_worker_warps=8)\n"),
-        (one, "    if N <= 32768:\n"),
-        (pick, "    kernel = softmax_kernel_4_per_sm if TILE_N <= 8192 else softmax_kernel_8_warps\n"))
-    for o in (1, 2, 4):
-        add("cutile", "softmax", f"8 worker warps, occupancy={o}, tiles up to 8192",
-            (w8, w8 + f"softmax_kernel_8_warps = softmax_kernel.replace_hints(occupancy={o}, num_worker_warps=8)\n"),
-            (pick, "    kernel = softmax_kernel_8_warps if TILE_N <= 8192 else softmax_kernel\n"))
+    # cuobjdump -res-usage on the sm_90 cubin: 256 x 128 matmul tiles 218 registers, no
+    # stack; 128-row attention tiles 237-245). The softmax reference uses it already.
     mm_hint = "@ct.kernel(occupancy=2)\n"
     for m, n, k in ((256, 128, 64), (128, 256, 64), (128, 128, 64), (256, 128, 32)):
         add("cutile", "matmul", f"{m}x{n}x{k}, 8 worker warps, occupancy=1",
@@ -255,130 +272,6 @@ def softmax_row_kernel(x_ptr, out_ptr, n_rows, n_cols, stride_xm, stride_om,
         add("triton", "softmax", f"one load per row, persistent {k} programs per SM, {stages} stages",
             ('__all__ = ["softmax"]\n', row_kernel), one_load(f"min(M, {k} * sms)", stages))
 
-    # Triton matmul on Hopper: A, B and C through tensor descriptors (the TMA unit), and
-    # persistent programs, one per SM, each walking tiles in the grouped order; optionally
-    # the tile loop flattened with the K loop and warp-specialized (Triton's own persistent
-    # matmul tutorial's structure).
-    tma_kernel = '__all__ = ["matmul"]\n' + """
-
-@triton.jit
-def matmul_tma_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
-                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                      GROUP_M: tl.constexpr, PROGRAMS: tl.constexpr, FLATTEN: tl.constexpr,
-                      WS: tl.constexpr, SPLIT: tl.constexpr):
-    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1],
-                                       block_shape=[BLOCK_M, BLOCK_K])
-    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[N, 1],
-                                       block_shape=[BLOCK_K, BLOCK_N])
-    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1],
-                                       block_shape=[BLOCK_M, BLOCK_N // 2 if SPLIT else BLOCK_N])
-    tiles_m = tl.cdiv(M, BLOCK_M)
-    tiles_n = tl.cdiv(N, BLOCK_N)
-    k_tiles = tl.cdiv(K, BLOCK_K)
-    per_group = GROUP_M * tiles_n
-    for tile in tl.range(tl.program_id(0), tiles_m * tiles_n, PROGRAMS, flatten=FLATTEN,
-                         warp_specialize=WS):
-        group = tile // per_group
-        first_m = group * GROUP_M
-        rows = tl.minimum(tiles_m - first_m, GROUP_M)
-        local = tile - group * per_group
-        pid_m = first_m + local % rows
-        pid_n = local // rows
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for ki in range(k_tiles):
-            a = a_desc.load([pid_m * BLOCK_M, ki * BLOCK_K])
-            b = b_desc.load([ki * BLOCK_K, pid_n * BLOCK_N])
-            acc = tl.dot(a, b, acc)
-        if SPLIT:  # the epilogue in two halves: half the shared memory for C's tile
-            halves = tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
-            left, right = tl.split(halves)
-            c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], left.to(c_desc.dtype))
-            c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N + BLOCK_N // 2], right.to(c_desc.dtype))
-        else:
-            c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(c_desc.dtype))
-"""
-    interp = '    interpreting = not a.is_cuda or os.environ.get("TRITON_INTERPRET", "0") == "1"\n'
-
-    def tma(bm, bn, bk, stages, warps, persistent, flatten, ws, group=8, split=False, ctas=1):
-        programs = "min(sms, tiles)" if persistent else "tiles"
-        return (interp,
-                "    if a.is_cuda and a.element_size() == 2 and a.is_contiguous() and b.is_contiguous():\n"
-                "        triton.set_allocator(lambda size, alignment, stream: torch.empty(\n"
-                "            size, dtype=torch.int8, device=a.device))\n"
-                "        sms = torch.cuda.get_device_properties(a.device).multi_processor_count\n"
-                f"        tiles = triton.cdiv(M, {bm}) * triton.cdiv(N, {bn})\n"
-                f"        programs = {programs}\n"
-                "        matmul_tma_kernel[(programs,)](\n"
-                f"            a, b, c, M, N, K, BLOCK_M={bm}, BLOCK_N={bn}, BLOCK_K={bk}, GROUP_M={group},\n"
-                f"            PROGRAMS=programs, FLATTEN={flatten}, WS={ws}, SPLIT={split}, num_warps={warps},\n"
-                f"            num_stages={stages}" + (f", num_ctas={ctas})\n" if ctas > 1 else ")\n")
-                + "        return c\n" + interp)
-
-    for bm, bn, bk, stages, warps, persistent, flatten, ws in (
-            (128, 256, 64, 3, 8, False, False, False), (128, 256, 64, 3, 8, True, False, False),
-            (128, 256, 64, 3, 8, True, True, False), (128, 256, 64, 3, 8, True, True, True),
-            (128, 128, 64, 4, 8, True, False, False), (128, 128, 64, 4, 4, True, True, True)):
-        label = (f"TMA {bm}x{bn}x{bk}, {stages} stages, {warps} warps"
-                 + (", persistent" if persistent else "") + (", flattened" if flatten else "")
-                 + (", warp-specialized" if ws else ""))
-        add("triton", "matmul", label, ('__all__ = ["matmul"]\n', tma_kernel),
-            tma(bm, bn, bk, stages, warps, persistent, flatten, ws))
-    for label, extra in (("GROUP_M=4", dict(group=4)), ("GROUP_M=16", dict(group=16)),
-                         ("C stored in two halves, 4 stages", dict(split=True, stages=4)),
-                         ("C stored in two halves, 3 stages", dict(split=True)),
-                         ("clusters of 2", dict(ctas=2))):
-        config = dict(bm=128, bn=256, bk=64, stages=3, warps=8, persistent=True, flatten=True,
-                      ws=False) | extra
-        add("triton", "matmul", f"TMA 128x256x64, persistent, flattened, {label}",
-            ('__all__ = ["matmul"]\n', tma_kernel), tma(**config))
-
-    # cuTile softmax: a row split over the blocks of a cluster (num_ctas): each block holds
-    # part of the tile, so a 32768-wide fp32 row fits with fewer registers per block.
-    for hints in ("num_ctas=2, num_worker_warps=8", "num_ctas=4", "num_ctas=4, num_worker_warps=8",
-                  "num_ctas=8"):
-        add("cutile", "softmax", f"one tile up to 32768, {hints} beyond 8192",
-            (w8, w8 + f"softmax_kernel_8_warps = softmax_kernel.replace_hints({hints})\n"),
-            (one, "    if N <= 32768:\n"),
-            (pick, "    kernel = softmax_kernel_4_per_sm if TILE_N <= 8192 else softmax_kernel_8_warps\n"))
-
-    # cuTile matmul: persistent blocks, as many as fit the SMs at once, each walking tiles
-    # in the grouped order.
-    persistent = '__all__ = ["matmul"]\n' + """
-
-@ct.kernel
-def matmul_persistent_kernel(a, b, c, TILE_M: ct.Constant[int], TILE_N: ct.Constant[int],
-                             TILE_K: ct.Constant[int], GROUP_M: ct.Constant[int]):
-    tiles_m = ct.cdiv(a.shape[0], TILE_M)
-    tiles_n = ct.cdiv(b.shape[1], TILE_N)
-    num_k_tiles = ct.num_tiles(a, axis=1, shape=(TILE_M, TILE_K))
-    per_group = GROUP_M * tiles_n
-    mma_dtype = ct.tfloat32 if a.dtype == ct.float32 else a.dtype
-    zero = ct.PaddingMode.ZERO
-    for tile in range(ct.bid(0), tiles_m * tiles_n, ct.num_blocks(0)):
-        group = tile // per_group
-        first_m = group * GROUP_M
-        rows = ct.minimum(tiles_m - first_m, GROUP_M)
-        local = tile - group * per_group
-        pid_m = first_m + local % rows
-        pid_n = local // rows
-        acc = ct.full((TILE_M, TILE_N), 0.0, dtype=ct.float32)
-        for k in range(num_k_tiles):
-            at = ct.load(a, index=(pid_m, k), shape=(TILE_M, TILE_K), padding_mode=zero)
-            bt = ct.load(b, index=(k, pid_n), shape=(TILE_K, TILE_N), padding_mode=zero)
-            acc = ct.mma(at.astype(mma_dtype), bt.astype(mma_dtype), acc)
-        ct.store(c, index=(pid_m, pid_n), tile=acc.astype(c.dtype))
-"""
-    mm_launch = "    grid = (ct.cdiv(M, TILE_M) * ct.cdiv(N, TILE_N),)\n    ct.launch(\n"
-    for m, n, k, hints, per_sm in ((128, 128, 64, "occupancy=2", 2), (128, 256, 64, "occupancy=1, num_worker_warps=8", 1),
-                                   (128, 128, 64, "occupancy=1, num_worker_warps=8", 1)):
-        add("cutile", "matmul", f"persistent, {m}x{n}x{k}, {hints}",
-            ('__all__ = ["matmul"]\n', persistent + f"matmul_persistent = matmul_persistent_kernel.replace_hints({hints})\n"),
-            (mm, f"        TILE_M, TILE_N, TILE_K = {m}, {n}, {k}\n"),
-            (mm_launch, "    sms = torch.cuda.get_device_properties(a.device).multi_processor_count\n"
-                        f"    blocks = min(ct.cdiv(M, TILE_M) * ct.cdiv(N, TILE_N), {per_sm} * sms)\n"
-                        "    ct.launch(torch.cuda.current_stream(), (blocks,), matmul_persistent,\n"
-                        "              (a, b, c, TILE_M, TILE_N, TILE_K, GROUP_M))\n"
-                        "    return c\n" + mm_launch))
     return out
 
 

@@ -49,6 +49,10 @@ def test_grid_rounded_down_leaves_the_tail_never_written(grade_source):
 def test_softmax_without_max_subtraction_overflows_on_large_inputs(grade_source):
     source = broken("triton", "stage3_softmax.py", "m_new = tl.maximum(m_i, tl.max(x, axis=0))",
                     "m_new = tl.full((), 0.0, dtype=tl.float32)")
+    # The reference sends rows that fit one block to its one-load kernel: the fault is in
+    # the two-pass kernel a student writes, so every row goes there.
+    assert source.count("    if N <= BLOCK_N:\n") == 1
+    source = source.replace("    if N <= BLOCK_N:\n", "    if False:\n")
     result = grade_source("softmax", source)
     assert hint(result) == "NaN only for large inputs"
     assert result.status is Status.FAIL

@@ -20,10 +20,11 @@ def reference(track: str, name: str) -> str:
 
 
 def host_does(stage_file: str, old: str, new: str, track: str = "triton") -> str:
-    """The reference with `old` (which must occur once) replaced by `new`: the kernel still
-    launches, the host computes the answer."""
+    """The reference with every `old` (at least one) replaced by `new`: the kernel still
+    launches, the host computes the answer (on every path out of a wrapper that has
+    several returns)."""
     source = reference(track, stage_file)
-    assert source.count(old) == 1, (stage_file, old)
+    assert source.count(old) >= 1, (stage_file, old)
     return source.replace(old, new)
 
 

@@ -42,6 +42,12 @@ What to explore, at the TUNE places (time each change, e.g. with `grade 4` on a 
   programs of one wave read one row of A tiles but every column of B. Numbering them in
   groups of a few tile rows, column by column inside a group, makes neighbours read the
   same A and B tiles, so more of each comes from L2 instead of DRAM.
+- On Hopper and later: tensor descriptors and persistent programs. A tensor descriptor
+  (`tl.make_tensor_descriptor`) lets the TMA unit copy a whole tile into shared memory
+  with no address arithmetic or masks in the program's threads. A persistent kernel
+  launches one program per SM, each walking many tiles: no launch cost per tile, and
+  with `tl.range(..., flatten=True)` the next tile's loads start while this one finishes.
+  Both are a second kernel: keep this one for the GPUs and layouts they do not fit.
 """
 
 import os
@@ -102,6 +108,9 @@ def matmul_kernel(
     ...  # store the accumulator into c, in c's dtype, masked
 
 
+# TUNE: a persistent kernel through tensor descriptors, for Hopper and later
+
+
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Return a @ b for a [M, K] and b [K, N] (fp16, bf16 or fp32)."""
     M, K = a.shape
@@ -116,6 +125,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     interpreting = not a.is_cuda or os.environ.get("TRITON_INTERPRET", "0") == "1"
     if interpreting and a.dtype == torch.bfloat16:
         a, b = a.float(), b.float()
+    # TUNE: on Hopper and later, the persistent kernel through tensor descriptors
     grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N),)
     matmul_kernel[grid](
         a, b, c,

@@ -136,9 +136,9 @@ def softmax_kernel(x, out, TILE_N: ct.Constant[int], ONE_TILE: ct.Constant[bool]
 # >>> tuned: copies of the kernel with other hints (see "Making it fast")
 # Tiles of up to 8192 columns (one-tile rows, and the two-pass path's tiles) are small
 # enough to keep 4 blocks per SM busy, which hides memory latency. 16-bit rows of that
-# width ran faster still with 8 worker warps per block (0.083 -> 0.066 ms at bf16 8192^2;
-# fp32 ones lost 3%). Wider one-tile rows need 8 worker warps: a 32768-wide fp32 tile over
-# 4 warps needs 256 registers a thread and spills, over 8 warps 238 and does not.
+# width ran faster still with 8 worker warps per block (fp32 ones ran slower). Wider
+# one-tile rows need 8 worker warps: a 32768-wide fp32 tile over 4 warps needs 256
+# registers a thread and spills, over 8 warps 238 and does not.
 softmax_kernel_4_per_sm = softmax_kernel.replace_hints(occupancy=4)
 softmax_kernel_8_warps_4_per_sm = softmax_kernel.replace_hints(occupancy=4, num_worker_warps=8)
 softmax_kernel_8_warps = softmax_kernel.replace_hints(num_worker_warps=8)
@@ -153,7 +153,7 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     # >>> tuned: tile width and which copy of the kernel runs (see "Making it fast")
     # A row of up to 32768 columns is one tile (the next power of two >= N), read once;
     # wider rows take the two-pass path in tiles of 8192. With 8 worker warps, a 32768-wide
-    # fp32 row in one tile ran 1.25x faster than the two passes over 8192-wide tiles
+    # fp32 row in one tile ran faster than the two passes over 8192-wide tiles
     # (BENCHMARKS.md, the tuning sweep).
     if N <= 32768:
         TILE_N, one_tile = 1 << (N - 1).bit_length(), True
