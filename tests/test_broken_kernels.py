@@ -68,6 +68,10 @@ def test_softmax_without_max_subtraction_overflows_on_large_inputs(grade_source)
 def test_fp16_accumulator_fails_the_long_reduction(grade_source):
     source = broken("triton", "stage4_matmul.py", 'acc = tl.dot(a, b, acc, input_precision="tf32")',
                     "acc = (acc.to(tl.float16) + tl.dot(a, b, out_dtype=tl.float16)).to(tl.float32)")
+    # The reference sends aligned 16-bit inputs to its descriptor kernel on Hopper and in the
+    # interpreter: the fault is in the pointer kernel a student writes, so every case goes there.
+    assert source.count("    if hopper and aligned and a.element_size() == 2:\n") == 1
+    source = source.replace("    if hopper and aligned and a.element_size() == 2:\n", "    if False:\n")
     result = grade_source("matmul", source)
     # The accumulator, not the loop over K, though the failing case has a long K too.
     assert hint(result) == "Only half-precision cases with a long K fail, and the error grows with K"

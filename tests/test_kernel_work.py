@@ -6,6 +6,8 @@ kernel launched as cover, and must fail with a message that names what it did; t
 references, and kernels written the way NVIDIA's own samples write them, must pass.
 """
 
+import re
+
 import pytest
 from conftest import ROOT, failure_text
 
@@ -20,12 +22,16 @@ def reference(track: str, name: str) -> str:
 
 
 def host_does(stage_file: str, old: str, new: str, track: str = "triton") -> str:
-    """The reference with every `old` (at least one) replaced by `new`: the kernel still
-    launches, the host computes the answer (on every path out of a wrapper that has
-    several returns)."""
+    """The reference with the line `old` replaced by `new` wherever it stands, at its own
+    indentation or deeper (every path out of a wrapper with several returns): the kernel
+    still launches, the host computes the answer."""
     source = reference(track, stage_file)
-    assert source.count(old) >= 1, (stage_file, old)
-    return source.replace(old, new)
+    body = old.lstrip(" ")
+    base = len(old) - len(body)
+    line = re.compile(rf"^( {{{base},}}){re.escape(body)}", re.MULTILINE)
+    assert line.search(source), (stage_file, old)
+    return line.sub(lambda m: "".join(m.group(1)[base:] + text for text in new.splitlines(True)),
+                    source)
 
 
 MATMUL_RETURN = "    return c\n"

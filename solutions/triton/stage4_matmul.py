@@ -224,7 +224,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     # program per SM, 128 x 256 x 64 tiles, 3 stages (3 * 48 KiB of A and B tiles, and
     # 64 KiB for C's tile on its way out). The interpreter runs it too (fp16 cases).
     hopper = not a.is_cuda or torch.cuda.get_device_capability(a.device) >= (9, 0)
-    aligned = all(t.is_contiguous() and t.data_ptr() % 16 == 0
+    aligned = all(t.is_contiguous() and t.storage_offset() * t.element_size() % 16 == 0
                   and t.shape[1] * t.element_size() % 16 == 0 for t in (a, b, c))
     if hopper and aligned and a.element_size() == 2:
         if a.is_cuda:  # descriptors made inside a kernel live in global scratch memory
