@@ -98,6 +98,25 @@ def broken(track: str, stage_file: str, old: str, new: str, count: int | None = 
     return source.replace(old, new)
 
 
+# Where a reference sends some calls to a second, faster kernel before the kernel the
+# exercise teaches (a tuned block that launches and returns), and the line that makes it.
+SHORTCUTS = {
+    ("triton", "stage3_softmax.py"): "    if N <= BLOCK_N:\n",
+    ("triton", "stage4_matmul.py"): "    if hopper and aligned and a.element_size() == 2:\n",
+}
+
+
+def without_shortcuts(track: str, stage_file: str, source: str) -> str:
+    """`source` (a reference, or one with a fault put in) with its shortcut to a second
+    kernel never taken, so that every call reaches the kernel a student writes: a fault put
+    there must show."""
+    shortcut = SHORTCUTS.get((track, stage_file))
+    if shortcut is None:
+        return source
+    assert source.count(shortcut) == 1, f"{track}/{stage_file} no longer contains {shortcut!r}"
+    return source.replace(shortcut, "    if False:  # the kernel a student writes, always\n")
+
+
 def failing(result) -> list:
     """The cases of a StageResult that did not pass."""
     return [c for c in result.cases if not c.passed]

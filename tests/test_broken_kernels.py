@@ -6,7 +6,7 @@ the substitution must still apply, so these tests fail loudly if a solution is r
 
 import re
 
-from conftest import broken, case_text, failing
+from conftest import broken, case_text, failing, without_shortcuts
 
 from grader.report.results import Failure, Status
 
@@ -49,10 +49,7 @@ def test_grid_rounded_down_leaves_the_tail_never_written(grade_source):
 def test_softmax_without_max_subtraction_overflows_on_large_inputs(grade_source):
     source = broken("triton", "stage3_softmax.py", "m_new = tl.maximum(m_i, tl.max(x, axis=0))",
                     "m_new = tl.full((), 0.0, dtype=tl.float32)")
-    # The reference sends rows that fit one block to its one-load kernel: the fault is in
-    # the two-pass kernel a student writes, so every row goes there.
-    assert source.count("    if N <= BLOCK_N:\n") == 1
-    source = source.replace("    if N <= BLOCK_N:\n", "    if False:\n")
+    source = without_shortcuts("triton", "stage3_softmax.py", source)
     result = grade_source("softmax", source)
     assert hint(result) == "NaN only for large inputs"
     assert result.status is Status.FAIL
@@ -68,10 +65,7 @@ def test_softmax_without_max_subtraction_overflows_on_large_inputs(grade_source)
 def test_fp16_accumulator_fails_the_long_reduction(grade_source):
     source = broken("triton", "stage4_matmul.py", 'acc = tl.dot(a, b, acc, input_precision="tf32")',
                     "acc = (acc.to(tl.float16) + tl.dot(a, b, out_dtype=tl.float16)).to(tl.float32)")
-    # The reference sends aligned 16-bit inputs to its descriptor kernel on Hopper and in the
-    # interpreter: the fault is in the pointer kernel a student writes, so every case goes there.
-    assert source.count("    if hopper and aligned and a.element_size() == 2:\n") == 1
-    source = source.replace("    if hopper and aligned and a.element_size() == 2:\n", "    if False:\n")
+    source = without_shortcuts("triton", "stage4_matmul.py", source)
     result = grade_source("matmul", source)
     # The accumulator, not the loop over K, though the failing case has a long K too.
     assert hint(result) == "Only half-precision cases with a long K fail, and the error grows with K"
@@ -100,12 +94,12 @@ def test_missing_causal_mask_fails_exactly_the_causal_cases(grade_source):
 
 
 def test_a_load_past_the_end_of_an_input_is_named_with_its_fix(grade_source):
-    """The one-tile softmax path without its load mask: the replay watches the load reach
+    """The two-pass softmax kernel without its load mask: the replay watches the load reach
     past the end of x and fails the case at that line, with the fix, whatever the output."""
     source = broken("triton", "stage3_softmax.py",
                     'x = tl.load(x_row + cols * stride_xn, mask=cols < n_cols, other=-float("inf"))',
                     "x = tl.load(x_row + cols * stride_xn)")
-    result = grade_source("softmax", source)
+    result = grade_source("softmax", without_shortcuts("triton", "stage3_softmax.py", source))
     assert result.status is Status.FAIL
     bad = [c for c in failing(result) if c.failure is Failure.OUT_OF_BOUNDS]
     assert bad
@@ -194,7 +188,7 @@ def test_a_compile_error_points_at_the_kernel_line_not_the_launch(tmp_path):
 def test_a_single_step_over_k_gets_the_loop_hint(grade_source):
     source = broken("triton", "stage4_matmul.py", "for k0 in range(0, K, BLOCK_K):",
                     "for k0 in range(0, min(K, BLOCK_K), BLOCK_K):")
-    result = grade_source("matmul", source)
+    result = grade_source("matmul", without_shortcuts("triton", "stage4_matmul.py", source))
     assert result.status is Status.FAIL
     assert hint(result) == "Every case with K above one element fails"
 

@@ -2,14 +2,15 @@
 of them must never see a PASS by luck of the draw (a softmax without its online rescale
 once passed 10 of 11 cases in one run and 9 of 11 in another).
 
-Each fault is a reference with one substitution (as in tests/test_broken_kernels.py), in
+Each fault is a reference with one substitution (as in tests/test_broken_kernels.py), and
+the reference's shortcuts to second kernels never taken (conftest.without_shortcuts), in
 both tracks (Triton on its interpreter, cuTile on the simulator), graded on 20 run seeds
 in one sandboxed child. Per seed only the cases where the fault shows are called (`where`),
 which is enough for the claim and keeps the test short.
 """
 
 import pytest
-from conftest import broken
+from conftest import broken, without_shortcuts
 
 from grader.backends import selection as backends
 from grader.judge.stage import StageCheck
@@ -83,7 +84,7 @@ def test_a_classic_fault_fails_on_every_seed(course, tmp_path, track, fault):
     stage_id, file, old, new, where = FAULTS[track, fault]
     stage = course.select(stage_id)
     module = tmp_path / file
-    module.write_text(broken(track, file, old, new))
+    module.write_text(without_shortcuts(track, file, broken(track, file, old, new)))
     selection = backends.select(BACKEND[track])
     selection.backend.prepare()
     runner = Runner(module, stage.problem.function, "cpu", hidden=course.private_paths,
