@@ -237,15 +237,17 @@ def _variants() -> list[Variant]:
                               "flash_attention_kernel.replace_hints(occupancy=1, num_worker_warps=8)\n"),
                 (line, f"        TILE_M, TILE_N, kernel = {m}, {n}, flash_attention_kernel_8_warps\n"))
 
-    # Triton softmax: a row that fits one block is loaded once and kept in registers (the
-    # reference's two loops load it twice, the second time from cache), optionally with
+    # Triton softmax: the reference loads a row that fits one block once (its second
+    # kernel); against it, the two-pass kernel for every row (the previous reference), and
     # persistent programs that walk rows, the next row's load issued while this one
     # computes (tl.range's num_stages).
-    row_kernel = '__all__ = ["softmax"]\n' + """
+    add("triton", "softmax", "two passes for every row (the previous reference)",
+        ("    if N <= BLOCK_N:\n", "    if False:  # the two-pass kernel only\n"))
+    persistent = '__all__ = ["softmax"]\n' + """
 
 @triton.jit
-def softmax_row_kernel(x_ptr, out_ptr, n_rows, n_cols, stride_xm, stride_om,
-                       BLOCK_N: tl.constexpr, STAGES: tl.constexpr):
+def softmax_persistent_kernel(x_ptr, out_ptr, n_rows, n_cols, stride_xm, stride_om,
+                              BLOCK_N: tl.constexpr, STAGES: tl.constexpr):
     cols = tl.arange(0, BLOCK_N)
     mask = cols < n_cols
     for row in tl.range(tl.program_id(0), n_rows, tl.num_programs(0), num_stages=STAGES):
@@ -255,22 +257,17 @@ def softmax_row_kernel(x_ptr, out_ptr, n_rows, n_cols, stride_xm, stride_om,
         y = p * (1.0 / tl.sum(p, axis=0))
         tl.store(out_ptr + row * stride_om + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
 """
-    launch_sm = "    softmax_kernel[(M,)](\n"
-
-    def one_load(programs, stages):
-        return (launch_sm,
-                "    if x.is_cuda and N <= BLOCK_N and x.stride(1) == 1 and out.stride(1) == 1:\n"
-                "        sms = torch.cuda.get_device_properties(x.device).multi_processor_count\n"
-                f"        grid = ({programs},)\n"
-                "        softmax_row_kernel[grid](x, out, M, N, x.stride(0), out.stride(0),\n"
-                f"                                 BLOCK_N=BLOCK_N, STAGES={stages}, **options)\n"
-                "        return out\n" + launch_sm)
-
-    add("triton", "softmax", "one load per row", ('__all__ = ["softmax"]\n', row_kernel),
-        one_load("M", 1))
+    row_launch = "        softmax_row_kernel[(M,)](\n"
     for k, stages in ((2, 2), (4, 2), (8, 2), (4, 3)):
         add("triton", "softmax", f"one load per row, persistent {k} programs per SM, {stages} stages",
-            ('__all__ = ["softmax"]\n', row_kernel), one_load(f"min(M, {k} * sms)", stages))
+            ('__all__ = ["softmax"]\n', persistent),
+            (row_launch,
+             "        if x.is_cuda and x.stride(1) == 1 and out.stride(1) == 1:\n"
+             "            sms = torch.cuda.get_device_properties(x.device).multi_processor_count\n"
+             f"            softmax_persistent_kernel[(min(M, {k} * sms),)](\n"
+             "                x, out, M, N, x.stride(0), out.stride(0),\n"
+             f"                BLOCK_N=BLOCK_N, STAGES={stages}, **options)\n"
+             "            return out\n" + row_launch))
 
     return out
 
