@@ -94,13 +94,15 @@ def _variants() -> list[Variant]:
     tiles = "        programs = min(sms, triton.cdiv(M, 128) * triton.cdiv(N, 256))\n"
     stages = "            num_warps=8, num_stages=3,\n"
     for g in (4, 16):
-        add("triton", "matmul", f"descriptors: GROUP_M={g}", (tma, tma.replace("GROUP_M=8", f"GROUP_M={g}")))
+        add("triton", "matmul", f"descriptors: GROUP_M={g}",
+            (tma, tma.replace("GROUP_M=8", f"GROUP_M={g}")))
     add("triton", "matmul", "descriptors: 128x128x64, 4 stages",
         (tma, tma.replace("BLOCK_N=256", "BLOCK_N=128")),
         (tiles, tiles.replace("256", "128")), (stages, stages.replace("=3", "=4")))
     add("triton", "matmul", "descriptors: one program per tile (not persistent)",
         (tiles, "        programs = triton.cdiv(M, 128) * triton.cdiv(N, 256)\n"))
-    loop = "    for tile in tl.range(tl.program_id(axis=0), tiles_m * tiles_n, PROGRAMS, flatten=True):\n"
+    loop = ("    for tile in tl.range(tl.program_id(axis=0), tiles_m * tiles_n, PROGRAMS, "
+            "flatten=True):\n")
     add("triton", "matmul", "descriptors: the tile loop not flattened",
         (loop, loop.replace("flatten=True", "flatten=False")))
     add("triton", "matmul", "descriptors: warp-specialized",
@@ -152,7 +154,8 @@ def _variants() -> list[Variant]:
     # A copy of a reference that differs only in a comment: how far apart the clock puts two
     # identical kernels timed side by side (the reference's file versus a copy elsewhere).
     add("triton", "softmax", "the reference, copied",
-        ("    row = tl.program_id(axis=0)\n    x_row", "    row = tl.program_id(axis=0)  # copied\n    x_row"))
+        ("    row = tl.program_id(axis=0)\n    x_row",
+         "    row = tl.program_id(axis=0)  # copied\n    x_row"))
 
     # cuTile softmax: the widest one-tile row and the hints of each kernel copy. A copy with
     # other hints is made once, next to the reference's own: one made in the wrapper is a
@@ -160,14 +163,16 @@ def _variants() -> list[Variant]:
     # not the configuration).
     one = "    if N <= 32768:\n"
     hint = "softmax_kernel_4_per_sm = softmax_kernel.replace_hints(occupancy=4)\n"
-    half = "softmax_kernel_8_warps_4_per_sm = softmax_kernel.replace_hints(occupancy=4, num_worker_warps=8)\n"
+    half = ("softmax_kernel_8_warps_4_per_sm = "
+            "softmax_kernel.replace_hints(occupancy=4, num_worker_warps=8)\n")
     wide = "softmax_kernel_8_warps = softmax_kernel.replace_hints(num_worker_warps=8)\n"
     add("cutile", "softmax", "one tile up to 16384, two passes beyond (the previous reference)",
         (one, "    if N <= 16384:\n"))
     for o in (2, 3, 6):
         add("cutile", "softmax", f"occupancy={o} for tiles up to 8192", (hint, hint.replace("=4", f"={o}")))
     for o in (2, 8):
-        add("cutile", "softmax", f"16-bit rows: 8 worker warps, occupancy={o}", (half, half.replace("=4", f"={o}")))
+        add("cutile", "softmax", f"16-bit rows: 8 worker warps, occupancy={o}",
+            (half, half.replace("=4", f"={o}")))
     # A row split over the blocks of a cluster (num_ctas): each block holds part of the
     # tile, so a 32768-wide fp32 row needs fewer registers per block.
     for hints in ("num_ctas=2, num_worker_warps=8", "num_ctas=4", "num_ctas=4, num_worker_warps=8",
@@ -259,7 +264,8 @@ def softmax_persistent_kernel(x_ptr, out_ptr, n_rows, n_cols, stride_xm, stride_
 """
     row_launch = "        softmax_row_kernel[(M,)](\n"
     for k, stages in ((2, 2), (4, 2), (8, 2), (4, 3)):
-        add("triton", "softmax", f"one load per row, persistent {k} programs per SM, {stages} stages",
+        label = f"one load per row, persistent {k} programs per SM, {stages} stages"
+        add("triton", "softmax", label,
             ('__all__ = ["softmax"]\n', persistent),
             (row_launch,
              "        if x.is_cuda and x.stride(1) == 1 and out.stride(1) == 1:\n"

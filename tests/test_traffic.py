@@ -3,12 +3,15 @@
 without grading anything: each is fed the data it would see."""
 
 import numpy as np
+import pytest
 import torch
 
 from grader.judge import ownership, picture
 from grader.problems.evidence import Evidence, row_factor
+from grader.protocol import ProtocolError
 from grader.replay.traffic import (NOBODY, OOB_READER, SEVERAL, SHARED, WRITTEN, LaunchWatch,
                                    Region, Source, Traffic)
+from grader.sandbox.outcomes import call_outcome
 from grader.tracks import TRACKS
 
 TRITON, CUTILE = TRACKS["triton"].words, TRACKS["cutile"].words
@@ -204,11 +207,6 @@ def test_an_internal_error_of_the_simulator_is_told_as_a_line_of_the_kernel(tmp_
 def test_a_reply_whose_writers_are_no_program_of_the_launch_is_refused():
     """The judge counts per program: a map naming programs the launch never had (a reply
     the replay's process did not write) is refused before anything counts with it."""
-    import pytest
-
-    from grader.protocol import ProtocolError
-    from grader.sandbox.outcomes import call_outcome
-
     output = torch.zeros(4)
     launch = {"kernel": "k", "grid": [2], "constants": {}, "language": "triton"}
     value = {"output": {"device": "cpu"}, "error": None, "host": [], "compile_errors": [],
