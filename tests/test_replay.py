@@ -7,6 +7,7 @@ these are its parts, fast.
 
 import ast
 import math
+import re
 
 import pytest
 import torch
@@ -14,7 +15,9 @@ from conftest import ROOT
 
 from grader.replay import kernels, proposal
 from grader.replay.execute import Replay
-from grader.replay.literals import Literal, NotLiteral
+from grader.replay.kernels import _is_kernel
+from grader.replay.literals import NotData, Reader
+from grader.replay.spellings import SPELLINGS, Aliases
 
 VECTOR_ADD = (ROOT / "solutions/triton/stage1_vector_add.py").read_text()
 
@@ -40,48 +43,180 @@ def test_a_kernel_rebound_by_host_code_is_not_one_the_replay_runs(tmp_path):
         file.kernel("vector_add_kernel", "triton")
 
 
-def test_a_name_bound_by_skipped_code_is_explained(tmp_path):
-    source = VECTOR_ADD.replace("import torch\n", "import torch\nimport os\nSCALE = float(os.environ.get('S', '2'))\n")
+def test_a_constant_a_kernel_uses_that_is_not_data_is_refused_at_its_line(tmp_path):
+    source = VECTOR_ADD.replace("import torch\n", "import torch\nimport os\n"
+                                "SCALE = float(os.environ.get('S', '2'))\n")
+    source = source.replace("tl.store(out_ptr + offsets, x + y", "tl.store(out_ptr + offsets, "
+                            "(x + y) * SCALE")
+    with pytest.raises(kernels.SourceError) as found:
+        rebuilt(tmp_path, source)
+    said = str(found.value)
+    line = source.splitlines().index("SCALE = float(os.environ.get('S', '2'))") + 1
+    assert f"line {line} of submission.py" in said and "`SCALE` is used by a kernel" in said, said
+    assert "os.environ.get" in said, said
+
+
+def test_a_constant_only_the_wrapper_uses_is_host_code_and_left_out(tmp_path):
+    source = VECTOR_ADD.replace("import torch\n", "import torch\nimport os\n"
+                                "BLOCK = int(os.environ.get('B', '1024'))\n")
     file = rebuilt(tmp_path, source)
-    explained = file.explain("NameError: name 'SCALE' is not defined")
-    assert explained and "`SCALE` is bound at line" in explained and "plain literals" in explained
-    assert file.explain("NameError: name 'other' is not defined") is None
+    assert "BLOCK" not in file.namespace
+    assert file.skipped["BLOCK"] == source.splitlines().index("import os") + 2
 
 
-def test_a_kernel_that_is_not_a_top_level_kernel_is_refused_by_name(tmp_path):
-    file = rebuilt(tmp_path, VECTOR_ADD)
-    with pytest.raises(kernels.SourceError, match="not a kernel defined at the top level"):
-        file.kernel("vector_add", "triton")  # the wrapper, not a kernel
+def test_a_kernels_namespace_holds_nothing_of_the_host(tmp_path):
+    source = VECTOR_ADD.replace("import torch\n", "import torch\nimport os\nimport numpy as np\n"
+                                "from os import system\nLIMIT = 64\n")
+    file = rebuilt(tmp_path, source)
+    ns = file.namespace
+    assert {"torch", "os", "np", "system", "vector_add"}.isdisjoint(ns)  # vector_add: host code
+    assert ns["LIMIT"] == 64 and ns["tl"].__name__ == "triton.language"
+    assert set(ns["__builtins__"]) == {"range", "len", "min", "max", "int", "float", "print",
+                                       "isinstance"}
+    kernel = ns["vector_add_kernel"]
+    assert kernel.fn.__globals__ is ns
 
 
 @pytest.mark.parametrize("decorator, said", [
     ("@triton.heuristics(values={'B': lambda args: 4})", "@triton.heuristics takes functions"),
     ("@triton.autotune(configs=[], key=[], do_bench=print)", "`do_bench=` is not an option"),
+    ("@triton.autotune(configs=[triton.Config({'B': 1}, pre_hook=print)], key=[])",
+     "`pre_hook=` is not an option"),
+    ("@triton.autotune(configs=[triton.Config({'B': max(1, 2, key=print)})], key=[])",
+     "`max` takes no keywords"),
     ("@triton.jit(launch_metadata=print)", "`launch_metadata=` is not an option"),
+    ("@triton.jit(debug=max(0, 1, key=vector_add))", "`max` takes no keywords"),
+    ("@triton.constexpr_function", "a constexpr function runs Python while the kernel compiles"),
 ])
 def test_decorators_with_code_in_them_are_refused_at_their_line(tmp_path, decorator, said):
     source = VECTOR_ADD.replace("@triton.jit\n", decorator + "\n@triton.jit\n", 1)
-    with pytest.raises(kernels.SourceError, match=said) as found:
+    with pytest.raises(kernels.SourceError, match=re.escape(said)) as found:
         rebuilt(tmp_path, source)
-    assert "line " in str(found.value)
+    line = VECTOR_ADD.splitlines().index("@triton.jit") + 1
+    assert f"line {line} of submission.py" in str(found.value)
 
 
-def literal(text: str, ns=None):
-    return Literal({"math": math, **(ns or {})}).value(ast.parse(text, mode="eval").body)
+HEADER = "import math\nimport torch\nimport triton\nimport triton.language as tl\n"
 
 
-def test_literals_are_evaluated_without_eval():
+def literal(text: str, track: str = "triton", constants=None):
+    aliases = Aliases()
+    header = HEADER if track == "triton" else "import math\nimport cuda.tile as ct\n"
+    for node in ast.parse(header).body:
+        aliases.add(node)
+    reader = Reader(aliases, dict(constants or {}), SPELLINGS[track])
+    return reader.constant(ast.parse(text, mode="eval").body)
+
+
+def test_constants_are_read_as_data():
+    import triton
+    import triton.language as tl
+
     assert literal("2 ** 10 + (3 - 1) * 4") == 1032
     assert literal("math.sqrt(2.0 / math.pi)") == pytest.approx(math.sqrt(2 / math.pi))
-    assert literal("(1, 'a', [2.5])") == (1, "a", [2.5])
-    assert literal("B * 2", {"B": 64}) == 128
+    assert literal("(1, 'a', [2.5], None, True)") == (1, "a", (2.5,), None, True)  # lists: tuples
+    assert literal("B * 2", constants={"B": 64}) == 128
+    assert literal("tl.float16") is tl.float16
+    assert literal("tl.constexpr(64)") == tl.constexpr(64)
+    config = literal("triton.Config({'BLOCK': 128}, num_warps=4, num_stages=2)")
+    assert isinstance(config, triton.Config) and config.kwargs == {"BLOCK": 128}
+    assert (config.num_warps, config.num_stages) == (4, 2)
+    assert literal("max(1, 2.5, -3)") == 2.5
 
 
-@pytest.mark.parametrize("text", ["10 ** 10 ** 10", "1 << 100000", "'x' * 10 ** 9",
-                                  "print('hi')", "__import__('os')", "math.__dict__", "f(1)"])
-def test_what_is_not_a_small_literal_is_refused(text):
-    with pytest.raises(NotLiteral):
-        literal(text, {"f": lambda x: x})
+@pytest.mark.parametrize("text, said", [
+    ("max(1, 2, key=f)", "takes no keywords"),  # a function of the file, called while reading
+    ("min([f, 1])", "`f` is not a constant of this file"),
+    ("tl.constexpr(f)", "`f` is not a constant of this file"),
+    ("triton.Config({'B': 1}, pre_hook=f)", "`pre_hook=` is not an option"),
+    ("sorted((3, 1), key=f)", "which the grader does not run"),
+    ("(lambda: 1)()", "which the grader does not run"),
+    ("triton.knobs.runtime.interpret", "is not a constant the grader reads"),
+    ("tl.core", "is not a constant the grader reads"),
+    ("torch.float16", "is not a constant the grader reads"),
+    ("math.__dict__", "is not a constant the grader reads"),
+    ("print('hi')", "which the grader does not run"),
+    ("__import__('os')", "which the grader does not run"),
+    ("10 ** 10 ** 10", "too large"),
+    ("1 << 100000", "too large"),
+    ("'x' * 10 ** 9", "arithmetic in a constant is on numbers only"),
+    ("[x for x in (1, 2)]", "is not a constant the grader reads"),
+    ("f'{B}'", "is not a constant the grader reads"),
+    ("max(*(1, 2))", "`*` and `**` are not read"),
+])
+def test_what_is_not_data_is_refused_with_what_to_write(text, said):
+    with pytest.raises(NotData, match=re.escape(said)):
+        literal(text, constants={"B": 64})
+
+
+def test_cutile_constants_and_annotations_are_read_by_spelling():
+    import cuda.tile as ct
+
+    assert literal("ct.float32", "cutile") is ct.float32
+    assert literal("ct.PaddingMode.ZERO", "cutile") is ct.PaddingMode.ZERO
+    assert literal("ct.ByTarget(sm_90=4, default=2)", "cutile").__class__ is ct.ByTarget
+
+
+BODY = VECTOR_ADD.split("    # Step 1:")[0]  # the kernel's `def` line and what is above it
+
+
+@pytest.mark.parametrize("body, said", [
+    ("out_ptr.copy_(x_ptr + y_ptr)", None),  # a method of a value: the front end's to refuse
+    ("torch.add(x_ptr, y_ptr, out=out_ptr)", "`torch` is a module of the host"),
+    ("if triton.knobs.runtime.interpret:\n        pass", "`triton.knobs` is not part of"),
+    ("tl.core.tensor", "`triton.language.core` is not a module a kernel may use"),
+    ("tl.extra.module_from_spec(None)", "it is not part of triton's kernel API"),
+    ("x = tl.load(x_ptr).handle.data", "`.handle` cannot be used in a kernel"),
+    ("getattr(tl, 'core')", "`getattr` is not something a kernel may use"),
+    ("import os", "an import inside a kernel"),
+    ("tl.load = None", "is assigned inside a kernel"),
+    ("helper(x_ptr)", "`helper` is a function of this file without @triton.jit"),
+    ("__builtins__", "`__builtins__` is not something a kernel may use"),
+    ("open('/etc/passwd')", "`open` is not something a kernel may use"),
+    ("'{0.__class__}'.format(x_ptr)", "`.format` cannot be used in a kernel"),
+    ("vector_add_kernel.fn", "a kernel of this file is called, never read"),
+    ("x_ptr.__class__", "`.__class__` cannot be used in a kernel"),
+    ("tl.static_print(FOUR)", None),
+])
+def test_a_kernel_body_may_name_only_the_kernel_language(tmp_path, body, said):
+    source = (HEADER + "FOUR = tl.constexpr(4)\n\n\ndef helper(x):\n    return x\n\n\n"
+              "@triton.jit\ndef vector_add_kernel(x_ptr, y_ptr, out_ptr):\n    " + body + "\n")
+    if said is None:
+        rebuilt(tmp_path, source)
+        return
+    with pytest.raises(kernels.SourceError, match=re.escape(said)) as found:
+        rebuilt(tmp_path, source)
+    assert "line 14 of submission.py" in str(found.value)
+
+
+@pytest.mark.parametrize("body, said", [
+    ("ct.static_eval(__import__('os'))", "`__import__` is not something a kernel may use"),
+    ("ct.launch(None, (1,), vector_add_kernel, ())", "`ct.launch` cannot be used in a kernel"),
+    ("x.data.add_(1)", None),  # an attribute of a value: the front end's, then the simulator's
+    ("ct.compilation.export_kernel", "`cuda.tile.compilation` is not a module a kernel may"),
+    ("torch.add(x, y)", "`torch` is a module of the host"),
+    ("tile_helper(x)", None),  # an undecorated helper is tile code in cuTile: checked too
+    ("host_helper(x)", "`torch` is a module of the host"),
+])
+def test_a_cutile_kernel_and_its_helpers_may_name_only_cutile(tmp_path, body, said):
+    source = ("import torch\nimport cuda.tile as ct\n\n\ndef tile_helper(x):\n    return x\n\n\n"
+              "def host_helper(x):\n    return torch.zeros(1)\n\n\n"
+              "@ct.kernel\ndef vector_add_kernel(x, y, out):\n    " + body + "\n")
+    if said is None:
+        file = rebuilt(tmp_path, source, "cutile")
+        assert "host_helper" not in file.namespace
+        return
+    with pytest.raises(kernels.SourceError, match=re.escape(said)):
+        rebuilt(tmp_path, source, "cutile")
+
+
+@pytest.mark.parametrize("stage_file", sorted(p.name for p in (ROOT / "solutions/triton").glob("*.py")))
+def test_the_references_are_rebuilt_on_both_tracks(tmp_path, stage_file):
+    for track in ("triton", "cutile"):
+        names = (ROOT / "solutions" / track).glob(stage_file.split("_")[0] + "_*.py")
+        for path in names:
+            file = kernels.load(path, track, interpreted=True)
+            assert any(_is_kernel(v, track) for v in file.namespace.values()), path
 
 
 def _proposal(**overrides) -> dict:

@@ -71,8 +71,7 @@ class Replay:
         except (SourceError, ProposalError) as exc:
             done.error = str(exc)
         except Exception as exc:  # noqa: BLE001 - a failing kernel is a graded outcome
-            text = describe(exc, self.file.path)
-            done.error = f"{text}; {self.file.explain(text)}" if self.file.explain(text) else text
+            done.error = describe(exc, self.file.path)
         return done
 
     def timed(self, proposal: Proposal) -> Callable[[dict[str, torch.Tensor]], Any]:

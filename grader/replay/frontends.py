@@ -195,10 +195,10 @@ def serve_triton(fd: int) -> None:
         try:
             path = request["path"]
             if path not in modules:
-                modules[path] = kernels.load(Path(path), "triton", used_only=True).namespace
+                modules[path] = kernels.load(Path(path), "triton").namespace
             jit = modules[path][request["kernel"]]
-            while not hasattr(jit, "arg_names") and hasattr(jit, "fn"):
-                jit = jit.fn
+            while hasattr(jit, "configs") or not hasattr(jit, "arg_names"):
+                jit = jit.fn  # the JIT function under an autotuner
             constexprs = {k: _dtype(v) for k, v in request["constexprs"].items()}
             reply = {"error": _lower_triton(jit, request["signature"], constexprs, Path(path))}
         except kernels.SourceError as exc:

@@ -1,164 +1,276 @@
-"""Literal expressions of a submission's file, evaluated without running its code.
+"""A submission's constants, read as data: never evaluated, nothing of the file called.
 
-The replay (grader.replay.kernels) takes a file's top-level constants, its functions'
-annotations and defaults, and its decorators' options only when they are literals: numbers,
-strings, their arithmetic, tuples, lists and dicts of them, names already bound, attributes
-of the kernel languages' modules, and calls of a few pure functions (`tl.constexpr`,
-`triton.Config`, `math.sqrt`, `min`). `Literal.value` evaluates such an expression and raises
-`NotLiteral` for anything else; sizes are bounded, so no literal can stall the grader.
+The replay takes a file's top-level constants, its kernels' annotations and defaults, and
+its decorators' options only when they are written as data (`Reader.constant`):
+
+- a number, bool, string or None; a tuple, list or dict of data (a list is read as a
+  tuple: a constant cannot change while kernels run);
+- arithmetic on numbers, and a name already read as a constant;
+- a dtype of the kernel language by its plain spelling (`tl.float16`, `ct.float32`), one
+  of its enum members (`ct.PaddingMode.ZERO`), one of math's numbers (`math.pi`);
+- a short fixed list of constructors applied to data: `tl.constexpr(64)`,
+  `triton.Config({...}, num_warps=4)`, `ct.ByTarget(...)`, math's plain functions and
+  `min`, `max`, `abs`, `int`, `float`, `round` of numbers.
+
+Names are read by their spelling through the file's imports (grader.replay.spellings): no
+attribute of anything is fetched but the kernel language's public names, and every
+argument is checked to be data before the grader's own constructor is called with it. A
+function, a lambda, a keyword that takes a callable, a call of anything else, `*args`:
+refused with `NotData`, whose message names the line and what to write instead.
 """
 
 from __future__ import annotations
 
 import ast
+import enum
 import math
-import sys
-import types
-from typing import Any
+from typing import Any, Callable
 
-from grader.tracks import TRACKS
+from grader.replay.spellings import Aliases, Spellings, Unknown, is_math, lookup
 
-ALLOWED_MODULES = (*(t.module for t in TRACKS.values()), "math", "numpy", "torch")
-SAFE_BUILTINS = {"int": int, "float": float, "bool": bool, "str": str, "min": min, "max": max,
-                 "abs": abs, "round": round, "len": len}
-_MATH = ("sqrt", "log", "log2", "log10", "exp", "exp2", "pow", "ceil", "floor", "isqrt", "tanh",
-         "erf", "cos", "sin", "atan", "fabs")
 _LARGEST_INT_BITS = 4096
-_LONGEST = 10_000
+_LONGEST = 10_000  # characters of a string, items of a container
+_NUMBERS = (int, float, bool)
+_OPERATORS: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b,
+    ast.Mod: lambda a, b: a % b, ast.Pow: lambda a, b: a ** b,
+    ast.LShift: lambda a, b: a << b, ast.RShift: lambda a, b: a >> b,
+    ast.BitAnd: lambda a, b: a & b, ast.BitOr: lambda a, b: a | b,
+    ast.BitXor: lambda a, b: a ^ b}
+_UNARY: dict[type, Callable[[Any], Any]] = {
+    ast.UAdd: lambda x: +x, ast.USub: lambda x: -x, ast.Not: lambda x: not x,
+    ast.Invert: lambda x: ~x}
+_CONFIG_SPELLINGS = ("triton.Config", "triton.runtime.Config", "triton.runtime.autotuner.Config")
+_CONFIG_POSITIONS = ("kwargs", "num_warps", "num_stages", "num_ctas")
+_CONFIG_OPTIONS = frozenset({"num_warps", "num_stages", "num_ctas", "maxnreg"})
+_NUMBER_BUILTINS = {"min": min, "max": max, "abs": abs, "int": int, "float": float,
+                    "round": round, "bool": bool}
+WHAT_IS_DATA = ("a number, a string, True/False/None, a tuple of these, a dtype such as "
+                "tl.float16, or tl.constexpr(...) of one")
 
 
-class NotLiteral(Exception):
-    """The expression is not a literal the grader evaluates."""
+class NotData(Exception):
+    """An expression the grader does not read as a constant: `str()` is the message, at
+    the line, with what to write instead."""
+
+    def __init__(self, node: ast.AST, why: str):
+        super().__init__(why)
+        self.line = getattr(node, "lineno", 0)
+        self.why = why
 
 
-def allowed_module(module: str) -> bool:
-    return any(module == m or module.startswith(m + ".") for m in ALLOWED_MODULES)
+class Reader:
+    """Reads the data of one file: `aliases` its imports, `constants` the top-level
+    constants read so far (name -> value), `table` its language's spellings."""
 
+    def __init__(self, aliases: Aliases, constants: dict[str, Any], table: Spellings):
+        self.aliases, self.constants, self.table = aliases, constants, table
 
-class Literal:
-    """Evaluates a literal expression: numbers, strings, their arithmetic, tuples, lists and
-    dicts of them, names already bound, attributes of the allowed modules, and calls of a
-    few pure functions (`tl.constexpr`, `triton.Config`, `math.sqrt`, `min`)."""
+    # --- constants ----------------------------------------------------------------------
 
-    def __init__(self, ns: dict[str, Any], annotations: bool = False):
-        self.ns = ns
-        self.annotations = annotations  # subscripts such as ct.Constant[int] are allowed
-
-    def value(self, node: ast.expr) -> Any:
+    def constant(self, node: ast.expr) -> Any:
         method = getattr(self, f"_{type(node).__name__}", None)
         if method is None:
-            raise NotLiteral
+            raise NotData(node, f"`{_shown(node)}` is not a constant the grader reads: write "
+                                f"{WHAT_IS_DATA}")
         return method(node)
 
-    def _Constant(self, node):  # noqa: N802 - ast's names
-        return node.value
+    def _Constant(self, node: ast.Constant) -> Any:  # noqa: N802 - ast's names
+        value = node.value
+        if value is not None and type(value) not in (*_NUMBERS, str):
+            raise NotData(node, f"a {type(value).__name__} is not a constant the grader reads")
+        return _bounded(value, node)
 
-    def _Name(self, node):  # noqa: N802
-        # A name already bound: a constant, a module, a type such as `ConstInt` (naming it
-        # runs nothing; calls are what _pure restricts).
-        if node.id in self.ns:
-            return self.ns[node.id]
-        if node.id in SAFE_BUILTINS:
-            return SAFE_BUILTINS[node.id]
-        raise NotLiteral
+    def _Name(self, node: ast.Name) -> Any:  # noqa: N802
+        if node.id in self.constants:
+            return self.constants[node.id]
+        if node.id in self.aliases.spelled:
+            return self._named(node)
+        raise NotData(node, f"`{node.id}` is not a constant of this file written as data "
+                            f"({WHAT_IS_DATA})")
 
-    def _Attribute(self, node):  # noqa: N802
-        base = self.value(node.value)
-        if node.attr.startswith("_") or not (isinstance(base, types.ModuleType)
-                                             or is_trusted(base)):
-            raise NotLiteral
-        if isinstance(base, types.ModuleType) and not allowed_module(base.__name__):
-            raise NotLiteral
-        try:
-            return getattr(base, node.attr)
-        except AttributeError:
-            raise NotLiteral from None
+    def _Attribute(self, node: ast.Attribute) -> Any:  # noqa: N802
+        return self._named(node)
 
-    def _Subscript(self, node):  # noqa: N802
-        if not self.annotations:
-            raise NotLiteral
-        base = self.value(node.value)
-        if not is_trusted(base):
-            raise NotLiteral
-        return base[self.value(node.slice)]
+    def _named(self, node: ast.expr) -> Any:
+        """A dtype, enum member or math number, by its spelling."""
+        spelling = self.aliases.spelling(node)
+        if spelling is not None and (spelling.startswith(self.table.package + ".")
+                                     or spelling.startswith("math.")):
+            try:
+                value = lookup(spelling, self.table)
+            except Unknown:
+                value = None
+            if is_dtype(value, self.table) or isinstance(value, enum.Enum) or (
+                    spelling.startswith("math.") and isinstance(value, float)):
+                return value
+        raise NotData(node, f"`{_shown(node)}` is not a constant the grader reads: a name may "
+                            "be a dtype of the kernel language (tl.float16, ct.float32), one of "
+                            "its enum members, a math number (math.pi), or a constant above it "
+                            "written as data")
 
-    def _Tuple(self, node):  # noqa: N802
-        return tuple(self.value(e) for e in node.elts)
+    def _UnaryOp(self, node: ast.UnaryOp) -> Any:  # noqa: N802
+        operand = self._number(node.operand)
+        return _bounded(_UNARY[type(node.op)](operand), node)
 
-    def _List(self, node):  # noqa: N802
-        return [self.value(e) for e in node.elts]
-
-    def _Dict(self, node):  # noqa: N802
-        if any(k is None for k in node.keys):
-            raise NotLiteral
-        return {self.value(k): self.value(v) for k, v in zip(node.keys, node.values)}
-
-    def _UnaryOp(self, node):  # noqa: N802
-        operand = self.value(node.operand)
-        ops = {ast.UAdd: lambda x: +x, ast.USub: lambda x: -x, ast.Not: lambda x: not x,
-               ast.Invert: lambda x: ~x}
-        return ops[type(node.op)](operand)
-
-    def _BinOp(self, node):  # noqa: N802
-        left, right = self.value(node.left), self.value(node.right)
+    def _BinOp(self, node: ast.BinOp) -> Any:  # noqa: N802
+        left, right = self._number(node.left), self._number(node.right)
         op = type(node.op)
-        if op is ast.Pow and isinstance(left, int) and isinstance(right, int):
-            if right > _LARGEST_INT_BITS or abs(left).bit_length() * max(right, 0) > _LARGEST_INT_BITS:
-                raise NotLiteral
-        if op is ast.LShift and (not isinstance(right, int) or right > _LARGEST_INT_BITS):
-            raise NotLiteral
-        if op is ast.Mult and isinstance(left, (str, tuple, list)) or isinstance(right, (str, tuple, list)):
-            count = right if isinstance(left, (str, tuple, list)) else left
-            if not isinstance(count, int) or count * len(left if count is right else right) > _LONGEST:
-                raise NotLiteral
-        ops = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
-               ast.Mult: lambda a, b: a * b, ast.Div: lambda a, b: a / b,
-               ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b,
-               ast.Pow: lambda a, b: a ** b, ast.LShift: lambda a, b: a << b,
-               ast.RShift: lambda a, b: a >> b, ast.BitAnd: lambda a, b: a & b,
-               ast.BitOr: lambda a, b: a | b, ast.BitXor: lambda a, b: a ^ b}
-        if op not in ops:
-            raise NotLiteral
+        if op is ast.Pow and isinstance(left, int) and isinstance(right, int) and (
+                right > _LARGEST_INT_BITS
+                or abs(left).bit_length() * max(right, 0) > _LARGEST_INT_BITS):
+            raise NotData(node, "this power is too large to be a constant")
+        if op in (ast.LShift, ast.RShift) and (not isinstance(right, int)
+                                               or right > _LARGEST_INT_BITS):
+            raise NotData(node, "this shift is too large to be a constant")
+        if op not in _OPERATORS:
+            raise NotData(node, "this operator is not read in a constant (`+ - * / // % ** "
+                                "<< >> & | ^` are)")
         try:
-            return ops[op](left, right)
-        except (ArithmeticError, TypeError, ValueError):
-            raise NotLiteral from None
+            return _bounded(_OPERATORS[op](left, right), node)
+        except (ArithmeticError, ValueError) as exc:
+            raise NotData(node, f"this arithmetic fails ({type(exc).__name__})") from None
 
-    def _Call(self, node):  # noqa: N802
-        function = self.value(node.func)
-        if not _pure(function):
-            raise NotLiteral
-        args = [self.value(a) for a in node.args]
-        kwargs = {}
+    def _number(self, node: ast.expr) -> Any:
+        value = self.constant(node)
+        if type(value) not in _NUMBERS:
+            raise NotData(node, "arithmetic in a constant is on numbers only")
+        return value
+
+    def _Tuple(self, node: ast.Tuple) -> tuple:  # noqa: N802
+        return _bounded(tuple(self.constant(e) for e in node.elts), node)
+
+    _List = _Tuple  # a constant never changes while kernels run: its list is a tuple
+
+    def _Dict(self, node: ast.Dict) -> dict:  # noqa: N802
+        found = {}
+        for key, value in zip(node.keys, node.values):
+            if key is None:
+                raise NotData(node, "`**` is not read in a constant: write each entry")
+            name = self.constant(key)
+            if not isinstance(name, str):
+                raise NotData(key, "a dict in a constant has string keys")
+            found[name] = self.constant(value)
+        return _bounded(found, node)
+
+    def _Call(self, node: ast.Call) -> Any:  # noqa: N802
+        spelling = self.aliases.spelling(node.func) or _shown(node.func)
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(
+                k.arg is None for k in node.keywords):
+            raise NotData(node, "`*` and `**` are not read in a constant: write each argument")
+        if spelling in _CONFIG_SPELLINGS and self.table.track == "triton":
+            return self._config(node)
+        if spelling in ("triton.language.constexpr", "triton.language.core.constexpr") \
+                and self.table.track == "triton":
+            import triton.language as tl
+
+            (value,) = self._positional(node, 1, spelling)
+            return tl.constexpr(value)
+        if spelling == "cuda.tile.ByTarget" and self.table.track == "cutile":
+            import cuda.tile as ct
+
+            return ct.ByTarget(*self._positional(node, None, spelling), **self._keywords(node))
+        if is_math(spelling) or spelling in _NUMBER_BUILTINS and spelling not in self.constants:
+            function = getattr(math, spelling[5:]) if is_math(spelling) \
+                else _NUMBER_BUILTINS[spelling]
+            if node.keywords:
+                raise NotData(node, f"`{spelling}` takes no keywords in a constant")
+            args = [self._number(a) for a in node.args]
+            try:
+                return _bounded(function(*args), node)
+            except (ArithmeticError, ValueError, TypeError) as exc:
+                raise NotData(node, f"`{_shown(node)}` fails ({type(exc).__name__})") from None
+        raise NotData(node, f"`{_shown(node)}` calls `{spelling}`, which the grader does not "
+                            "run to read a constant: write its value as a number, or use one "
+                            "of tl.constexpr(...), triton.Config(...), ct.ByTarget(...), "
+                            "math's functions, min, max, abs, int, float, round")
+
+    def _positional(self, node: ast.Call, count: int | None, spelling: str) -> list:
+        if count is not None and (len(node.args) != count or node.keywords):
+            raise NotData(node, f"`{spelling}` takes {count} plain argument here")
+        return [self.constant(a) for a in node.args]
+
+    def _keywords(self, node: ast.Call, allowed: frozenset[str] | None = None) -> dict:
+        found = {}
         for keyword in node.keywords:
-            if keyword.arg is None:
-                raise NotLiteral
-            kwargs[keyword.arg] = self.value(keyword.value)
-        try:
-            return function(*args, **kwargs)
-        except (ArithmeticError, TypeError, ValueError):
-            raise NotLiteral from None
+            if allowed is not None and keyword.arg not in allowed:
+                raise NotData(keyword.value, f"`{keyword.arg}=` is not an option the grader "
+                                             f"reads (only {', '.join(sorted(allowed))})")
+            found[keyword.arg] = self.constant(keyword.value)
+        return found
 
-
-def is_trusted(value: Any) -> bool:
-    """A class or object of the kernel languages' own packages (a dtype, `ct.Constant`)."""
-    module = getattr(value, "__module__", None) or type(value).__module__
-    return isinstance(module, str) and any(module == m or module.startswith(m + ".")
-                                           for m in (*(t.module for t in TRACKS.values()),
-                                                     "numpy", "typing"))
-
-
-def _pure(function: Any) -> bool:
-    if function in SAFE_BUILTINS.values() and function is not len:
-        return True
-    if any(function is getattr(math, name, None) for name in _MATH):
-        return True
-    if "triton" in sys.modules:
+    def _config(self, node: ast.Call):
         import triton
-        import triton.language as tl
 
-        if function is tl.constexpr or function is triton.Config:
-            return True
-    return False
+        if len(node.args) > len(_CONFIG_POSITIONS):
+            raise NotData(node, "triton.Config takes its kwargs dict, then num_warps, "
+                                "num_stages and num_ctas")
+        given = dict(zip(_CONFIG_POSITIONS, (self.constant(a) for a in node.args)))
+        given.update(self._keywords(node, _CONFIG_OPTIONS | {"kwargs"}))
+        meta = given.pop("kwargs", None)
+        if not isinstance(meta, dict):
+            raise NotData(node, "triton.Config's first argument is a dict of the kernel's "
+                                "constexpr values, written as data")
+        for name, value in given.items():
+            if value is not None and type(value) is not int:
+                raise NotData(node, f"triton.Config's {name}= is an integer")
+        return triton.Config(meta, **given)
+
+    # --- annotations --------------------------------------------------------------------
+
+    def annotation(self, node: ast.expr) -> Any:
+        """A kernel parameter's annotation: one of the language's (tl.constexpr,
+        ct.Constant[int], int, ...), or a constant of the file that holds one."""
+        if isinstance(node, ast.Name) and node.id in self.constants \
+                and node.id not in self.aliases.spelled:
+            value = self.constants[node.id]
+            if _is_annotation(value):
+                return value
+        spelling = self.aliases.spelling(node)
+        if spelling in self.table.annotations:
+            return _BUILTIN_TYPES[spelling] if spelling in _BUILTIN_TYPES \
+                else lookup(spelling, self.table)
+        if isinstance(node, ast.Subscript):
+            base = self.aliases.spelling(node.value)
+            inner = self.aliases.spelling(node.slice)
+            if base == "cuda.tile.Constant" and inner in self.table.constant_types:
+                return lookup(base, self.table)[_BUILTIN_TYPES[inner]]
+        allowed = ", ".join(sorted(a.replace("triton.language.", "tl.")
+                                   .replace("cuda.tile.", "ct.") for a in self.table.annotations))
+        raise NotData(node, f"`{_shown(node)}` is not an annotation the grader reads: write one "
+                            f"of {allowed}" + (", ct.Constant[int]" if self.table.constant_types
+                                               else ""))
 
 
+_BUILTIN_TYPES = {"int": int, "float": float, "bool": bool, "str": str}
+
+
+def _is_annotation(value: Any) -> bool:
+    """A value the annotation reader made (`ConstInt = ct.Constant[int]` above a kernel)."""
+    return type(value).__module__ == "typing" or value in _BUILTIN_TYPES.values()
+
+
+def is_dtype(value: Any, table: Spellings) -> bool:
+    if value is None or not table.dtype_class:
+        return False
+    try:
+        return isinstance(value, lookup(table.dtype_class, table))
+    except Unknown:
+        return False
+
+
+def _bounded(value: Any, node: ast.AST) -> Any:
+    """`value`, refused when it is too large to be a constant (so that no literal can
+    stall the grader)."""
+    if isinstance(value, int) and not isinstance(value, bool) \
+            and value.bit_length() > _LARGEST_INT_BITS:
+        raise NotData(node, "this integer is too large to be a constant")
+    if isinstance(value, (str, tuple, dict)) and len(value) > _LONGEST:
+        raise NotData(node, "this constant is too long")
+    return value
+
+
+def _shown(node: ast.AST, limit: int = 60) -> str:
+    text = ast.unparse(node)
+    return text if len(text) <= limit else text[:limit - 3] + "..."

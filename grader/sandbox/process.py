@@ -193,8 +193,9 @@ class Process:
             try:
                 self.load()
             except SubmissionError as exc:
-                if first and self.role == "replay":  # the kernels could not be rebuilt
-                    raise Failed(Failure.NOT_REPLAYABLE, str(exc)) from None
+                if first and self.role == "replay":  # the grader refused to build its kernels
+                    raise Failed(Failure.DOES_NOT_COMPILE, f"its kernels are refused before "
+                                                           f"they run: {exc}") from None
                 raise Failed(Failure.CRASHED, "crashed: could not be restarted after an "
                                                f"earlier failure: {exc}") from None
         self._serial += 1

@@ -1,10 +1,11 @@
 """A @ct.kernel whose body adds with PyTorch, which only the simulator would run.
 
-cuTile's own front end, which lowers every kernel to Tile IR before the replay runs it,
-refuses the body.
+The replay builds a kernel only from what belongs to the kernel language: it reads the
+body before anything is built, and refuses a kernel that names a host module, at its line.
 
 expect: FAIL
-message: does not compile for a GPU
+message: its kernels are refused before they run
+message: `torch` cannot be used in a kernel
 """
 
 import cuda.tile as ct

@@ -1,11 +1,11 @@
 """A kernel body that imports PyTorch and adds on the host, as only an interpreter would run.
 
-Triton's interpreter runs a kernel body as Python; the real compiler's front end, which
-checks every kernel before the replay runs it, refuses it.
+Triton's interpreter runs a kernel body as Python; the replay reads every body before it
+builds any kernel, and refuses an import inside one, at its line.
 
 expect: FAIL
-message: does not compile for a GPU
-message: unsupported AST node type: Import
+message: its kernels are refused before they run
+message: an import inside a kernel
 rules: relaxed
 """
 

@@ -1,0 +1,187 @@
+"""What a kernel body may name, checked from its source before any kernel is built.
+
+A kernel body is run by the kernel language, never by the grader: compiled by Triton's code
+generator or cuTile's front end (both of which call the Python functions a body names, and
+cuTile's `static_eval` evaluates Python), or run as plain Python by Triton's interpreter and
+the cuTile simulator. So a body may name only what belongs to the kernel language, and
+`check` reads every name and attribute in it first:
+
+- its own parameters and variables; the file's kernels and helpers (only called, never read
+  as objects); the file's constants (read as data, grader.replay.literals);
+- the kernel language's modules (and math's numbers and plain functions), each attribute
+  chain on them looked up by spelling and kept only if it is the language's own API, not a
+  module or object of the host (grader.replay.spellings);
+- a few Python built-ins the language itself gives a meaning (`range`, `min`, ...);
+- on any other value (a tile, a tensor), no private attribute and none of the few that
+  reach the host (a tensor's `handle`, string formatting); no attribute is ever assigned.
+
+No import, `global`, class or nested `def` in a body. Every refusal names the line and
+says what a kernel may use instead.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from grader.replay.spellings import (HIDDEN_ATTRIBUTES, Aliases, Spellings, Unknown, lookup,
+                                     part_of_language)
+
+_STATEMENTS_REFUSED = {
+    ast.Import: "an import", ast.ImportFrom: "an import", ast.Global: "`global`",
+    ast.Nonlocal: "`nonlocal`", ast.ClassDef: "a class", ast.FunctionDef: "a nested `def`",
+    ast.AsyncFunctionDef: "a nested `def`", ast.AsyncFor: "`async for`",
+    ast.AsyncWith: "`async with`", ast.Await: "`await`", ast.Yield: "`yield`",
+    ast.YieldFrom: "`yield`", ast.Try: "`try`", ast.With: "`with`", ast.Delete: "`del`",
+}
+
+
+class Refused(Exception):
+    """What a kernel body may not do; `str()` is the message, at `line`."""
+
+    def __init__(self, line: int, why: str):
+        super().__init__(why)
+        self.line = line
+
+
+@dataclass
+class FileNames:
+    """The top-level names of a file, by what the replay made of them."""
+
+    constants: set[str] = field(default_factory=set)  # read as data
+    kernels: set[str] = field(default_factory=set)  # decorated functions, and names for them
+    helpers: dict[str, ast.FunctionDef] = field(default_factory=dict)  # undecorated functions
+    skipped: dict[str, int] = field(default_factory=dict)  # name -> line of host code
+    not_data: dict[str, str] = field(default_factory=dict)  # name -> why it is not data
+
+
+def check(function: ast.FunctionDef, names: FileNames, aliases: Aliases,
+          table: Spellings, helpers_allowed: bool) -> set[str]:
+    """Raise Refused at the first thing `function`'s body may not name; else the file's
+    undecorated helpers it calls (allowed only with `helpers_allowed`: cuTile compiles
+    them as tile code, Triton would call them as Python while compiling)."""
+    walker = _Walker(names, aliases, table, _locals(function), helpers_allowed)
+    for statement in function.body:
+        walker.visit(statement)
+    return walker.helpers_used
+
+
+def _locals(function: ast.FunctionDef) -> set[str]:
+    """Every name the function binds anywhere in its body (its parameters too)."""
+    found = {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            found.add(node.id)
+        elif isinstance(node, ast.Lambda):
+            found |= {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            found.add(node.name)
+    return found
+
+
+def _short(spelling: str) -> str:
+    return spelling.replace("triton.language.", "tl.").replace("cuda.tile.", "ct.")
+
+
+class _Walker(ast.NodeVisitor):
+    def __init__(self, names: FileNames, aliases: Aliases, table: Spellings, local: set[str],
+                 helpers_allowed: bool):
+        self.names, self.aliases, self.table, self.local = names, aliases, table, local
+        self.helpers_allowed = helpers_allowed
+        self.helpers_used: set[str] = set()
+
+    def generic_visit(self, node: ast.AST) -> None:
+        refused = _STATEMENTS_REFUSED.get(type(node))
+        if refused:
+            raise Refused(node.lineno, f"{refused} inside a kernel: a kernel body holds tile "
+                                       "code only (imports, classes and helper functions "
+                                       "belong at the top level of the file)")
+        super().generic_visit(node)
+
+    # --- names ----------------------------------------------------------------------------
+
+    def visit_Name(self, node: ast.Name) -> None:  # noqa: N802 - ast's names
+        if isinstance(node.ctx, ast.Load):
+            self.name(node)
+
+    def name(self, node: ast.Name) -> str:
+        """What a loaded name is: "local", "constant", "kernel", "module" or "builtin"."""
+        name, names = node.id, self.names
+        if name in self.local:
+            return "local"
+        if name in names.constants:
+            return "constant"
+        if name in names.kernels:
+            return "kernel"
+        if name in names.helpers:
+            if not self.helpers_allowed:
+                raise Refused(node.lineno, f"`{name}` is a function of this file without "
+                                           f"@triton.jit: a kernel may call only kernels and "
+                                           f"@triton.jit helpers (decorate `{name}` with "
+                                           "@triton.jit)")
+            self.helpers_used.add(name)
+            return "kernel"
+        if name in self.aliases.spelled:
+            spelled = self.aliases.spelled[name]
+            self.api(spelled, node)
+            return "module"
+        if name in self.table.builtins:
+            return "builtin"
+        if name in names.not_data:
+            raise Refused(names.skipped[name], f"`{name}` is used by a kernel, so it must be a "
+                                               f"constant written as data: {names.not_data[name]}")
+        if name in names.skipped:
+            raise Refused(node.lineno, f"`{name}` is bound at line {names.skipped[name]} by "
+                                       "top-level code the grader does not run: a kernel may "
+                                       "use only top-level constants written as data (numbers, "
+                                       "strings, tl.constexpr(...)), other kernels and helper "
+                                       "functions")
+        raise Refused(node.lineno, f"`{name}` is not something a kernel may use: a kernel may "
+                                   "use its parameters and variables, "
+                                   f"{self.table.api} and math, the "
+                                   "file's kernels and constants, and the built-ins "
+                                   f"{', '.join(sorted(self.table.builtins))}")
+
+    def api(self, spelling: str, node: ast.AST) -> None:
+        """Refuse a spelling that is not the kernel language's own API (or math's)."""
+        try:
+            value = lookup(spelling, self.table)
+        except Unknown as exc:
+            raise Refused(node.lineno, f"`{_short(spelling)}` cannot be used in a kernel: "
+                                       f"{exc}; a kernel may use {self.table.api} (the kernel "
+                                       "language's own functions, types and dtypes) and math's "
+                                       "numbers and functions") from None
+        if not part_of_language(value, spelling, self.table):
+            raise Refused(node.lineno, f"`{_short(spelling)}` cannot be used in a kernel: it is "
+                                       f"not part of {self.table.package}'s kernel API; a kernel "
+                                       f"may use {self.table.api} (the kernel language's own "
+                                       "functions, types and dtypes) and math's numbers and "
+                                       "functions")
+
+    # --- attributes -----------------------------------------------------------------------
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:  # noqa: N802
+        if not isinstance(node.ctx, ast.Load):
+            raise Refused(node.lineno, f"`{ast.unparse(node)}` is assigned inside a kernel: a "
+                                       "kernel changes no attribute of anything")
+        chain, base = [], node
+        while isinstance(base, ast.Attribute):
+            chain.append(base.attr)
+            base = base.value
+        chain.reverse()
+        if isinstance(base, ast.Name) and base.id not in self.local:
+            kind = self.name(base)
+            if kind == "module":
+                self.api(self.aliases.spelling(node), node)
+                return
+            if kind == "kernel":
+                raise Refused(node.lineno, f"`{ast.unparse(node)}`: a kernel of this file is "
+                                           "called, never read as an object")
+        for attr in chain:
+            if attr.startswith("_") or attr in HIDDEN_ATTRIBUTES:
+                raise Refused(node.lineno, f"`.{attr}` cannot be used in a kernel: a kernel "
+                                           "reads only the public attributes of tiles, arrays "
+                                           "and dtypes (a tensor's data is not reachable "
+                                           "from a kernel as a host object)")
+        if not isinstance(base, ast.Name):
+            self.visit(base)

@@ -1,0 +1,120 @@
+"""A kernel made from its `def`: the function compiled bare, its annotations and defaults
+read as data, its decorators recognised by spelling and applied by the grader with options
+read as data (grader.replay.kernels decides what is a kernel; this makes one)."""
+
+from __future__ import annotations
+
+import ast
+import sys
+import types
+from typing import Any, Callable
+
+from grader.replay.literals import NotData, Reader
+from grader.replay.spellings import lookup
+
+
+def options(call: ast.Call, allowed: frozenset[str], reader: Reader) -> dict[str, Any]:
+    """A decorator's (or replace_hints') keywords, each an option the grader knows and its
+    value data."""
+    found = {}
+    for keyword in call.keywords:
+        if keyword.arg is None or keyword.arg not in allowed:
+            raise NotData(call, f"`{keyword.arg or '**'}=` is not an option the grader "
+                                f"rebuilds (only data options are: "
+                                f"{', '.join(sorted(allowed)) or 'none'})")
+        found[keyword.arg] = reader.constant(keyword.value)
+    return found
+
+
+def bare_function(node: ast.FunctionDef, reader: Reader, module: types.ModuleType,
+                  flags: int) -> types.FunctionType:
+    """The function of `node`, its globals `module`'s namespace, with its annotations and
+    defaults read as data, compiled without decorators, defaults or annotations: defining
+    it runs nothing."""
+    args = node.args
+    annotations = {a.arg: reader.annotation(a.annotation)
+                   for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]
+                   if a.annotation is not None}
+    defaults = tuple(reader.constant(d) for d in args.defaults)
+    kwdefaults = {a.arg: reader.constant(d) for a, d in zip(args.kwonlyargs, args.kw_defaults)
+                  if d is not None}
+    bare = ast.FunctionDef(
+        name=node.name, args=_without_defaults(args), body=node.body, decorator_list=[],
+        returns=None, type_comment=None,
+        **({"type_params": []} if sys.version_info >= (3, 12) else {}))
+    ast.copy_location(bare, node)
+    code = compile(ast.fix_missing_locations(ast.Module([bare], [])), module.__file__, "exec",
+                   flags=flags, dont_inherit=True)
+    scratch = dict(module.__dict__)  # defining it binds its name: not in the kernels' namespace
+    exec(code, scratch)  # defines the function; its body does not run  # noqa: S102
+    function = types.FunctionType(scratch[node.name].__code__, module.__dict__, node.name)
+    function.__annotations__ = annotations
+    function.__defaults__ = defaults or None
+    function.__kwdefaults__ = kwdefaults or None
+    function.__module__ = module.__name__
+    function.__qualname__ = node.name
+    return function
+
+
+def decorate(node: ast.expr, function: Any, reader: Reader, kind_of_triton: str) -> Any:
+    """`function` under the decorator `node`, applied by the grader; `kind_of_triton`:
+    "interpret" (Triton kernels as the interpreter runs them) or "jit"."""
+    table = reader.table
+    call = node if isinstance(node, ast.Call) else None
+    spelling = reader.aliases.spelling(call.func if call else node)
+    kind = table.decorators.get(spelling or "")
+    if kind == "heuristics":
+        raise NotData(node, "@triton.heuristics takes functions, which the grader does not "
+                            "run: compute the value in your wrapper and pass it to the kernel "
+                            "as an argument")
+    if kind == "constexpr_function":
+        raise NotData(node, "a constexpr function runs Python while the kernel compiles, which "
+                            "the grader does not allow: compute the value in your wrapper and "
+                            "pass it to the kernel as a tl.constexpr argument")
+    if kind not in ("jit", "autotune", "kernel", "function") or (kind == "autotune"
+                                                                   and call is None):
+        raise NotData(node, "this decorator is not one the grader rebuilds (@triton.jit, "
+                            "@triton.autotune(configs=[...]), @ct.kernel, @ct.function)")
+    if call is not None and call.args:
+        raise NotData(node, "a decorator's arguments must be given by keyword")
+    given = options(call, table.options.get(kind, frozenset()), reader) if call else {}
+    if kind == "jit":
+        return _triton_kind(kind_of_triton)(function, **given)
+    if kind == "autotune":
+        import triton
+
+        given["configs"] = list(given.get("configs", ()))
+        if kind_of_triton == "interpret":
+            # No GPU to time configurations on: the interpreter runs the first one (the
+            # front end checks every one of them before anything runs).
+            given["do_bench"] = _first_configuration
+        return triton.autotune(**given)(function)
+    return lookup(spelling, table)(function, **given)  # @ct.kernel, @ct.function
+
+
+def _without_defaults(args: ast.arguments) -> ast.arguments:
+    def bare(a: ast.arg) -> ast.arg:
+        return ast.copy_location(ast.arg(arg=a.arg, annotation=None), a)
+
+    return ast.arguments(posonlyargs=[bare(a) for a in args.posonlyargs],
+                         args=[bare(a) for a in args.args],
+                         vararg=args.vararg and bare(args.vararg),
+                         kwonlyargs=[bare(a) for a in args.kwonlyargs],
+                         kw_defaults=[None] * len(args.kwonlyargs),
+                         kwarg=args.kwarg and bare(args.kwarg), defaults=[])
+
+
+def _first_configuration(kernel_call, quantiles=None, **options) -> list[float]:
+    """An autotuner's benchmark that times nothing: every configuration ties, and the
+    autotuner keeps the first."""
+    return [0.0, 0.0, 0.0]
+
+
+def _triton_kind(kind: str) -> Callable:
+    if kind == "interpret":
+        from triton.runtime.interpreter import InterpretedFunction
+
+        return InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    return JITFunction

@@ -1,0 +1,207 @@
+"""What a kernel file may write where the replay reads it: per language, the modules, the
+decorators, the constructors of constants, the annotations, and the built-ins and API a
+kernel body may name.
+
+The replay never evaluates a submission's expressions. It reads names by their *spelling*:
+`tl.constexpr` in a file that did `import triton.language as tl` is spelled
+"triton.language.constexpr", whatever object that name might hold at run time. Spellings are
+looked up in the tables below, and only the grader turns a spelling into an object
+(`lookup`), from the real modules of the kernel language, by public names.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import math
+import types
+from dataclasses import dataclass, field
+from typing import Any
+
+# math's numbers, and its functions that take and return numbers and call nothing else.
+MATH_NUMBERS = ("pi", "e", "tau", "inf", "nan")
+MATH_FUNCTIONS = ("sqrt", "log", "log2", "log10", "exp", "pow", "ceil", "floor", "isqrt", "tanh",
+                  "erf", "cos", "sin", "atan", "fabs")
+# Attributes no kernel may read of a value, whatever its type: the interpreter's raw data
+# behind a tensor (a numpy array in Triton's interpreter), and string formatting, which
+# walks attributes by name.
+HIDDEN_ATTRIBUTES = frozenset({"handle", "format", "format_map"})
+
+
+@dataclass(frozen=True)
+class Spellings:
+    """One language's table."""
+
+    track: str
+    package: str  # the language's own package: a kernel's API lives below it
+    api: str  # the API as a student writes it, for messages
+    modules: frozenset[str]  # modules a kernel may name, besides `math`
+    steps: dict[str, frozenset[str]]  # a module of which a kernel may use only these names
+    builtins: frozenset[str]  # Python built-ins a kernel body may name
+    host_only: frozenset[str]  # API of the language that belongs to the host, not a kernel
+    decorators: dict[str, str]  # spelling -> what the builder makes of it
+    annotations: frozenset[str]  # a kernel parameter's annotation, as written
+    constant_types: frozenset[str]  # what `ct.Constant[...]` may hold
+    homes: tuple[str, ...] = ()  # the modules (and those below them) its API comes from
+    dtype_class: str = ""  # the spelling of the language's dtype class
+    options: dict[str, frozenset[str]] = field(default_factory=dict)  # decorator -> keywords
+
+
+TRITON = Spellings(
+    track="triton", package="triton", api="tl.*",
+    modules=frozenset({"triton", "triton.language", "triton.language.math",
+                       "triton.language.extra", "triton.language.extra.cuda",
+                       "triton.language.extra.cuda.libdevice",
+                       "triton.language.extra.libdevice"}),
+    steps={"triton": frozenset({"language", "cdiv", "next_power_of_2"})},
+    builtins=frozenset({"range", "len", "min", "max", "int", "float", "print", "isinstance"}),
+    host_only=frozenset({"triton.jit", "triton.autotune", "triton.heuristics"}),
+    decorators={"triton.jit": "jit", "triton.autotune": "autotune",
+                "triton.heuristics": "heuristics",
+                "triton.constexpr_function": "constexpr_function",
+                "triton.language.constexpr_function": "constexpr_function"},
+    annotations=frozenset({"triton.language.constexpr", "triton.language.tensor", "int",
+                           "float", "bool", "str"}),
+    constant_types=frozenset(),
+    homes=("triton.language", "triton._C.libtriton"),
+    dtype_class="triton.language.dtype",
+    options={"jit": frozenset({"do_not_specialize", "do_not_specialize_on_alignment", "debug",
+                               "noinline"}),
+             "autotune": frozenset({"configs", "key", "reset_to_zero", "restore_value",
+                                    "warmup", "rep", "cache_results", "use_cuda_graph"})},
+)
+CUTILE = Spellings(
+    track="cutile", package="cuda.tile", api="ct.*",
+    modules=frozenset({"cuda", "cuda.tile"}),
+    steps={"cuda": frozenset({"tile"})},
+    builtins=frozenset({"range", "len", "min", "max", "int", "float", "bool", "abs", "divmod",
+                        "print", "slice", "tuple", "str", "isinstance"}),
+    host_only=frozenset({"cuda.tile.launch", "cuda.tile.kernel", "cuda.tile.function",
+                         "cuda.tile.compilation", "cuda.tile.tune", "cuda.tile.launch_extended"}),
+    decorators={"cuda.tile.kernel": "kernel", "cuda.tile.function": "function"},
+    annotations=frozenset({"cuda.tile.Constant", "cuda.tile.Array", "cuda.tile.Scalar",
+                           "cuda.tile.Tile", "cuda.tile.ScalarInt64", "int", "float", "bool"}),
+    constant_types=frozenset({"int", "float", "bool"}),
+    homes=("cuda.tile",),
+    dtype_class="cuda.tile.DType",
+    options={"kernel": frozenset({"num_ctas", "occupancy", "opt_level", "num_worker_warps"}),
+             "function": frozenset({"host", "tile"}),
+             "replace_hints": frozenset({"num_ctas", "occupancy", "opt_level",
+                                         "num_worker_warps"})},
+)
+SPELLINGS: dict[str, Spellings] = {s.track: s for s in (TRITON, CUTILE)}
+
+
+class Aliases:
+    """The names a file's imports bind, each to the module or attribute it spells."""
+
+    def __init__(self):
+        self.spelled: dict[str, str] = {}  # name -> "triton.language", "torch", ...
+        self.lines: dict[str, int] = {}
+
+    def add(self, node: ast.Import | ast.ImportFrom) -> None:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    self._bind(alias.asname, alias.name, node.lineno)
+                else:  # `import triton.language` binds `triton`
+                    top = alias.name.split(".")[0]
+                    self._bind(top, top, node.lineno)
+        elif node.module and not node.level:
+            for alias in node.names:
+                if alias.name != "*":
+                    self._bind(alias.asname or alias.name, f"{node.module}.{alias.name}",
+                               node.lineno)
+
+    def _bind(self, name: str, spelled: str, line: int) -> None:
+        self.spelled[name] = spelled
+        self.lines[name] = line
+
+    def spelling(self, node: ast.expr) -> str | None:
+        """`tl.constexpr` -> "triton.language.constexpr"; a bare name not imported spells
+        itself ("min"); None for anything but a name or a chain of attributes."""
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        head = self.spelled.get(node.id, node.id)
+        return ".".join([head, *reversed(parts)])
+
+
+def is_math(spelling: str) -> bool:
+    return spelling in {f"math.{n}" for n in MATH_NUMBERS + MATH_FUNCTIONS}
+
+
+def module_allowed(spelling: str, table: Spellings) -> bool:
+    """Whether `spelling` names a module a kernel of this language may use."""
+    return spelling in table.modules or spelling == "math"
+
+
+class Unknown(Exception):
+    """A spelling that names nothing the grader looks up; the message says why."""
+
+
+def lookup(spelling: str, table: Spellings) -> Any:
+    """The object a spelling names, taken from the language's real modules by public names,
+    each module on the way one a kernel may use. Raises Unknown."""
+    parts = spelling.split(".")
+    if parts[0] == "math":
+        if len(parts) == 1:
+            return math
+        if len(parts) == 2 and is_math(spelling):
+            return getattr(math, parts[1])
+        raise Unknown(f"`{spelling}` is not one of math's numbers or plain functions")
+    if not module_allowed(parts[0], table):
+        raise Unknown(f"`{parts[0]}` is a module of the host, not of {table.package}")
+    value: Any = importlib.import_module(parts[0])
+    for index, part in enumerate(parts[1:], 1):
+        here = ".".join(parts[:index])
+        if part.startswith("_"):
+            raise Unknown(f"`{spelling}` reaches a private name")
+        if here in table.steps and part not in table.steps[here]:
+            raise Unknown(f"`{here}.{part}` is not part of {table.package}'s kernel API")
+        if isinstance(value, types.ModuleType) and not module_allowed(here, table):
+            raise Unknown(f"`{here}` is not a module a kernel may use")
+        try:
+            value = getattr(value, part)
+        except AttributeError:
+            try:  # a submodule not imported yet
+                value = importlib.import_module(".".join(parts[:index + 1]))
+            except ImportError:
+                raise Unknown(f"`{spelling}` does not exist") from None
+    if isinstance(value, types.ModuleType) and not module_allowed(value.__name__, table):
+        raise Unknown(f"`{spelling}` is a module a kernel may not use")
+    return value
+
+
+def home(value: Any) -> str:
+    """The module an object of the language comes from (a kernel language wraps its
+    functions: Triton's JIT and interpreted functions keep theirs in `fn`)."""
+    inner = value
+    for _ in range(4):
+        wrapped = getattr(inner, "fn", None)
+        if wrapped is None or isinstance(inner, types.FunctionType):
+            break
+        inner = wrapped
+    module = getattr(inner, "__module__", None)
+    if not isinstance(module, str):
+        module = type(value).__module__
+    return module
+
+
+def part_of_language(value: Any, spelling: str, table: Spellings) -> bool:
+    """Whether `value`, reached by `spelling`, is the language's own API (or math's): no
+    module or object re-exported from elsewhere, nothing of the host."""
+    if spelling in table.host_only or any(spelling.startswith(h + ".") for h in table.host_only):
+        return False
+    if isinstance(value, types.ModuleType):
+        return module_allowed(value.__name__, table)
+    if spelling.startswith("math."):
+        return is_math(spelling)
+    if isinstance(value, (int, float, bool, str)) and not isinstance(value, type):
+        return True  # a number the language defines, such as a limit
+    origin = home(value)
+    return origin == table.package or any(origin == h or origin.startswith(h + ".")
+                                          for h in table.homes)
