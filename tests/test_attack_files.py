@@ -1,6 +1,8 @@
-"""Bad submissions kept as the files a student would hand in, each graded through `grade`.
+"""Bad submissions kept as the files a student would hand in, each graded through `grade`;
+beside them, honest submissions written in ways the grader must not refuse (an autotuned
+kernel), which must earn every point.
 
-Every file under tests/attacks/<track>/ is a stage file named
+Every file under tests/attacks/<track>/ and tests/honest/<track>/ is a stage file named
 `stageN_<what>.py` (N: the stage it is graded as) whose module docstring says what it tries
 and what must come of it (after the first line, prose may explain; these lines decide):
 
@@ -34,7 +36,7 @@ from grader.sandbox import memory
 
 # The beginner faults (tests/faults/) are graded by tests/test_fault_files.py, which also
 # checks the causes and lines their messages name.
-FOLDERS = (ROOT / "tests/attacks",)
+FOLDERS = (ROOT / "tests/attacks", ROOT / "tests/honest")
 FILES = sorted(p for folder in FOLDERS for p in folder.glob("*/stage*_*.py"))
 BACKENDS = {"triton": "triton-interpret", "cutile": "cutile-sim"}
 STATUSES = ("PASS", "FAIL", "ERROR", "NOT STARTED", "PARTLY GRADED")

@@ -178,7 +178,7 @@ class _Walker(ast.NodeVisitor):
                 raise Refused(node.lineno, f"`{ast.unparse(node)}`: a kernel of this file is "
                                            "called, never read as an object")
         for attr in chain:
-            if attr.startswith("_") or attr in HIDDEN_ATTRIBUTES:
+            if attr.startswith("_") or attr in HIDDEN_ATTRIBUTES | self.table.hidden:
                 raise Refused(node.lineno, f"`.{attr}` cannot be used in a kernel: a kernel "
                                            "reads only the public attributes of tiles, arrays "
                                            "and dtypes (a tensor's data is not reachable "

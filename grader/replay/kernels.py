@@ -130,7 +130,9 @@ class _Builder:
                 self.ns[node.targets[0].id] = self.copy_of_kernel(node.value, reader)
 
     def forget(self, name: str) -> None:
-        for table in (self.constants, self.names.helpers, self.names.not_data, self.ns):
+        """`name` is bound anew: whatever it was (an import too) is gone."""
+        for table in (self.constants, self.names.helpers, self.names.not_data, self.ns,
+                      self.aliases.spelled):
             table.pop(name, None)
         self.names.kernels.discard(name)
         self.kernels.pop(name, None)

@@ -22,10 +22,9 @@ from typing import Any
 MATH_NUMBERS = ("pi", "e", "tau", "inf", "nan")
 MATH_FUNCTIONS = ("sqrt", "log", "log2", "log10", "exp", "pow", "ceil", "floor", "isqrt", "tanh",
                   "erf", "cos", "sin", "atan", "fabs")
-# Attributes no kernel may read of a value, whatever its type: the interpreter's raw data
-# behind a tensor (a numpy array in Triton's interpreter), and string formatting, which
-# walks attributes by name.
-HIDDEN_ATTRIBUTES = frozenset({"handle", "format", "format_map"})
+# Attributes no kernel may read of a value, whatever its type: string formatting, which
+# walks attributes by name (each language adds the ones that reach its host objects).
+HIDDEN_ATTRIBUTES = frozenset({"format", "format_map"})
 
 
 @dataclass(frozen=True)
@@ -43,6 +42,7 @@ class Spellings:
     annotations: frozenset[str]  # a kernel parameter's annotation, as written
     constant_types: frozenset[str]  # what `ct.Constant[...]` may hold
     homes: tuple[str, ...] = ()  # the modules (and those below them) its API comes from
+    hidden: frozenset[str] = frozenset()  # attributes of its values that reach the host
     dtype_class: str = ""  # the spelling of the language's dtype class
     options: dict[str, frozenset[str]] = field(default_factory=dict)  # decorator -> keywords
 
@@ -54,7 +54,7 @@ TRITON = Spellings(
                        "triton.language.extra.cuda.libdevice",
                        "triton.language.extra.libdevice"}),
     steps={"triton": frozenset({"language", "cdiv", "next_power_of_2"})},
-    builtins=frozenset({"range", "len", "min", "max", "int", "float", "print", "isinstance"}),
+    builtins=frozenset({"range", "len", "min", "max", "int", "float", "print"}),
     host_only=frozenset({"triton.jit", "triton.autotune", "triton.heuristics"}),
     decorators={"triton.jit": "jit", "triton.autotune": "autotune",
                 "triton.heuristics": "heuristics",
@@ -64,6 +64,7 @@ TRITON = Spellings(
                            "float", "bool", "str"}),
     constant_types=frozenset(),
     homes=("triton.language", "triton._C.libtriton"),
+    hidden=frozenset({"handle"}),  # the interpreter's numpy array behind a tensor
     dtype_class="triton.language.dtype",
     options={"jit": frozenset({"do_not_specialize", "do_not_specialize_on_alignment", "debug",
                                "noinline"}),
@@ -75,7 +76,7 @@ CUTILE = Spellings(
     modules=frozenset({"cuda", "cuda.tile"}),
     steps={"cuda": frozenset({"tile"})},
     builtins=frozenset({"range", "len", "min", "max", "int", "float", "bool", "abs", "divmod",
-                        "print", "slice", "tuple", "str", "isinstance"}),
+                        "print", "slice", "tuple"}),
     host_only=frozenset({"cuda.tile.launch", "cuda.tile.kernel", "cuda.tile.function",
                          "cuda.tile.compilation", "cuda.tile.tune", "cuda.tile.launch_extended"}),
     decorators={"cuda.tile.kernel": "kernel", "cuda.tile.function": "function"},
@@ -83,6 +84,7 @@ CUTILE = Spellings(
                            "cuda.tile.Tile", "cuda.tile.ScalarInt64", "int", "float", "bool"}),
     constant_types=frozenset({"int", "float", "bool"}),
     homes=("cuda.tile",),
+    hidden=frozenset({"get_raw_memory", "foreign_pointer", "from_foreign"}),  # host memory
     dtype_class="cuda.tile.DType",
     options={"kernel": frozenset({"num_ctas", "occupancy", "opt_level", "num_worker_warps"}),
              "function": frozenset({"host", "tile"}),
