@@ -15,6 +15,7 @@ from conftest import ROOT
 
 from grader.replay import kernels, proposal
 from grader.replay.execute import Replay
+from grader.replay.source import SourceKernels
 from grader.replay.kernels import _is_kernel
 from grader.replay.literals import NotData, Reader
 from grader.replay.spellings import SPELLINGS, Aliases
@@ -279,7 +280,7 @@ def _launch_proposal(n: int, kernel: str = "vector_add_kernel", kwargs=None, gri
 def _run(file, data: dict, n: int):
     x, y = torch.randn(n), torch.randn(n)
     geometry = {"input.0": ((n,), (1,), "float32"), "input.1": ((n,), (1,), "float32")}
-    replay = Replay(file, "cpu", frontend=False)
+    replay = Replay(SourceKernels(file, frontend=False), "cpu")
     return replay.run(proposal.parse(data, geometry, 1 << 30), {"input.0": x, "input.1": y}), x + y
 
 

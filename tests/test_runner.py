@@ -49,8 +49,9 @@ def test_kernels_that_cannot_be_rebuilt_say_why_on_the_first_request(tmp_path, m
     monkeypatch.setattr(runner.replay, "load", failing_load)
     inputs = PROBLEMS["vector_add"].draw({"n": 4}, "float32", 1).tensors()
     outcome = runner.replay.call("vector_add", {"n": 4}, "float32", 1, inputs, 16, PROPOSAL)
-    assert outcome.failure is Failure.NOT_REPLAYABLE
-    assert outcome.error == "line 3 of submission.py: @triton.heuristics takes functions"
+    assert outcome.failure is Failure.DOES_NOT_COMPILE
+    assert outcome.error == ("its kernels are refused before they run: line 3 of submission.py: "
+                             "@triton.heuristics takes functions")
 
 
 @dataclass

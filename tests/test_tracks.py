@@ -6,14 +6,16 @@ import pytest
 from conftest import ROOT
 
 from grader.backends.selection import BACKENDS
-from grader.replay import execute, watch
+from grader.replay import binaries, source, spellings, watch
 from grader.sandbox import launches
 from grader.tracks import TRACKS
 
 TABLES = {"grader.sandbox.launches.HOOKS": launches.HOOKS, "grader.replay.watch.HOOKS": watch.HOOKS,
-          "grader.replay.execute.FRONT_ENDS": execute.FRONT_ENDS,
-          "grader.replay.execute.LAUNCHERS": execute.LAUNCHERS,
-          "grader.replay.execute.PARAMETERS": execute.PARAMETERS}
+          "grader.replay.source.FRONT_ENDS": source.FRONT_ENDS,
+          "grader.replay.source.LAUNCHERS": source.LAUNCHERS,
+          "grader.replay.source.PARAMETERS": source.PARAMETERS,
+          "grader.replay.binaries.BUILDERS": binaries.BUILDERS,
+          "grader.replay.spellings.SPELLINGS": spellings.SPELLINGS}
 
 
 @pytest.mark.parametrize("name", list(TRACKS))

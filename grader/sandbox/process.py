@@ -60,7 +60,8 @@ class Process:
 
     def __init__(self, path: Path, function: str, device: str, timeout: float = 120.0,
                  hidden: list[Path] = (), rules=None, track: str = "", role: str = "child"):
-        self.role = role  # "child": runs the wrapper; "replay": runs only the kernels
+        # "child": runs the wrapper; "replay": runs only the kernels; "builder": compiles them
+        self.role = role
         self.path = Path(path)
         self.function = function
         self.device = device
@@ -185,7 +186,7 @@ class Process:
     # --- one request ------------------------------------------------------------------
 
     def _ask(self, op: str, max_bytes: int, timeout: float | None = None,
-             **args) -> protocol.Message:
+             tensors: dict | None = None, **args) -> protocol.Message:
         """The ok reply to one request; raises Failed or SubmissionError."""
         if self._process is None or (not self._loaded and op != "load"):
             # the first request, or a restart after a timeout or crash
@@ -193,7 +194,7 @@ class Process:
             try:
                 self.load()
             except SubmissionError as exc:
-                if first and self.role == "replay":  # the grader refused to build its kernels
+                if first and self.role in ("replay", "builder"):  # its kernels were refused
                     raise Failed(Failure.DOES_NOT_COMPILE, f"its kernels are refused before "
                                                            f"they run: {exc}") from None
                 raise Failed(Failure.CRASHED, "crashed: could not be restarted after an "
@@ -203,7 +204,7 @@ class Process:
         try:
             if protocol.unasked(self._sock):
                 raise self._broken("sent data before it was asked for anything")
-            protocol.send(self._sock, {"id": self._serial, "op": op, "args": args})
+            protocol.send(self._sock, {"id": self._serial, "op": op, "args": args}, tensors)
         except (protocol.Closed, OSError):
             raise self._died() from None
         reply = self._receive(self._serial, deadline, max_bytes)

@@ -1,0 +1,194 @@
+"""On a GPU, kernels are built apart from the clock: a builder process compiles each launch of
+a proposal (`build`) and is then discarded; the replay, the process that runs, times and
+reads outputs, installs what it made (`Binaries.install`) and launches only that.
+
+Compiling runs the kernel language's compile-time Python (Triton's code generator calls
+the functions a kernel names, cuTile's `static_eval` evaluates Python). The kernel bodies
+were checked before any was built (grader.replay.bodies), and the builder is a confined
+process whose only output is data: per launch step, records (JSON) and binary files. In
+the replay no code path runs anything derived from the submission's Python.
+
+An autotuned Triton launch has a binary per configuration: the replay tunes itself, timing
+each on the launch's own arguments with CUDA events (and restoring every tensor argument
+after each), keeps the fastest, and launches that one from then on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from grader.replay import cutile_binary, triton_binary
+from grader.replay.buffers import argument, host_step
+from grader.replay.execute import Launcher
+from grader.replay.kernels import KernelFile
+from grader.replay.locate import describe
+from grader.replay.proposal import Alloc, Launch, Proposal
+
+TUNING_REPEATS = 5  # timed launches of each configuration, after one untimed
+
+
+def proposal_key(data: dict) -> str:
+    """The name of a proposal's binaries: a digest of its JSON."""
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:32]
+
+
+# --- the builder ---------------------------------------------------------------------------
+
+
+def build(file: KernelFile, proposal: Proposal, inputs: dict[str, torch.Tensor]
+          ) -> tuple[dict, dict[str, torch.Tensor]]:
+    """Every launch of `proposal` compiled on buffers laid out as the replay's (`inputs`:
+    the case's inputs, drawn here too); per launch step, its records and files, or why it
+    does not compile."""
+    buffers = dict(inputs)
+    launches, files = [], {}
+    for index, step in enumerate(proposal.steps):
+        if isinstance(step, Alloc):
+            buffers[step.ref().buffer] = torch.empty_strided(
+                step.shape, step.stride, dtype=getattr(torch, step.dtype), device="cuda")
+            continue
+        if not isinstance(step, Launch):
+            host_step(step, buffers)
+            continue
+        kernel = file.kernel(step.kernel, step.language)
+        args = tuple(argument(v, buffers) for v in step.args)
+        kwargs = {k: argument(v, buffers) for k, v in step.kwargs.items()}
+        try:
+            records, made = BUILDERS[step.language](kernel, args, kwargs, step)
+        except Exception as exc:  # noqa: BLE001 - the compiler's rejection is the answer
+            launches.append({"step": index, "error": describe(exc, file.path)})
+            break  # a later launch would run after one that does not compile: never
+        for name, blob in made.items():
+            files[f"{index}/{name}"] = torch.frombuffer(bytearray(blob), dtype=torch.uint8)
+        launches.append({"step": index, "records": records})
+    return {"launches": launches}, files
+
+
+def _build_triton(kernel, args: tuple, kwargs: dict, step: Launch):
+    return triton_binary.build(kernel, args, kwargs)
+
+
+def _build_cutile(kernel, args: tuple, kwargs: dict, step: Launch):
+    grid = step.grid if isinstance(step.grid, tuple) else (step.grid,)
+    return cutile_binary.build(kernel, args, grid)
+
+
+# --- the replay ----------------------------------------------------------------------------
+
+
+class Binaries:
+    """The binaries installed in this process, by proposal; `folder` is where Triton's
+    files are written for its loader."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.given: dict[str, tuple[dict, dict[str, torch.Tensor]]] = {}  # key -> the build
+        self.steps: dict[str, dict[int, Any]] = {}  # key -> step -> [binary, ...] or an error
+        self.parameters: dict[str, dict[int, list[str]]] = {}
+        self.cutile_kernels: dict[str, Any] = {}  # by kernel name: cuTile's dispatchers
+        self.tuned: dict[tuple[str, int], int] = {}
+
+    def install(self, key: str, value: dict, tensors: dict[str, torch.Tensor]) -> None:
+        """Keep what the builder made of the proposal named `key`."""
+        self.given[key] = (value, tensors)
+
+    def _loaded(self, key: str, proposal: Proposal) -> None:
+        """The binaries of the proposal named `key`, loaded the first time they are used."""
+        if key in self.steps:
+            return
+        if key not in self.given:
+            raise RuntimeError("no binaries were installed for this proposal")
+        value, tensors = self.given.pop(key)
+        steps, names = {}, {}
+        for launch in value["launches"]:
+            index = launch["step"]
+            if "error" in launch:
+                steps[index] = str(launch["error"])
+                continue
+            step = proposal.steps[index]
+            files = {}
+            for record in launch["records"]:
+                for name in record["files"]:
+                    files[name] = tensors[f"{index}/{name}"]
+            steps[index] = [self._load(step, record, files) for record in launch["records"]]
+            names[index] = list(launch["records"][0]["names"])
+        self.steps[key], self.parameters[key] = steps, names
+
+    def _load(self, step: Launch, record: dict, files: dict) -> Any:
+        if step.language == "triton":
+            return triton_binary.TritonBinary(record, files, self.folder)
+        return cutile_binary.CutileBinary(record, files, self.cutile_kernels, step.kernel)
+
+    def kernels(self, key: str, proposal: Proposal) -> "BuiltKernels":
+        self._loaded(key, proposal)
+        return BuiltKernels(self, key)
+
+    def tune(self, key: str, index: int, step: Launch, args: tuple, kwargs: dict) -> int:
+        """The fastest configuration of an autotuned launch, timed on its own arguments;
+        every tensor argument is as it was before, after."""
+        found = self.tuned.get((key, index))
+        if found is not None:
+            return found
+        tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
+        saved = [t.clone() for t in tensors]
+        times = []
+        for binary, grid in zip(self.steps[key][index], step.grids):
+            binary.launch(grid, args, kwargs)  # loads it; not timed
+            runs = []
+            for _ in range(TUNING_REPEATS):
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                binary.launch(grid, args, kwargs)
+                end.record()
+                end.synchronize()
+                runs.append(start.elapsed_time(end))
+            times.append(statistics.median(runs))
+            for tensor, before in zip(tensors, saved):
+                tensor.copy_(before)
+        self.tuned[(key, index)] = found = min(range(len(times)), key=times.__getitem__)
+        return found
+
+
+class BuiltKernels:
+    """A proposal's launches from its installed binaries (grader.replay.execute.Kernels)."""
+
+    def __init__(self, binaries: Binaries, key: str):
+        self.binaries, self.key = binaries, key
+        self.steps = binaries.steps[key]
+
+    def parameters(self, index: int, step: Launch) -> list[str]:
+        return self.binaries.parameters[self.key].get(index, [])
+
+    def check(self, index: int, step: Launch, args: tuple, kwargs: dict) -> str | None:
+        built = self.steps.get(index)
+        if built is None:
+            return "the kernel was not built (an earlier launch does not compile)"
+        return built if isinstance(built, str) else None
+
+    def launcher(self, index: int, step: Launch) -> Launcher:
+        built = self.steps[index]
+        if isinstance(built, str):
+            raise RuntimeError(built)
+        if len(built) == 1:
+            binary, grid = built[0], step.grid if step.grids is None else step.grids[0]
+            grid = grid if isinstance(grid, tuple) else (grid,)
+            return lambda args, kwargs: binary.launch(grid, args, kwargs)
+
+        def tuned(args: tuple, kwargs: dict) -> None:
+            choice = self.binaries.tune(self.key, index, step, args, kwargs)
+            grid = step.grids[choice]
+            built[choice].launch(grid if isinstance(grid, tuple) else (grid,), args, kwargs)
+
+        return tuned
+
+    def describe(self, exc: BaseException) -> str:
+        return f"{type(exc).__name__}: {str(exc).strip()[:2000]}"
+
+
+BUILDERS = {"triton": _build_triton, "cutile": _build_cutile}

@@ -1,0 +1,131 @@
+"""Triton kernels built in one process and launched in another.
+
+On a GPU, compiling a Triton kernel runs Triton's code generator, which calls the Python a
+kernel names (grader.replay.bodies keeps that to Triton's own). So the kernels are compiled
+in a builder process (`build`), which is then discarded, and the process that runs and
+times them only loads the compiled binaries (`TritonBinary`): the cubin and its metadata,
+both data, launched through Triton's own launcher. Nothing in that process is derived from
+the submission's Python: the binary's parameters are named, and each argument taken from
+the proposal, by the record the builder wrote.
+
+A record is JSON: the binary's name and hash, its signature (parameter -> Triton type,
+"constexpr" for the compile-time ones), and where each parameter's value comes from (the
+launch's arguments, or a value of the configuration or a default, as data).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+_KEPT = (".json", ".cubin")  # of a compiled kernel's files, what launching it needs
+
+
+def unwrap(kernel) -> tuple[Any, list | None]:
+    """(the JIT function under an autotuner, the autotuner's configurations or None)."""
+    configs = getattr(kernel, "configs", None)
+    while not hasattr(kernel, "arg_names") or hasattr(kernel, "configs"):
+        kernel = kernel.fn
+    return kernel, configs
+
+
+def build(kernel, args: tuple, kwargs: dict) -> tuple[list[dict], dict[str, bytes]]:
+    """Compile one launch: one record per configuration of an autotuner (one for a plain
+    kernel), and the files they need, by name."""
+    jit, configs = unwrap(kernel)
+    records, files = [], {}
+    for index, config in enumerate(configs or [None]):
+        chosen = config.all_kwargs() if config is not None else {}
+        compiled = jit.warmup(*args, grid=(1,), **kwargs, **chosen)
+        if hasattr(compiled, "result"):  # an asynchronous compile
+            compiled = compiled.result()
+        kept = {name: Path(path) for name, path in compiled.metadata_group.items()
+                if name.endswith(_KEPT)}
+        for name, path in kept.items():
+            files[f"{index}/{name}"] = path.read_bytes()
+        records.append({"name": compiled.name, "hash": compiled.hash,
+                        "names": list(jit.arg_names),
+                        "signature": dict(compiled.src.signature),
+                        "files": [f"{index}/{name}" for name in kept],
+                        "params": _sources(jit, args, kwargs, chosen)})
+    return records, files
+
+
+def _sources(jit, args: tuple, kwargs: dict, config: dict) -> list:
+    """Where each parameter's value comes from: ["arg", i] or ["kwarg", name] of the launch,
+    or ["value", data] (a configuration's value, or the parameter's default)."""
+    import inspect
+
+    defaults = inspect.signature(jit.fn).parameters
+    sources = []
+    for index, name in enumerate(jit.arg_names):
+        if index < len(args):
+            sources.append(["arg", index])
+        elif name in kwargs:
+            sources.append(["kwarg", name])
+        elif name in config:
+            sources.append(["value", _data(config[name])])
+        else:
+            sources.append(["value", _data(defaults[name].default)])
+    return sources
+
+
+def _data(value) -> Any:
+    """A configuration's or default's value as JSON: a number, bool, string, None or a
+    Triton dtype by name."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    name = getattr(value, "name", None)
+    if isinstance(name, str):
+        return {"dtype": name}
+    raise TypeError(f"a value of type {type(value).__name__} cannot be passed to a built kernel")
+
+
+class TritonBinary:
+    """One compiled configuration of a launch, loaded from the builder's files (written to
+    `folder`), launched with the arguments of a proposal's launch step."""
+
+    def __init__(self, record: dict, files: dict[str, torch.Tensor], folder: Path):
+        from types import SimpleNamespace
+
+        from triton.compiler.compiler import CompiledKernel
+
+        group = {}
+        for name in record["files"]:
+            path = folder / record["hash"] / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(files[name].numpy().tobytes())
+            group[Path(name).name] = str(path)
+        self.params = record["params"]
+        names = list(record["signature"])
+        # What Triton's launcher reads of the source: the signature and the parameters'
+        # names; the source itself stays in the builder.
+        source = SimpleNamespace(signature=dict(record["signature"]), constants={},
+                                 fn=SimpleNamespace(arg_names=names))
+        self.kernel = CompiledKernel(source, group, record["hash"])
+
+    def launch(self, grid: tuple, args: tuple, kwargs: dict) -> None:
+        from triton.runtime import driver
+
+        values = [_value(source, args, kwargs) for source in self.params]
+        grid = tuple(grid) + (1,) * (3 - len(grid))
+        device = driver.active.get_current_device()
+        stream = driver.active.get_current_stream(device)
+        run = self.kernel.run  # loads the binary and makes its launcher, the first time
+        run(grid[0], grid[1], grid[2], stream, self.kernel.function, self.kernel.packed_metadata,
+            None, None, None, *values)
+
+
+def _value(source: list, args: tuple, kwargs: dict) -> Any:
+    kind, where = source
+    if kind == "arg":
+        return args[where]
+    if kind == "kwarg":
+        return kwargs[where]
+    if isinstance(where, dict) and set(where) == {"dtype"}:
+        import triton.language as tl
+
+        return getattr(tl, where["dtype"])
+    return where
