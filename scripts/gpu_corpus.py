@@ -23,6 +23,14 @@ corpus is tests/attacks/ and tests/faults/, graded by tests/test_attack_files.py
   (x0.7 on softmax, x0.9 on matmul) and with every clock of its process forged (the grader's
   timing loop, time.perf_counter, CUDA events): each forgery earns what the honest plain
   kernel earns (speed-ups within FORGED_WITHIN of it, no speed point more);
+- the same plain kernels forging the replay's clock (its timing loop and CUDA events x0.7)
+  by each route by which a file's Python could reach the process that builds or times its
+  kernels: a constant's evaluation, only the wrapper using it (host code: it runs in the
+  child alone, and the forgery earns exactly the honest speed points, its speed-ups within
+  FORGED_ROUTE_WITHIN); a constant a kernel uses, a decorator's option, a constexpr that
+  holds a function the kernel calls at compile time, a module attribute the kernel reads
+  (each refused before any kernel is built: no points);
+- honest autotuned Triton kernels (tests/honest/triton/): every point, speed included.
 - vector add that tries to read the reference and to plant a file next to the grader's
   checks: it finds neither, and still runs on the GPU with every sandbox protection in force.
 
@@ -33,6 +41,7 @@ Usage:  python -m scripts corpus [WORD]   (only submissions whose name contains 
 from __future__ import annotations
 
 import dataclasses
+import re
 import sys
 import tempfile
 import zlib
@@ -52,6 +61,9 @@ FLATTERED = 1.03
 # A forged submission's speed-up against the same kernel's honest one: the same replay, timed
 # in other batches of the same run.
 FORGED_WITHIN = 0.05
+# A forgery by a route the grader leaves in the child (host code) against its honest twin.
+FORGED_ROUTE_WITHIN = 0.02
+REFUSED = "its kernels are refused before they run"
 VECTOR_ADD = (ROOT / "solutions/triton/stage1_vector_add.py").read_text()
 ATTENTION = (ROOT / "solutions/triton/stage5_flash_attention.py").read_text()
 MATMUL = (ROOT / "solutions/triton/stage4_matmul.py").read_text()
@@ -88,6 +100,58 @@ def every_clock_forged(source: str) -> str:
             "_elapsed = torch.cuda.Event.elapsed_time\n"
             "torch.cuda.Event.elapsed_time = lambda self, end: _elapsed(self, end) * 0.7\n"
             + source)
+
+
+# Scales the times of whatever process evaluates it: the grader's timing loop and CUDA events.
+FORGE = """
+def _forge(value):
+    import torch
+
+    timing = torch.sys.modules.get("grader.timing")
+    if timing is not None and not getattr(timing, "forged", False):
+        run = timing.run_batch
+
+        def fast(prepare, call, count, flush):
+            times, outputs = run(prepare, call, count, flush)
+            return [t * 0.7 for t in times], outputs
+
+        timing.run_batch, timing.forged = fast, True
+        elapsed = torch.cuda.Event.elapsed_time
+        torch.cuda.Event.elapsed_time = lambda self, end: elapsed(self, end) * 0.7
+    return value
+
+"""
+
+
+def forged_by(route: str, source: str) -> str:
+    """`source` (a plain Triton kernel file) forging the replay's clock by `route`: "wrapper
+    constant" (a top-level constant only the wrapper uses), "kernel constant", "decorator",
+    "compile-time function", "module attribute"."""
+    head = "import triton\nimport triton.language as tl\n"
+    kernel_line = re.search(r"^( +)\w+ = tl\.program_id\(.*\)\n", source, re.M)
+    indent = kernel_line.group(1)
+
+    def in_kernel(statement: str) -> str:
+        at = kernel_line.end()
+        return source[:at] + indent + statement + "\n" + source[at:]
+
+    if route == "wrapper constant":
+        return FORGE + "SCALE = max(1, 1, key=_forge)\n" + source
+    if route == "kernel constant":
+        return head + FORGE + "ONE = tl.constexpr(max(1, 1, key=_forge))\n" + in_kernel(
+            "tl.static_assert(ONE == 1)")
+    if route == "decorator":
+        return FORGE + source.replace("@triton.jit\n",
+                                      "@triton.jit(debug=max(False, False, key=_forge))\n", 1)
+    if route == "compile-time function":
+        return head + FORGE + "HOOK = tl.constexpr(_forge)\n" + in_kernel("HOOK(0)")
+    if route == "module attribute":
+        return head + in_kernel("tl.static_assert(triton.testing.do_bench is not None)")
+    raise ValueError(route)
+
+
+HONEST = {name: (ROOT / "tests/honest/triton" / f"{name}.py").read_text()
+          for name in ("stage1_autotuned", "stage4_autotuned")}
 
 
 def small_course(real: Course, folder: Path) -> Course:
@@ -266,6 +330,16 @@ def submissions() -> list[tuple[str, str, str, str | tuple[str, ...]]]:
         ("plain matmul, honest", "matmul", PLAIN_MATMUL, "honest"),
         ("plain matmul, event times x0.9", "matmul", event_times_times(0.9, PLAIN_MATMUL),
          "plain matmul, honest"),
+        ("plain softmax, wrapper constant forges", "softmax",
+         forged_by("wrapper constant", PLAIN_SOFTMAX), "plain softmax, honest, exactly"),
+        ("plain matmul, wrapper constant forges", "matmul",
+         forged_by("wrapper constant", PLAIN_MATMUL), "plain matmul, honest, exactly"),
+        *((f"plain {stage}, {route} forges", stage, forged_by(route, source), REFUSED)
+          for route in ("kernel constant", "decorator", "compile-time function",
+                        "module attribute")
+          for stage, source in (("softmax", PLAIN_SOFTMAX), ("matmul", PLAIN_MATMUL))),
+        ("honest autotuned vector add", "vector_add", HONEST["stage1_autotuned"], "PASS"),
+        ("honest autotuned matmul", "matmul", HONEST["stage4_autotuned"], "PASS"),
     ]
 
 
@@ -273,13 +347,13 @@ def speedups(result) -> list[float]:
     return [c.speedup for c in result.speed.cases]
 
 
-def like_honest(result, honest) -> tuple[bool, str]:
+def like_honest(result, honest, within: float = FORGED_WITHIN) -> tuple[bool, str]:
     """A forgery earns what its honest kernel earns: the same speed verdicts, each speed-up
-    within FORGED_WITHIN of the honest one."""
+    within `within` of the honest one."""
     if honest is None:
         return False, "its honest kernel was not graded in this run"
     pairs = list(zip(speedups(result), speedups(honest)))
-    close = bool(pairs) and all(h and abs(f / h - 1) <= FORGED_WITHIN for f, h in pairs)
+    close = bool(pairs) and all(h and abs(f / h - 1) <= within for f, h in pairs)
     same = [c.passed for c in result.speed.cases] == [c.passed for c in honest.speed.cases]
     shown = ", ".join(f"{f:.3f}x vs {h:.3f}x" for f, h in pairs)
     return close and same, f"{shown}; speed points {result.speed.points:g} vs {honest.speed.points:g}"
@@ -326,8 +400,16 @@ def main() -> int:
             elif expected == "honest":
                 ok = result.status.value in ("PASS", "FAIL") and bool(result.speed.cases)
                 got = "; ".join(c.summary[:80] for c in result.speed.cases)
+            elif expected.endswith(", honest, exactly"):
+                ok, got = like_honest(result, graded.get(expected.removesuffix(", exactly")),
+                                      FORGED_ROUTE_WITHIN)
+                ok = ok and result.speed.points == graded[expected.removesuffix(", exactly")].speed.points
             elif expected.endswith(", honest"):
                 ok, got = like_honest(result, graded.get(expected))
+            elif expected == REFUSED:
+                hit = [t for t in texts if t and REFUSED in t]
+                ok = bool(hit) and result.points == 0
+                got = (hit or [t for t in texts if t] or ["(nothing)"])[0][:200]
             elif expected == "PASS":
                 ok = result.status.value == "PASS"
                 got = "; ".join(c.summary[:100] for c in result.speed.cases) or result.message

@@ -35,26 +35,30 @@ def build(kernel, args: tuple, grid: tuple) -> tuple[list[dict], dict[str, bytes
     import cuda.tile as ct
 
     captured = {}
-    compile_step = kernel._compile
+    original = type(kernel)
 
-    def capture(signature, context, compute_capability=None):
-        key = (id(kernel), repr(signature))
-        if key not in _built:
-            cubin, symbol, host, providers = compile_step(signature, context, compute_capability)
-            if host is not None or providers:
-                raise TypeError("this kernel needs cuTile host code or libraries, which the "
-                                "grader does not launch")
-            _built[key] = (bytes(cubin), symbol)
-        captured.update(key=key[1], cubin=_built[key][0], symbol=_built[key][1])
-        raise _Captured
+    class Capturing(original):
+        """The kernel, for one launch: its compile step keeps the cubin and stops there."""
 
-    kernel._compile = capture  # the dispatcher compiles through it: the launch stops there
+        def _compile(self, signature, context, compute_capability=None):
+            key = (id(self), repr(signature))
+            if key not in _built:
+                cubin, symbol, host, providers = original._compile(
+                    self, signature, context, compute_capability)
+                if host is not None or providers:
+                    raise TypeError("this kernel needs cuTile host code or libraries, which "
+                                    "the grader does not launch")
+                _built[key] = (bytes(cubin), symbol)
+            captured.update(key=key[1], cubin=_built[key][0], symbol=_built[key][1])
+            raise _Captured
+
+    kernel.__class__ = Capturing  # cuTile's dispatcher compiles through it: the launch stops
     try:
         ct.launch(torch.cuda.current_stream(), tuple(grid), kernel, tuple(args))
     except _Captured:
         pass
     finally:
-        del kernel._compile
+        kernel.__class__ = original
     if not captured:  # already compiled for this signature in this process
         raise RuntimeError("the kernel was not compiled for this launch")
     from grader.backends.build import cutile_parameters
