@@ -114,13 +114,15 @@ class Binaries:
             step = proposal.steps[index]
             files = {}
             for record in launch["records"]:
-                for name in record["files"]:
+                for name in record.get("files", ()):
                     files[name] = tensors[f"{index}/{name}"]
             steps[index] = [self._load(step, record, files) for record in launch["records"]]
-            names[index] = list(launch["records"][0]["names"])
+            names[index] = next(list(r["names"]) for r in launch["records"] if "names" in r)
         self.steps[key], self.parameters[key] = steps, names
 
     def _load(self, step: Launch, record: dict, files: dict) -> Any:
+        if "skipped" in record:  # a configuration that does not compile for this GPU
+            return None
         if step.language == "triton":
             return triton_binary.TritonBinary(record, files, self.folder)
         return cutile_binary.CutileBinary(record, files, self.cutile_kernels, step.kernel)
@@ -139,7 +141,18 @@ class Binaries:
         saved = [t.clone() for t in tensors]
         times = []
         for binary, grid in zip(self.steps[key][index], step.grids):
-            binary.launch(grid, args, kwargs)  # loads it; not timed
+            grid = grid if isinstance(grid, tuple) else (grid,)
+            try:
+                if binary is None:
+                    raise LookupError("not built")
+                binary.launch(grid, args, kwargs)  # loads it; not timed
+            except Exception as exc:
+                # A configuration this GPU cannot run (too much shared memory) is passed
+                # over, as Triton's own autotuner does.
+                if binary is not None and type(exc).__name__ not in triton_binary.SKIPPED:
+                    raise
+                times.append(float("inf"))
+                continue
             runs = []
             for _ in range(TUNING_REPEATS):
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -151,7 +164,10 @@ class Binaries:
             times.append(statistics.median(runs))
             for tensor, before in zip(tensors, saved):
                 tensor.copy_(before)
-        self.tuned[(key, index)] = found = min(range(len(times)), key=times.__getitem__)
+        found = min(range(len(times)), key=times.__getitem__)
+        if times[found] == float("inf"):
+            raise RuntimeError("no configuration of the autotuner runs on this GPU")
+        self.tuned[(key, index)] = found
         return found
 
 
@@ -175,7 +191,7 @@ class BuiltKernels:
         built = self.steps[index]
         if isinstance(built, str):
             raise RuntimeError(built)
-        if len(built) == 1:
+        if len(built) == 1 and built[0] is not None:
             binary, grid = built[0], step.grid if step.grids is None else step.grids[0]
             grid = grid if isinstance(grid, tuple) else (grid,)
             return lambda args, kwargs: binary.launch(grid, args, kwargs)

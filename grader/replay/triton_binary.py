@@ -21,6 +21,9 @@ from typing import Any
 import torch
 
 _KEPT = (".json", ".cubin")  # of a compiled kernel's files, what launching it needs
+# What makes Triton's own autotuner pass over a configuration rather than fail the launch:
+# one that does not fit this GPU (shared memory, registers) or that its compiler refuses.
+SKIPPED = ("OutOfResources", "CompileTimeAssertionFailure", "PTXASError")
 
 
 def unwrap(kernel) -> tuple[Any, list | None]:
@@ -38,7 +41,13 @@ def build(kernel, args: tuple, kwargs: dict) -> tuple[list[dict], dict[str, byte
     records, files = [], {}
     for index, config in enumerate(configs or [None]):
         chosen = config.all_kwargs() if config is not None else {}
-        compiled = jit.warmup(*args, grid=(1,), **kwargs, **chosen)
+        try:
+            compiled = jit.warmup(*args, grid=(1,), **kwargs, **chosen)
+        except Exception as exc:
+            if configs is None or type(exc).__name__ not in SKIPPED:
+                raise
+            records.append({"skipped": f"{type(exc).__name__}: {str(exc)[:500]}"})
+            continue
         if hasattr(compiled, "result"):  # an asynchronous compile
             compiled = compiled.result()
         kept = {name: Path(path) for name, path in compiled.metadata_group.items()
@@ -50,6 +59,9 @@ def build(kernel, args: tuple, kwargs: dict) -> tuple[list[dict], dict[str, byte
                         "signature": dict(compiled.src.signature),
                         "files": [f"{index}/{name}" for name in kept],
                         "params": _sources(jit, args, kwargs, chosen)})
+    if not any("skipped" not in r for r in records):
+        raise RuntimeError("no configuration of the autotuner compiles: "
+                           + "; ".join(r["skipped"] for r in records))
     return records, files
 
 
