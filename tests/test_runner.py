@@ -38,20 +38,24 @@ def test_a_replay_that_cannot_be_restarted_is_a_crash_of_the_case(tmp_path, monk
     assert "it cannot be imported any more" in outcome.error
 
 
-def test_kernels_that_cannot_be_rebuilt_say_why_on_the_first_request(tmp_path, monkeypatch):
+def test_kernels_the_grader_refuses_say_why_on_every_request(tmp_path):
+    """A file whose kernels the replay refuses to build (a decorator with code in it) is
+    refused the same way for every case, without starting the replay again."""
     module = tmp_path / "submission.py"
-    module.write_text("def vector_add(x, y):\n    return x + y\n")
-    runner = Runner(module, "vector_add", "cpu", timeout=5.0)
-
-    def failing_load():
-        raise SubmissionError("line 3 of submission.py: @triton.heuristics takes functions")
-
-    monkeypatch.setattr(runner.replay, "load", failing_load)
+    module.write_text("import triton\n\n\n@triton.heuristics(values={'B': lambda a: 4})\n"
+                      "@triton.jit\ndef vector_add_kernel(x):\n    pass\n")
+    runner = Runner(module, "vector_add", "cpu", timeout=60.0, track="triton")
     inputs = PROBLEMS["vector_add"].draw({"n": 4}, "float32", 1).tensors()
-    outcome = runner.replay.call("vector_add", {"n": 4}, "float32", 1, inputs, 16, PROPOSAL)
-    assert outcome.failure is Failure.DOES_NOT_COMPILE
-    assert outcome.error == ("its kernels are refused before they run: line 3 of submission.py: "
-                             "@triton.heuristics takes functions")
+    try:
+        outcomes = [runner.replay.call("vector_add", {"n": 4}, "float32", 1, inputs, 16, PROPOSAL)
+                    for _ in range(2)]
+    finally:
+        runner.close()
+    for outcome in outcomes:
+        assert outcome.failure is Failure.DOES_NOT_COMPILE, outcome.error
+        assert outcome.error.startswith("its kernels are refused before they run: line 4 of "
+                                        "submission.py: @triton.heuristics takes functions")
+    assert not runner.replay.running
 
 
 @dataclass

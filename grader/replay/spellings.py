@@ -71,10 +71,14 @@ TRITON = Spellings(
              "autotune": frozenset({"configs", "key", "reset_to_zero", "restore_value",
                                     "warmup", "rep", "cache_results", "use_cuda_graph"})},
 )
+# numpy's dtypes and numbers, which cuTile takes in tile code as NVIDIA's samples write it.
+NUMPY_IN_CUTILE = frozenset({"float16", "float32", "float64", "int8", "int16", "int32",
+                             "int64", "uint8", "uint16", "uint32", "uint64", "bool_", "inf",
+                             "nan", "pi", "e"})
 CUTILE = Spellings(
     track="cutile", package="cuda.tile", api="ct.*",
-    modules=frozenset({"cuda", "cuda.tile"}),
-    steps={"cuda": frozenset({"tile"})},
+    modules=frozenset({"cuda", "cuda.tile", "numpy"}),
+    steps={"cuda": frozenset({"tile"}), "numpy": NUMPY_IN_CUTILE},
     builtins=frozenset({"range", "len", "min", "max", "int", "float", "bool", "abs", "divmod",
                         "print", "slice", "tuple"}),
     host_only=frozenset({"cuda.tile.launch", "cuda.tile.kernel", "cuda.tile.function",
@@ -83,7 +87,7 @@ CUTILE = Spellings(
     annotations=frozenset({"cuda.tile.Constant", "cuda.tile.Array", "cuda.tile.Scalar",
                            "cuda.tile.Tile", "cuda.tile.ScalarInt64", "int", "float", "bool"}),
     constant_types=frozenset({"int", "float", "bool"}),
-    homes=("cuda.tile",),
+    homes=("cuda.tile", "numpy"),
     hidden=frozenset({"get_raw_memory", "foreign_pointer", "from_foreign"}),  # host memory
     dtype_class="cuda.tile.DType",
     options={"kernel": frozenset({"num_ctas", "occupancy", "opt_level", "num_worker_warps"}),

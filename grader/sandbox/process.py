@@ -75,6 +75,7 @@ class Process:
         self._base: Path | None = None
         self._log = OutputLog()
         self._loaded = False  # the process answered `load`
+        self._refused: str | None = None  # why the replay or builder refused the kernels
         self._serial = 0
 
     # --- lifecycle ------------------------------------------------------------------
@@ -103,8 +104,10 @@ class Process:
         except Failed as exc:
             self.end()
             raise SubmissionError(f"loading {self.path.name} {exc}") from None
-        except SubmissionError:
+        except SubmissionError as exc:
             self.end()
+            if self.role in ("replay", "builder"):
+                self._refused = str(exc)  # the source refused: it will be, every time
             raise
 
     def _start(self, source: bytes) -> None:
@@ -188,17 +191,18 @@ class Process:
     def _ask(self, op: str, max_bytes: int, timeout: float | None = None,
              tensors: dict | None = None, **args) -> protocol.Message:
         """The ok reply to one request; raises Failed or SubmissionError."""
-        if self._process is None or (not self._loaded and op != "load"):
+        if self._refused is None and (self._process is None
+                                      or (not self._loaded and op != "load")):
             # the first request, or a restart after a timeout or crash
-            first = self._serial == 0
             try:
                 self.load()
             except SubmissionError as exc:
-                if first and self.role in ("replay", "builder"):  # its kernels were refused
-                    raise Failed(Failure.DOES_NOT_COMPILE, f"its kernels are refused before "
-                                                           f"they run: {exc}") from None
-                raise Failed(Failure.CRASHED, "crashed: could not be restarted after an "
-                                               f"earlier failure: {exc}") from None
+                if self._refused is None:
+                    raise Failed(Failure.CRASHED, "crashed: could not be restarted after an "
+                                                   f"earlier failure: {exc}") from None
+        if self._refused is not None:  # the grader refused to build its kernels
+            raise Failed(Failure.DOES_NOT_COMPILE,
+                         f"its kernels are refused before they run: {self._refused}")
         self._serial += 1
         deadline = time.monotonic() + (timeout or self.timeout)
         try:
