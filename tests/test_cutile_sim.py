@@ -14,6 +14,7 @@ import torch
 from conftest import broken, failing, failure_text
 
 from grader import cutile_sim
+from grader.cutile_sim import Array, tensor_of
 from grader.backends import selection as backends
 from grader.errors import BackendUnavailable
 from grader.report.results import Status
@@ -78,27 +79,27 @@ def test_storing_the_wrong_dtype_is_an_error(grade_cutile):
 
 
 def test_load_pads_and_store_drops_out_of_bounds():
-    array = torch.arange(6, dtype=torch.float32)
+    array = Array(torch.arange(6, dtype=torch.float32))
     tile = cutile_sim.load(array, (1,), (4,), padding_mode=cutile_sim.PaddingMode.ZERO)
-    assert tile.data.tolist() == [4.0, 5.0, 0.0, 0.0]
+    assert tensor_of(tile).tolist() == [4.0, 5.0, 0.0, 0.0]
     poison = cutile_sim.load(array, (1,), (4,))
-    assert torch.isnan(poison.data[2:]).all()
+    assert torch.isnan(tensor_of(poison)[2:]).all()
     target = torch.zeros(6)
-    cutile_sim.store(target, (1,), cutile_sim.full((4,), 7.0, cutile_sim.float32))
+    cutile_sim.store(Array(target), (1,), cutile_sim.full((4,), 7.0, cutile_sim.float32))
     assert target.tolist() == [0, 0, 0, 0, 7, 7]
 
 
 def test_load_with_order_reads_the_transposed_tile():
     array = torch.arange(12, dtype=torch.float32).reshape(3, 4)
-    tile = cutile_sim.load(array, (0, 0), (4, 4), order=(1, 0),
+    tile = cutile_sim.load(Array(array), (0, 0), (4, 4), order=(1, 0),
                            padding_mode=cutile_sim.PaddingMode.ZERO)
-    assert tile.data[:, :3].tolist() == array.T.tolist()
+    assert tensor_of(tile)[:, :3].tolist() == array.T.tolist()
 
 
 def test_mma_keeps_the_accumulator_dtype_and_never_converts_inputs():
     a = cutile_sim.full((16, 16), 1.0, cutile_sim.bfloat16)
     acc = cutile_sim.full((16, 16), 0.0, cutile_sim.float32)
-    assert cutile_sim.mma(a, a, acc).data.dtype == torch.float32
+    assert tensor_of(cutile_sim.mma(a, a, acc)).dtype == torch.float32
     with pytest.raises(cutile_sim.SimulatorError, match="need an accumulator of"):
         cutile_sim.mma(a, a, cutile_sim.full((16, 16), 0.0, cutile_sim.bfloat16))
     with pytest.raises(cutile_sim.SimulatorError, match="convert them to one dtype"):
@@ -107,7 +108,7 @@ def test_mma_keeps_the_accumulator_dtype_and_never_converts_inputs():
 
 def test_tf32_keeps_ten_mantissa_bits():
     x = cutile_sim.full((1,), 1.0 + 2.0**-12, cutile_sim.float32).astype(cutile_sim.tfloat32)
-    assert x.data.item() == 1.0 and x.dtype is cutile_sim.tfloat32
+    assert tensor_of(x).item() == 1.0 and x.dtype is cutile_sim.tfloat32
 
 
 def test_a_torch_fallback_in_the_cutile_track_fails(grade_cutile):
@@ -209,7 +210,7 @@ def test_launch_takes_a_tuple_of_kernel_arguments_and_grids_as_cutile_does():
 
 
 def test_a_tile_outside_the_tile_space_names_the_index_and_the_space():
-    array = torch.zeros(37, 300)
+    array = Array(torch.zeros(37, 300))
     with pytest.raises(cutile_sim.SimulatorError) as info:
         cutile_sim.load(array, (1, 0), (64, 64), padding_mode=cutile_sim.PaddingMode.ZERO)
     message = str(info.value)
@@ -219,23 +220,23 @@ def test_a_tile_outside_the_tile_space_names_the_index_and_the_space():
 
 
 def test_index_shape_and_order_take_the_forms_cutile_takes():
-    array = torch.arange(6, dtype=torch.float32)
-    assert cutile_sim.load(array, 1, 4, padding_mode=cutile_sim.PaddingMode.ZERO).data.tolist() == [4, 5, 0, 0]
+    array = Array(torch.arange(6, dtype=torch.float32))
+    assert tensor_of(cutile_sim.load(array, 1, 4, padding_mode=cutile_sim.PaddingMode.ZERO)).tolist() == [4, 5, 0, 0]
     grid = torch.arange(6, dtype=torch.float32).reshape(2, 3)
-    tile = cutile_sim.load(grid, (0, 0), (4, 2), order="F", padding_mode=cutile_sim.PaddingMode.ZERO)
-    assert tile.data[:3].tolist() == grid.T.tolist()
+    tile = cutile_sim.load(Array(grid), (0, 0), (4, 2), order="F", padding_mode=cutile_sim.PaddingMode.ZERO)
+    assert tensor_of(tile)[:3].tolist() == grid.T.tolist()
     with pytest.raises(cutile_sim.SimulatorError, match="Index size 1 does not match the array rank 2"):
-        cutile_sim.load(grid, (0,), (2, 2))
+        cutile_sim.load(Array(grid), (0,), (2, 2))
     with pytest.raises(cutile_sim.SimulatorError, match="Expected 'C' or 'F', got 'K'"):
-        cutile_sim.load(grid, (0, 0), (2, 2), order="K")
+        cutile_sim.load(Array(grid), (0, 0), (2, 2), order="K")
 
 
 def test_store_converts_only_what_cutile_converts_implicitly():
     target = torch.zeros(4)
-    cutile_sim.store(target, (0,), cutile_sim.full((4,), 1.5, cutile_sim.bfloat16))
+    cutile_sim.store(Array(target), (0,), cutile_sim.full((4,), 1.5, cutile_sim.bfloat16))
     assert target.tolist() == [1.5] * 4  # bfloat16 widens to float32
     with pytest.raises(cutile_sim.SimulatorError, match="cannot implicitly cast float32 to bfloat16"):
-        cutile_sim.store(torch.zeros(4, dtype=torch.bfloat16), (0,), cutile_sim.full((4,), 1.0, cutile_sim.float32))
+        cutile_sim.store(Array(torch.zeros(4, dtype=torch.bfloat16)), (0,), cutile_sim.full((4,), 1.0, cutile_sim.float32))
 
 
 def test_shape_and_dtype_mistakes_are_told_in_cutiles_words_not_pytorchs():
@@ -262,4 +263,5 @@ def test_pytorchs_errors_never_reach_the_student_as_the_explanation():
     assert str(info.value).startswith("tile.permute cannot be applied to a tile of shape (16,)")
     assert "dims" not in str(info.value)  # PyTorch's words about permute's dims
     with pytest.raises(cutile_sim.SimulatorError, match="ct.load has no argument `mask`: cuTile has no masks"):
-        ct_sim.load(torch.zeros(8), (0,), (8,), mask=None)
+        ct_sim.load(Array(torch.zeros(8)), (0,), (8,), mask=None)
+
