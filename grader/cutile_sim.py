@@ -2,8 +2,22 @@
 
 cuTile has no interpreter, so without a recent NVIDIA GPU a student could not run a single
 cuTile exercise. The simulator executes the kernel's Python body once per block of the grid,
-with `ct` bound to this module: the part of the `cuda.tile` API the course uses, implemented
-on CPU tensors. It follows cuTile's documented semantics, including what it leaves undefined:
+with `ct` bound to `namespace`: the part of the `cuda.tile` API the course uses, implemented
+on CPU tensors.
+
+A body run as Python can use whatever the values it is handed let it reach, so it is handed
+what a GPU kernel is, and nothing more:
+
+- each tensor argument as an `Array`, which offers what cuTile's `ct.Array` does (`shape`,
+  `dtype`, `ndim`, `strides`), and each tile as a `Tile`, which offers what `ct.Tile` does;
+  the torch tensor behind either is private, so a body cannot call PyTorch on it
+  (`out.copy_(x + y)`), as no GPU kernel could;
+- where cuda.tile is installed, cuda.tile's own dtypes and enums (`ct.float32` is
+  `cuda.tile.float32`, `x.dtype` and `tile.dtype` are cuda.tile dtypes, `ct.RoundingMode` is
+  cuda.tile's), so every value a body reads is the one cuTile's compiler read when it
+  checked the kernel: a constant `if` the compiler folded goes the same way here.
+
+It follows cuTile's documented semantics, including what it leaves undefined:
 
 - `ct.load` pads out-of-bounds elements as asked; UNDETERMINED padding reads as poison
   (NaN for floats, a large sentinel for integers), so a kernel that relies on it fails here
@@ -38,32 +52,53 @@ import types
 
 import torch
 
+try:  # the course's cuTile extra; the simulator also runs without it (its own stand-ins)
+    import cuda.tile as _cuda_tile
+except ImportError:
+    _cuda_tile = None
+
 # --- dtypes -------------------------------------------------------------------------------
-
-float16, bfloat16, float32, float64 = torch.float16, torch.bfloat16, torch.float32, torch.float64
-int8, int16, int32, int64 = torch.int8, torch.int16, torch.int32, torch.int64
-uint8 = torch.uint8
-bool_ = torch.bool
-
+#
+# Every launch the simulator runs was first checked by cuTile's own front end, which folds
+# a constant `if` at compile time: a kernel that reads a value (a dtype, `x.dtype`,
+# `f"{ct.float32}"`, an enum member's value) must read the very value the compiler read, or
+# a branch the compiler dropped could run here. So where cuda.tile is installed, the dtypes
+# and enums a kernel sees are cuda.tile's own objects; the simulator computes in the torch
+# dtypes of the same names.
 
 # cuda.tile's dtype names (DType.name) for the torch dtypes the simulator computes in.
 _DTYPE_NAMES: dict[str, torch.dtype] = {
-    "float16": float16, "bfloat16": bfloat16, "float32": float32, "float64": float64,
-    "int8": int8, "int16": int16, "int32": int32, "int64": int64, "uint8": uint8, "bool_": bool_}
+    "float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
+    "float64": torch.float64, "int8": torch.int8, "int16": torch.int16, "int32": torch.int32,
+    "int64": torch.int64, "uint8": torch.uint8, "bool_": torch.bool}
 _DTYPE_NAMES_BY_DTYPE = {v: k for k, v in _DTYPE_NAMES.items()}
 
 
 class _TF32:
-    """ct.tfloat32: fp32 storage with a 10-bit mantissa (what tensor cores read)."""
+    """ct.tfloat32 without cuda.tile: fp32 storage with a 10-bit mantissa (what tensor
+    cores read)."""
+
+    name = "tfloat32"
 
     def __repr__(self) -> str:
         return "tfloat32"
 
 
-tfloat32 = _TF32()
+def _kernel_dtype(name: str):
+    """The dtype object a kernel reads for `name`: cuda.tile's, else torch's."""
+    return _DTYPE_NAMES[name] if _cuda_tile is None else getattr(_cuda_tile, name)
 
 
-class PaddingMode(enum.Enum):
+float16, bfloat16 = _kernel_dtype("float16"), _kernel_dtype("bfloat16")
+float32, float64 = _kernel_dtype("float32"), _kernel_dtype("float64")
+int8, int16, int32, int64 = map(_kernel_dtype, ("int8", "int16", "int32", "int64"))
+uint8, bool_ = _kernel_dtype("uint8"), _kernel_dtype("bool_")
+tfloat32 = _TF32() if _cuda_tile is None else _cuda_tile.tfloat32
+
+
+class _PaddingMode(enum.Enum):
+    """ct.PaddingMode without cuda.tile (cuda.tile's members and values)."""
+
     UNDETERMINED = "undetermined"
     ZERO = "zero"
     NEG_ZERO = "neg_zero"
@@ -72,14 +107,30 @@ class PaddingMode(enum.Enum):
     NEG_INF = "neg_inf"
 
 
-class RoundingMode(enum.Enum):
+class _RoundingMode(enum.Enum):
+    """ct.RoundingMode without cuda.tile (cuda.tile's members and values)."""
+
+    RN = "nearest_even"
+    RZ = "zero"
+    RM = "negative_inf"
+    RP = "positive_inf"
+    RA = "nearest_away"
     FULL = "full"
     APPROX = "approx"
-    RN = "rn"
-    RZ = "rz"
-    RM = "rm"
-    RP = "rp"
-    FTZ = "ftz"
+    RZI = "nearest_int_to_zero"
+
+
+class _Constant:
+    """ct.Constant[int] without cuda.tile, in annotations of kernels defined against the
+    simulator."""
+
+    def __class_getitem__(cls, item):
+        return item
+
+
+PaddingMode = getattr(_cuda_tile, "PaddingMode", _PaddingMode)
+RoundingMode = getattr(_cuda_tile, "RoundingMode", _RoundingMode)
+Constant = getattr(_cuda_tile, "Constant", _Constant)
 
 
 class SimulatorUnsupported(NotImplementedError):
@@ -90,17 +141,32 @@ class SimulatorError(ValueError):
     """The kernel did something cuTile rejects (a tile size that is not a power of two...)."""
 
 
+class SimulatorAttributeError(SimulatorError, AttributeError):
+    """The kernel read an attribute that cuTile's arrays or tiles do not have."""
+
+
 def _torch_dtype(dtype) -> torch.dtype:
+    """The torch dtype the simulator computes in for a dtype a kernel names (cuda.tile's, a
+    torch dtype, a numpy dtype or scalar type such as np.float32)."""
     if dtype is tfloat32:
         return torch.float32
     if isinstance(dtype, torch.dtype):
         return dtype
-    # a real ct dtype object, a numpy dtype, or a numpy scalar type such as np.float32
     name = getattr(dtype, "name", None) or getattr(dtype, "__name__", None) or str(dtype)
-    found = {**_DTYPE_NAMES, "bool": bool_, "tfloat32": float32}.get(name.split(".")[-1])
+    found = {**_DTYPE_NAMES, "bool": torch.bool, "tfloat32": torch.float32}.get(name.split(".")[-1])
     if found is None:
         raise SimulatorUnsupported(f"the cuTile simulator does not support dtype {dtype!r}")
     return found
+
+
+def _dtype_of(data: torch.Tensor, tf32: bool = False):
+    """The dtype a kernel reads for what the simulator holds in `data` (cuda.tile's)."""
+    if tf32:
+        return tfloat32
+    name = _DTYPE_NAMES_BY_DTYPE.get(data.dtype)
+    if name is None:
+        raise SimulatorUnsupported(f"the cuTile simulator does not support dtype {data.dtype}")
+    return _kernel_dtype(name)
 
 
 _UNKNOWN = object()  # cuda.tile is not installed: its promotion table cannot be asked
@@ -129,61 +195,84 @@ def _round_tf32(t: torch.Tensor) -> torch.Tensor:
     return rounded.view(torch.float32)
 
 
-# --- tiles --------------------------------------------------------------------------------
+# --- tiles and arrays -----------------------------------------------------------------------
+#
+# A kernel body runs here as Python, so whatever a tile or an array lets it reach, it can
+# use. Each offers a kernel only what cuTile's own Tile and Array offer (and the simulator
+# supports); the torch tensor behind it is private: no PyTorch runs inside a kernel, as
+# none could on a GPU.
+
+_TILE_OFFERS = ("a tile offers shape, dtype, ndim, astype, reshape, permute, transpose and "
+                "item, and is computed with operators and ct.* functions")
+_ARRAY_OFFERS = ("an array offers shape, dtype, ndim and strides, and is read with ct.load or "
+                 "ct.gather and written with ct.store or ct.scatter")
+
+
+def _no_attribute(what: str, name: str, offers: str) -> SimulatorAttributeError:
+    return SimulatorAttributeError(
+        f"a cuTile {what} has no attribute `{name}`: {offers}. A kernel cannot call PyTorch "
+        f"on its arrays or tiles (on a GPU there is no tensor in a kernel, only memory it "
+        "loads and stores)")
 
 
 def _data(x):
-    return x.data if isinstance(x, Tile) else x
+    return x._data if isinstance(x, Tile) else x
 
 
 class Tile:
-    """An immutable tile: a CPU tensor with cuTile's operators and methods."""
+    """An immutable tile: a CPU tensor (private) with cuTile's operators and methods."""
 
-    __slots__ = ("data", "tf32")
+    __slots__ = ("_data", "_tf32")
 
     def __init__(self, data: torch.Tensor, tf32: bool = False):
-        self.data = data
-        self.tf32 = tf32
+        self._data = data
+        self._tf32 = tf32
+
+    def __getattr__(self, name: str):
+        raise _no_attribute("tile", name, _TILE_OFFERS)
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return tuple(self.data.shape)
+        return tuple(self._data.shape)
 
     @property
     def dtype(self):
-        return tfloat32 if self.tf32 else self.data.dtype
+        return _dtype_of(self._data, self._tf32)
 
     @property
     def ndim(self) -> int:
-        return self.data.dim()
+        return self._data.dim()
 
     def astype(self, dtype) -> "Tile":
         if dtype is tfloat32:
-            if self.data.dtype != torch.float32:
+            if self._data.dtype != torch.float32:
                 raise SimulatorError("astype(tfloat32) needs a float32 tile")
-            return Tile(_round_tf32(self.data), tf32=True)
-        return Tile(self.data.to(_torch_dtype(dtype)))
+            return Tile(_round_tf32(self._data), tf32=True)
+        return Tile(self._data.to(_torch_dtype(dtype)))
 
     def reshape(self, shape) -> "Tile":
         shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
         _check_shape(shape, "reshape")
-        if math.prod(shape) != self.data.numel():
-            raise SimulatorError(f"reshape: a tile of shape {self.shape} ({self.data.numel()} "
+        if math.prod(shape) != self._data.numel():
+            raise SimulatorError(f"reshape: a tile of shape {self.shape} ({self._data.numel()} "
                                  f"elements) cannot be reshaped to {shape} ({math.prod(shape)})")
-        return Tile(self.data.reshape(shape), self.tf32)
+        return Tile(self._data.reshape(shape), self._tf32)
 
     def permute(self, dims) -> "Tile":
-        return Tile(self.data.permute(*dims), self.tf32)
+        return Tile(self._data.permute(*dims), self._tf32)
 
     def transpose(self, dim0: int = -2, dim1: int = -1) -> "Tile":
-        return Tile(self.data.transpose(dim0, dim1), self.tf32)
+        return Tile(self._data.transpose(dim0, dim1), self._tf32)
 
-    @property
-    def T(self) -> "Tile":  # noqa: N802 - cuTile's name
-        return self.transpose()
+    def item(self) -> "Tile":
+        """cuTile's tile.item(): a one-element tile as a scalar tile, reshape(())."""
+        if self._data.numel() != 1:
+            raise SimulatorError(f"item: a tile of shape {self.shape} has {self._data.numel()} "
+                                 "elements; item() takes a tile of one element")
+        return Tile(self._data.reshape(()), self._tf32)
 
     def __getitem__(self, index) -> "Tile":
-        return Tile(self.data[index], self.tf32)
+        return Tile(self._data[index], self._tf32)
 
     def __repr__(self) -> str:
         return f"Tile(shape={self.shape}, dtype={self.dtype})"
@@ -192,15 +281,74 @@ class Tile:
         raise SimulatorError("a tile has no truth value: use ct.where, or reduce it first")
 
     def __index__(self):
-        if self.data.numel() == 1:
-            return int(self.data.item())
+        if self._data.numel() == 1:
+            return int(self._data.item())
         raise SimulatorError("only a one-element tile can be used as an index")
 
     def __int__(self):
         return self.__index__()
 
     def __float__(self):
-        return float(self.data.item())
+        return float(self._data.item())
+
+
+class Array:
+    """A kernel's array argument (a tensor of the launch): what cuTile's ct.Array offers a
+    kernel and the simulator supports, with the tensor behind it private."""
+
+    __slots__ = ("_tensor",)
+
+    def __init__(self, tensor: torch.Tensor):
+        self._tensor = tensor
+
+    def __getattr__(self, name: str):
+        raise _no_attribute("array", name, _ARRAY_OFFERS)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self._tensor.shape)
+
+    @property
+    def dtype(self):
+        return _dtype_of(self._tensor)
+
+    @property
+    def ndim(self) -> int:
+        return self._tensor.dim()
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        return tuple(self._tensor.stride())  # in elements, as cuTile counts them
+
+    # cuTile's words for what a GPU kernel cannot do with an array
+    def __getitem__(self, index):
+        raise SimulatorError("Arrays are not directly subscriptable. Use load() or gather() "
+                             "instead.")
+
+    def __setitem__(self, index, value):
+        raise SimulatorError("Arrays do not support item assignment. Use store() or scatter() "
+                             "instead.")
+
+    def __repr__(self) -> str:
+        return f"Array(shape={self.shape}, dtype={_dtype_name(self._tensor.dtype)})"
+
+
+def tensor_of(value):
+    """The torch tensor behind a simulator array or tile, anything else as it is: for the
+    grader's own hooks (grader.replay.watch) and tests. A kernel's `ct` is `namespace`,
+    which does not hold it, and a kernel reads no private attribute."""
+    if isinstance(value, Array):
+        return value._tensor
+    return _data(value)
+
+
+def _array(value, what: str) -> torch.Tensor:
+    """The tensor behind the array argument of `what` (ct.load, ...), refused with cuTile's
+    words when the kernel gave it something else (a tile, a number)."""
+    if not isinstance(value, Array):
+        raise SimulatorError(f"{what}: Expected an array, but given value is "
+                             f"{_described(value)} (an array is a tensor argument of the kernel)")
+    return value._tensor
 
 
 def _broadcast_shape(a, b) -> tuple[int, ...]:
@@ -215,13 +363,21 @@ def _broadcast_shape(a, b) -> tuple[int, ...]:
 def _operands(a, b):
     """Two operands of an elementwise operation as tensors, checked as cuTile checks them:
     broadcastable shapes, and dtypes that promote (bfloat16 and float16 do not)."""
-    ta, tb = _data(a), _data(b)
+    ta, tb = _operand(a), _operand(b)
     _broadcast_shape(ta, tb)
     if isinstance(ta, torch.Tensor) and isinstance(tb, torch.Tensor) \
             and _promoted(ta.dtype, tb.dtype) is None:
         raise SimulatorError(f"Implicit promotion of {_dtype_name(ta.dtype)} and {_dtype_name(tb.dtype)} is "
                              "not supported. Please perform an explict cast instead (.astype)")
     return ta, tb
+
+
+def _operand(x):
+    """A tile's tensor, or a number as it is; an array is no operand (it must be loaded)."""
+    if isinstance(x, Array):
+        raise SimulatorError(f"{_described(x)} was given where a tile is expected: load a "
+                             "tile from it first (ct.load or ct.gather)")
+    return _data(x)
 
 
 def _binary(op):
@@ -248,14 +404,16 @@ for _name, _op in {"lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.g
                    "eq": torch.eq, "ne": torch.ne}.items():
     setattr(Tile, f"__{_name}__", _binary(_op)[0])
 
-Tile.__neg__ = lambda self: Tile(-self.data)
-Tile.__invert__ = lambda self: Tile(~self.data)
-Tile.__abs__ = lambda self: Tile(self.data.abs())
+Tile.__neg__ = lambda self: Tile(-self._data)
+Tile.__invert__ = lambda self: Tile(~self._data)
+Tile.__abs__ = lambda self: Tile(self._data.abs())
 Tile.__hash__ = None
 
 
 def _as_tensor(x) -> torch.Tensor:
-    return x.data if isinstance(x, Tile) else torch.as_tensor(x)
+    """A tile or a number as a tensor (an array is refused: it must be loaded first)."""
+    x = _operand(x)
+    return x if isinstance(x, torch.Tensor) else torch.as_tensor(x)
 
 
 def _check_shape(shape, what: str, name: str = "shape") -> None:
@@ -269,7 +427,10 @@ def _check_shape(shape, what: str, name: str = "shape") -> None:
 
 
 def _dtype_name(dtype) -> str:
-    return _DTYPE_NAMES_BY_DTYPE.get(dtype, str(dtype).removeprefix("torch."))
+    """cuTile's name of a dtype: a torch dtype the simulator computes in, or a kernel's."""
+    if isinstance(dtype, torch.dtype):
+        return _DTYPE_NAMES_BY_DTYPE.get(dtype, str(dtype).removeprefix("torch."))
+    return getattr(dtype, "name", None) or str(dtype)
 
 
 # --- the grid -----------------------------------------------------------------------------
@@ -287,12 +448,14 @@ def num_blocks(axis: int) -> int:
 
 
 def cdiv(a, b):
-    return -(-_data(a) // _data(b))
+    result = -(-_data(a) // _data(b))
+    return Tile(result) if isinstance(result, torch.Tensor) else result  # never a bare tensor
 
 
-def num_tiles(array: torch.Tensor, axis: int, shape, order="C") -> int:
+def num_tiles(array: Array, axis: int, shape, order="C") -> int:
+    tensor = _array(array, "ct.num_tiles")
     shape = tuple(int(s) for s in _entries(shape))
-    view = array.permute(*_axis_order(order, array.dim(), "ct.num_tiles"))
+    view = tensor.permute(*_axis_order(order, tensor.dim(), "ct.num_tiles"))
     return cdiv(view.shape[axis], shape[axis])
 
 
@@ -371,9 +534,10 @@ def _tile_index(index) -> tuple[int, ...]:
     return tuple(int(_data(i)) for i in _entries(index))
 
 
-def load(array: torch.Tensor, index, shape, padding_mode=PaddingMode.UNDETERMINED, order="C",
+def load(array: Array, index, shape, padding_mode=PaddingMode.UNDETERMINED, order="C",
          check_bounds=True, latency=None, allow_tma=None, memory_order=None,
          memory_scope=None) -> Tile:
+    array = _array(array, "ct.load")
     shape = tuple(int(s) for s in _entries(shape))
     index = _tile_index(index)
     _check_shape(shape, "ct.load")
@@ -386,21 +550,22 @@ def load(array: torch.Tensor, index, shape, padding_mode=PaddingMode.UNDETERMINE
     return Tile(tile)
 
 
-def store(array: torch.Tensor, index, tile, order="C", check_bounds=True, latency=None,
+def store(array: Array, index, tile, order="C", check_bounds=True, latency=None,
           allow_tma=None, memory_order=None, memory_scope=None) -> None:
+    array = _array(array, "ct.store")
     if not isinstance(tile, Tile):
         raise SimulatorError("ct.store needs a tile (tile=...)")
     # cuTile converts a tile implicitly only to a dtype it promotes to (bfloat16 into a
     # float32 array, not float32 into a bfloat16 one).
-    if _promoted(tile.data.dtype, array.dtype) != array.dtype:
+    if _promoted(tile._data.dtype, array.dtype) != array.dtype:
         raise SimulatorError(
             f"ct.store: Stored tile is incompatible with array's dtype: cannot implicitly cast "
-            f"{_dtype_name(tile.data.dtype)} to {_dtype_name(array.dtype)}; convert it with .astype(...) first")
+            f"{_dtype_name(tile._data.dtype)} to {_dtype_name(array.dtype)}; convert it with .astype(...) first")
     shape = tile.shape
     index = _tile_index(index)
     view, starts, slices = _window(array, index, shape, order, "ct.store")
     source = tuple(slice(sl.start - st, sl.stop - st) for sl, st in zip(slices, starts))
-    view[slices] = tile.data[source].to(array.dtype)  # out-of-bounds parts are dropped
+    view[slices] = tile._data[source].to(array.dtype)  # out-of-bounds parts are dropped
 
 
 def _indices(array: torch.Tensor, indices, what: str) -> list[torch.Tensor]:
@@ -419,11 +584,12 @@ def _in_bounds(array: torch.Tensor, idx: list[torch.Tensor]) -> torch.Tensor:
     return inside
 
 
-def gather(array: torch.Tensor, indices, mask=None, padding_value=0, check_bounds=True,
+def gather(array: Array, indices, mask=None, padding_value=0, check_bounds=True,
            latency=None) -> Tile:
     """array[indices] where the indices (a tuple, one per dimension) are in bounds and the
     mask is set, else padding_value; without check_bounds an index out of bounds is
     undefined, and reads as poison here."""
+    array = _array(array, "ct.gather")
     idx = _indices(array, indices, "ct.gather")
     inside = _in_bounds(array, idx)
     wanted = torch.ones_like(inside) if mask is None else \
@@ -436,10 +602,11 @@ def gather(array: torch.Tensor, indices, mask=None, padding_value=0, check_bound
     return Tile(out)
 
 
-def scatter(array: torch.Tensor, indices, value, mask=None, check_bounds=True,
+def scatter(array: Array, indices, value, mask=None, check_bounds=True,
             latency=None) -> None:
     """array[indices] = value where the indices are in bounds and the mask is set (an index
     out of bounds without check_bounds is undefined: dropped here)."""
+    array = _array(array, "ct.scatter")
     idx = _indices(array, indices, "ct.scatter")
     take = _in_bounds(array, idx)
     if mask is not None:
@@ -577,7 +744,7 @@ def _axis(axis: int, rank: int) -> int:
 
 def _sum(t, dim, keepdim=False):
     # 16-bit float tiles accumulate in fp32, as on the GPU, and keep their dtype.
-    wide = t.float() if t.dtype in (float16, bfloat16) else t
+    wide = t.float() if t.dtype in (torch.float16, torch.bfloat16) else t
     return torch.sum(wide, dim, keepdim=keepdim).to(t.dtype)
 
 
@@ -586,25 +753,30 @@ max = _reduce(lambda t, dim, keepdim=False: torch.amax(t, dim, keepdim=keepdim))
 min = _reduce(lambda t, dim, keepdim=False: torch.amin(t, dim, keepdim=keepdim))  # noqa: A001
 
 
+# The accumulators ct.mma takes for each dtype of its inputs, by cuTile's names.
+_MMA_ACCUMULATORS = {"float16": ("float16", "float32"), "bfloat16": ("float32",),
+                     "tfloat32": ("float32",), "float32": ("float32",)}
+
+
 def mma(a, b, acc) -> Tile:
     """acc + a @ b with cuTile's dtype rules: no input conversion, fp32 math."""
     for name, t in (("a", a), ("b", b), ("acc", acc)):
         if not isinstance(t, Tile):
             raise SimulatorError(f"ct.mma: {name} must be a tile")
-    if a.dtype != b.dtype:
-        raise SimulatorError(f"ct.mma: a is {a.dtype} and b is {b.dtype}; convert them to one "
+    a_dtype, b_dtype = _dtype_name(a.dtype), _dtype_name(b.dtype)
+    if a_dtype != b_dtype:
+        raise SimulatorError(f"ct.mma: a is {a_dtype} and b is {b_dtype}; convert them to one "
                              "dtype first (ct.mma never converts its inputs)")
-    allowed = {float16: (float16, float32), bfloat16: (float32,), tfloat32: (float32,),
-               float32: (float32,)}
-    accepted = allowed.get(a.dtype)
-    if accepted is None or acc.data.dtype not in accepted:
-        raise SimulatorError(f"ct.mma: {a.dtype} inputs need an accumulator of "
-                             f"{' or '.join(map(str, accepted or ()))}, not {acc.data.dtype}")
+    accepted = _MMA_ACCUMULATORS.get(a_dtype)
+    acc_dtype = _dtype_name(acc._data.dtype)
+    if accepted is None or acc_dtype not in accepted:
+        raise SimulatorError(f"ct.mma: {a_dtype} inputs need an accumulator of "
+                             f"{' or '.join(accepted or ())}, not {acc_dtype}")
     shape = _matmul_shape(a.shape, b.shape)
     if acc.shape != shape:
         raise SimulatorError(f"ct.mma: Expect acc shape to be {shape}, got {acc.shape}")
-    product = torch.matmul(a.data.float(), b.data.float())
-    return Tile((acc.data.float() + product).to(acc.data.dtype))
+    product = torch.matmul(a._data.float(), b._data.float())
+    return Tile((acc._data.float() + product).to(acc._data.dtype))
 
 
 def _matmul_shape(a: tuple, b: tuple) -> tuple[int, ...]:
@@ -621,18 +793,11 @@ def _matmul_shape(a: tuple, b: tuple) -> tuple[int, ...]:
 
 def matmul(a, b) -> Tile:
     _matmul_shape(a.shape, b.shape)
-    out = float32 if a.dtype in (float32, tfloat32) else a.data.dtype
-    return Tile(torch.matmul(a.data.float(), b.data.float()).to(out))
+    # tf32 tiles hold float32 data: their product is float32 too
+    return Tile(torch.matmul(a._data.float(), b._data.float()).to(a._data.dtype))
 
 
 # --- kernels and launches -------------------------------------------------------------------
-
-
-class Constant:
-    """ct.Constant[int] in annotations of kernels defined against the simulator."""
-
-    def __class_getitem__(cls, item):
-        return item
 
 
 # The cuda.tile names a simulated kernel can use.
@@ -663,9 +828,10 @@ _TRITON_HABITS = {"mask": "cuTile has no masks: a load pads the part of a tile p
 
 def _described(value) -> str:
     if isinstance(value, Tile):
-        return f"a tile of shape {value.shape} and dtype {_dtype_name(value.data.dtype)}"
-    if isinstance(value, torch.Tensor):
-        return f"an array of shape {tuple(value.shape)} and dtype {_dtype_name(value.dtype)}"
+        return f"a tile of shape {value.shape} and dtype {_dtype_name(value._data.dtype)}"
+    if isinstance(value, (Array, torch.Tensor)):
+        tensor = tensor_of(value)
+        return f"an array of shape {tuple(tensor.shape)} and dtype {_dtype_name(tensor.dtype)}"
     return repr(value)
 
 
@@ -698,7 +864,7 @@ def _in_cutile_words(name: str, function):
     return checked
 
 
-for _method in ("astype", "reshape", "permute", "transpose", "__getitem__"):
+for _method in ("astype", "reshape", "permute", "transpose", "item", "__getitem__"):
     setattr(Tile, _method, _in_cutile_words(f"tile.{_method.strip('_')}", getattr(Tile, _method)))
 
 namespace = _Namespace("cuda.tile (simulated)")
@@ -856,10 +1022,7 @@ def launch(stream, grid, kernel, kernel_args, /, *, programmatic_dependent_launc
     grid = _launch_grid(grid)
     _check_launch(kernel, kernel_args)
     body = _rebind(_kernel_function(kernel))
-    args = kernel_args
-    for tensor in (a for a in args if isinstance(a, torch.Tensor)):
-        if tensor.device.type != "cpu":
-            raise SimulatorError("the cuTile simulator runs on CPU tensors")
+    args = tuple(_kernel_argument(a) for a in kernel_args)
     saved = _block, _grid
     _grid = grid
     # The simulator's own torch operations are the "GPU" here: the grader's watch for
@@ -873,6 +1036,19 @@ def launch(stream, grid, kernel, kernel_args, /, *, programmatic_dependent_launc
                 body(*args)
     finally:
         _block, _grid = saved
+
+
+def _kernel_argument(value):
+    """A launch argument as the kernel body receives it: each tensor as an Array (a tuple or
+    list of them too), so that no torch tensor reaches the body; anything else as it is,
+    the very value cuTile's compiler was given."""
+    if isinstance(value, torch.Tensor):
+        if value.device.type != "cpu":
+            raise SimulatorError("the cuTile simulator runs on CPU tensors")
+        return Array(value)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_kernel_argument(v) for v in value)
+    return value
 
 
 class SimulatedStream:

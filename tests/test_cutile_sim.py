@@ -7,6 +7,9 @@ scripts/cutile_sim_diff.py.)
 """
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,8 +17,11 @@ import torch
 from conftest import broken, failing, failure_text
 
 from grader import cutile_sim
+from grader.cutile_sim import Array, tensor_of
 from grader.backends import selection as backends
 from grader.errors import BackendUnavailable
+from grader.replay import frontends, kernels
+from grader.replay.locate import internal
 from grader.report.results import Status
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,27 +84,27 @@ def test_storing_the_wrong_dtype_is_an_error(grade_cutile):
 
 
 def test_load_pads_and_store_drops_out_of_bounds():
-    array = torch.arange(6, dtype=torch.float32)
+    array = Array(torch.arange(6, dtype=torch.float32))
     tile = cutile_sim.load(array, (1,), (4,), padding_mode=cutile_sim.PaddingMode.ZERO)
-    assert tile.data.tolist() == [4.0, 5.0, 0.0, 0.0]
+    assert tensor_of(tile).tolist() == [4.0, 5.0, 0.0, 0.0]
     poison = cutile_sim.load(array, (1,), (4,))
-    assert torch.isnan(poison.data[2:]).all()
+    assert torch.isnan(tensor_of(poison)[2:]).all()
     target = torch.zeros(6)
-    cutile_sim.store(target, (1,), cutile_sim.full((4,), 7.0, cutile_sim.float32))
+    cutile_sim.store(Array(target), (1,), cutile_sim.full((4,), 7.0, cutile_sim.float32))
     assert target.tolist() == [0, 0, 0, 0, 7, 7]
 
 
 def test_load_with_order_reads_the_transposed_tile():
     array = torch.arange(12, dtype=torch.float32).reshape(3, 4)
-    tile = cutile_sim.load(array, (0, 0), (4, 4), order=(1, 0),
+    tile = cutile_sim.load(Array(array), (0, 0), (4, 4), order=(1, 0),
                            padding_mode=cutile_sim.PaddingMode.ZERO)
-    assert tile.data[:, :3].tolist() == array.T.tolist()
+    assert tensor_of(tile)[:, :3].tolist() == array.T.tolist()
 
 
 def test_mma_keeps_the_accumulator_dtype_and_never_converts_inputs():
     a = cutile_sim.full((16, 16), 1.0, cutile_sim.bfloat16)
     acc = cutile_sim.full((16, 16), 0.0, cutile_sim.float32)
-    assert cutile_sim.mma(a, a, acc).data.dtype == torch.float32
+    assert tensor_of(cutile_sim.mma(a, a, acc)).dtype == torch.float32
     with pytest.raises(cutile_sim.SimulatorError, match="need an accumulator of"):
         cutile_sim.mma(a, a, cutile_sim.full((16, 16), 0.0, cutile_sim.bfloat16))
     with pytest.raises(cutile_sim.SimulatorError, match="convert them to one dtype"):
@@ -107,7 +113,38 @@ def test_mma_keeps_the_accumulator_dtype_and_never_converts_inputs():
 
 def test_tf32_keeps_ten_mantissa_bits():
     x = cutile_sim.full((1,), 1.0 + 2.0**-12, cutile_sim.float32).astype(cutile_sim.tfloat32)
-    assert x.data.item() == 1.0 and x.dtype is cutile_sim.tfloat32
+    assert tensor_of(x).item() == 1.0 and x.dtype is cutile_sim.tfloat32
+
+
+# Without the cuTile extra, the simulator keeps stand-ins of its own: torch's dtypes, and
+# enums with cuda.tile's members and values.
+WITHOUT_CUDA_TILE = """
+import sys
+sys.modules["cuda.tile"] = None  # `import cuda.tile` fails, as where it is not installed
+import torch
+from grader import cutile_sim as sim
+
+assert sim.float32 is torch.float32 and sim.PaddingMode.ZERO.value == "zero"
+assert sim.RoundingMode.RN.value == "nearest_even" and repr(sim.tfloat32) == "tfloat32"
+ct = sim.namespace
+
+
+def kernel(x, out):
+    tile = ct.load(x, index=(ct.bid(0),), shape=(4,), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(out, index=(ct.bid(0),), tile=tile.astype(ct.tfloat32) * 2)
+
+
+x, out = torch.arange(6.0), torch.zeros(6)
+sim.launch(sim.SimulatedStream(), (2,), kernel, (x, out))
+assert out.tolist() == [0, 2, 4, 6, 8, 10], out
+"""
+
+
+def test_the_simulator_runs_without_cuda_tile():
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", WITHOUT_CUDA_TILE], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
 
 
 def test_a_torch_fallback_in_the_cutile_track_fails(grade_cutile):
@@ -209,7 +246,7 @@ def test_launch_takes_a_tuple_of_kernel_arguments_and_grids_as_cutile_does():
 
 
 def test_a_tile_outside_the_tile_space_names_the_index_and_the_space():
-    array = torch.zeros(37, 300)
+    array = Array(torch.zeros(37, 300))
     with pytest.raises(cutile_sim.SimulatorError) as info:
         cutile_sim.load(array, (1, 0), (64, 64), padding_mode=cutile_sim.PaddingMode.ZERO)
     message = str(info.value)
@@ -219,23 +256,23 @@ def test_a_tile_outside_the_tile_space_names_the_index_and_the_space():
 
 
 def test_index_shape_and_order_take_the_forms_cutile_takes():
-    array = torch.arange(6, dtype=torch.float32)
-    assert cutile_sim.load(array, 1, 4, padding_mode=cutile_sim.PaddingMode.ZERO).data.tolist() == [4, 5, 0, 0]
+    array = Array(torch.arange(6, dtype=torch.float32))
+    assert tensor_of(cutile_sim.load(array, 1, 4, padding_mode=cutile_sim.PaddingMode.ZERO)).tolist() == [4, 5, 0, 0]
     grid = torch.arange(6, dtype=torch.float32).reshape(2, 3)
-    tile = cutile_sim.load(grid, (0, 0), (4, 2), order="F", padding_mode=cutile_sim.PaddingMode.ZERO)
-    assert tile.data[:3].tolist() == grid.T.tolist()
+    tile = cutile_sim.load(Array(grid), (0, 0), (4, 2), order="F", padding_mode=cutile_sim.PaddingMode.ZERO)
+    assert tensor_of(tile)[:3].tolist() == grid.T.tolist()
     with pytest.raises(cutile_sim.SimulatorError, match="Index size 1 does not match the array rank 2"):
-        cutile_sim.load(grid, (0,), (2, 2))
+        cutile_sim.load(Array(grid), (0,), (2, 2))
     with pytest.raises(cutile_sim.SimulatorError, match="Expected 'C' or 'F', got 'K'"):
-        cutile_sim.load(grid, (0, 0), (2, 2), order="K")
+        cutile_sim.load(Array(grid), (0, 0), (2, 2), order="K")
 
 
 def test_store_converts_only_what_cutile_converts_implicitly():
     target = torch.zeros(4)
-    cutile_sim.store(target, (0,), cutile_sim.full((4,), 1.5, cutile_sim.bfloat16))
+    cutile_sim.store(Array(target), (0,), cutile_sim.full((4,), 1.5, cutile_sim.bfloat16))
     assert target.tolist() == [1.5] * 4  # bfloat16 widens to float32
     with pytest.raises(cutile_sim.SimulatorError, match="cannot implicitly cast float32 to bfloat16"):
-        cutile_sim.store(torch.zeros(4, dtype=torch.bfloat16), (0,), cutile_sim.full((4,), 1.0, cutile_sim.float32))
+        cutile_sim.store(Array(torch.zeros(4, dtype=torch.bfloat16)), (0,), cutile_sim.full((4,), 1.0, cutile_sim.float32))
 
 
 def test_shape_and_dtype_mistakes_are_told_in_cutiles_words_not_pytorchs():
@@ -262,4 +299,133 @@ def test_pytorchs_errors_never_reach_the_student_as_the_explanation():
     assert str(info.value).startswith("tile.permute cannot be applied to a tile of shape (16,)")
     assert "dims" not in str(info.value)  # PyTorch's words about permute's dims
     with pytest.raises(cutile_sim.SimulatorError, match="ct.load has no argument `mask`: cuTile has no masks"):
-        ct_sim.load(torch.zeros(8), (0,), (8,), mask=None)
+        ct_sim.load(Array(torch.zeros(8)), (0,), (8,), mask=None)
+
+
+# --- a kernel reaches what it would on a GPU, and reads the values cuTile's compiler reads ---
+
+
+def _public(cls) -> set[str]:
+    return {name for name in dir(cls) if not name.startswith("_")}
+
+
+def test_arrays_and_tiles_offer_only_cutiles_own_attributes():
+    assert _public(cutile_sim.Array) <= _public(ct.Array)
+    assert _public(cutile_sim.Tile) <= _public(ct.Tile)
+    # the tensor behind each is private, and nothing public hands it out
+    assert all(n.startswith("_") for n in cutile_sim.Array.__slots__ + cutile_sim.Tile.__slots__)
+    array = Array(torch.ones(4, 8))
+    tile = cutile_sim.load(array, (0, 0), (4, 8))
+    read = [getattr(array, n) for n in _public(cutile_sim.Array)]
+    read += [getattr(tile, n) for n in _public(cutile_sim.Tile)]
+    read += [tile.astype(ct.float16), tile.reshape((32,)), tile.permute((1, 0)), tile.transpose(),
+             cutile_sim.full((1,), 2.0, ct.float32).item()]
+    assert not any(isinstance(value, torch.Tensor) for value in read)
+    assert (array.shape, array.strides, array.ndim, array.dtype) == ((4, 8), (8, 1), 2, ct.float32)
+
+
+@ct.kernel
+def _copies_with_pytorch(x, out):
+    out.copy_(x)
+
+
+@ct.kernel
+def _stores_a_tiles_data(x, out):
+    ct.store(out, index=(0,), tile=ct.load(x, index=(0,), shape=(4,)).data)
+
+
+@ct.kernel
+def _adds_in_place(x, out):
+    x.add_(1)
+
+
+@pytest.mark.parametrize("kernel, told", [
+    (_copies_with_pytorch, "a cuTile array has no attribute `copy_`: an array offers shape, dtype, ndim and strides"),
+    (_stores_a_tiles_data, "a cuTile tile has no attribute `data`: a tile offers shape, dtype, ndim"),
+    (_adds_in_place, "a cuTile array has no attribute `add_`"),
+])
+def test_a_kernel_cannot_reach_a_torch_tensor(kernel, told):
+    x, out = torch.ones(4), torch.zeros(4)
+    with pytest.raises(cutile_sim.SimulatorAttributeError) as info:
+        cutile_sim.launch(STREAM, (1,), kernel, (x, out))
+    assert told in str(info.value) and "A kernel cannot call PyTorch" in str(info.value)
+    assert not internal(info.value)  # told to the student as it is, at the kernel's line
+    assert not out.any() and x.eq(1).all()
+
+
+SIMULATED = cutile_sim.namespace  # what `ct` is inside a simulated kernel
+
+
+@pytest.mark.parametrize("call, told", [
+    (lambda x, t: SIMULATED.exp(x), "an array of shape (4,) and dtype float32 was given where a tile is expected"),
+    (lambda x, t: t + x, "an array of shape (4,) and dtype float32 was given where a tile is expected"),
+    (lambda x, t: x[0], "Arrays are not directly subscriptable. Use load() or gather() instead."),
+    (lambda x, t: SIMULATED.load(t, index=(0,), shape=(4,)), "ct.load: Expected an array, but given value is a tile of shape (4,)"),
+    (lambda x, t: SIMULATED.num_tiles(3, axis=0, shape=(4,)), "ct.num_tiles: Expected an array"),
+])
+def test_an_array_and_a_tile_are_not_taken_for_one_another(call, told):
+    x = Array(torch.ones(4))
+    tile = cutile_sim.load(x, (0,), (4,))
+    with pytest.raises(cutile_sim.SimulatorError) as info:
+        call(x, tile)
+    assert told in str(info.value)
+
+
+def test_the_dtypes_and_enums_a_kernel_reads_are_cuda_tiles_own():
+    for name in ("float16 bfloat16 float32 float64 int8 int16 int32 int64 uint8 bool_ tfloat32 "
+                 "PaddingMode RoundingMode Constant").split():
+        assert getattr(cutile_sim.namespace, name) is getattr(ct, name), name
+    assert Array(torch.zeros(4, dtype=torch.bfloat16)).dtype is ct.bfloat16
+    assert cutile_sim.full((4,), 1, ct.int32).dtype is ct.int32
+    assert (cutile_sim.full((4,), 1.0, ct.float32) < 2).dtype is ct.bool_
+    assert cutile_sim.full((4,), 1.0, ct.float32).astype(ct.tfloat32).dtype is ct.tfloat32
+
+
+# Values a kernel can branch on that cuTile's compiler folds at compile time (it never
+# checks the branch it drops): the simulator must take the branch the compiler kept.
+FOLDED = [
+    'ct.RoundingMode.RN.value == "rn"', 'ct.PaddingMode.ZERO.value == "zero"',
+    'ct.RoundingMode.RN.name == "RN"', 'f"{ct.RoundingMode.RZI}" == "RoundingMode.RZI"',
+    'f"{ct.float32}" == "float32"', 'f"{ct.bool_}" == "bool_"', 'f"{ct.tfloat32}" == "tfloat32"',
+    'x.dtype == ct.float32', 'f"{x.dtype}" == "float32"', 't.dtype == ct.float32',
+    'f"{t.dtype}" == "float32"', 'x.ndim == 1', 'f"{t.shape}" == "(16,)"',
+]
+BRANCHES = """
+import cuda.tile as ct
+
+
+@ct.kernel
+def taken(x, out, TILE: ct.Constant[int]):
+    t = ct.load(x, index=(0,), shape=(TILE,))
+    if {condition}:
+        out.copy_(x)
+
+
+@ct.kernel
+def not_taken(x, out, TILE: ct.Constant[int]):
+    t = ct.load(x, index=(0,), shape=(TILE,))
+    if not ({condition}):
+        out.copy_(x)
+
+
+@ct.kernel
+def simulated(x, out, TILE: ct.Constant[int]):
+    t = ct.load(x, index=(0,), shape=(TILE,))
+    if {condition}:
+        ct.store(out, index=(0,), tile=t)
+"""
+
+
+@pytest.mark.parametrize("condition", FOLDED)
+def test_the_simulator_takes_the_branch_the_compiler_kept(condition, tmp_path):
+    path = tmp_path / "branches.py"
+    path.write_text(BRANCHES.format(condition=condition), encoding="utf-8")
+    built = kernels.load(path, "cutile").namespace
+    x, out = torch.ones(16), torch.zeros(16)
+    # the compiler drops the branch it folds to False: only there does `out.copy_` compile
+    rejects = [frontends.cutile(built[name], (x, out, 16)) is not None
+               for name in ("taken", "not_taken")]
+    assert rejects.count(True) == 1, f"the compiler does not fold {condition}"
+    kept = rejects == [True, False]
+    cutile_sim.launch(STREAM, (1,), built["simulated"], (x, out, 16))
+    assert bool(out.any()) is kept, condition

@@ -44,7 +44,8 @@ def describe(exc: BaseException, path: Path, max_lines: int = 25) -> str:
     return f"{type(exc).__name__}{where}: {message}" if message else f"{type(exc).__name__}{where}"
 
 
-_STUDENT_FACING = ("SimulatorError", "SimulatorUnsupported", "CompilationError", "SourceError")
+_STUDENT_FACING = ("SimulatorError", "SimulatorUnsupported", "SimulatorAttributeError",
+                   "CompilationError", "SourceError")
 _INTERNAL_TYPES = (AttributeError, KeyError, AssertionError, IndexError, TypeError, NameError,
                    UnboundLocalError, RecursionError)
 

@@ -117,27 +117,30 @@ def _cutile_hooks(watch: Watch, launch: LaunchWatch, grid, notes) -> Iterator[No
     def block() -> int:
         return _linear(sim._block, grid)
 
+    # The kernel hands the simulator its arrays (grader.cutile_sim.Array); the addresses are
+    # those of the tensors behind them, once the simulator has accepted the call.
     def tiled(store: bool):
         def watched(array, index, *args, **kwargs):
             result = saved["store" if store else "load"](array, index, *args, **kwargs)
+            tensor = sim.tensor_of(array)
             shape = (result.shape if not store else
                      _tile_shape(args[0] if args else kwargs.get("tile")))
             order = kwargs.get("order", "C")
-            addresses = _window_addresses(array, index, shape, order)
+            addresses = _window_addresses(tensor, index, shape, order)
             launch.access(store, addresses, np.ones(addresses.shape, bool), block(), watch.line())
             if not store:
-                _note_edge(watch, launch, notes, array, index, shape, order, kwargs)
+                _note_edge(watch, launch, notes, tensor, index, shape, order, kwargs)
             return result
         return watched
 
     def scattered(store: bool):
         def watched(array, indices, *args, **kwargs):
             result = saved["scatter" if store else "gather"](array, indices, *args, **kwargs)
-            addresses, inside = _index_addresses(array, indices)
+            addresses, inside = _index_addresses(sim.tensor_of(array), indices)
             mask = kwargs.get("mask", args[1] if store and len(args) > 1 else
                               args[0] if not store and args else None)
             if mask is not None:
-                inside &= np.broadcast_to(np.asarray(sim._data(mask)).astype(bool), inside.shape)
+                inside &= np.broadcast_to(np.asarray(sim.tensor_of(mask)).astype(bool), inside.shape)
             launch.access(store, addresses, inside, block(), watch.line())
             return result
         return watched
