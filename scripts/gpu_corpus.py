@@ -34,7 +34,7 @@ corpus is tests/attacks/ and tests/faults/, graded by tests/test_attack_files.py
 - vector add that tries to read the reference and to plant a file next to the grader's
   checks: it finds neither, and still runs on the GPU with every sandbox protection in force.
 
-Usage:  python -m scripts corpus [WORD]   (only submissions whose name contains WORD;
+Usage:  python -m scripts corpus [WORD ...]   (only submissions whose name contains a WORD;
         exit code 1 if any verdict is not as expected)
 """
 
@@ -367,10 +367,10 @@ def main() -> int:
         tmp = Path(tmp)
         small = small_course(real, tmp)
         relaxed = dataclasses.replace(real, rules=small.rules)
-        wanted = sys.argv[1] if len(sys.argv) > 1 else ""
+        wanted = sys.argv[1:]
         graded = {}
         for name, stage_id, source, expected in submissions():
-            if wanted not in name:
+            if wanted and not any(word in name for word in wanted):
                 continue
             module = tmp / f"{stage_id}_submission.py"
             module.write_text(source)
