@@ -65,6 +65,16 @@ def test_a_constant_only_the_wrapper_uses_is_host_code_and_left_out(tmp_path):
     assert file.skipped["BLOCK"] == source.splitlines().index("import os") + 2
 
 
+def test_an_autotuner_configuration_names_only_parameters_of_the_kernel(tmp_path):
+    """A configuration's dict becomes launch keywords: one naming a compile option that
+    reads a file (`ir_override`) would compile another program than the source's."""
+    source = VECTOR_ADD.replace(
+        "@triton.jit\n", "@triton.autotune(configs=[triton.Config({'ir_override': 'x.ttgir'})],"
+        " key=[])\n@triton.jit\n", 1)
+    with pytest.raises(kernels.SourceError, match="`ir_override` is not one"):
+        rebuilt(tmp_path, source)
+
+
 def test_a_kernels_namespace_holds_nothing_of_the_host(tmp_path):
     source = VECTOR_ADD.replace("import torch\n", "import torch\nimport os\nimport numpy as np\n"
                                 "from os import system\nLIMIT = 64\n")

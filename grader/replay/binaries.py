@@ -26,9 +26,11 @@ import torch
 from grader.replay import cutile_binary, triton_binary
 from grader.replay.buffers import argument, host_step
 from grader.replay.execute import Launcher
-from grader.replay.kernels import KernelFile
+from grader.replay.kernels import KernelFile, SourceError
 from grader.replay.locate import describe
 from grader.replay.proposal import Alloc, Launch, Proposal
+from grader.replay.source import PARAMETERS
+from grader.replay.spellings import SPELLINGS, check_launch
 
 TUNING_REPEATS = 5  # timed launches of each configuration, after one untimed
 
@@ -56,17 +58,23 @@ def build(file: KernelFile, proposal: Proposal, inputs: dict[str, torch.Tensor]
         if not isinstance(step, Launch):
             host_step(step, buffers)
             continue
-        kernel = file.kernel(step.kernel, step.language)
-        args = tuple(argument(v, buffers) for v in step.args)
-        kwargs = {k: argument(v, buffers) for k, v in step.kwargs.items()}
+        names: list[str] = []
         try:
+            kernel = file.kernel(step.kernel, step.language)
+            names = PARAMETERS[step.language](kernel)
+            args = tuple(argument(v, buffers) for v in step.args)
+            kwargs = {k: argument(v, buffers) for k, v in step.kwargs.items()}
+            check_launch(names, kwargs, SPELLINGS[step.language])
             records, made = BUILDERS[step.language](kernel, args, kwargs, step)
+        except (SourceError, ValueError) as exc:  # the grader's refusal, worded for the student
+            launches.append({"step": index, "names": names, "error": str(exc)})
+            break
         except Exception as exc:  # noqa: BLE001 - the compiler's rejection is the answer
-            launches.append({"step": index, "error": describe(exc, file.path)})
+            launches.append({"step": index, "names": names, "error": describe(exc, file.path)})
             break  # a later launch would run after one that does not compile: never
         for name, blob in made.items():
             files[f"{index}/{name}"] = torch.frombuffer(bytearray(blob), dtype=torch.uint8)
-        launches.append({"step": index, "records": records})
+        launches.append({"step": index, "names": names, "records": records})
     return {"launches": launches}, files
 
 
@@ -108,6 +116,7 @@ class Binaries:
         steps, names = {}, {}
         for launch in value["launches"]:
             index = launch["step"]
+            names[index] = [str(n) for n in launch["names"]]
             if "error" in launch:
                 steps[index] = str(launch["error"])
                 continue
@@ -117,7 +126,6 @@ class Binaries:
                 for name in record.get("files", ()):
                     files[name] = tensors[f"{index}/{name}"]
             steps[index] = [self._load(step, record, files) for record in launch["records"]]
-            names[index] = next(list(r["names"]) for r in launch["records"] if "names" in r)
         self.steps[key], self.parameters[key] = steps, names
 
     def _load(self, step: Launch, record: dict, files: dict) -> Any:

@@ -61,10 +61,7 @@ def build(kernel, args: tuple, grid: tuple) -> tuple[list[dict], dict[str, bytes
         kernel.__class__ = original
     if not captured:  # already compiled for this signature in this process
         raise RuntimeError("the kernel was not compiled for this launch")
-    from grader.backends.build import cutile_parameters
-
     record = {"key": captured["key"], "symbol": captured["symbol"], "files": ["cubin"],
-              "names": [name for name, _ in cutile_parameters(kernel)],
               "annotations": [encode(n) for n in kernel._annotated_function.parameter_annotations]}
     return [record], {"cubin": captured["cubin"]}
 

@@ -84,6 +84,14 @@ def decorate(node: ast.expr, function: Any, reader: Reader, kind_of_triton: str)
         import triton
 
         given["configs"] = list(given.get("configs", ()))
+        inner = getattr(function, "fn", function)  # the JIT function's Python function
+        parameters = inner.__code__.co_varnames[:inner.__code__.co_argcount]
+        for config in given["configs"]:
+            strange = sorted(set(getattr(config, "kwargs", {})) - set(parameters))
+            if not isinstance(config, triton.Config) or strange:
+                raise NotData(node, "each of the autotuner's configurations is a triton.Config "
+                                    "whose dict names parameters of the kernel"
+                                    + (f" (`{strange[0]}` is not one)" if strange else ""))
         if kind_of_triton == "interpret":
             # No GPU to time configurations on: the interpreter runs the first one (the
             # front end checks every one of them before anything runs).

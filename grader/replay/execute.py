@@ -23,6 +23,7 @@ from grader.replay.frontends import Unavailable
 from grader.replay.kernels import SourceError
 from grader.replay.poison import GUARD_MIN, PATTERNS, Guarded, poison_
 from grader.replay.proposal import Alloc, Launch, Proposal, ProposalError, Ref
+from grader.replay.spellings import SPELLINGS, check_launch
 
 Launcher = Callable[[tuple, dict], None]
 
@@ -133,7 +134,12 @@ class Replay:
             return
         args = tuple(argument(v, buffers) for v in step.args)
         kwargs = {k: argument(v, buffers) for k, v in step.kwargs.items()}
-        done.launches.append(_record(step, self.kernels.parameters(index, step), args, kwargs))
+        names = self.kernels.parameters(index, step)
+        try:
+            check_launch(names, kwargs, SPELLINGS[step.language])
+        except ValueError as exc:
+            raise ProposalError(str(exc)) from None
+        done.launches.append(_record(step, names, args, kwargs))
         try:
             error = self.kernels.check(index, step, args, kwargs)
         except Unavailable as exc:

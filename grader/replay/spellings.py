@@ -43,6 +43,10 @@ class Spellings:
     constant_types: frozenset[str]  # what `ct.Constant[...]` may hold
     homes: tuple[str, ...] = ()  # the modules (and those below them) its API comes from
     hidden: frozenset[str] = frozenset()  # attributes of its values that reach the host
+    # What a launch may pass besides the kernel's parameters: compile options that only tune
+    # (never one that names a file, a library or the compiler's flags: `ir_override=`,
+    # `extern_libs=`, `ptx_options=` would compile another program than the source's).
+    launch_options: frozenset[str] = frozenset()
     dtype_class: str = ""  # the spelling of the language's dtype class
     options: dict[str, frozenset[str]] = field(default_factory=dict)  # decorator -> keywords
 
@@ -65,6 +69,8 @@ TRITON = Spellings(
     constant_types=frozenset(),
     homes=("triton.language", "triton._C.libtriton"),
     hidden=frozenset({"handle"}),  # the interpreter's numpy array behind a tensor
+    launch_options=frozenset({"num_warps", "num_stages", "num_ctas", "maxnreg",
+                              "enable_fp_fusion"}),
     dtype_class="triton.language.dtype",
     options={"jit": frozenset({"do_not_specialize", "do_not_specialize_on_alignment", "debug",
                                "noinline"}),
@@ -211,3 +217,13 @@ def part_of_language(value: Any, spelling: str, table: Spellings) -> bool:
     origin = home(value)
     return origin == table.package or any(origin == h or origin.startswith(h + ".")
                                           for h in table.homes)
+
+
+def check_launch(parameters: list[str], options: dict, table: Spellings) -> None:
+    """Refuse a launch keyword that is neither a parameter of the kernel nor one of the
+    language's tuning options; raises ValueError, with the message for the student."""
+    extra = sorted(set(options) - set(parameters) - table.launch_options)
+    if extra:
+        allowed = ", ".join(f"{o}=" for o in sorted(table.launch_options)) or "none"
+        raise ValueError(f"`{extra[0]}=` is not a launch option the grader replays: a launch "
+                         f"passes the kernel's parameters, and the options {allowed}")

@@ -55,7 +55,6 @@ def build(kernel, args: tuple, kwargs: dict) -> tuple[list[dict], dict[str, byte
         for name, path in kept.items():
             files[f"{index}/{name}"] = path.read_bytes()
         records.append({"name": compiled.name, "hash": compiled.hash,
-                        "names": list(jit.arg_names),
                         "signature": dict(compiled.src.signature),
                         "files": [f"{index}/{name}" for name in kept],
                         "params": _sources(jit, args, kwargs, chosen)})

@@ -16,7 +16,7 @@ from grader.sandbox.process import Process
 # The most a build may send back: a cubin is some hundreds of KiB, an autotuned launch has
 # a binary per configuration.
 MAX_BUILD_BYTES = 256 << 20
-BUILD_REPLY = {"launches": [{"step": int, "error?": str, "records?": [dict]}]}
+BUILD_REPLY = {"launches": [{"step": int, "names": [str], "error?": str, "records?": [dict]}]}
 
 
 class Builder(Process):
