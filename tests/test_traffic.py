@@ -218,3 +218,15 @@ def test_a_reply_whose_writers_are_no_program_of_the_launch_is_refused():
         with pytest.raises(ProtocolError, match="no program of the launch"):
             call_outcome(value, {"output": output,
                                  "writers": torch.tensor(forged, dtype=torch.int32)}, [])
+
+
+def test_a_reply_without_launches_or_writers_is_read():
+    """A proposal refused before its first launch ran (a launch option the grader does not
+    replay) comes back with no launches and no map of writers: an answer, not a broken one;
+    a map of writers with no launch is still refused."""
+    value = {"output": {"type": "nothing"}, "error": "refused", "host": [], "compile_errors": [],
+             "unchecked": None, "overruns": [], "traffic": [], "launches": [],
+             "writer_launch": None}
+    assert call_outcome(value, {}, []).error == "refused"
+    with pytest.raises(ProtocolError, match="names the writers of a launch it did not make"):
+        call_outcome({**value, "writer_launch": 0}, {}, [])

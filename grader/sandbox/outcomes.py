@@ -106,7 +106,8 @@ def call_outcome(value: dict, tensors: dict, inputs: list) -> Outcome:
                                    or tensor.dtype != dtype):
             raise ProtocolError(f"its reply holds {name} that is not one of the output")
     launch = value["writer_launch"]
-    if (writers is None) != (launch is None) or not 0 <= (launch or 0) < len(value["launches"]):
+    if (writers is None) != (launch is None) or (
+            launch is not None and not 0 <= launch < len(value["launches"])):
         raise ProtocolError("its reply names the writers of a launch it did not make")
     if writers is not None and writers.numel() and not (
             int(writers.min()) >= -2 and int(writers.max()) < math.prod(
