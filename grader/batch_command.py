@@ -13,9 +13,9 @@ from grader.backends import selection as backends
 from grader.course import TRACKS, Course, find_course_file, load_course
 from grader.errors import GradeError
 from grader.instructor import batch, slurm
+from grader.quoting import visible
 from grader.report.progress import batch_progress, slurm_progress
 from grader.report.scorecard import make_console, sandbox_line
-from grader.report.text import visible
 
 EXIT_OK, EXIT_INTERRUPTED = 0, 130
 

@@ -18,8 +18,8 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColu
                            TimeElapsedColumn, TimeRemainingColumn)
 from rich.text import Text
 
+from grader.quoting import visible
 from grader.report.results import CaseResult
-from grader.report.text import visible
 
 # Set in the processes a Jupyter kernel starts (`!grade 1` in a cell) and in Colab, whose
 # cells show cursor codes as garbage or not at all even where the output is a pseudo-terminal.

@@ -6,8 +6,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from grader.quoting import visible
 from grader.report.results import Report, StageResult, Status
-from grader.report.text import number, ran, speed_points, versions, visible
+from grader.report.text import number, ran, speed_points, versions
 
 STYLES = {
     Status.PASS: "bold green",
