@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 
 from grader import protocol
+from grader.quoting import inline
 from grader.sandbox.outcomes import (CALL_REPLY, RETURNED, WARM_REPLY, Batch, Outcome,
                                      TimingFailed, call_outcome)
 from grader.sandbox.process import Failed, Process, failed_call
@@ -87,7 +88,7 @@ class Replayer(Process):
             raise TimingFailed("crashed: its process sent timings for other calls than asked")
         returned = next((o.get("type") for o in value["outputs"] if "type" in o), None)
         if returned:
-            raise TimingFailed(f"they returned {returned}, expected a torch.Tensor")
+            raise TimingFailed(f"they returned {inline(returned)}, expected a torch.Tensor")
         return Batch(value["times"], value["digests"], wall)
 
     def fetch(self, index: int, output_bytes: int):
