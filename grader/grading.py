@@ -27,6 +27,7 @@ from grader.course.todos import TodoState
 from grader.errors import GradeError, one_line
 from grader.intake import NotRun
 from grader.judge.stage import StageCheck, memory_check
+from grader.quoting import single_line
 from grader.report.results import CaseResult, CheckResult, Report, SpeedResult, StageResult, Status
 from grader.sandbox import keep_warm
 from grader.sandbox.submission import SubmissionError
@@ -154,7 +155,8 @@ def _broke_on(case, longrepr) -> str:
     case's inputs."""
     crash = getattr(longrepr, "reprcrash", None)
     what = crash.message if crash else str(longrepr)
-    what = next((line for line in what.splitlines() if line.strip()), "it failed")[:300]
+    what = single_line(next((line for line in what.splitlines() if line.strip()), "it failed"),
+                       300)
     where = f" ({Path(crash.path).name}, line {crash.lineno})" if crash else ""
     if case is not None and case.hidden:
         what = what.split(":", 1)[0] + " (its text is withheld: a hidden case)"
