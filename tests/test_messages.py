@@ -36,7 +36,10 @@ def test_the_scorecard_leaves_versions_and_the_sandbox_to_verbose():
         assert "backend: triton-interpret (no usable GPU)" in text
         assert "--seed 4242 reproduces the inputs" in text
     assert "sandbox:" not in plain and "torch 2.13.0+cpu" not in plain
-    assert plain.rstrip().endswith("(--seed 4242 reproduces the inputs)")
+    # the footer, then the total: the last line is always the grader's own
+    *_, footer, last = plain.rstrip().splitlines()
+    assert footer.endswith("(--seed 4242 reproduces the inputs)")
+    assert last == "total: 10/10 points, PASS"
     assert "torch 2.13.0+cpu" in verbose and "no GPU" in verbose
     assert "sandbox: in force: private file system; NOT in force: no network (no namespace)" \
         in verbose
