@@ -247,16 +247,14 @@ def _grade_loaded(session: StageSession, result: StageResult, todos: TodoState,
     plugin = _CorrectnessPlugin(check, progress)
     broken = _run_checks("test_correctness.py", plugin)
     result.cases = plugin.collected
-    if any(case.hidden for case in stage.cases):
-        # The child has seen the hidden cases' inputs and could print them at any later
-        # call: what follows (memory, speed) runs in a fresh one.
-        runner.close()
+    # Processes that saw the hidden cases' inputs could print or say them at any later
+    # call: what follows (memory, speed) runs in fresh ones.
+    check.forget_hidden()
     if broken:
         result.message, result.status = broken, Status.ERROR
         return result
-    if check.unchecked:
-        result.checks.append(CheckResult("compiles for a GPU", False, False,
-                                         f"not graded: {check.unchecked}"))
+    if compiles := check.compile_check():
+        result.checks.append(compiles)
     if stage.memory_growth:
         result.checks.append(memory_check(stage, session.selection, runner, session.seed))
     result.hints = matching_hints(stage.hints, result.cases)

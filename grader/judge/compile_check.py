@@ -63,7 +63,9 @@ def compile_stage(course: Course, stage: Stage, solutions: bool,
         return result
     runner = Runner(path, stage.problem.function, "cpu", hidden=course.private_paths,
                     rules=course.rules, track="cutile")
-    cases = [[dict(c.params), c.dtype, c.seed] for c in stage.cases]
+    # The course's own cases only: what a call on a hidden case raised, or a build of its
+    # shapes reported, would tell its inputs, and this check's messages are the student's.
+    cases = [[dict(c.params), c.dtype, c.seed] for c in stage.cases if not c.hidden]
     try:
         runner.load()
         reply = runner.compile(stage.problem.id, cases, archs)

@@ -22,7 +22,7 @@ from grader.backends.selection import Selection, dtype_unsupported
 from grader.course import Case, Stage
 from grader.judge.compare import Verdict, compare
 from grader.problems import DTYPES, Call
-from grader.quoting import inline, quoted
+from grader.quoting import inline, quoted, said
 from grader.report.results import CaseResult, CheckResult, Failure
 from grader.sandbox import Outcome, Runner
 from grader.sandbox.outcomes import Proposed
@@ -31,6 +31,7 @@ from grader.tracks import TRACKS
 # The replay draws its inputs from another seed than the recorded call: what the wrapper
 # saw of the inputs it was given cannot be what the grader judges.
 REPLAY_DRAW = 0x5EED
+COMPILES = "compiles for a GPU"  # the stage-wide check that a GPU compiler saw the kernels
 
 
 class StageCheck:
@@ -45,13 +46,18 @@ class StageCheck:
         self.runner = runner
         self.run_seed = run_seed
         self.results: dict[str, CaseResult] = {}
-        self.unchecked: str | None = None  # why no GPU compiler's front end saw the kernels
+        self.unchecked: str | None = None  # why no front end saw a shown case's kernels
+        self.unchecked_hidden = False  # a hidden case's kernels went unchecked (why: withheld)
+        self.saw_hidden = False  # the processes were given a hidden case's inputs
 
     def check(self, case: Case) -> Verdict:
         start = time.perf_counter()
         seed = case.seed_in_run(self.run_seed)
         if case.hidden:  # what the submission prints from here on could show its inputs
             self.runner.withhold_output()
+            self.saw_hidden = True
+        else:  # a shown case after a hidden one (cases run in another order): new processes
+            self.forget_hidden()
         if self.timed_out and not self.keep_going:
             # One hang costs one time limit, not one per case: the next case would hang too.
             verdict = Verdict(False, f"not run: an earlier case ({self.timed_out}) timed out; "
@@ -75,11 +81,34 @@ class StageCheck:
             summary=verdict.summary,
             details=verdict.details,
             stats=verdict.stats,
-            seconds=round(time.perf_counter() - start, 3),
+            # a hidden case's time is withheld too: a call that sleeps for n milliseconds
+            # would tell its inputs by it
+            seconds=0.0 if case.hidden else round(time.perf_counter() - start, 3),
             hidden=bool(case.hidden),
             failure=None if verdict.passed else verdict.kind,
         )
         return verdict
+
+    def forget_hidden(self) -> None:
+        """End the processes if they were given a hidden case: they could tell its inputs in
+        whatever they say next (a shown case's verdict, a speed case's, the memory check's).
+        The next request starts fresh ones."""
+        if self.saw_hidden:
+            self.runner.close()
+            self.saw_hidden = False
+
+    def compile_check(self) -> CheckResult | None:
+        """The "compiles for a GPU" check where a kernel went unchecked (not graded): why, in
+        the words of the replay's process (quoted), when a shown case says; when only hidden
+        cases do, nothing more (the why could tell their inputs)."""
+        if self.unchecked:
+            return CheckResult(COMPILES, False, False, said(
+                "not graded: its kernels could not be given to a GPU compiler's front end:",
+                self.unchecked))
+        if self.unchecked_hidden:
+            return CheckResult(COMPILES, False, False, "not graded: a hidden case's kernels "
+                               "could not be given to a GPU compiler's front end")
+        return None
 
     def _judged(self, case: Case, seed: int) -> Verdict:
         """The wrapper's proposal, recorded in the child on inputs drawn from `seed`, then
@@ -94,7 +123,10 @@ class StageCheck:
         expected = problem.reference(call.to(self.backend.device))
         outcome = self.runner.replay.call(problem.id, dict(case.params), case.dtype, replay_seed,
                                           call.tensors(), expected.nbytes, proposed.proposal)
-        self.unchecked = self.unchecked or outcome.unchecked
+        if outcome.unchecked and case.hidden:
+            self.unchecked_hidden = True
+        elif outcome.unchecked:
+            self.unchecked = self.unchecked or outcome.unchecked
         verdict = self._misconduct(call, outcome) or compare(
             outcome.output, expected, DTYPES[case.dtype], "cpu", self.stage.tolerance[case.dtype],
             self.stage.tiles.get(self.backend.track), outcome.launches, problem.explain,

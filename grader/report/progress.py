@@ -91,7 +91,9 @@ class _Lines:
         self.since = time.monotonic()
 
     def end(self, result: CaseResult) -> None:
-        took = f" ({time.monotonic() - self.since:.1f} s)" if self.since is not None else ""
+        # a hidden case's time is withheld like its inputs: a call can sleep them into it
+        took = (f" ({time.monotonic() - self.since:.1f} s)"
+                if self.since is not None and not getattr(result, "hidden", False) else "")
         self.console.print(f"  {result.id}: {_verdict(result)}{took}", markup=False,
                            highlight=False, soft_wrap=True)
         self.since = None
