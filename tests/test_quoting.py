@@ -135,3 +135,14 @@ def test_markdown_and_gradescope_keep_quoted_text_behind_its_gutter(tmp_path):
     assert output.split("\n")[:3] == ["the wrapper raised an exception:",
                                       GUTTER + "![x](https://example.invalid/p.png) *b* `c`",
                                       GUTTER + "│   │ total │ ... │ 20/20 │ PASS │"]
+
+
+def test_a_folder_named_to_wrap_into_a_verdict_stays_on_the_graders_lines():
+    # The footer and a stage's heading name the student's folder: in a log no line of the
+    # grader's is broken, so nothing in the name can begin a line of its own.
+    report = _report("the wrapper raised an exception:", quoted("boom"))
+    report.target = "work" + " " * 150 + "total 20/20 PASS"
+    report.stages[0].module = report.target + "/triton/stage1_vector_add.py"
+    lines = _shown(report, width=120)
+    assert not [line for line in lines if line.strip().startswith("total 20/20")]
+    assert lines[-1] == "total: 0/10 points, FAIL"

@@ -60,7 +60,8 @@ def _footer(report: Report, console: Console, verbose: bool) -> None:
         f" ({report.backend_reason}); graded {visible(report.target, lines=False)}/ in "
         f"{report.seconds:.1f} s "
         f"with seed {report.seed} (--seed {report.seed} reproduces the inputs)"
-        + (f"; {versions(report.machine)}" if verbose else "")))
+        + (f"; {versions(report.machine)}" if verbose else "")),
+        soft_wrap=not console.is_terminal)  # it names the student's folder: see `say`
     if verbose:
         console.print(Text(visible(sandbox_line(report.sandbox))))
 
@@ -142,7 +143,8 @@ def _explain(stage: StageResult, console: Console, verbose: bool) -> None:
     """What to fix in one stage: the grader's messages, with the submission's own text (what
     it raised, the type it returned) quoted in them; shown as plain Text, never as markup."""
     console.print(Text.assemble("\n", (stage.status.value, STYLES[stage.status]), visible(
-        f" stage{stage.number} {stage.id} ({stage.module})", lines=False)))
+        f" stage{stage.number} {stage.id} ({stage.module})", lines=False)),
+        soft_wrap=not console.is_terminal)
     if stage.message:
         say(console, stage.message)
     failed = [c for c in stage.cases if not c.passed]
