@@ -7,8 +7,8 @@ line the grader wrote. Two forms, used wherever such text enters a message:
 
 - `quoted` (a block): the grader's own sentence ends in a colon, and the text follows as
   lines that each begin with GUTTER, a mark the grader begins no line of its own with; each
-  line escaped and cut to LINE_CHARS characters, at most BLOCK_LINES lines, and a line of the
-  grader's own saying what was cut;
+  line escaped, one longer than LINE_CHARS characters going on in the next, at most
+  BLOCK_LINES lines, and a line of the grader's own saying how many were left out;
 - `inline` and `single_line` (one value inside the grader's sentence: a name, a type's name,
   one finding): newlines and every other control character escaped, cut to a length.
 
@@ -25,7 +25,7 @@ import re
 
 GUTTER = "┆ "  # begins each quoted line; no rich box, and no line of the grader's, uses it
 BLOCK_LINES = 30  # of a quoted block
-LINE_CHARS = 500  # of each quoted line (a compiler names long paths)
+LINE_CHARS = 1000  # of each quoted line; a longer one goes on in the next
 INLINE_CHARS = 120  # of a value quoted inside a sentence
 CUT = "…"
 
@@ -65,8 +65,10 @@ def inline(text: object, chars: int = INLINE_CHARS) -> str:
 
 
 def quoted(text: object, lines: int = BLOCK_LINES, chars: int = LINE_CHARS) -> list[str]:
-    """`text` as the lines of a quoted block: each escaped, begun with GUTTER, cut to `chars`
-    characters; at most `lines` of them, then a line of the grader's saying what was cut."""
+    """`text` as the lines of a quoted block: each escaped and begun with GUTTER, a line
+    longer than `chars` characters going on in the next ones (a compiler's message is often
+    one long line, its advice at the end); at most `lines` of them, then a line of the
+    grader's saying how many were left out."""
     body = [line.rstrip() for line in visible(text).expandtabs(4).split("\n")]
     while body and not body[-1]:
         body.pop()
@@ -74,14 +76,22 @@ def quoted(text: object, lines: int = BLOCK_LINES, chars: int = LINE_CHARS) -> l
         body.pop(0)
     if not body:
         return [f"{GUTTER}(no text)"]
-    shown = [GUTTER + _cut(line, chars) for line in body[:lines]]
-    long = sum(len(line) > chars for line in body[:lines])
-    cut = []
-    if len(body) > lines:
-        cut.append(f"{len(body) - lines} more lines")
-    if long:
-        cut.append(f"{long} line{'s' if long > 1 else ''} cut at {chars} characters")
-    return shown + ([f"(the quoted text is cut: {'; '.join(cut)})"] if cut else [])
+    folded = [piece for line in body for piece in _folded(line, chars)]
+    shown = [GUTTER + piece for piece in folded[:lines]]
+    if len(folded) > lines:
+        shown.append(f"(the quoted text is cut: {len(folded) - lines} more lines)")
+    return shown
+
+
+def _folded(line: str, chars: int) -> list[str]:
+    """`line` in pieces of at most `chars` characters, broken after a space where one falls
+    in the last fifth of a piece."""
+    pieces = []
+    while len(line) > chars:
+        at = line.rfind(" ", chars * 4 // 5, chars) + 1 or chars
+        pieces.append(line[:at].rstrip())
+        line = line[at:]
+    return pieces + [line]
 
 
 def quote(text: object, lines: int = BLOCK_LINES, chars: int = LINE_CHARS) -> str:

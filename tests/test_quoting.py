@@ -33,14 +33,18 @@ def test_control_characters_are_spelled_out_and_cannot_break_a_line():
     assert line == GUTTER + visible(text)
 
 
-def test_a_block_is_cut_to_its_lines_and_characters_with_a_note_of_the_graders():
-    lines = quoted("\n".join(f"line {n} " + "x" * (n * 10) for n in range(50)), chars=100)
-    assert len(lines) == BLOCK_LINES + 1
-    *shown, note = lines
-    assert all(is_quoted(line) and len(line) <= len(GUTTER) + 100 for line in shown)
-    assert shown[-1].endswith("…")
+def test_a_long_line_goes_on_behind_the_gutter_and_a_block_stops_with_a_note():
+    long = "advice " * 30 + "check the strides"  # 227 characters, its advice at the end
+    lines = quoted(long, chars=100)
+    assert all(is_quoted(line) and len(line) <= len(GUTTER) + 100 for line in lines)
+    assert len(lines) == 3 and lines[-1].endswith("check the strides")
+    assert " ".join(line[len(GUTTER):] for line in lines) == long  # broken at spaces only
+    assert quoted("x" * 250, chars=100) == [GUTTER + "x" * 100] * 2 + [GUTTER + "x" * 50]
+    *shown, note = quoted("\n".join(f"line {n}" for n in range(50)))
+    assert len(shown) == BLOCK_LINES and all(is_quoted(line) for line in shown)
+    assert shown[-1] == GUTTER + f"line {BLOCK_LINES - 1}"
     assert not is_quoted(note)
-    assert note == "(the quoted text is cut: 20 more lines; 20 lines cut at 100 characters)"
+    assert note == f"(the quoted text is cut: {50 - BLOCK_LINES} more lines)"
 
 
 def test_blank_ends_are_trimmed_tabs_expanded_and_nothing_still_shows():
