@@ -13,9 +13,9 @@ from grader.backends import selection as backends
 from grader.course import TRACKS, Course, find_course_file, load_course
 from grader.errors import GradeError
 from grader.instructor import batch, slurm
+from grader.quoting import single_line
 from grader.report.progress import batch_progress, slurm_progress
 from grader.report.scorecard import make_console, sandbox_line
-from grader.report.text import visible
 
 EXIT_OK, EXIT_INTERRUPTED = 0, 130
 
@@ -162,7 +162,7 @@ def _finish(course, out, found, graded, console) -> None:
     batch.write_feedback_files(out, found)
     for g in graded:
         if g.error:
-            console.print(visible(f"{g.name}: {g.error}"), markup=False)
+            console.print(single_line(f"{g.name}: {g.error}", 600), markup=False, soft_wrap=True)
     console.print(f"graded {len(graded)} now ({len(found) - len(graded)} already had results); "
                   f"gradebook: {gradebook}; each student's feedback: {out / 'students'}/NAME.md",
                   markup=False)

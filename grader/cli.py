@@ -35,11 +35,11 @@ from grader.errors import GradeError
 from grader.instructor import calibrate as calibration
 from grader.instructor import release, skeletons
 from grader.judge import compile_check
+from grader.quoting import visible
 from grader.report import annotations, gradescope, junit, markdown, picture_html
 from grader.report.progress import stage_progress
 from grader.report.results import Report
 from grader.report.scorecard import make_console, render, render_calibration, render_compile
-from grader.report.text import visible
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 

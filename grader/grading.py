@@ -27,6 +27,7 @@ from grader.course.todos import TodoState
 from grader.errors import GradeError, one_line
 from grader.intake import NotRun
 from grader.judge.stage import StageCheck, memory_check
+from grader.quoting import single_line
 from grader.report.results import CaseResult, CheckResult, Report, SpeedResult, StageResult, Status
 from grader.sandbox import keep_warm
 from grader.sandbox.submission import SubmissionError
@@ -154,7 +155,8 @@ def _broke_on(case, longrepr) -> str:
     case's inputs."""
     crash = getattr(longrepr, "reprcrash", None)
     what = crash.message if crash else str(longrepr)
-    what = next((line for line in what.splitlines() if line.strip()), "it failed")[:300]
+    what = single_line(next((line for line in what.splitlines() if line.strip()), "it failed"),
+                       300)
     where = f" ({Path(crash.path).name}, line {crash.lineno})" if crash else ""
     if case is not None and case.hidden:
         what = what.split(":", 1)[0] + " (its text is withheld: a hidden case)"
@@ -245,16 +247,14 @@ def _grade_loaded(session: StageSession, result: StageResult, todos: TodoState,
     plugin = _CorrectnessPlugin(check, progress)
     broken = _run_checks("test_correctness.py", plugin)
     result.cases = plugin.collected
-    if any(case.hidden for case in stage.cases):
-        # The child has seen the hidden cases' inputs and could print them at any later
-        # call: what follows (memory, speed) runs in a fresh one.
-        runner.close()
+    # Processes that saw the hidden cases' inputs could print or say them at any later
+    # call: what follows (memory, speed) runs in fresh ones.
+    check.forget_hidden()
     if broken:
         result.message, result.status = broken, Status.ERROR
         return result
-    if check.unchecked:
-        result.checks.append(CheckResult("compiles for a GPU", False, False,
-                                         f"not graded: {check.unchecked}"))
+    if compiles := check.compile_check():
+        result.checks.append(compiles)
     if stage.memory_growth:
         result.checks.append(memory_check(stage, session.selection, runner, session.seed))
     result.hints = matching_hints(stage.hints, result.cases)

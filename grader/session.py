@@ -72,6 +72,8 @@ class StageSession:
         return None
 
     def speed_check(self) -> SpeedCheck:
+        """The stage's speed cases, timed in processes that never saw a hidden case."""
+        self.check.forget_hidden()
         return SpeedCheck(self.stage, self.selection, self.runner, run_seed=self.seed)
 
     def close(self) -> None:

@@ -15,16 +15,20 @@ and what must come of it (after the first line, prose may explain; these lines d
     points: 0                                     the points it must get
     backend: cutile-sim                           default: the track's backend on the CPU
     memory: 1024                                  the memory ceiling to grade it under, MiB
+    forged: total 20/20 PASS                      no line of any output begins with it
+    absent: of type tuple                         no output a student sees holds it
     '''
 
 Stage 1 is graded on a one-case course, any other stage on the course's own cases. Whatever
 a file tries, `grade` must write its results, show the stage's real status in the table, put
-no raw control character on the terminal, and show nothing of a hidden case (its parameters,
-its seed) on the terminal or in any export a student may see.
+no raw control character on the terminal, end the terminal's output with lines of its own
+(the total, then the files it wrote), and show nothing of a hidden case (its parameters, its
+seed) on the terminal or in any export a student may see.
 """
 
 import json
 import re
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -59,6 +63,8 @@ class Attack:
     backend: str = ""
     points: str = ""  # the points it must get, when given
     memory: str = ""  # the memory ceiling (MiB) it is graded under, when given
+    forged: list[str] = field(default_factory=list)  # text no line may begin with
+    absent: list[str] = field(default_factory=list)  # text no output may hold
 
 
 def read_attack(path: Path) -> Attack:
@@ -73,8 +79,8 @@ def read_attack(path: Path) -> Attack:
     for line in lines:  # prose may explain the attack; `key: value` lines say what must come
         found = re.match(r"(\w+): (.*)$", line.strip())
         key, value = (found.group(1), found.group(2).strip()) if found else ("", "")
-        if key in ("message", "hidden"):
-            getattr(attack, "messages" if key == "message" else "hidden").append(value)
+        if key in ("message", "hidden", "forged", "absent"):
+            getattr(attack, "messages" if key == "message" else key).append(value)
         elif key in ("expect", "rules", "backend", "points", "memory"):
             setattr(attack, key, value)
     assert attack.expect in STATUSES, f"{path.name}: expect one of {STATUSES}"
@@ -132,10 +138,45 @@ def test_attack_file(path, tmp_path, run_grade, monkeypatch):
     assert not RAW_CONTROL.search(out + err), "a raw control character reached the terminal"
     for message in attack.messages:
         assert flat(message) in flat(out), f"{message!r} is not on the scorecard:\n{out}"
+    assert TOTAL.match(last_own_line(out)), f"the scorecard does not end with its total:\n{out}"
     shown = [out, err, *(p.read_text(encoding="utf-8") for p in results.values())]
-    for secret in hidden_secrets(course_file, stage.id):
+    for secret in [*hidden_secrets(course_file, stage.id), *attack.absent]:
         leaks = [text for text in shown if secret in text]
-        assert not leaks, f"the hidden case's {secret!r} is shown:\n{leaks[0]}"
+        assert not leaks, f"{secret!r} is shown:\n{leaks[0]}"
+    lines = output_lines(out + err, results)
+    for forged in attack.forged:
+        starting = [line for line in lines if line.strip().startswith(forged)]
+        assert not starting, f"a line begins with the forged {forged!r}: {starting[0]!r}"
+
+
+# The grader's last line of a scorecard, before the files it wrote are listed.
+TOTAL = re.compile(r"total: [\d.]+/[\d.]+ points, (PASS|FAIL)$")
+
+
+def last_own_line(out: str) -> str:
+    """The terminal's last line once the `wrote <file>` lines after the scorecard are left
+    out: the total, whatever the submission's text above it says."""
+    lines = [line for line in out.rstrip("\n").split("\n")]
+    while lines and lines[-1].startswith("wrote "):
+        lines.pop()
+    return lines[-1] if lines else ""
+
+
+def output_lines(terminal: str, results: dict[str, Path]) -> list[str]:
+    """Every line a reader sees: the terminal's, the Markdown's, the text of each JUnit
+    element and attribute, each Gradescope test's output, each message of the JSON (the
+    JSON's own lines hold these escaped, so the decoded messages are what count)."""
+    texts = [terminal, results["summary.md"].read_text(encoding="utf-8")]
+    for element in ET.parse(results["junit.xml"]).iter():
+        texts += [element.text or "", *element.attrib.values()]
+    gradescope = json.loads(results["gradescope.json"].read_text(encoding="utf-8"))
+    texts += [gradescope["output"], *(test["output"] for test in gradescope["tests"])]
+    for stage in json.loads(results["r.json"].read_text(encoding="utf-8"))["stages"]:
+        # (not its "output": what the submission printed, kept as data under its own name)
+        texts += [stage["message"], *(c["message"] for c in stage["checks"]),
+                  *(c["summary"] for c in stage["speed"]["cases"])]
+        texts += [line for c in stage["cases"] for line in (c["summary"], *c["details"])]
+    return [line for text in texts for line in text.split("\n")]
 
 
 def hidden_secrets(course_file: Path, stage_id: str) -> set[str]:

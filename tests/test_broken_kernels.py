@@ -26,8 +26,11 @@ def test_missing_tail_mask_is_caught_as_an_out_of_bounds_store(grade_source):
     assert len(failing(result)) == len(result.cases)
     for case in result.cases:
         # The replay saw the first unmasked access leave its tensor, at its line.
-        assert case.summary.startswith("read or wrote outside a tensor: line ")
-        assert "past the end of `x`" in case.summary and "give this tl.load a mask" in case.summary
+        assert case.summary == ("read or wrote outside a tensor, as the watch of its loads and "
+                                "stores saw:")
+        seen = case.details[0]  # the watch's finding, quoted
+        assert seen.startswith("┆ line ")
+        assert "past the end of `x`" in seen and "give this tl.load a mask" in seen
         assert case.failure is Failure.OUT_OF_BOUNDS
 
 
@@ -131,8 +134,10 @@ def test_an_error_inside_a_kernel_points_at_the_kernel_line(grade_source):
     result = grade_source("fused_gelu", source)
     assert result.status is Status.FAIL
     for case in result.cases:
-        assert f"line {number}: x = tl.reshape(x, (3, 7)))" in case.summary, case.summary
-        assert "InterpreterError" not in case.summary
+        # the grader's sentence, then the error at the line, quoted from the replay
+        assert case.summary.endswith(":") and case.details[0].startswith("┆ "), case_text(case)
+        assert f"line {number}: x = tl.reshape(x, (3, 7)))" in case.details[0], case.details
+        assert "InterpreterError" not in case_text(case)
 
 
 KERNEL_FILE = """\

@@ -19,7 +19,7 @@ from grader.report import markdown as markdown_export
 from grader.report.results import (CaseResult, CheckResult, Report, SpeedCase, SpeedResult,
                                    StageResult, Status)
 from grader.report.scorecard import render
-from grader.report.text import visible
+from grader.quoting import visible
 
 # What a hidden case must never reveal, in any export.
 SECRETS = ("SECRETPARAM", "31337", "HIDDENSUMMARY", "HIDDENDETAIL", "4242")

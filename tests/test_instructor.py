@@ -235,7 +235,9 @@ def test_batch_grades_folders_and_zips_and_keeps_going(tmp_path, run_grade, cour
     assert code == 0
     rows = {r["student"]: r for r in csv.DictReader((out / "gradebook.csv").open())}
     assert set(rows) == {"ada", "bob", "carol", "dan", "erin"}
-    assert "vector_add: stage1_vector_add.py has a syntax error at line 1" in rows["erin"]["error"]
+    # one line: the grader's sentence, then what the student's process said, quoted
+    assert ("vector_add: loading stage1_vector_add.py failed: ┆ stage1_vector_add.py has a "
+            "syntax error at line 1") in rows["erin"]["error"]
     assert float(rows["ada"]["vector_add"]) == course.select("vector_add").points
     assert float(rows["bob"]["vector_add"]) == 0 and float(rows["ada"]["softmax"]) == 0
     assert "not a valid zip" in rows["carol"]["error"]

@@ -10,7 +10,7 @@ memory growth of flash attention) run on the H200 through scripts/device-check.s
 from pathlib import Path
 
 import pytest
-from conftest import RELAXED_RULES, failure_text, vector_add_course
+from conftest import RELAXED_RULES, failing, failure_text, vector_add_course
 
 from grader.report.results import Failure, Status
 
@@ -53,7 +53,11 @@ def test_a_kernel_launch_as_cover_for_a_torch_result_fails(grade_source):
     source = MATMUL.replace("    return c\n", "    return torch.matmul(a, b)\n")
     result = grade_source("matmul", source)
     assert result.status is Status.FAIL and result.cases_passed == 0 and result.cases
-    assert all("it called torch.matmul on the host" in c.summary for c in result.cases)
+    # what the host watch saw in the child, quoted under the grader's sentence
+    assert all(c.summary == "its wrapper worked on the host, as the host watch saw it:"
+               for c in result.cases)
+    assert all(c.details[0].startswith("┆ it called torch.matmul on the host")
+               for c in result.cases)
 
 
 def test_a_result_cache_launches_nothing_the_second_time(grade_small):
@@ -77,9 +81,10 @@ def test_a_kernel_that_writes_its_inputs_fails(grade_small):
     assert source != VECTOR_ADD
     result = grade_small(source)
     assert result.status is Status.FAIL
-    # the replay saw the store into `x`, at its line
-    assert "modified its input: line " in failure_text(result, details=False)
-    assert "stores into the input `x`" in failure_text(result, details=False)
+    # the replay saw the store into `x`, at its line (its watch's words, quoted)
+    case = failing(result)[0]
+    assert case.summary == "modified its input, as the watch of its loads and stores saw:"
+    assert case.details[0].startswith("┆ line ") and "stores into the input `x`" in case.details[0]
 
 
 def test_an_endless_loop_times_out_and_grading_goes_on(grade_small):

@@ -6,7 +6,8 @@ Imports run one way, from the command line down to the course:
         -> problems, backends
 
 with a few leaves any layer may use (errors, cache, the GPU clock, the simulator, the result
-records), and the report modules depending on the result records only. Every import counts,
+records, the quoting of a submission's text), and the report modules depending on the result
+records (and that quoting) only. Every import counts,
 those inside functions too, so a late import cannot hide a cycle.
 """
 
@@ -29,6 +30,7 @@ LAYERS = {
     "grader.install": 0,  # `python -m grader.install`: the standard library only
     "grader.tracks": 0,  # the tile languages, a record each: every layer reads them
     "grader.report.results": 0,
+    "grader.quoting": 0,  # text from a submission, quoted: every layer that words a message
     "grader.problems": 1,
     "grader.backends": 1,
     "grader.course": 2,
@@ -49,6 +51,9 @@ LAYERS = {
     "grader.cli": 10,
     "grader.__main__": 11,
 }
+# What a report module may import besides its own part: the result records, and the one
+# wording of text from a submission that the messages in those records already use.
+REPORTS_READ = ("grader.report.results", "grader.quoting")
 LARGEST = 350  # lines per module
 LARGER_ALLOWED = {"grader.cutile_sim"}  # one simulator, read top to bottom
 
@@ -126,7 +131,7 @@ def test_imports_run_one_way(name):
         if other_layer >= layer:
             wrong.append(f"line {line}: {name} ({part}, layer {layer}) imports {target} "
                          f"({other}, layer {other_layer})")
-        if part == "grader.report" and other != "grader.report.results":
+        if part == "grader.report" and other not in REPORTS_READ:
             wrong.append(f"line {line}: a report module imports {target}; reports are made "
                          "from the result records alone")
     assert not wrong, "\n".join(wrong)

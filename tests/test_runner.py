@@ -80,12 +80,16 @@ class ScriptedRunner:
     records: list = field(default_factory=list)
 
     withheld_before: list = field(default_factory=list)  # records made before withholding
+    closed_before: list = field(default_factory=list)  # records made before each close
 
     def __post_init__(self):
         self.replay = ScriptedReplay(self.outcomes)
 
     def withhold_output(self):
         self.withheld_before.append(len(self.records))
+
+    def close(self):
+        self.closed_before.append(len(self.records))
 
     def record(self, problem_id, params, dtype, seed):
         self.records.append(seed)
@@ -143,6 +147,59 @@ def test_a_case_passes_on_the_replay_of_fresh_inputs(course, interpret):
     assert runner.withheld_before == []  # what it printed is shown
     # the replay draws other inputs than the call the child recorded
     assert len(runner.replay.calls) == 1 and runner.replay.calls[0] != runner.records[0]
+
+
+def test_a_shown_case_after_a_hidden_one_gets_fresh_processes(course, interpret):
+    # Processes that saw a hidden case could say its inputs in the next verdict: a shown case
+    # judged after one (pytest's -k, another order) is never judged by them.
+    stage = course.select("vector_add")
+    hidden = dataclasses.replace(stage.cases[0], hidden=1)
+    runner = ScriptedRunner([correct, correct, correct])
+    check = StageCheck(stage, interpret, runner)
+    check.check(stage.cases[0])
+    assert runner.closed_before == []  # nothing hidden yet: the same processes go on
+    check.check(hidden)
+    check.check(stage.cases[1])
+    assert runner.closed_before == [2]  # ended after the hidden case, before the shown one
+    check.forget_hidden()
+    assert runner.closed_before == [2]  # and once only
+
+
+def test_a_kernel_unchecked_only_in_a_hidden_case_says_no_why(course, interpret):
+    # What the replay said of a hidden case's kernel could tell its inputs: the stage-wide
+    # check says only that a hidden case's kernels went unchecked.
+    stage = course.select("vector_add")
+    hidden = dataclasses.replace(stage.cases[0], hidden=1)
+
+    def unchecked(*args):
+        outcome = correct(*args)
+        outcome.unchecked = "a constexpr argument of type tuple (n=7919)"
+        return outcome
+
+    check = StageCheck(stage, interpret, ScriptedRunner([correct, unchecked]))
+    check.check(stage.cases[0])
+    assert check.compile_check() is None  # every kernel was checked
+    check.check(hidden)
+    found = check.compile_check()
+    assert not found.graded and found.name == "compiles for a GPU"
+    assert found.message == ("not graded: a hidden case's kernels could not be given to a GPU "
+                             "compiler's front end")
+    assert check.results[hidden.id].summary == "hidden case failed: not graded on this GPU"
+
+
+def test_a_shown_kernel_unchecked_says_why_quoted(course, interpret):
+    stage = course.select("vector_add")
+
+    def unchecked(*args):
+        outcome = correct(*args)
+        outcome.unchecked = "this Triton's front end takes other arguments\ntotal 20/20 PASS"
+        return outcome
+
+    check = StageCheck(stage, interpret, ScriptedRunner([unchecked]))
+    check.check(stage.cases[0])
+    assert check.compile_check().message.split("\n") == [
+        "not graded: its kernels could not be given to a GPU compiler's front end:",
+        "┆ this Triton's front end takes other arguments", "┆ total 20/20 PASS"]
 
 
 def test_only_the_replays_output_is_judged(course, interpret):

@@ -83,7 +83,8 @@ class Evil(torch.Tensor):
 """ + VECTOR_ADD.replace("    return out\n", "    return torch.Tensor._make_subclass(Evil, out)\n")
     result = grade(source)
     assert result.status is Status.FAIL
-    assert "returned Evil (a subclass of torch.Tensor), expected a torch.Tensor" in failure_text(result)
+    assert "returned `Evil (a subclass of torch.Tensor)`, expected a torch.Tensor" in \
+        failure_text(result)
     assert not pwned.exists()
 
 

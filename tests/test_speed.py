@@ -584,9 +584,14 @@ def test_host_pytorch_at_the_timed_sizes_gets_no_speed_points(grade):
     assert result.speed.points == 0
     for case in result.speed.cases:
         assert case.failure is Failure.CALLS_FAILED, case.summary
-        assert case.summary == ("the timed calls failed: the call at this size: launched no "
-                                "Triton kernel: the stage must be computed by a kernel, not by "
-                                "PyTorch"), case.summary
+        first, watched, *seen = case.summary.split("\n")
+        assert first == ("the timed calls failed: the call at this size: launched no "
+                         "Triton kernel: the stage must be computed by a kernel, not by "
+                         "PyTorch"), case.summary
+        # what the host watch saw in the child, quoted below the grader's words
+        assert watched == "what the host watch saw:" and seen and all(
+            line.startswith("┆ ") for line in seen), case.summary
+        assert "torch.Tensor.add on the host" in seen[0]
 
 
 def test_host_pytorch_after_the_first_call_earns_only_what_its_kernels_did(grade):

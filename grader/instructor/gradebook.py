@@ -12,6 +12,7 @@ from pathlib import Path
 from grader.backends import selection as backends
 from grader.course import Course
 from grader.instructor.submissions import Entry, listed
+from grader.quoting import headline
 from grader.report.markdown import write_feedback
 from grader.report.results import Report, write_file
 
@@ -85,7 +86,8 @@ def write_gradebook(course: Course, out: Path, students: list[Entry]) -> Path:
             data = row.data
             points = {s["id"]: s["total_points"] for s in data["stages"]}
             speed = any(s["speed"]["graded"] for s in data["stages"])
-            problems = "; ".join(f"{s['id']}: {s['message']}" for s in data["stages"]
+            # one line per stage: its message's headline (what it quotes, escaped, after it)
+            problems = "; ".join(f"{s['id']}: {headline(s['message'])}" for s in data["stages"]
                                  if s["status"] == "ERROR")
             # A stage whose file was missing from the submission kept the skeleton.
             untouched = " ".join(s["id"] for s in data["stages"] if s["status"] == "NOT STARTED")

@@ -15,6 +15,7 @@ import torch
 from grader.course import WHOLE_DIM, Tolerance
 from grader.judge import causes, ownership, picture
 from grader.problems.evidence import Cause, Evidence
+from grader.quoting import quoted
 from grader.report.results import Failure
 from grader.replay.execute import LaunchRecord as Launch
 from grader.replay.poison import computed_from_poison, never_written
@@ -107,7 +108,9 @@ def compare(
         details.append(_nan_cause(stats, launches, traffic, traffic_map is not None))
     if stats["inf"]:
         details.append(f"{_elements(stats['inf'], 'are')} Inf where a finite number was expected")
-    details += [f"the kernels' traffic: {f['text']}" for f in traffic]
+    if traffic:  # found by the watch in the replay's process: quoted, one finding a line
+        details += ["the kernels' traffic, as the watch saw it:",
+                    *quoted("\n".join(f["text"] for f in traffic))]
     constants = {k: v for la in launches for k, v in la.constants.items() if type(v) is int}
     ev = Evidence(got, want, call, dtype, tolerance.atol, tolerance.rtol, constants, list(traffic))
     written = None if traffic_map is None else (traffic_map & 1) > 0
@@ -126,7 +129,7 @@ def compare(
     details += _tile_report(bad, tiles, launches)
     extents = _extents(tiles, bad, launches)
     if extents and writers is not None and writer_launch is not None \
-            and writer_launch < len(launches):
+            and writer_launch < len(launches) and launches[writer_launch].language in TRACKS:
         launch = launches[writer_launch]
         details += ownership.report(writers, extents,
                                    TRACKS[launch.language].words_for(launch.grid))

@@ -17,6 +17,7 @@ from grader.course import Course, Stage
 from grader.course.todos import todo_state
 from grader.sandbox import Runner
 from grader.protocol import ProtocolError, check
+from grader.quoting import said, single_line
 from grader.sandbox.screening import describe, screen
 from grader.sandbox.submission import SubmissionError
 
@@ -62,15 +63,20 @@ def compile_stage(course: Course, stage: Stage, solutions: bool,
         return result
     runner = Runner(path, stage.problem.function, "cpu", hidden=course.private_paths,
                     rules=course.rules, track="cutile")
-    cases = [[dict(c.params), c.dtype, c.seed] for c in stage.cases]
+    # The course's own cases only: what a call on a hidden case raised, or a build of its
+    # shapes reported, would tell its inputs, and this check's messages are the student's.
+    cases = [[dict(c.params), c.dtype, c.seed] for c in stage.cases if not c.hidden]
     try:
         runner.load()
         reply = runner.compile(stage.problem.id, cases, archs)
         value = check(reply.header["value"], {"kernels": [str], "signatures": int,
                                               "builds": [_BUILD]}, "the compile reply")
         result.builds = [_checked_build(b, reply.tensors) for b in value["builds"]]
-    except (SubmissionError, ProtocolError) as exc:
+    except SubmissionError as exc:  # the grader's words, its process's quoted in them
         result.message = str(exc)
+        return result
+    except ProtocolError as exc:  # may name what the reply held: one line
+        result.message = f"its process sent a reply the grader cannot read: {single_line(exc)}"
         return result
     finally:
         runner.close()
@@ -88,7 +94,9 @@ def _checked_build(build: dict, tensors: dict) -> ArchBuild:
     if build["ok"] and (not found or not all(t is not None and _is_cubin(t) for t in found)):
         return ArchBuild(build["arch"], False, build["seconds"],
                          "the build was reported without a CUDA binary to show for it")
-    return ArchBuild(build["arch"], build["ok"], build["seconds"], build["error"])
+    # The build's error comes from the submission's process: quoted below the grader's words.
+    error = said("the build failed:", build["error"]) if not build["ok"] else ""
+    return ArchBuild(build["arch"], build["ok"], build["seconds"], error)
 
 
 def _is_cubin(data) -> bool:

@@ -6,6 +6,10 @@ its output is judged, against the reference computed here. The replay's other tr
 (compile errors, out-of-bounds writes, modified inputs) decide before the numbers do; the
 host watch's findings explain a failure, never make one. Hidden cases keep only their
 verdict's kind. The memory check measures the replay's extra memory at two sizes.
+
+Every text that comes from the submission's processes (what a call raised, a compiler's
+message, the host watch's and the replay's findings, a returned type's name) is quoted in
+the verdict (grader.quoting): the grader's sentence, then the text as a block of its own.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from grader.backends.selection import Selection, dtype_unsupported
 from grader.course import Case, Stage
 from grader.judge.compare import Verdict, compare
 from grader.problems import DTYPES, Call
+from grader.quoting import inline, quoted, said
 from grader.report.results import CaseResult, CheckResult, Failure
 from grader.sandbox import Outcome, Runner
 from grader.sandbox.outcomes import Proposed
@@ -26,6 +31,7 @@ from grader.tracks import TRACKS
 # The replay draws its inputs from another seed than the recorded call: what the wrapper
 # saw of the inputs it was given cannot be what the grader judges.
 REPLAY_DRAW = 0x5EED
+COMPILES = "compiles for a GPU"  # the stage-wide check that a GPU compiler saw the kernels
 
 
 class StageCheck:
@@ -40,13 +46,18 @@ class StageCheck:
         self.runner = runner
         self.run_seed = run_seed
         self.results: dict[str, CaseResult] = {}
-        self.unchecked: str | None = None  # why no GPU compiler's front end saw the kernels
+        self.unchecked: str | None = None  # why no front end saw a shown case's kernels
+        self.unchecked_hidden = False  # a hidden case's kernels went unchecked (why: withheld)
+        self.saw_hidden = False  # the processes were given a hidden case's inputs
 
     def check(self, case: Case) -> Verdict:
         start = time.perf_counter()
         seed = case.seed_in_run(self.run_seed)
         if case.hidden:  # what the submission prints from here on could show its inputs
             self.runner.withhold_output()
+            self.saw_hidden = True
+        else:  # a shown case after a hidden one (cases run in another order): new processes
+            self.forget_hidden()
         if self.timed_out and not self.keep_going:
             # One hang costs one time limit, not one per case: the next case would hang too.
             verdict = Verdict(False, f"not run: an earlier case ({self.timed_out}) timed out; "
@@ -70,11 +81,34 @@ class StageCheck:
             summary=verdict.summary,
             details=verdict.details,
             stats=verdict.stats,
-            seconds=round(time.perf_counter() - start, 3),
+            # a hidden case's time is withheld too: a call that sleeps for n milliseconds
+            # would tell its inputs by it
+            seconds=0.0 if case.hidden else round(time.perf_counter() - start, 3),
             hidden=bool(case.hidden),
             failure=None if verdict.passed else verdict.kind,
         )
         return verdict
+
+    def forget_hidden(self) -> None:
+        """End the processes if they were given a hidden case: they could tell its inputs in
+        whatever they say next (a shown case's verdict, a speed case's, the memory check's).
+        The next request starts fresh ones."""
+        if self.saw_hidden:
+            self.runner.close()
+            self.saw_hidden = False
+
+    def compile_check(self) -> CheckResult | None:
+        """The "compiles for a GPU" check where a kernel went unchecked (not graded): why, in
+        the words of the replay's process (quoted), when a shown case says; when only hidden
+        cases do, nothing more (the why could tell their inputs)."""
+        if self.unchecked:
+            return CheckResult(COMPILES, False, False, said(
+                "not graded: its kernels could not be given to a GPU compiler's front end:",
+                self.unchecked))
+        if self.unchecked_hidden:
+            return CheckResult(COMPILES, False, False, "not graded: a hidden case's kernels "
+                               "could not be given to a GPU compiler's front end")
+        return None
 
     def _judged(self, case: Case, seed: int) -> Verdict:
         """The wrapper's proposal, recorded in the child on inputs drawn from `seed`, then
@@ -89,15 +123,20 @@ class StageCheck:
         expected = problem.reference(call.to(self.backend.device))
         outcome = self.runner.replay.call(problem.id, dict(case.params), case.dtype, replay_seed,
                                           call.tensors(), expected.nbytes, proposed.proposal)
-        self.unchecked = self.unchecked or outcome.unchecked
+        if outcome.unchecked and case.hidden:
+            self.unchecked_hidden = True
+        elif outcome.unchecked:
+            self.unchecked = self.unchecked or outcome.unchecked
         verdict = self._misconduct(call, outcome) or compare(
             outcome.output, expected, DTYPES[case.dtype], "cpu", self.stage.tolerance[case.dtype],
             self.stage.tiles.get(self.backend.track), outcome.launches, problem.explain,
             call, outcome.traffic, outcome.traffic_map, outcome.writers, outcome.writer_launch)
         if not verdict.passed and proposed.host:
             # What the host watch saw is a fact about the wrapper; it explains, never decides.
-            verdict = Verdict(False, f"{proposed.host[0]} ({verdict.summary})",
-                              proposed.host[1:] + verdict.details, verdict.stats,
+            # It was seen in the submission's own process: quoted, as what the watch said.
+            verdict = Verdict(False, HOST_WORK, [*quoted("\n".join(proposed.host)),
+                                                 f"the replay's result: {verdict.summary}",
+                                                 *verdict.details], verdict.stats,
                               Failure.HOST_WORK if verdict.kind is Failure.WRONG_RESULT
                               else verdict.kind)
         return verdict
@@ -105,29 +144,32 @@ class StageCheck:
     def _misconduct(self, call: Call, outcome: Outcome) -> Verdict | None:
         """Everything wrong with the replay besides the numbers it returned."""
         if outcome.failure:  # the grader's own finding: it timed out or its process died
-            return Verdict(False, outcome.error, kind=outcome.failure)
+            return told(outcome.error, outcome.failure)
         if outcome.error:
-            return Verdict(False, f"raised {outcome.error}", kind=Failure.RAISED)
+            return Verdict(False, "its kernels failed when the grader ran them:",
+                           quoted(outcome.error), kind=Failure.RAISED)
         if outcome.compile_errors:
             return Verdict(False, "a kernel does not compile for a GPU (the interpreter ran it, "
-                                  "a GPU compiler would not): " + outcome.compile_errors[0],
-                           outcome.compile_errors[1:], kind=Failure.DOES_NOT_COMPILE)
+                                  "a GPU compiler would not); the compiler said:",
+                           _each(outcome.compile_errors), kind=Failure.DOES_NOT_COMPILE)
         if outcome.unchecked:
             # A kernel body that only an interpreter would run must earn nothing: without
             # the front end's word the case is not graded, however right its output.
             return Verdict(False, "not graded: its kernel could not be checked by a GPU "
-                                  f"compiler's front end ({outcome.unchecked})",
+                                  "compiler's front end:", quoted(outcome.unchecked),
                            kind=Failure.NOT_GRADED)
         failing = [f for f in outcome.traffic if f["fails"]]  # grader.replay.traffic
+        seen = quoted("\n".join(f["text"] for f in failing))  # one finding a line
         if failing and failing[0]["kind"] == "store_to_input":
-            return Verdict(False, f"modified its input: {failing[0]['text']}",
-                           [f["text"] for f in failing[1:]], kind=Failure.MODIFIED_INPUTS)
+            return Verdict(False, "modified its input, as the watch of its loads and stores "
+                                  "saw:", seen, kind=Failure.MODIFIED_INPUTS)
         if failing:
-            return Verdict(False, f"read or wrote outside a tensor: {failing[0]['text']}",
-                           [f["text"] for f in failing[1:]], kind=Failure.OUT_OF_BOUNDS)
+            return Verdict(False, "read or wrote outside a tensor, as the watch of its loads "
+                                  "and stores saw:", seen, kind=Failure.OUT_OF_BOUNDS)
         if outcome.overruns:
-            return Verdict(False, "wrote out of bounds: " + "; ".join(outcome.overruns),
-                           ["a load or store is missing its mask, or its mask is too loose"],
+            return Verdict(False, "wrote out of bounds, past the end of a tensor:",
+                           [*quoted("\n".join(outcome.overruns)),
+                            "a load or store is missing its mask, or its mask is too loose"],
                            kind=Failure.OUT_OF_BOUNDS)
         names = self.stage.problem.tensor_names(call)
         for name, before, after in zip(names, call.tensors(), outcome.inputs_after):
@@ -135,11 +177,11 @@ class StageCheck:
                 return Verdict(False, f"modified its input `{name}`: a kernel must not write its inputs",
                                kind=Failure.MODIFIED_INPUTS)
         if outcome.output is None:
-            return Verdict(False, f"returned {outcome.returned}, expected a torch.Tensor",
+            return Verdict(False, f"returned {inline(outcome.returned)}, expected a torch.Tensor",
                            kind=Failure.WRONG_RETURN)
         if outcome.output_device != torch.device(self.backend.device).type:
-            return Verdict(False, f"returned a tensor on {outcome.output_device}, expected it on "
-                                  f"{self.backend.device} like the inputs",
+            return Verdict(False, f"returned a tensor on {inline(outcome.output_device)}, expected "
+                                  f"it on {self.backend.device} like the inputs",
                            kind=Failure.WRONG_RETURN)
         return None
 
@@ -148,26 +190,53 @@ def proposal_misconduct(proposed: Proposed, track: str) -> Verdict | None:
     """Why a recorded call gives nothing to replay: it failed, no kernel of the track was
     launched, or what it launched cannot be replayed."""
     if proposed.failure:  # the grader's own finding: it timed out or its process died
-        return Verdict(False, proposed.error, kind=proposed.failure)
+        return told(proposed.error, proposed.failure)
     if proposed.error:  # what the child reported its call raised
-        return Verdict(False, f"raised {proposed.error}", kind=Failure.RAISED)
+        return Verdict(False, "the wrapper raised an exception:", quoted(proposed.error),
+                       kind=Failure.RAISED)
     launched = [s for s in proposed.proposal.get("steps", []) if isinstance(s, dict)
                 and s.get("op") == "launch" and s.get("language") == track]
-    cannot = f"its launches cannot be replayed: {proposed.refused}"
+    cannot = [CANNOT, *quoted(proposed.refused or "")]
     if proposed.refused_launch or not proposed.host:  # the launch itself is the cause
-        refused = Verdict(False, cannot, proposed.host, kind=Failure.NOT_REPLAYABLE)
+        refused = Verdict(False, cannot[0], cannot[1:] + _watched(proposed.host),
+                          kind=Failure.NOT_REPLAYABLE)
     else:  # host code made what it launched or returned: the watch says what
-        refused = Verdict(False, proposed.host[0], [cannot] + proposed.host[1:],
+        refused = Verdict(False, HOST_WORK, [*quoted("\n".join(proposed.host)), *cannot],
                           kind=Failure.HOST_WORK)
     if proposed.refused and proposed.launches:  # it launched, in a way that cannot be replayed
         return refused
     if not launched:
         language = TRACKS[track].title if track in TRACKS else track
         return Verdict(False, f"launched no {language} kernel: the stage must be computed by "
-                              "a kernel, not by PyTorch", proposed.host, kind=Failure.NO_KERNEL)
+                              "a kernel, not by PyTorch", _watched(proposed.host),
+                       kind=Failure.NO_KERNEL)
     if proposed.refused:
         return refused
     return None
+
+
+HOST_WORK = "its wrapper worked on the host, as the host watch saw it:"
+CANNOT = "its launches cannot be replayed:"
+
+
+def told(message: str | None, kind: Failure) -> Verdict:
+    """A failure the grader found (a timeout, a crash), in its message's words: the first
+    line the grader's sentence, the rest (what the process said, quoted) below it."""
+    first, *rest = (message or kind.value).split("\n")
+    return Verdict(False, first, rest, kind=kind)
+
+
+def _watched(host: list[str]) -> list[str]:
+    """The host watch's findings under a line of the grader's, when there are any."""
+    return ["what the host watch saw:", *quoted("\n".join(host))] if host else []
+
+
+def _each(messages: list[str]) -> list[str]:
+    """Several messages quoted one after another, each block under a line of its own."""
+    lines = quoted(messages[0])
+    for more in messages[1:]:
+        lines += ["and:", *quoted(more)]
+    return lines
 
 
 def memory_check(stage: Stage, selection: Selection, runner: Runner, seed: int) -> CheckResult:
@@ -182,7 +251,7 @@ def memory_check(stage: Stage, selection: Selection, runner: Runner, seed: int) 
         proposed = runner.record(stage.problem.id, dict(case.params), case.dtype, seed)
         refused = proposal_misconduct(proposed, selection.backend.track)
         if refused:
-            return CheckResult(name, True, False, f"could not be measured: {refused.summary}")
+            return CheckResult(name, True, False, f"could not be measured: {refused.report}")
         used, error = runner.replay.memory(stage.problem.id, dict(case.params), case.dtype,
                                            seed, proposed.proposal)
         if error:

@@ -53,12 +53,12 @@ def _needs_explaining(stage: StageResult) -> bool:
 def _markdown_failures(stage: StageResult) -> list[str]:
     lines = [f"**{stage_name(stage)}: {stage.status.value}** (`{_cell(stage.module)}`)", ""]
     if stage.message:  # an ERROR's message can be a whole traceback: its headline here
-        lines.append(f"- {_cell(first_line(clean(stage.message)))}")
-    failing = [f"case `{c.id}`: {_cell(first_line(case_text(c)))}"
+        lines.append(f"- {_said(first_line(clean(stage.message)))}")
+    failing = [f"case `{c.id}`: {_said(first_line(case_text(c)))}"
                for c in stage.cases if not c.passed]
-    failing += [f"{_cell(c.name)}: {_cell(c.message)}" for c in stage.checks
+    failing += [f"{_cell(c.name)}: {_said(c.message)}" for c in stage.checks
                 if c.graded and not c.passed]
-    failing += [f"speed `{c.id}`: {_cell(speed_text(c))}" for c in stage.speed.cases
+    failing += [f"speed `{c.id}`: {_said(speed_text(c))}" for c in stage.speed.cases
                 if not c.passed]
     lines += [f"- {item}" for item in failing[:SUMMARIES_SHOWN]]
     if len(failing) > SUMMARIES_SHOWN:
@@ -71,6 +71,15 @@ def _cell(text: object) -> str:
     """One line of Markdown that cannot break a table row or open an HTML tag."""
     line = " ".join(clean(text).split())
     return line.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+
+_INLINE_MARKUP = str.maketrans({c: "\\" + c for c in "\\`*[]~"})
+
+
+def _said(text: object) -> str:
+    """A message in one line of Markdown, the text it quotes from a submission included:
+    besides `_cell`, nothing in it may start a code span, emphasis, a link or an image."""
+    return _cell(clean(text).translate(_INLINE_MARKUP))
 
 
 def write_feedback(path: Path, student: str, report: Report | None, problem: str = "",
@@ -105,10 +114,12 @@ def _feedback_stage(stage: StageResult) -> list[str]:
     for case in stage.cases:
         if not case.passed:
             lines += ["", f"Case `{_code(case.id)}`:", "", _block(case_text(case))]
-    lines += [f"- {_cell(c.name)}: {_cell(c.message)}" for c in stage.checks
-              if c.graded and not c.passed]
-    lines += [f"- speed `{_code(c.id)}`: {_cell(speed_text(c))}" for c in stage.speed.cases
-              if not c.passed]
+    for check in stage.checks:  # each message in full, with what it quotes
+        if check.graded and not check.passed:
+            lines += ["", f"Check {_cell(check.name)}:", "", _block(check.message)]
+    for case in stage.speed.cases:
+        if not case.passed:
+            lines += ["", f"Speed case `{_code(case.id)}`:", "", _block(speed_text(case))]
     lines += ["", *(f"Hint: {_cell(hint)}" for hint in stage.hints)] if stage.hints else []
     return lines
 

@@ -18,13 +18,14 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColu
                            TimeElapsedColumn, TimeRemainingColumn)
 from rich.text import Text
 
+from grader.quoting import single_line
 from grader.report.results import CaseResult
-from grader.report.text import visible
 
 # Set in the processes a Jupyter kernel starts (`!grade 1` in a cell) and in Colab, whose
 # cells show cursor codes as garbage or not at all even where the output is a pseudo-terminal.
 NOTEBOOK_VARIABLES = ("JPY_PARENT_PID", "COLAB_RELEASE_TAG")
 REFRESHES_PER_SECOND = 4  # the running case's clock moves every second
+NAME_CHARS, ERROR_CHARS = 120, 400  # of a submission's name and why it was not graded
 
 
 def in_notebook(console: Console) -> bool:
@@ -90,7 +91,9 @@ class _Lines:
         self.since = time.monotonic()
 
     def end(self, result: CaseResult) -> None:
-        took = f" ({time.monotonic() - self.since:.1f} s)" if self.since is not None else ""
+        # a hidden case's time is withheld like its inputs: a call can sleep them into it
+        took = (f" ({time.monotonic() - self.since:.1f} s)"
+                if self.since is not None and not getattr(result, "hidden", False) else "")
         self.console.print(f"  {result.id}: {_verdict(result)}{took}", markup=False,
                            highlight=False, soft_wrap=True)
         self.since = None
@@ -176,9 +179,11 @@ def batch_progress(console: Console, total: int) -> Iterator[Callable[[object], 
     """Yields a callback to call after each submission; shows the time left on a terminal."""
     if not animated(console):
         count = iter(range(1, total + 1))
+        # One line per submission: a name or an error (a zip's members are named by the
+        # student) has its newlines escaped with the rest.
         yield lambda graded: console.print(
-            f"[{next(count)}/{total}] {visible(graded.name)}: {visible(graded.error or 'graded')}",
-            markup=False)
+            f"[{next(count)}/{total}] {single_line(graded.name, NAME_CHARS)}: "
+            f"{single_line(graded.error or 'graded', ERROR_CHARS)}", markup=False, soft_wrap=True)
         return
     columns = (TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                TextColumn("left"), TimeRemainingColumn())

@@ -6,8 +6,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from grader.quoting import GUTTER, is_quoted, visible
 from grader.report.results import Report, StageResult, Status
-from grader.report.text import number, ran, speed_points, versions, visible
+from grader.report.text import number, ran, speed_points, versions
 
 STYLES = {
     Status.PASS: "bold green",
@@ -29,7 +30,8 @@ def make_console(stderr: bool = False) -> Console:
 
 def render(report: Report, console: Console, verbose: bool = False) -> None:
     """What each submission printed, then the scorecard, the speed table where speed was
-    graded, and what to fix."""
+    graded, what to fix, and last the total: whatever a submission's text says above it, the
+    last line is the grader's own."""
     for stage in report.stages:
         if stage.output.strip():
             _submission_output(stage, console, verbose)
@@ -44,7 +46,10 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
     for stage in report.stages:
         for check in stage.checks:
             if not check.graded:
-                console.print(Text(visible(f"{stage.id}: {check.name} {check.message}"), "dim"))
+                say(console, f"{stage.id}: {check.name} {check.message}", "", "dim")
+    verdict = Status.PASS if report.passed else Status.FAIL
+    console.print(Text.assemble(f"total: {number(report.points)}/{number(report.max_points)} "
+                                "points, ", (verdict.value, STYLES[verdict])))
 
 
 def _footer(report: Report, console: Console, verbose: bool) -> None:
@@ -52,9 +57,11 @@ def _footer(report: Report, console: Console, verbose: bool) -> None:
     versions and the sandbox's protections, which a student rarely needs (the JSON has them)."""
     console.print(Text.assemble(
         "backend: ", (report.backend, "bold"),
-        f" ({report.backend_reason}); graded {visible(report.target)}/ in {report.seconds:.1f} s "
+        f" ({report.backend_reason}); graded {visible(report.target, lines=False)}/ in "
+        f"{report.seconds:.1f} s "
         f"with seed {report.seed} (--seed {report.seed} reproduces the inputs)"
-        + (f"; {versions(report.machine)}" if verbose else "")))
+        + (f"; {versions(report.machine)}" if verbose else "")),
+        soft_wrap=not console.is_terminal)  # it names the student's folder: see `say`
     if verbose:
         console.print(Text(visible(sandbox_line(report.sandbox))))
 
@@ -133,32 +140,51 @@ def _speed_table(report: Report) -> Table:
 
 
 def _explain(stage: StageResult, console: Console, verbose: bool) -> None:
-    """What to fix in one stage. Nearly all of it is the submission's own text (what it
-    raised, the type it returned, its file's name): shown as plain Text, never as markup."""
-    def say(text: str) -> None:
-        console.print(Text(visible(text)))
-
-    console.print(Text.assemble("\n", (stage.status.value, STYLES[stage.status]),
-                                visible(f" stage{stage.number} {stage.id} ({stage.module})")))
+    """What to fix in one stage: the grader's messages, with the submission's own text (what
+    it raised, the type it returned) quoted in them; shown as plain Text, never as markup."""
+    console.print(Text.assemble("\n", (stage.status.value, STYLES[stage.status]), visible(
+        f" stage{stage.number} {stage.id} ({stage.module})", lines=False)),
+        soft_wrap=not console.is_terminal)
     if stage.message:
-        say(f"  {stage.message}")
+        say(console, stage.message)
     failed = [c for c in stage.cases if not c.passed]
     for case in (failed if verbose else failed[:FAILURES_SHOWN]):
         seed = "" if case.hidden else f" (seed {case.seed})"  # a hidden case's is withheld
-        say(f"  case {case.id}{seed}: {case.summary}")
+        say(console, f"case {case.id}{seed}: {case.summary}")
         for line in case.details:
-            say(f"    {line}")
+            say(console, line, "    ")
     for hint in stage.hints:
-        say(f"  hint: {hint}")
+        say(console, f"hint: {hint}")
     for check in stage.checks:
         if check.graded and not check.passed:
-            say(f"  {check.name}: {check.message}")
+            say(console, f"{check.name}: {check.message}")
     for case in stage.speed.cases:
         if not case.passed:
-            say(f"  speed {case.id}: {case.summary}")
+            say(console, f"speed {case.id}: {case.summary}")
     hidden = len(failed) - FAILURES_SHOWN
     if hidden > 0 and not verbose:
-        say(f"  ... {hidden} more failing cases (--verbose shows all)")
+        say(console, f"... {hidden} more failing cases (--verbose shows all)")
+
+
+def say(console: Console, text: str, indent: str = "  ", style: str = "") -> None:
+    """A message, line by line: the first at `indent`, the next ones two columns deeper. In
+    a log no line is broken (where a break falls is the text's to choose: a line of the
+    grader's must not end where a submission's words begin a new one); a quoted line is
+    wrapped to the width, its gutter at the start of every piece."""
+    for n, line in enumerate(visible(text).split("\n")):
+        at = indent if n == 0 else indent + "  "
+        if is_quoted(line):
+            _quoted_line(console, at, line[len(GUTTER):], style)
+        else:
+            console.print(Text(at + line, style), soft_wrap=not console.is_terminal)
+
+
+def _quoted_line(console: Console, indent: str, body: str, style: str) -> None:
+    mark = indent + GUTTER
+    room = max(console.width - len(mark), 20)
+    pieces = Text(body, style).wrap(console, room, overflow="fold") or [Text("")]
+    for piece in pieces:
+        console.print(Text(mark, "dim") + piece, soft_wrap=True)
 
 
 def render_compile(results, archs, console: Console) -> None:
@@ -177,12 +203,13 @@ def render_compile(results, archs, console: Console) -> None:
     console.print(table)
     for r in results:
         if r.status != "COMPILED":
-            console.print(Text(visible(f"\n{r.status} stage{r.number} {r.id} ({r.module})")))
+            console.print(Text("\n" + visible(f"{r.status} stage{r.number} {r.id} ({r.module})",
+                                              lines=False)))
             if r.message:
-                console.print(Text(visible(f"  {r.message}")))
+                say(console, r.message)
             for build in r.builds:
                 if not build.ok:
-                    console.print(Text(visible(f"  {build.arch}: {build.error}")))
+                    say(console, f"{build.arch}: {build.error}")
 
 
 def render_calibration(found, margin: float, console: Console) -> None:

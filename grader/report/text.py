@@ -2,14 +2,17 @@
 
 Hidden cases (instructor-only inputs) show only their id, pass or fail, and a generic text
 in every format: never their summary, details, parameters or seed, which would reveal them.
-Control characters and ANSI colour codes from a student's prints are taken out of the files
-(XML 1.0 does not allow the former at all); on a terminal, `visible` spells them out instead.
+Text from a submission reaches a report already quoted (grader.quoting: a block whose lines
+begin with a gutter, or one escaped value inside the grader's sentence). What remains of
+control characters and ANSI colour codes is taken out of the files (XML 1.0 does not allow
+the former at all); on a terminal, `visible` spells them out instead.
 """
 
 from __future__ import annotations
 
 import re
 
+from grader.quoting import headline
 from grader.report.results import CaseResult, CheckResult, SpeedCase, StageResult, Status
 
 HIDDEN_FAILED = "hidden case failed: wrong result"
@@ -18,27 +21,6 @@ MESSAGE_CHARS = 300  # JUnit's message attribute is a one-line headline; the bod
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-# What can move a terminal's cursor, recolour, erase or reorder what it shows: C0 (ESC, which
-# starts every ANSI sequence, and carriage return among them), DEL, C1 (CSI 0x9b starts a
-# sequence by itself), the Unicode line separators and the bidirectional overrides that make
-# text read in another order than it is stored.
-_UNSAFE = r"\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
-_UNSAFE_IN_LINES = re.compile(f"[{_UNSAFE}]")
-_UNSAFE_IN_LINE = re.compile(rf"[\t\n{_UNSAFE}]")
-
-
-def visible(text: object, lines: bool = True) -> str:
-    """Any string from a submission (an exception's text, a type's name, what it printed),
-    safe to show on a terminal: every control character spelled out as its escape (ESC as
-    `\\x1b`, a bidi override as `\\u202e`), newlines and tabs kept only with `lines`. The
-    result is still not markup: show it as rich Text, or printed with markup off."""
-    unsafe = _UNSAFE_IN_LINES if lines else _UNSAFE_IN_LINE
-    return unsafe.sub(_spelled_out, str(text))
-
-
-def _spelled_out(match: re.Match) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def number(value: float) -> str:
@@ -71,8 +53,8 @@ def clean(text: object) -> str:
 
 
 def first_line(text: str) -> str:
-    line = next((part for part in text.splitlines() if part.strip()), "")
-    return line if len(line) <= MESSAGE_CHARS else line[:MESSAGE_CHARS - 3] + "..."
+    """A message's headline: its first line, with the first quoted line it introduces."""
+    return headline(text, MESSAGE_CHARS)
 
 
 def stage_name(stage: StageResult) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 
+from grader.quoting import single_line
 from grader.report.results import Failure
 from grader.replay.execute import LaunchRecord
 
@@ -23,6 +24,9 @@ CALL_REPLY = {"error": (str, None), "launches": [LAUNCH], "host": [str], "compil
 RECORD_REPLY = {"error": (str, None), "refused": (str, None), "refused_launch": bool,
                 "launches": int, "host": [str],
                 "proposal": {str: object}}
+# Each finding of the replay's watch, and each overrun, is one line of text wherever it is
+# shown (causes quote findings inside their own sentences): cut to this, newlines escaped.
+FINDING_CHARS = 500
 # Errors after which a CUDA context is unusable: the child is replaced.
 STICKY = ("CUDA error", "illegal memory access", "illegal instruction", "unspecified launch failure",
            "device-side assert")
@@ -120,6 +124,8 @@ def call_outcome(value: dict, tensors: dict, inputs: list) -> Outcome:
         output=output, output_device=returned.get("device"),
         returned=None if output is not None else returned.get("type", "nothing"),
         error=value["error"], host=value["host"], compile_errors=value["compile_errors"],
-        unchecked=value["unchecked"], overruns=value["overruns"],
-        traffic=value["traffic"], traffic_map=traffic_map, writers=writers, writer_launch=launch,
+        unchecked=value["unchecked"],
+        overruns=[single_line(o, FINDING_CHARS) for o in value["overruns"]],
+        traffic=[{**f, "text": single_line(f["text"], FINDING_CHARS)} for f in value["traffic"]],
+        traffic_map=traffic_map, writers=writers, writer_launch=launch,
         launches=[LaunchRecord(**la) for la in value["launches"]], inputs_after=after)

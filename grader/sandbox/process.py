@@ -13,7 +13,9 @@ The parent draws the inputs, computes the reference and judges; the child
   result is written while a process of the submission is alive;
 - what the child prints goes to a file only the parent can open, shown later as the
   submission's output (`output`), never mixed into the grader's own; once it has been given
-  a hidden case, until it ends, it is withheld (`withhold_output`, grader.sandbox.output_log).
+  a hidden case, until it ends, it is withheld (`withhold_output`, grader.sandbox.output_log);
+- what a process says in words (an error it reports, a field of a broken reply) is quoted in
+  the grader's message (grader.quoting), never taken as the grader's own line.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import Any
 
 from grader.report.results import Failure
 from grader import protocol
+from grader.quoting import inline, said, single_line
 from grader.sandbox import filesystem, memory, privileges, processes, spares
 from grader.sandbox.outcomes import Outcome
 from grader.sandbox.output_log import OutputLog
@@ -38,6 +41,13 @@ from grader.sandbox.privileges import Protection
 from grader.sandbox.submission import SubmissionError
 
 STARTUP_SECONDS = 120.0  # for the child to confine itself and import torch
+# What the grader asked when a process answered that the submission is at fault: the
+# grader's sentence before the process's own words (quoted), by role and request.
+REFUSED = {("child", "load"): "loading {name} failed:",
+           ("replay", "load"): "its kernels are refused before they run:",
+           ("builder", "load"): "its kernels are refused before they run:",
+           ("replay", "call"): "the grader could not replay its launches:",
+           ("child", "compile"): "compiling {name} failed:"}
 
 
 class Failed(Exception):
@@ -201,8 +211,7 @@ class Process:
                     raise Failed(Failure.CRASHED, "crashed: could not be restarted after an "
                                                    f"earlier failure: {exc}") from None
         if self._refused is not None:  # the grader refused to build its kernels
-            raise Failed(Failure.DOES_NOT_COMPILE,
-                         f"its kernels are refused before they run: {self._refused}")
+            raise Failed(Failure.DOES_NOT_COMPILE, self._refused)
         self._serial += 1
         deadline = time.monotonic() + (timeout or self.timeout)
         try:
@@ -215,10 +224,12 @@ class Process:
         status = reply.header.get("status")
         value = reply.header.get("value")
         if status == "submission-error" and isinstance(value, str):
-            raise SubmissionError(value)
+            sentence = REFUSED.get((self.role, op), "its process refused the request:")
+            raise SubmissionError(said(sentence.format(name=self.path.name), value))
         if status == "error" and isinstance(value, str):
             self.end()  # its state is unknown (a CUDA context a fault poisoned, say)
-            raise Failed(Failure.CRASHED, f"crashed: the grader's worker failed: {value}")
+            raise Failed(Failure.CRASHED,
+                         said("crashed: the grader's worker in its process failed:", value))
         if status != "ok" or "value" not in reply.header:
             raise self._broken(f"sent a reply the grader cannot read ({_text(reply.header)})")
         return reply
@@ -255,8 +266,10 @@ class Process:
                        f"crashed: the process running it died ({processes.exit_reason(code)})")
 
     def _broken(self, why: str) -> Failed:
+        """A reply the grader cannot take; `why` may name what the reply held: one line."""
         self.end()
-        return Failed(Failure.CRASHED, f"crashed: its process broke the grader's protocol: {why}")
+        return Failed(Failure.CRASHED, "crashed: its process broke the grader's protocol: "
+                                       + single_line(why, 300))
 
 def probe() -> list[Protection]:
     """The protections a submission would run under here (a child that loads nothing)."""
@@ -279,4 +292,5 @@ def failed_call(exc: Exception) -> Outcome:
 
 
 def _text(header: dict) -> str:
-    return str(header.get("value", header))[:200]
+    """What a process sent instead of the reply asked for, as one quoted value."""
+    return inline(header.get("value", header), 200)

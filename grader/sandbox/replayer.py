@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 
 from grader import protocol
+from grader.quoting import inline
 from grader.replay.binaries import proposal_key
 from grader.sandbox.builder import Builder
 from grader.sandbox.outcomes import (CALL_REPLY, RETURNED, WARM_REPLY, Batch, Outcome,
@@ -150,7 +151,7 @@ class Replayer(Process):
             raise TimingFailed("crashed: its process sent timings for other calls than asked")
         returned = next((o.get("type") for o in value["outputs"] if "type" in o), None)
         if returned:
-            raise TimingFailed(f"they returned {returned}, expected a torch.Tensor")
+            raise TimingFailed(f"they returned {inline(returned)}, expected a torch.Tensor")
         return Batch(value["times"], value["digests"], wall)
 
     def fetch(self, index: int, output_bytes: int):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 
 from grader.course import SubmissionRules
+from grader.quoting import inline
 
 SHOWN = 5  # findings listed in the message
 
@@ -41,7 +42,7 @@ def screen(source: str, filename: str, rules: SubmissionRules) -> list[str]:
 
     def note(node: ast.AST, what: str) -> None:
         text = lines[node.lineno - 1].strip() if node.lineno <= len(lines) else ""
-        found.setdefault(node.lineno, f"{filename}, line {node.lineno}: `{text}`: {what}")
+        found.setdefault(node.lineno, f"{filename}, line {node.lineno}: {inline(text)}: {what}")
 
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):

@@ -38,6 +38,7 @@ from grader.course import Tolerance
 from grader.judge.compare import compare
 from grader.judge.stage import proposal_misconduct
 from grader.problems import DTYPES, Call, Problem
+from grader.quoting import said
 from grader.sandbox.outcomes import Proposed, TimingFailed
 from grader.sandbox.runner import Runner
 
@@ -263,16 +264,21 @@ class Trial:
                                                        self.dtype, secrets.randbits(31))
         found = proposal_misconduct(proposed, self.runner.track)
         if found:
-            raise TimingFailed(f"the call at this size: {found.summary}")
+            raise TimingFailed(f"the call at this size: {found.report}")
         self.proposal = proposed.proposal
 
     def _warm(self, calls: int) -> None:
         """Untimed replays at this size: compilation and autotuning happen here."""
         outcome = self.replay.warm(self.problem.id, self.params, self.dtype,
                                    secrets.randbits(31), self.proposal, calls)
-        if outcome.failure or outcome.error or outcome.compile_errors:
-            reason = outcome.error or (outcome.compile_errors or [""])[0]
-            raise TimingFailed(f"the replay at this size: {reason}")
+        if outcome.failure:  # the grader's finding, its process's words already quoted
+            raise TimingFailed(f"the replay at this size: {outcome.error}")
+        if outcome.error:
+            raise TimingFailed(said("the replay at this size raised an exception:",
+                                    outcome.error))
+        if outcome.compile_errors:
+            raise TimingFailed(said("the replay at this size: a kernel does not compile for a "
+                                    "GPU; the compiler said:", outcome.compile_errors[0]))
 
     def _check_one(self, result: TrialResult, batch, seeds: list[int], key: int,
                    size: int) -> None:

@@ -1,7 +1,8 @@
 r"""Raises an exception whose text is reversed on screen by a Unicode bidi override, to read as a pass.
 
 expect: FAIL
-message: raised RuntimeError
+message: the wrapper raised an exception:
+message: ┆ RuntimeError (at stage1_vector_add.py, line
 message: \u202eSSAP 01/01
 """
 

@@ -1,7 +1,8 @@
 r"""Raises an exception whose message is terminal escape codes that redraw the screen as a pass.
 
 expect: FAIL
-message: raised RuntimeError
+message: the wrapper raised an exception:
+message: ┆ RuntimeError (at stage1_vector_add.py, line
 message: \x1b[2J\x1b[H\x1b[1A\x1b[32m10/10 PASS\x1b[0m\x9b2J\x07
 """
 

@@ -1,7 +1,7 @@
 """Returns an object whose class name is a lone closing tag, which rich cannot parse as markup.
 
 expect: FAIL
-message: returned [/], expected a torch.Tensor
+message: returned `[/]`, expected a torch.Tensor
 """
 
 import torch

@@ -1,7 +1,7 @@
 """Returns an object whose class name is rich markup, to break or restyle the scorecard.
 
 expect: FAIL
-message: returned [bold red]x[/], expected a torch.Tensor
+message: returned `[bold red]x[/]`, expected a torch.Tensor
 """
 
 import torch
