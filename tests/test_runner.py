@@ -53,7 +53,7 @@ def test_kernels_the_grader_refuses_say_why_on_every_request(tmp_path):
         runner.close()
     for outcome in outcomes:
         assert outcome.failure is Failure.DOES_NOT_COMPILE, outcome.error
-        assert outcome.error.startswith("its kernels are refused before they run: line 4 of "
+        assert outcome.error.startswith("its kernels are refused before they run:\n┆ line 4 of "
                                         "submission.py: @triton.heuristics takes functions")
     assert not runner.replay.running
 
