@@ -187,6 +187,10 @@ BODY = VECTOR_ADD.split("    # Step 1:")[0]  # the kernel's `def` line and what 
     ("vector_add_kernel.fn", "a kernel of this file is called, never read"),
     ("x_ptr.__class__", "`.__class__` cannot be used in a kernel"),
     ("tl.static_print(FOUR)", None),
+    ("t = triton\n    if t.knobs.runtime.interpret:\n        pass", "`triton` is a module"),
+    ("m = tl.math\n    m.core", "`tl.math` is a module"),
+    ("k = vector_add_kernel", "never kept as a value"),
+    ("tl.static_print(vector_add_kernel)", None),  # passed to a call, as a combine function is
 ])
 def test_a_kernel_body_may_name_only_the_kernel_language(tmp_path, body, said):
     source = (HEADER + "FOUR = tl.constexpr(4)\n\n\ndef helper(x):\n    return x\n\n\n"

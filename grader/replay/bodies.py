@@ -22,7 +22,9 @@ says what a kernel may use instead.
 from __future__ import annotations
 
 import ast
+import types
 from dataclasses import dataclass, field
+from typing import Any
 
 from grader.replay.spellings import (HIDDEN_ATTRIBUTES, Aliases, Spellings, Unknown, lookup,
                                      part_of_language)
@@ -101,8 +103,28 @@ class _Walker(ast.NodeVisitor):
     # --- names ----------------------------------------------------------------------------
 
     def visit_Name(self, node: ast.Name) -> None:  # noqa: N802 - ast's names
-        if isinstance(node.ctx, ast.Load):
-            self.name(node)
+        """A name used as a value: never a module (a local bound to one would reach any of
+        its attributes unchecked) and never a kernel of the file, except where a call takes
+        it (`visit_Call`)."""
+        if not isinstance(node.ctx, ast.Load):
+            return
+        kind = self.name(node)
+        if kind == "module" and isinstance(self.api(self.aliases.spelled[node.id], node),
+                                           types.ModuleType):
+            raise Refused(node.lineno, f"`{node.id}` is a module: a kernel uses what it holds "
+                                       f"(`{node.id}.name`), never the module itself as a value")
+        if kind == "kernel":
+            raise Refused(node.lineno, f"`{node.id}`: a kernel of this file is called (or "
+                                       "passed to a call, as a combine function), never kept "
+                                       "as a value")
+
+    def visit_Call(self, node: ast.Call) -> None:  # noqa: N802
+        """A call may name a kernel of the file, and pass one (`tl.reduce(x, 0, combine)`)."""
+        for part in (node.func, *node.args, *(k.value for k in node.keywords)):
+            if isinstance(part, ast.Name) and isinstance(part.ctx, ast.Load) \
+                    and self.name(part) == "kernel":
+                continue
+            self.visit(part)
 
     def name(self, node: ast.Name) -> str:
         """What a loaded name is: "local", "constant", "kernel", "module" or "builtin"."""
@@ -142,8 +164,9 @@ class _Walker(ast.NodeVisitor):
                                    "file's kernels and constants, and the built-ins "
                                    f"{', '.join(sorted(self.table.builtins))}")
 
-    def api(self, spelling: str, node: ast.AST) -> None:
-        """Refuse a spelling that is not the kernel language's own API (or math's)."""
+    def api(self, spelling: str, node: ast.AST) -> Any:
+        """What a spelling names; refused unless it is the kernel language's own API (or
+        math's)."""
         try:
             value = lookup(spelling, self.table)
         except Unknown as exc:
@@ -157,6 +180,7 @@ class _Walker(ast.NodeVisitor):
                                        f"may use {self.table.api} (the kernel language's own "
                                        "functions, types and dtypes) and math's numbers and "
                                        "functions")
+        return value
 
     # --- attributes -----------------------------------------------------------------------
 
@@ -172,7 +196,10 @@ class _Walker(ast.NodeVisitor):
         if isinstance(base, ast.Name) and base.id not in self.local:
             kind = self.name(base)
             if kind == "module":
-                self.api(self.aliases.spelling(node), node)
+                if isinstance(self.api(self.aliases.spelling(node), node), types.ModuleType):
+                    raise Refused(node.lineno, f"`{ast.unparse(node)}` is a module: a kernel uses "
+                                               "what it holds, never the module itself as a "
+                                               "value")
                 return
             if kind == "kernel":
                 raise Refused(node.lineno, f"`{ast.unparse(node)}`: a kernel of this file is "
