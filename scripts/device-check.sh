@@ -10,7 +10,8 @@
 #   exercises: `grade all` on the untouched exercises, every stage NOT STARTED; two stages
 #     graded again with warm caches, 5 on cuTile and 4 on Triton (under 30 s each)
 #   corpus: the GPU-only part of the bad-submission corpus (`python -m scripts corpus`), the
-#     sandbox on the GPU included (CORPUS_ONLY=WORD: only the submissions named with WORD)
+#     sandbox on the GPU included, the forging routes and honest autotuned kernels
+#     (CORPUS_ONLY="WORD ...": only the submissions whose name holds a WORD)
 #   timing: `python -m scripts timing`, the grader's timing of every reference against the
 #     in-process CUDA-event figure, matmul graded five times
 #   untuned-triton / untuned-cutile: `python -m scripts untuned` on that track, the plain
