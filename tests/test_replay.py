@@ -317,3 +317,16 @@ def test_an_autotuned_kernel_is_tuned_by_the_replay_from_its_literal_configurati
     done, expected = _run(file, data, 3000)
     assert done.error is None, done.error
     assert torch.equal(done.output, expected)
+
+
+@pytest.mark.parametrize("hash_, name", [("../../escape", "0/k.json"), ("abc", "0/../k.json"),
+                                         ("abc", "/etc/passwd"), ("abc", "0/.hidden")])
+def test_a_built_kernels_record_names_no_file_outside_its_folder(tmp_path, hash_, name):
+    """The builder's reply is data from another process: the replay writes its files only
+    below its own folder."""
+    from grader.replay.triton_binary import TritonBinary
+
+    record = {"hash": hash_, "files": [name], "params": [], "signature": {}}
+    with pytest.raises(ValueError, match="outside its folder"):
+        TritonBinary(record, {name: torch.zeros(1, dtype=torch.uint8)}, tmp_path)
+    assert not any(tmp_path.parent.glob("escape*")) and list(tmp_path.iterdir()) == []

@@ -15,12 +15,16 @@ launch's arguments, or a value of the configuration or a default, as data).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import torch
 
 _KEPT = (".json", ".cubin")  # of a compiled kernel's files, what launching it needs
+# What a record may name (it is data from another process): a hash, and files within it.
+_SAFE_NAME = re.compile(r"[A-Za-z0-9_-]{1,128}")
+_SAFE_FILE = re.compile(r"\d{1,4}/[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 # What makes Triton's own autotuner pass over a configuration rather than fail the launch:
 # one that does not fit this GPU (shared memory, registers) or that its compiler refuses.
 SKIPPED = ("OutOfResources", "CompileTimeAssertionFailure", "PTXASError")
@@ -105,6 +109,8 @@ class TritonBinary:
 
         group = {}
         for name in record["files"]:
+            if not _SAFE_NAME.fullmatch(record["hash"]) or not _SAFE_FILE.fullmatch(name):
+                raise ValueError("a built kernel's record names a file outside its folder")
             path = folder / record["hash"] / name
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(files[name].numpy().tobytes())
