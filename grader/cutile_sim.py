@@ -560,7 +560,8 @@ def store(array: Array, index, tile, order="C", check_bounds=True, latency=None,
     if _promoted(tile._data.dtype, array.dtype) != array.dtype:
         raise SimulatorError(
             f"ct.store: Stored tile is incompatible with array's dtype: cannot implicitly cast "
-            f"{_dtype_name(tile._data.dtype)} to {_dtype_name(array.dtype)}; convert it with .astype(...) first")
+            f"{_dtype_name(tile._data.dtype)} to {_dtype_name(array.dtype)}; convert it with "
+            ".astype(...) first")
     shape = tile.shape
     index = _tile_index(index)
     view, starts, slices = _window(array, index, shape, order, "ct.store")

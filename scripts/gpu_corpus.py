@@ -401,9 +401,9 @@ def main() -> int:
                 ok = result.status.value in ("PASS", "FAIL") and bool(result.speed.cases)
                 got = "; ".join(c.summary[:80] for c in result.speed.cases)
             elif expected.endswith(", honest, exactly"):
-                ok, got = like_honest(result, graded.get(expected.removesuffix(", exactly")),
-                                      FORGED_ROUTE_WITHIN)
-                ok = ok and result.speed.points == graded[expected.removesuffix(", exactly")].speed.points
+                twin = graded.get(expected.removesuffix(", exactly"))
+                ok, got = like_honest(result, twin, FORGED_ROUTE_WITHIN)
+                ok = ok and result.speed.points == twin.speed.points
             elif expected.endswith(", honest"):
                 ok, got = like_honest(result, graded.get(expected))
             elif expected == REFUSED:

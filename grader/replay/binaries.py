@@ -163,7 +163,8 @@ class Binaries:
                 continue
             runs = []
             for _ in range(TUNING_REPEATS):
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start = torch.cuda.Event(enable_timing=True)
+                end = torch.cuda.Event(enable_timing=True)
                 start.record()
                 binary.launch(grid, args, kwargs)
                 end.record()

@@ -152,7 +152,8 @@ class Worker:
 
             watch = Watch(self.file.path, dict(zip(inputs, names)))
         try:
-            replayed = self._replay(proposal, inputs).run(self._proposal(proposal, inputs), inputs, watch)
+            replay = self._replay(proposal, inputs)
+            replayed = replay.run(self._proposal(proposal, inputs), inputs, watch)
         except ProposalError as exc:
             raise SubmissionError(f"its launches cannot be replayed: {exc}") from None
         self._synchronize()
