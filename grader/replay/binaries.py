@@ -65,10 +65,11 @@ def build(file: KernelFile, proposal: Proposal, inputs: dict[str, torch.Tensor]
             args = tuple(argument(v, buffers) for v in step.args)
             kwargs = {k: argument(v, buffers) for k, v in step.kwargs.items()}
             check_launch(names, kwargs, SPELLINGS[step.language])
-            records, made = BUILDERS[step.language](kernel, args, kwargs, step)
         except (SourceError, ValueError) as exc:  # the grader's refusal, worded for the student
             launches.append({"step": index, "names": names, "error": str(exc)})
             break
+        try:
+            records, made = BUILDERS[step.language](kernel, args, kwargs, step)
         except Exception as exc:  # noqa: BLE001 - the compiler's rejection is the answer
             launches.append({"step": index, "names": names, "error": describe(exc, file.path)})
             break  # a later launch would run after one that does not compile: never
