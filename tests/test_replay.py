@@ -330,3 +330,53 @@ def test_a_built_kernels_record_names_no_file_outside_its_folder(tmp_path, hash_
     with pytest.raises(ValueError, match="outside its folder"):
         TritonBinary(record, {name: torch.zeros(1, dtype=torch.uint8)}, tmp_path)
     assert not any(tmp_path.parent.glob("escape*")) and list(tmp_path.iterdir()) == []
+
+
+class _FakeBinary:
+    """Stands in for a loaded cubin on the CPU: it adds, as the kernel it was built from."""
+
+    def __init__(self, record, files, folder):
+        assert files[record["files"][0]].numpy().tobytes() == b"cubin"
+        self.record = record
+
+    def launch(self, grid, args, kwargs):
+        args[2].copy_(args[0] + args[1])
+
+
+def test_what_the_builder_makes_is_installed_and_launched_by_its_record(tmp_path, monkeypatch):
+    """The GPU path's plumbing, on the CPU with a stand-in compiler and loader: the builder's
+    reply (JSON records, files as bytes) is all the replay gets, and it launches through it;
+    a launch option that would change the program is refused by the builder, at its step."""
+    from grader.replay import binaries, triton_binary
+
+    built = []
+
+    def fake_build(kernel, args, kwargs, step):
+        built.append(step.kernel)
+        return [{"files": ["0/k.cubin"], "params": []}], {"0/k.cubin": b"cubin"}
+
+    monkeypatch.setitem(binaries.BUILDERS, "triton", fake_build)
+    monkeypatch.setattr(triton_binary, "TritonBinary", _FakeBinary)
+    path = tmp_path / "submission.py"
+    path.write_text(VECTOR_ADD)
+    file = kernels.load(path, "triton")
+    n = 3000
+    x, y = torch.randn(n), torch.randn(n)
+    inputs = {"input.0": x, "input.1": y}
+    geometry = {name: ((n,), (1,), "float32") for name in inputs}
+    data = _launch_proposal(n)
+    parsed = proposal.parse(data, geometry, 1 << 30)
+    value, files = binaries.build(file, parsed, inputs)
+    assert built == ["vector_add_kernel"] and value["launches"][0]["names"][:3] == \
+        ["x_ptr", "y_ptr", "out_ptr"]
+    store = binaries.Binaries(tmp_path / "folder")
+    key = binaries.proposal_key(data)
+    store.install(key, value, files)
+    done = Replay(store.kernels(key, parsed), "cpu").run(parsed, inputs)
+    assert done.error is None and torch.equal(done.output, x + y)
+    assert done.launches[0].constants["BLOCK_SIZE"] == 1024
+
+    data = _launch_proposal(n, kwargs={"BLOCK_SIZE": {"int": 1024},
+                                       "ir_override": {"str": "x.ttgir"}})
+    value, _ = binaries.build(file, proposal.parse(data, geometry, 1 << 30), inputs)
+    assert "`ir_override=` is not a launch option" in value["launches"][0]["error"]

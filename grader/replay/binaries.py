@@ -49,11 +49,12 @@ def build(file: KernelFile, proposal: Proposal, inputs: dict[str, torch.Tensor]
     the case's inputs, drawn here too); per launch step, its records and files, or why it
     does not compile."""
     buffers = dict(inputs)
+    device = next(iter(inputs.values())).device if inputs else torch.device("cuda")
     launches, files = [], {}
     for index, step in enumerate(proposal.steps):
         if isinstance(step, Alloc):
             buffers[step.ref().buffer] = torch.empty_strided(
-                step.shape, step.stride, dtype=getattr(torch, step.dtype), device="cuda")
+                step.shape, step.stride, dtype=getattr(torch, step.dtype), device=device)
             continue
         if not isinstance(step, Launch):
             host_step(step, buffers)
