@@ -4,10 +4,12 @@ its wrapper proposed.
 The student's wrapper runs in the confined child (grader.sandbox) on the grader's inputs, but
 what comes out of it is only a proposal (`proposal.Proposal`): plain data naming the kernels
 it launched, their grids and arguments, the few allowed host steps between launches, and the
-tensor it returned. A second confined process, in which no student host code ever ran,
-rebuilds the file's kernels from its source (`kernels`), checks them with the real
-compiler's front end, and runs the proposal on fresh inputs (`execute`). Only that run's
-output and times count.
+tensor it returned. A second confined process, in which no student host code ever ran, runs
+the proposal on fresh inputs (`execute`). On a CPU it rebuilds the file's kernels from their
+source (`kernels`: constants read as data by `literals`, every body checked by spelling in
+`bodies`) and checks each launch with the real compiler's front end (`source`); on a GPU a
+builder process compiles them and the replay launches only the binaries (`binaries`). Only
+that run's output and times count.
 
 The package's own import is empty: the Triton front end's helper process imports
 grader.replay.frontends and grader.replay.kernels without PyTorch.

@@ -67,7 +67,7 @@ def triton(name: str, fn, bound: dict, path: Path, unspecialized=()) -> str | No
     for index, (param_name, param) in enumerate(inspect.signature(fn).parameters.items()):
         value = bound.get(param_name, param.default)
         if "constexpr" in str(param.annotation) or value is None:
-            signature[param_name], constexprs[param_name] = "constexpr", _constant(value)
+            signature[param_name], constexprs[param_name] = "constexpr", constant_json(value)
         elif type(value) is int and value == 1 and not unspecialized & {index, param_name}:
             # Triton's JIT compiles an integer argument equal to 1 as the constant 1 (a unit
             # stride), and some code compiles only so: a tensor descriptor's last stride.
@@ -96,7 +96,9 @@ def start_triton_helper() -> "_TritonHelper":
     return _helper
 
 
-def _constant(value):
+def constant_json(value):
+    """A constexpr value as JSON (a number, bool, string or None; a Triton dtype by name), to
+    hand to another process; `constant_value` reads it back."""
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     name = getattr(value, "name", None)
@@ -199,7 +201,7 @@ def serve_triton(fd: int) -> None:
             jit = modules[path][request["kernel"]]
             while hasattr(jit, "configs") or not hasattr(jit, "arg_names"):
                 jit = jit.fn  # the JIT function under an autotuner
-            constexprs = {k: _dtype(v) for k, v in request["constexprs"].items()}
+            constexprs = {k: constant_value(v) for k, v in request["constexprs"].items()}
             reply = {"error": _lower_triton(jit, request["signature"], constexprs, Path(path))}
         except kernels.SourceError as exc:
             reply = {"error": str(exc)}
@@ -208,7 +210,7 @@ def serve_triton(fd: int) -> None:
         protocol.send(sock, reply)
 
 
-def _dtype(value):
+def constant_value(value):
     if isinstance(value, dict) and set(value) == {"dtype"}:
         import triton.language as tl
 

@@ -140,9 +140,7 @@ class _Builder:
 
     def reader(self) -> Reader:
         """A reader of data as the file stands here (later constants and imports unseen)."""
-        aliases = Aliases()
-        aliases.spelled, aliases.lines = dict(self.aliases.spelled), dict(self.aliases.lines)
-        return Reader(aliases, dict(self.constants), self.table)
+        return Reader(Aliases(self.aliases.spelled), dict(self.constants), self.table)
 
     def statement(self, node: ast.stmt) -> None:
         if isinstance(node, ast.ImportFrom) and node.module == "__future__":

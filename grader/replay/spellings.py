@@ -107,27 +107,18 @@ SPELLINGS: dict[str, Spellings] = {s.track: s for s in (TRITON, CUTILE)}
 class Aliases:
     """The names a file's imports bind, each to the module or attribute it spells."""
 
-    def __init__(self):
-        self.spelled: dict[str, str] = {}  # name -> "triton.language", "torch", ...
-        self.lines: dict[str, int] = {}
+    def __init__(self, spelled: dict[str, str] | None = None):
+        self.spelled: dict[str, str] = dict(spelled or {})  # name -> "triton.language", ...
 
     def add(self, node: ast.Import | ast.ImportFrom) -> None:
         if isinstance(node, ast.Import):
             for alias in node.names:
-                if alias.asname:
-                    self._bind(alias.asname, alias.name, node.lineno)
-                else:  # `import triton.language` binds `triton`
-                    top = alias.name.split(".")[0]
-                    self._bind(top, top, node.lineno)
+                top = alias.name.split(".")[0]  # `import triton.language` binds `triton`
+                self.spelled[alias.asname or top] = alias.name if alias.asname else top
         elif node.module and not node.level:
             for alias in node.names:
                 if alias.name != "*":
-                    self._bind(alias.asname or alias.name, f"{node.module}.{alias.name}",
-                               node.lineno)
-
-    def _bind(self, name: str, spelled: str, line: int) -> None:
-        self.spelled[name] = spelled
-        self.lines[name] = line
+                    self.spelled[alias.asname or alias.name] = f"{node.module}.{alias.name}"
 
     def spelling(self, node: ast.expr) -> str | None:
         """`tl.constexpr` -> "triton.language.constexpr"; a bare name not imported spells

@@ -21,6 +21,8 @@ from typing import Any
 
 import torch
 
+from grader.replay.frontends import constant_json, constant_value
+
 _KEPT = (".json", ".cubin")  # of a compiled kernel's files, what launching it needs
 # What a record may name (it is data from another process): a hash, and files within it.
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_-]{1,128}")
@@ -81,21 +83,10 @@ def _sources(jit, args: tuple, kwargs: dict, config: dict) -> list:
         elif name in kwargs:
             sources.append(["kwarg", name])
         elif name in config:
-            sources.append(["value", _data(config[name])])
+            sources.append(["value", constant_json(config[name])])
         else:
-            sources.append(["value", _data(defaults[name].default)])
+            sources.append(["value", constant_json(defaults[name].default)])
     return sources
-
-
-def _data(value) -> Any:
-    """A configuration's or default's value as JSON: a number, bool, string, None or a
-    Triton dtype by name."""
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    name = getattr(value, "name", None)
-    if isinstance(name, str):
-        return {"dtype": name}
-    raise TypeError(f"a value of type {type(value).__name__} cannot be passed to a built kernel")
 
 
 class TritonBinary:
@@ -141,8 +132,4 @@ def _value(source: list, args: tuple, kwargs: dict) -> Any:
         return args[where]
     if kind == "kwarg":
         return kwargs[where]
-    if isinstance(where, dict) and set(where) == {"dtype"}:
-        import triton.language as tl
-
-        return getattr(tl, where["dtype"])
-    return where
+    return constant_value(where)

@@ -4,8 +4,10 @@
     spares.py      workers ready at once: forks of a template whose imports are done
     runner.py      the child: the submission's wrapper, its launches recorded, none run
     replayer.py    the replay: the submission's kernels run on the recorded launches
+    builder.py     on a GPU, the builder: the replay's kernels compiled apart from its clock
     outcomes.py    the records the parent makes of the processes' replies
     worker.py      the processes' side: confine itself, then answer requests
+    serve.py       what each role answers (the child, the replay, the builder)
     privileges.py  the least privilege the OS gives: namespaces, user, limits, process tree
     processes.py   the child's environment; waiting for, reaping and killing processes
     filesystem.py  what the child sees: a read-only view of the system, no course secrets

@@ -99,6 +99,11 @@ class Worker:
                   for t, n in zip(call.tensors(), names)]
         return problem, {f"input.{i}": g.tensor for i, g in enumerate(guards)}, guards, names
 
+    def _drawn(self, problem, params: dict, dtype: str, seed: int) -> dict:
+        """A case's inputs drawn on this process's device, named as a proposal names them."""
+        call = problem.draw(params, dtype, seed, device=self.device)
+        return {f"input.{i}": t for i, t in enumerate(call.tensors())}
+
     def _proposal(self, data: dict, inputs: dict):
         import json
 
@@ -130,9 +135,7 @@ class Worker:
         from grader.problems import PROBLEMS
         from grader.replay import binaries
 
-        problem = PROBLEMS[problem_id]
-        call = problem.draw(params, dtype, seed, device=self.device)
-        inputs = dict(zip((f"input.{i}" for i in range(len(call.tensors()))), call.tensors()))
+        inputs = self._drawn(PROBLEMS[problem_id], params, dtype, seed)
         return binaries.build(self.file, self._proposal(proposal, inputs), inputs)
 
     def install(self, key: str, value: dict, tensors: dict | None = None):
@@ -205,9 +208,7 @@ class Worker:
         is checked like a graded call (front end, errors)."""
         from grader.problems import PROBLEMS
 
-        problem = PROBLEMS[problem_id]
-        call = problem.draw(params, dtype, seed, device=self.device)
-        inputs = dict(zip((f"input.{i}" for i in range(len(call.tensors()))), call.tensors()))
+        inputs = self._drawn(PROBLEMS[problem_id], params, dtype, seed)
         parsed = self._proposal(proposal, inputs)
         replay = self._replay(proposal, inputs)
         replayed = replay.run(parsed, inputs)
@@ -232,8 +233,7 @@ class Worker:
 
         def prepare(i):
             nonlocal run
-            call = problem.draw(params, dtype, seeds[i], device=self.device)
-            inputs = dict(zip((f"input.{j}" for j in range(len(call.tensors()))), call.tensors()))
+            inputs = self._drawn(problem, params, dtype, seeds[i])
             if run is None:
                 run = self._replay(proposal, inputs).timed(self._proposal(proposal, inputs))
             return inputs
