@@ -26,7 +26,12 @@ SLEEPS = SOLUTION.replace("import torch\n", "import time\n\nimport torch\n").rep
     '    """Return x + y for two 1-D tensors of the same shape and dtype."""\n',
     '    """Return x + y for two 1-D tensors of the same shape and dtype."""\n'
     "    time.sleep(1000)\n")
-CRASHES = SOLUTION.replace("    pid = tl.program_id(axis=0)\n", '    raise RuntimeError("boom")\n')
+# The wrapper (host code, run in the student's sandbox) raises: a kernel that names
+# RuntimeError would be refused before it ran, and "boom" would never be said.
+CRASHES = SOLUTION.replace(
+    '    """Return x + y for two 1-D tensors of the same shape and dtype."""\n',
+    '    """Return x + y for two 1-D tensors of the same shape and dtype."""\n'
+    '    raise RuntimeError("boom")\n')
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +50,7 @@ def cluster(tmp_path_factory):
 
 
 def _class(root: Path) -> Path:
-    """ada is right, bob's kernel raises, carl and dan never finish (carl is cancelled
+    """ada is right, bob's wrapper raises, carl and dan never finish (carl is cancelled
     with scancel, dan runs into Slurm's time limit)."""
     for name, source in (("ada", SOLUTION), ("bob", CRASHES), ("carl", SLEEPS), ("dan", SLEEPS)):
         assert source != SOLUTION or name == "ada"
