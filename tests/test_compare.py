@@ -73,7 +73,7 @@ def test_tiles_come_from_the_launch_constants():
     out = ref.clone()
     out[6, 5] = 1.0
     out[7, 7] = 1.0
-    launch = Launch("k", (2, 2), {"BLOCK_M": 4, "BLOCK_N": 4})
+    launch = Launch("k", (2, 2), {"BLOCK_M": 4, "BLOCK_N": 4}, language="triton")
     verdict = judge(out, ref, tiles=("BLOCK_M", "BLOCK_N"), launches=[launch])
     assert "bad elements lie in 1 of 4 tiles (BLOCK_M=4 x BLOCK_N=4 per tile)" in verdict.report
     assert "tile (1, 1): out[4:8, 4:8], 2 bad (the last tile along dim 0, 1)" in verdict.report
@@ -89,7 +89,8 @@ def test_whole_dimension_and_single_index_tiles():
 
 def test_missing_launch_constant_is_said_not_guessed():
     ref = torch.zeros(4)
-    verdict = judge(ref + 1, ref, tiles=("BLOCK_SIZE",), launches=[Launch("k", (1,), {"BLOCK": 4})])
+    verdict = judge(ref + 1, ref, tiles=("BLOCK_SIZE",),
+                    launches=[Launch("k", (1,), {"BLOCK": 4}, language="triton")])
     assert "tiles not shown: no kernel launch passed BLOCK_SIZE" in verdict.report
 
 

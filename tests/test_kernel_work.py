@@ -1,5 +1,5 @@
 """Points only for work the student's kernel did: the corpus of grader/sandbox/host.py,
-grader/sandbox/screening.py and grader/sandbox/frontends.py.
+grader/sandbox/screening.py and the languages' front ends (grader.tracks.Wing.front_end).
 
 Each submission below earns its output some other way than by its kernel, usually next to a
 kernel launched as cover, and must fail with a message that names what it did; the
@@ -236,7 +236,7 @@ def test_the_attention_references_path_for_gpus_before_hopper_compiles_for_sm_80
 
     import torch
 
-    from grader.replay import frontends
+    from grader.languages.triton import frontend
 
     path = ROOT / "solutions/triton/stage5_flash_attention.py"
     spec = importlib.util.spec_from_file_location("attention_reference_sm80", path)
@@ -247,8 +247,8 @@ def test_the_attention_references_path_for_gpus_before_hopper_compiles_for_sm_80
     strides = {f"stride_{t}{d}": s for t in "qkvo" for d, s in zip("bhnd", x.stride())}
     bound = dict(q_ptr=x, k_ptr=x, v_ptr=x, o_ptr=x, H=1, N_CTX=200, qk_scale=0.1, **strides,
                  HEAD_DIM=128, BLOCK_M=64, BLOCK_N=64, IS_CAUSAL=causal, KV_DESCRIPTORS=False)
-    assert frontends.triton("flash_attention_kernel", module.flash_attention_kernel.fn, bound,
-                            path) is None
+    assert frontend.check("flash_attention_kernel", module.flash_attention_kernel.fn, bound,
+                          path) is None
 
 
 def test_a_triton_kernel_defined_inside_a_function_is_named(grade_source):

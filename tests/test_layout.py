@@ -39,6 +39,9 @@ LAYERS = {
     "grader.judge": 5,
     "grader.intake": 5,  # the student's files before they run: track, TODOs, screening
     "grader.speed": 6,
+    # The tile languages' code, a wing each: they use the machinery below them, which
+    # reaches them only through grader.tracks.wing (importlib, by the record's module path).
+    "grader.languages": 6,
     "grader.report": 7,
     "grader.session": 7,  # one stage opened for checking: the driver both front ends share
     "grader.grading": 8,

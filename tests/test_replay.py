@@ -18,7 +18,9 @@ from grader.replay.execute import Replay
 from grader.replay.source import SourceKernels
 from grader.replay.kernels import _is_kernel
 from grader.replay.literals import NotData, Reader
-from grader.replay.spellings import SPELLINGS, Aliases
+from grader.replay import spellings
+from grader.replay.spellings import Aliases
+from grader.tracks import wing
 
 VECTOR_ADD = (ROOT / "solutions/triton/stage1_vector_add.py").read_text()
 
@@ -114,7 +116,7 @@ def literal(text: str, track: str = "triton", constants=None):
     header = HEADER if track == "triton" else "import math\nimport cuda.tile as ct\n"
     for node in ast.parse(header).body:
         aliases.add(node)
-    reader = Reader(aliases, dict(constants or {}), SPELLINGS[track])
+    reader = Reader(aliases, dict(constants or {}), spellings.table(track))
     return reader.constant(ast.parse(text, mode="eval").body)
 
 
@@ -324,7 +326,7 @@ def test_an_autotuned_kernel_is_tuned_by_the_replay_from_its_literal_configurati
 def test_a_built_kernels_record_names_no_file_outside_its_folder(tmp_path, hash_, name):
     """The builder's reply is data from another process: the replay writes its files only
     below its own folder."""
-    from grader.replay.triton_binary import TritonBinary
+    from grader.languages.triton.binary import TritonBinary
 
     record = {"hash": hash_, "files": [name], "params": [], "signature": {}}
     with pytest.raises(ValueError, match="outside its folder"):
@@ -347,16 +349,17 @@ def test_what_the_builder_makes_is_installed_and_launched_by_its_record(tmp_path
     """The GPU path's plumbing, on the CPU with a stand-in compiler and loader: the builder's
     reply (JSON records, files as bytes) is all the replay gets, and it launches through it;
     a launch option that would change the program is refused by the builder, at its step."""
-    from grader.replay import binaries, triton_binary
+    from grader.languages.triton import binary
+    from grader.replay import binaries
 
     built = []
 
-    def fake_build(kernel, args, kwargs, step):
-        built.append(step.kernel)
+    def fake_build(kernel, args, kwargs, grid):
+        built.append(kernel.fn.__name__)
         return [{"files": ["0/k.cubin"], "params": []}], {"0/k.cubin": b"cubin"}
 
     monkeypatch.setitem(binaries.BUILDERS, "triton", fake_build)
-    monkeypatch.setattr(triton_binary, "TritonBinary", _FakeBinary)
+    monkeypatch.setattr(binary, "TritonBinary", _FakeBinary)
     path = tmp_path / "submission.py"
     path.write_text(VECTOR_ADD)
     file = kernels.load(path, "triton")

@@ -1,5 +1,5 @@
 """Each tile language is one record (grader.tracks); the code particular to a language sits
-in tables keyed by the track's name. A track missing from any of them is a third language
+in tables keyed by the track's name (Triton's entries lead to its wing, grader.languages). A track missing from any of them is a third language
 half added: docs/architecture.md ("add a tile language") names every table checked here."""
 
 import pytest
@@ -15,7 +15,7 @@ TABLES = {"grader.sandbox.launches.HOOKS": launches.HOOKS, "grader.replay.watch.
           "grader.replay.source.LAUNCHERS": source.LAUNCHERS,
           "grader.replay.source.PARAMETERS": source.PARAMETERS,
           "grader.replay.binaries.BUILDERS": binaries.BUILDERS,
-          "grader.replay.spellings.SPELLINGS": spellings.SPELLINGS}
+          "grader.replay.spellings.table": {name: spellings.table(name) for name in TRACKS}}
 
 
 @pytest.mark.parametrize("name", list(TRACKS))

@@ -8,11 +8,8 @@ and records why, so the scorecard can say it.
 
 from __future__ import annotations
 
-import importlib.metadata
-import importlib.util
-import os
+import functools
 import platform
-import sys
 from dataclasses import dataclass
 from typing import Callable
 
@@ -20,6 +17,7 @@ import torch
 
 from grader.backends import toolchain
 from grader.errors import BackendUnavailable
+from grader.tracks import wing
 
 AUTO = "auto"
 
@@ -38,22 +36,8 @@ class Backend:
         if self.track == "cutile":  # the simulator is the worker's choice, by the plan's device
             if not self.interpret:
                 toolchain.apply(toolchain.probe(gpu_arch()))  # e.g. drop a stale CUDA_HOME
-        elif self.track == "triton":
-            self._set_triton_mode()
-
-    def _set_triton_mode(self) -> None:
-        # Triton reads TRITON_INTERPRET when a kernel is decorated, so it must be set before a
-        # submission is imported, and set to 0 for the GPU so a stray export cannot slow it.
-        wanted = "1" if self.interpret else "0"
-        current = os.environ.get("TRITON_INTERPRET", "0")
-        if "triton" in sys.modules and current != wanted:
-            # triton.language's own helpers were decorated in the other mode at import time.
-            raise BackendUnavailable(
-                f"Triton was imported with TRITON_INTERPRET={current} before the grader set up "
-                f"the {self.name} backend. Set TRITON_INTERPRET={wanted} before importing "
-                "triton, or run `grade` in a fresh process."
-            )
-        os.environ["TRITON_INTERPRET"] = wanted
+        else:
+            wing(self.track).prepare(self)
 
 
 @dataclass(frozen=True)
@@ -62,37 +46,7 @@ class Selection:
     reason: str
 
 
-def _triton_missing() -> str | None:
-    if importlib.util.find_spec("triton") is None:
-        return (
-            "Triton is not installed. Install it with `pip install triton` "
-            "(Triton ships wheels for Linux; on macOS or Windows use WSL2, Colab or a Linux box)."
-        )
-    return None
-
-
-def _cuda_missing() -> str | None:
-    if not torch.cuda.is_available():
-        build = "a CPU-only build of PyTorch" if torch.version.cuda is None else "no CUDA GPU"
-        return (
-            f"needs a CUDA GPU, and this machine has {build}. "
-            "Use --backend triton-interpret to run kernels on the CPU."
-        )
-    major, minor = torch.cuda.get_device_capability()
-    if (major, minor) < TRITON_MIN_CAPABILITY:
-        name = torch.cuda.get_device_name()
-        return (f"{name} has compute capability {major}.{minor}; the course's Triton kernels "
-                "need 7.5 (a T4) or newer.")
-    return None
-
-
-def _probe_triton() -> str | None:
-    return _triton_missing() or _cuda_missing()
-
-
 CUTILE_MAJORS = (8, 9, 10, 11, 12)  # compute capabilities cuTile compiles for
-# Colab's free T4 (sm_75) is the oldest GPU graded: Triton runs there, cuTile does not.
-TRITON_MIN_CAPABILITY = (7, 5)
 # The oldest GPU whose arithmetic has each dtype: sm_75 has no bfloat16 instructions (no
 # bf16 tensor cores), so a bf16 case there is not graded rather than failed or passed.
 DTYPE_MIN_CAPABILITY = {"bfloat16": (8, 0)}
@@ -170,20 +124,15 @@ def _cutile_note() -> str:
 BACKENDS: dict[str, Backend] = {
     b.name: b
     for b in [
-        Backend("triton", "triton", "cuda", "Triton kernels compiled for the GPU", _probe_triton),
+        Backend("triton", "triton", "cuda", wing("triton").summary("cuda"),
+                functools.partial(wing("triton").probe, "cuda")),
         Backend("cutile", "cutile", "cuda", "cuTile kernels compiled by tileiras for the GPU",
                 _probe_cutile),
         Backend("cutile-sim", "cutile", "cpu",
                 "cuTile kernels run by the grader's simulator on the CPU, block by block",
                 _cuda_tile_missing, interpret=True),
-        Backend(
-            "triton-interpret",
-            "triton",
-            "cpu",
-            "Triton's interpreter: kernels run on the CPU, one program instance at a time",
-            _triton_missing,
-            interpret=True,
-        ),
+        Backend("triton-interpret", "triton", "cpu", wing("triton").summary("cpu"),
+                functools.partial(wing("triton").probe, "cpu"), interpret=True),
     ]
 }
 
@@ -221,33 +170,30 @@ def _auto(track: str | None = None) -> Selection:
                  else "cuTile cannot run on this GPU; `grade doctor` says why")
         return Selection(BACKENDS["cutile-sim"], f"{cause}, so the grader's simulator runs the "
                          "cuTile kernels on the CPU")
+    triton = wing("triton")
     interpret = BACKENDS["triton-interpret"]
-    if track is None and os.environ.get("TRITON_INTERPRET") == "1":
-        return Selection(interpret, "TRITON_INTERPRET=1 is set in the environment")
+    forced = triton.forced()
+    if track is None and forced:
+        return Selection(interpret, forced)
     if track is None and _probe_cutile() is None:
         return Selection(BACKENDS["cutile"], f"{_cutile_note()} on {torch.cuda.get_device_name()}"
                          " (use --track triton for the Triton track)")
-    why_not = _probe_triton()
+    why_not = BACKENDS["triton"].probe()
     if why_not is None:
-        return Selection(BACKENDS["triton"], f"CUDA GPU found: {torch.cuda.get_device_name()}")
-    missing = _triton_missing()
+        return Selection(BACKENDS["triton"], triton.reason("cuda"))
+    missing = interpret.probe()
     if missing:
-        raise BackendUnavailable(f"No backend can run here. {missing}")
-    return Selection(interpret, "no usable CUDA GPU, so Triton's interpreter runs on the CPU")
+        raise BackendUnavailable(triton.unavailable(missing))
+    return Selection(interpret, triton.reason("cpu"))
 
 
 def machine_info() -> dict[str, str | None]:
     """Versions and hardware that a result depends on, for the scorecard and the JSON."""
-    try:
-        # Read from the metadata: importing triton here would fix its interpreter mode.
-        triton_version = importlib.metadata.version("triton")
-    except importlib.metadata.PackageNotFoundError:
-        triton_version = None
     gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else None
     return {
         "python": platform.python_version(),
         "torch": torch.__version__,
-        "triton": triton_version,
+        **wing("triton").versions(),
         "cuda_tile": toolchain.cuda_tile_version(),
         "gpu": gpu,
         "cuda": torch.version.cuda,

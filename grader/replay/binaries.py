@@ -23,14 +23,16 @@ from typing import Any
 
 import torch
 
-from grader.replay import cutile_binary, triton_binary
+from grader.replay import cutile_binary
 from grader.replay.buffers import argument, host_step
 from grader.replay.execute import Launcher
 from grader.replay.kernels import KernelFile, SourceError
 from grader.replay.locate import describe
 from grader.replay.proposal import Alloc, Launch, Proposal
 from grader.replay.source import PARAMETERS
-from grader.replay.spellings import SPELLINGS, check_launch
+from grader.replay.spellings import check_launch
+from grader.replay.spellings import table as table_of
+from grader.tracks import wing
 
 TUNING_REPEATS = 5  # timed launches of each configuration, after one untimed
 
@@ -65,12 +67,13 @@ def build(file: KernelFile, proposal: Proposal, inputs: dict[str, torch.Tensor]
             names = PARAMETERS[step.language](kernel)
             args = tuple(argument(v, buffers) for v in step.args)
             kwargs = {k: argument(v, buffers) for k, v in step.kwargs.items()}
-            check_launch(names, kwargs, SPELLINGS[step.language])
+            check_launch(names, kwargs, table_of(step.language))
         except (SourceError, ValueError) as exc:  # the grader's refusal, worded for the student
             launches.append({"step": index, "names": names, "error": str(exc)})
             break
         try:
-            records, made = BUILDERS[step.language](kernel, args, kwargs, step)
+            grid = step.grid if isinstance(step.grid, tuple) else (step.grid,)
+            records, made = BUILDERS[step.language](kernel, args, kwargs, grid)
         except Exception as exc:  # noqa: BLE001 - the compiler's rejection is the answer
             launches.append({"step": index, "names": names, "error": describe(exc, file.path)})
             break  # a later launch would run after one that does not compile: never
@@ -80,12 +83,7 @@ def build(file: KernelFile, proposal: Proposal, inputs: dict[str, torch.Tensor]
     return {"launches": launches}, files
 
 
-def _build_triton(kernel, args: tuple, kwargs: dict, step: Launch):
-    return triton_binary.build(kernel, args, kwargs)
-
-
-def _build_cutile(kernel, args: tuple, kwargs: dict, step: Launch):
-    grid = step.grid if isinstance(step.grid, tuple) else (step.grid,)
+def _build_cutile(kernel, args: tuple, kwargs: dict, grid: tuple):
     return cutile_binary.build(kernel, args, grid)
 
 
@@ -133,9 +131,9 @@ class Binaries:
     def _load(self, step: Launch, record: dict, files: dict) -> Any:
         if "skipped" in record:  # a configuration that does not compile for this GPU
             return None
-        if step.language == "triton":
-            return triton_binary.TritonBinary(record, files, self.folder)
-        return cutile_binary.CutileBinary(record, files, self.cutile_kernels, step.kernel)
+        if step.language == "cutile":
+            return cutile_binary.CutileBinary(record, files, self.cutile_kernels, step.kernel)
+        return wing(step.language).load_binary(record, files, self.folder, {}, step.kernel)
 
     def kernels(self, key: str, proposal: Proposal) -> "BuiltKernels":
         self._loaded(key, proposal)
@@ -159,7 +157,7 @@ class Binaries:
             except Exception as exc:
                 # A configuration this GPU cannot run (too much shared memory) is passed
                 # over, as Triton's own autotuner does.
-                if binary is not None and type(exc).__name__ not in triton_binary.SKIPPED:
+                if binary is not None and type(exc).__name__ not in wing(step.language).skipped:
                     raise
                 times.append(float("inf"))
                 continue
@@ -218,4 +216,4 @@ class BuiltKernels:
         return f"{type(exc).__name__}: {str(exc).strip()[:2000]}"
 
 
-BUILDERS = {"triton": _build_triton, "cutile": _build_cutile}
+BUILDERS = {"triton": wing("triton").build, "cutile": _build_cutile}

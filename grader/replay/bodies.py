@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grader.replay.spellings import (HIDDEN_ATTRIBUTES, Aliases, Spellings, Unknown, lookup,
-                                     part_of_language)
+                                     part_of_language, short)
+from grader.tracks import TRACKS
 
 _STATEMENTS_REFUSED = {
     ast.Import: "an import", ast.ImportFrom: "an import", ast.Global: "`global`",
@@ -60,8 +61,8 @@ class FileNames:
 def check(function: ast.FunctionDef, names: FileNames, aliases: Aliases,
           table: Spellings, helpers_allowed: bool) -> set[str]:
     """Raise Refused at the first thing `function`'s body may not name; else the file's
-    undecorated helpers it calls (allowed only with `helpers_allowed`: cuTile compiles
-    them as tile code, Triton would call them as Python while compiling)."""
+    undecorated helpers it calls (allowed only with `helpers_allowed`: where the language
+    compiles them as tile code, not where it would call them as Python while compiling)."""
     walker = _Walker(names, aliases, table, _locals(function), helpers_allowed)
     for statement in function.body:
         walker.visit(statement)
@@ -79,10 +80,6 @@ def _locals(function: ast.FunctionDef) -> set[str]:
         elif isinstance(node, ast.ExceptHandler) and node.name:
             found.add(node.name)
     return found
-
-
-def _short(spelling: str) -> str:
-    return spelling.replace("triton.language.", "tl.").replace("cuda.tile.", "ct.")
 
 
 class _Walker(ast.NodeVisitor):
@@ -137,10 +134,11 @@ class _Walker(ast.NodeVisitor):
             return "kernel"
         if name in names.helpers:
             if not self.helpers_allowed:
+                marked = TRACKS[self.table.track].decorator
                 raise Refused(node.lineno, f"`{name}` is a function of this file without "
-                                           f"@triton.jit: a kernel may call only kernels and "
-                                           f"@triton.jit helpers (decorate `{name}` with "
-                                           "@triton.jit)")
+                                           f"{marked}: a kernel may call only kernels and "
+                                           f"{marked} helpers (decorate `{name}` with "
+                                           f"{marked})")
             self.helpers_used.add(name)
             return "kernel"
         if name in self.aliases.spelled:
@@ -170,12 +168,12 @@ class _Walker(ast.NodeVisitor):
         try:
             value = lookup(spelling, self.table)
         except Unknown as exc:
-            raise Refused(node.lineno, f"`{_short(spelling)}` cannot be used in a kernel: "
+            raise Refused(node.lineno, f"`{short(spelling)}` cannot be used in a kernel: "
                                        f"{exc}; a kernel may use {self.table.api} (the kernel "
                                        "language's own functions, types and dtypes) and math's "
                                        "numbers and functions") from None
         if not part_of_language(value, spelling, self.table):
-            raise Refused(node.lineno, f"`{_short(spelling)}` cannot be used in a kernel: it is "
+            raise Refused(node.lineno, f"`{short(spelling)}` cannot be used in a kernel: it is "
                                        f"not part of {self.table.package}'s kernel API; a kernel "
                                        f"may use {self.table.api} (the kernel language's own "
                                        "functions, types and dtypes) and math's numbers and "

@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from grader.replay.proposal import Copy, DType, Fill, ProposalError, Ref
+from grader.tracks import TRACKS, wing
 
 
 def argument(value: Any, buffers: dict[str, torch.Tensor]) -> Any:
@@ -28,12 +29,9 @@ def argument(value: Any, buffers: dict[str, torch.Tensor]) -> Any:
 def dtype_of(value: DType) -> Any:
     if value.kind == "torch" and isinstance(getattr(torch, value.name, None), torch.dtype):
         return getattr(torch, value.name)
-    if value.kind == "tl":
-        import triton.language as tl
-
-        found = getattr(tl, value.name, None)
-        if isinstance(found, tl.dtype):
-            return found
+    found = wing(value.kind).dtype(value.name) if value.kind in TRACKS else None
+    if found is not None:
+        return found
     raise ProposalError(f"`{value.name}` is not a dtype")
 
 

@@ -7,10 +7,12 @@ from __future__ import annotations
 import ast
 import sys
 import types
-from typing import Any, Callable
+from typing import Any
 
 from grader.replay.literals import NotData, Reader
 from grader.replay.spellings import lookup
+from grader.replay.spellings import table as table_of
+from grader.tracks import TRACKS, wing
 
 
 def options(call: ast.Call, allowed: frozenset[str], reader: Reader) -> dict[str, Any]:
@@ -56,48 +58,24 @@ def bare_function(node: ast.FunctionDef, reader: Reader, module: types.ModuleTyp
     return function
 
 
-def decorate(node: ast.expr, function: Any, reader: Reader, kind_of_triton: str) -> Any:
-    """`function` under the decorator `node`, applied by the grader; `kind_of_triton`:
-    "interpret" (Triton kernels as the interpreter runs them) or "jit"."""
+def decorate(node: ast.expr, function: Any, reader: Reader, interpreted: bool) -> Any:
+    """`function` under the decorator `node`, applied by the grader (by the language's wing);
+    `interpreted`: the kernel as the CPU backend runs it."""
     table = reader.table
     call = node if isinstance(node, ast.Call) else None
-    spelling = reader.aliases.spelling(call.func if call else node)
-    kind = table.decorators.get(spelling or "")
-    if kind == "heuristics":
-        raise NotData(node, "@triton.heuristics takes functions, which the grader does not "
-                            "run: compute the value in your wrapper and pass it to the kernel "
-                            "as an argument")
-    if kind == "constexpr_function":
-        raise NotData(node, "a constexpr function runs Python while the kernel compiles, which "
-                            "the grader does not allow: compute the value in your wrapper and "
-                            "pass it to the kernel as a tl.constexpr argument")
-    if kind not in ("jit", "autotune", "kernel", "function") or (kind == "autotune"
-                                                                   and call is None):
-        raise NotData(node, "this decorator is not one the grader rebuilds (@triton.jit, "
-                            "@triton.autotune(configs=[...]), @ct.kernel, @ct.function)")
+    spelling = reader.aliases.spelling(call.func if call else node) or ""
+    kind = table.decorators.get(spelling)
+    if kind in table.refused:
+        raise NotData(node, table.refused[kind])
+    if kind is None or (kind in table.called and call is None):
+        shown = ", ".join(table_of(track).shown for track in TRACKS)
+        raise NotData(node, f"this decorator is not one the grader rebuilds ({shown})")
     if call is not None and call.args:
         raise NotData(node, "a decorator's arguments must be given by keyword")
     given = options(call, table.options.get(kind, frozenset()), reader) if call else {}
-    if kind == "jit":
-        return _triton_kind(kind_of_triton)(function, **given)
-    if kind == "autotune":
-        import triton
-
-        given["configs"] = list(given.get("configs", ()))
-        inner = getattr(function, "fn", function)  # the JIT function's Python function
-        parameters = inner.__code__.co_varnames[:inner.__code__.co_argcount]
-        for config in given["configs"]:
-            strange = sorted(set(getattr(config, "kwargs", {})) - set(parameters))
-            if not isinstance(config, triton.Config) or strange:
-                raise NotData(node, "each of the autotuner's configurations is a triton.Config "
-                                    "whose dict names parameters of the kernel"
-                                    + (f" (`{strange[0]}` is not one)" if strange else ""))
-        if kind_of_triton == "interpret":
-            # No GPU to time configurations on: the interpreter runs the first one (the
-            # front end checks every one of them before anything runs).
-            given["do_bench"] = _first_configuration
-        return triton.autotune(**given)(function)
-    return lookup(spelling, table)(function, **given)  # @ct.kernel, @ct.function
+    if table.track == "cutile":
+        return lookup(spelling, table)(function, **given)  # @ct.kernel, @ct.function
+    return wing(table.track).decorate(function, spelling, given, node, interpreted)
 
 
 def _without_defaults(args: ast.arguments) -> ast.arguments:
@@ -110,19 +88,3 @@ def _without_defaults(args: ast.arguments) -> ast.arguments:
                          kwonlyargs=[bare(a) for a in args.kwonlyargs],
                          kw_defaults=[None] * len(args.kwonlyargs),
                          kwarg=args.kwarg and bare(args.kwarg), defaults=[])
-
-
-def _first_configuration(kernel_call, quantiles=None, **options) -> list[float]:
-    """An autotuner's benchmark that times nothing: every configuration ties, and the
-    autotuner keeps the first."""
-    return [0.0, 0.0, 0.0]
-
-
-def _triton_kind(kind: str) -> Callable:
-    if kind == "interpret":
-        from triton.runtime.interpreter import InterpretedFunction
-
-        return InterpretedFunction
-    from triton.runtime.jit import JITFunction
-
-    return JITFunction

@@ -12,18 +12,18 @@ same steps without poison or checks.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
 import torch
 
 from grader.replay.buffers import argument, host_step, view
-from grader.replay.frontends import Unavailable
 from grader.replay.kernels import SourceError
 from grader.replay.poison import GUARD_MIN, PATTERNS, Guarded, poison_
 from grader.replay.proposal import Alloc, Launch, Proposal, ProposalError, Ref
-from grader.replay.spellings import SPELLINGS, check_launch
+from grader.replay.spellings import check_launch
+from grader.replay.spellings import table as table_of
+from grader.tracks import Unavailable
 
 Launcher = Callable[[tuple, dict], None]
 
@@ -35,7 +35,7 @@ class LaunchRecord:
     kernel: str
     grid: tuple[int, ...]
     constants: dict[str, Any] = field(default_factory=dict)  # int and bool arguments by name
-    language: str = "triton"
+    language: str = field(kw_only=True)  # its track's name
 
 
 @dataclass
@@ -69,8 +69,6 @@ class Replay:
     def __init__(self, kernels: Kernels, device: str):
         self.kernels = kernels
         self.device = torch.device(device)
-        if self.device.type == "cuda" and "triton" in sys.modules:
-            _scratch_for_descriptors(self.device)
 
     def run(self, proposal: Proposal, inputs: dict[str, torch.Tensor],
             watch: Any = None) -> Replayed:
@@ -136,7 +134,7 @@ class Replay:
         kwargs = {k: argument(v, buffers) for k, v in step.kwargs.items()}
         names = self.kernels.parameters(index, step)
         try:
-            check_launch(names, kwargs, SPELLINGS[step.language])
+            check_launch(names, kwargs, table_of(step.language))
         except ValueError as exc:
             raise ProposalError(str(exc)) from None
         done.launches.append(_record(step, names, args, kwargs))
@@ -171,21 +169,10 @@ class Replay:
         return run
 
 
-def _scratch_for_descriptors(device: torch.device) -> None:
-    """Triton kernels that make tensor descriptors need global scratch memory, which a
-    wrapper would give with triton.set_allocator: the replay gives it for every kernel."""
-    import triton
-
-    def scratch(size: int, alignment: int, stream) -> torch.Tensor:  # noqa: ARG001
-        return torch.empty(size, dtype=torch.int8, device=device)
-
-    if hasattr(triton, "set_allocator"):
-        triton.set_allocator(scratch)
-
-
 def _record(step: Launch, names: list[str], args: tuple, kwargs: dict) -> LaunchRecord:
     bound = dict(zip(names, args))
     bound.update(kwargs)
     grid = step.grid if isinstance(step.grid, tuple) else (step.grid,)
     return LaunchRecord(step.kernel, grid, {k: v for k, v in bound.items()
-                                            if isinstance(v, (int, bool))}, step.language)
+                                            if isinstance(v, (int, bool))},
+                        language=step.language)

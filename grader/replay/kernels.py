@@ -18,8 +18,9 @@ Everything else at the top level is host code: skipped. A constant a kernel uses
 not data, a decorator option that is not data, a body that names anything but the kernel
 language: refused (`SourceError`) at its line, before any kernel is built or runs. A
 kernel's namespace holds nothing of the host, not even Python's built-ins beyond the few
-the language gives a meaning. The front end's helper process (grader.replay.frontends)
-builds the same file the same way, so the program it checks is the program that runs.
+the language gives a meaning. A front end that checks the kernels in a process of its own
+(Triton's: grader.languages.triton.frontend) builds the same file the same way, so the
+program it checks is the program that runs.
 """
 
 from __future__ import annotations
@@ -36,8 +37,8 @@ from typing import Any
 
 from grader.replay import bodies, definitions
 from grader.replay.literals import NotData, Reader
-from grader.replay.spellings import (SPELLINGS, Aliases, Spellings, Unknown, lookup,
-                                     part_of_language)
+from grader.replay.spellings import Aliases, Spellings, Unknown, lookup, part_of_language
+from grader.replay.spellings import table as table_of
 from grader.tracks import TRACKS
 
 _serial = itertools.count()
@@ -71,8 +72,8 @@ def _is_kernel(value: Any, language: str) -> bool:
 
 
 def load(path: Path, track: str, interpreted: bool = False) -> KernelFile:
-    """Build the kernels of `path` for `track`; `interpreted`: Triton kernels as the
-    interpreter runs them (JIT functions otherwise). Raises SourceError."""
+    """Build the kernels of `path` for `track`; `interpreted`: kernels as the CPU backend
+    runs them (as a GPU compiles them otherwise). Raises SourceError."""
     path = Path(path)
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
@@ -80,7 +81,7 @@ def load(path: Path, track: str, interpreted: bool = False) -> KernelFile:
         line = getattr(exc, "lineno", None)
         raise SourceError(f"{path.name} cannot be read" + (f" at line {line}" if line else "")
                           + f": {type(exc).__name__}") from None
-    builder = _Builder(path, track, "interpret" if interpreted else "jit")
+    builder = _Builder(path, track, interpreted)
     try:
         builder.build(tree)
     except (NotData, bodies.Refused) as exc:
@@ -92,9 +93,9 @@ class _Builder:
     """Reads a file's top level in order, checks every kernel body, then builds the kernels
     in order, each with the constants and imports above it (as Python would)."""
 
-    def __init__(self, path: Path, track: str, triton_kind: str):
-        self.path, self.track, self.kind = path, track, triton_kind
-        self.table: Spellings = SPELLINGS[track]
+    def __init__(self, path: Path, track: str, interpreted: bool):
+        self.path, self.track, self.interpreted = path, track, interpreted
+        self.table: Spellings = table_of(track)
         self.module = types.ModuleType(f"tilecourse_kernels_{next(_serial)}_{path.stem}")
         self.module.__file__ = str(path)
         self.ns = self.module.__dict__
@@ -195,7 +196,7 @@ class _Builder:
             raise NotData(node, f"this copies `{source}`, which later top-level code rebinds")
         if isinstance(node, ast.Name):
             return self.ns[source]
-        if self.track != "cutile" or node.args:
+        if "replace_hints" not in self.table.options or node.args:
             raise NotData(node, "a copy of a kernel is `name = kernel` or, for cuTile, "
                                 "`name = kernel.replace_hints(hint=value, ...)`")
         hints = self.options(node, "replace_hints", reader)
@@ -209,7 +210,7 @@ class _Builder:
     def kernel(self, node: ast.FunctionDef, reader: Reader) -> Any:
         function = self.bare_function(node, reader)
         for decorator in reversed(node.decorator_list):
-            function = definitions.decorate(decorator, function, reader, self.kind)
+            function = definitions.decorate(decorator, function, reader, self.interpreted)
         return function
 
     def bare_function(self, node: ast.FunctionDef, reader: Reader) -> types.FunctionType:

@@ -26,7 +26,8 @@ import enum
 import math
 from typing import Any, Callable
 
-from grader.replay.spellings import Aliases, Spellings, Unknown, is_math, lookup
+from grader.replay.spellings import Aliases, Spellings, Unknown, is_math, lookup, short
+from grader.tracks import wing
 
 _LARGEST_INT_BITS = 4096
 _LONGEST = 10_000  # characters of a string, items of a container
@@ -41,9 +42,6 @@ _OPERATORS: dict[type, Callable[[Any, Any], Any]] = {
 _UNARY: dict[type, Callable[[Any], Any]] = {
     ast.UAdd: lambda x: +x, ast.USub: lambda x: -x, ast.Not: lambda x: not x,
     ast.Invert: lambda x: ~x}
-_CONFIG_SPELLINGS = ("triton.Config", "triton.runtime.Config", "triton.runtime.autotuner.Config")
-_CONFIG_POSITIONS = ("kwargs", "num_warps", "num_stages", "num_ctas")
-_CONFIG_OPTIONS = frozenset({"num_warps", "num_stages", "num_ctas", "maxnreg"})
 _NUMBER_BUILTINS = {"min": min, "max": max, "abs": abs, "int": int, "float": float,
                     "round": round, "bool": bool}
 WHAT_IS_DATA = ("a number, a string, True/False/None, a tuple of these, a dtype such as "
@@ -159,18 +157,9 @@ class Reader:
         if any(isinstance(a, ast.Starred) for a in node.args) or any(
                 k.arg is None for k in node.keywords):
             raise NotData(node, "`*` and `**` are not read in a constant: write each argument")
-        if spelling in _CONFIG_SPELLINGS and self.table.track == "triton":
-            return self._config(node)
-        if spelling in ("triton.language.constexpr", "triton.language.core.constexpr") \
-                and self.table.track == "triton":
-            import triton.language as tl
-
-            (value,) = self._positional(node, 1, spelling)
-            return tl.constexpr(value)
-        if spelling == "cuda.tile.ByTarget" and self.table.track == "cutile":
-            import cuda.tile as ct
-
-            return ct.ByTarget(*self._positional(node, None, spelling), **self._keywords(node))
+        constructor = _constructors(self.table.track).get(spelling)
+        if constructor is not None:  # the language's own (tl.constexpr, triton.Config, ...)
+            return constructor(self, node, spelling)
         if is_math(spelling) or spelling in _NUMBER_BUILTINS and spelling not in self.constants:
             function = getattr(math, spelling[5:]) if is_math(spelling) \
                 else _NUMBER_BUILTINS[spelling]
@@ -186,12 +175,15 @@ class Reader:
                             "of tl.constexpr(...), triton.Config(...), ct.ByTarget(...), "
                             "math's functions, min, max, abs, int, float, round")
 
-    def _positional(self, node: ast.Call, count: int | None, spelling: str) -> list:
+    def positional(self, node: ast.Call, count: int | None, spelling: str) -> list:
+        """A call's positional arguments, read as data (`count` of them, and no keyword,
+        where it is given)."""
         if count is not None and (len(node.args) != count or node.keywords):
             raise NotData(node, f"`{spelling}` takes {count} plain argument here")
         return [self.constant(a) for a in node.args]
 
-    def _keywords(self, node: ast.Call, allowed: frozenset[str] | None = None) -> dict:
+    def keywords(self, node: ast.Call, allowed: frozenset[str] | None = None) -> dict:
+        """A call's keywords, read as data (each one of `allowed`, where it is given)."""
         found = {}
         for keyword in node.keywords:
             if allowed is not None and keyword.arg not in allowed:
@@ -199,23 +191,6 @@ class Reader:
                                              f"reads (only {', '.join(sorted(allowed))})")
             found[keyword.arg] = self.constant(keyword.value)
         return found
-
-    def _config(self, node: ast.Call):
-        import triton
-
-        if len(node.args) > len(_CONFIG_POSITIONS):
-            raise NotData(node, "triton.Config takes its kwargs dict, then num_warps, "
-                                "num_stages and num_ctas")
-        given = dict(zip(_CONFIG_POSITIONS, (self.constant(a) for a in node.args)))
-        given.update(self._keywords(node, _CONFIG_OPTIONS | {"kwargs"}))
-        meta = given.pop("kwargs", None)
-        if not isinstance(meta, dict):
-            raise NotData(node, "triton.Config's first argument is a dict of the kernel's "
-                                "constexpr values, written as data")
-        for name, value in given.items():
-            if value is not None and type(value) is not int:
-                raise NotData(node, f"triton.Config's {name}= is an integer")
-        return triton.Config(meta, **given)
 
     # --- annotations --------------------------------------------------------------------
 
@@ -234,16 +209,26 @@ class Reader:
         if isinstance(node, ast.Subscript):
             base = self.aliases.spelling(node.value)
             inner = self.aliases.spelling(node.slice)
-            if base == "cuda.tile.Constant" and inner in self.table.constant_types:
+            if base == self.table.constant and inner in self.table.constant_types:
                 return lookup(base, self.table)[_BUILTIN_TYPES[inner]]
-        allowed = ", ".join(sorted(a.replace("triton.language.", "tl.")
-                                   .replace("cuda.tile.", "ct.") for a in self.table.annotations))
+        allowed = ", ".join(sorted(short(a) for a in self.table.annotations))
         raise NotData(node, f"`{_shown(node)}` is not an annotation the grader reads: write one "
-                            f"of {allowed}" + (", ct.Constant[int]" if self.table.constant_types
-                                               else ""))
+                            f"of {allowed}" + (f", {short(self.table.constant)}[int]"
+                                               if self.table.constant_types else ""))
 
 
 _BUILTIN_TYPES = {"int": int, "float": float, "bool": bool, "str": str}
+
+
+def _by_target(reader: Reader, node: ast.Call, spelling: str):
+    import cuda.tile as ct
+
+    return ct.ByTarget(*reader.positional(node, None, spelling), **reader.keywords(node))
+
+
+def _constructors(track: str) -> dict:
+    """The calls a constant of the track's files may be written with, by spelling."""
+    return {"cuda.tile.ByTarget": _by_target} if track == "cutile" else wing(track).constructors
 
 
 def _is_annotation(value: Any) -> bool:

@@ -16,6 +16,8 @@ from __future__ import annotations
 import traceback
 from pathlib import Path
 
+from grader.tracks import wing
+
 
 def describe(exc: BaseException, path: Path, max_lines: int = 25) -> str:
     """`Type (at file, line N: its source): message`, at the kernel line a compile error
@@ -36,12 +38,22 @@ def describe(exc: BaseException, path: Path, max_lines: int = 25) -> str:
         return (f"{line} could not be run: an operation on it was given values of a kind or "
                 "shape it does not take (check the tiles, arrays, indices and constants that "
                 f"line passes; {type(exc).__name__} in the "
-                f"{'cuTile simulator' if _in_simulator(exc) else 'kernel language'})")
+                f"{_runtime(exc) or 'kernel language'})")
     message = str(exc).strip()
     lines = message.splitlines()
     if len(lines) > max_lines:
         message = "\n".join(lines[:max_lines] + [f"... ({len(lines) - max_lines} more lines)"])
     return f"{type(exc).__name__}{where}: {message}" if message else f"{type(exc).__name__}{where}"
+
+
+def message(exc: BaseException, limit: int = 3000) -> str:
+    """`Type: message`, cut at `limit` characters."""
+    return f"{type(exc).__name__}: {str(exc).strip()[:limit]}"
+
+
+def rejection(exc: BaseException, path: Path | None) -> str:
+    """A compiler's rejection of a kernel, at the line of `path` it names where it names one."""
+    return describe(exc, path, max_lines=40) if path else message(exc)
 
 
 _STUDENT_FACING = ("SimulatorError", "SimulatorUnsupported", "SimulatorAttributeError",
@@ -59,12 +71,19 @@ def internal(exc: BaseException) -> bool:
     if not frames:
         return False
     deepest = Path(frames[-1].filename).as_posix()
-    return "/grader/" in deepest or deepest.endswith("triton/runtime/interpreter.py")
+    return "/grader/" in deepest or _runtime(exc) is not None
 
 
-def _in_simulator(exc: BaseException) -> bool:
+def _runtime(exc: BaseException) -> str | None:
+    """How a message names the runtime of a kernel language (its interpreter or simulator)
+    that `exc` was raised in, if it was raised in one."""
     frames = traceback.extract_tb(exc.__traceback__)
-    return bool(frames) and Path(frames[-1].filename).name == "cutile_sim.py"
+    if not frames:
+        return None
+    deepest = Path(frames[-1].filename).as_posix()
+    if Path(deepest).name == "cutile_sim.py":
+        return "cuTile simulator"
+    return wing("triton").runtime(deepest)
 
 
 def compiled_line(exc: BaseException, path: Path) -> tuple[int, str] | None:

@@ -85,7 +85,7 @@ class Copy:
 
 @dataclass(frozen=True)
 class Launch:
-    language: str  # "triton" or "cutile"
+    language: str  # its track's name (grader.tracks.TRACKS)
     kernel: str  # a top-level name of the submission's file
     grid: Any  # a tuple of ints, or an int where the wrapper gave one
     args: tuple = ()
@@ -160,7 +160,8 @@ def _step_json(step) -> dict:
 
 @dataclass(frozen=True)
 class DType:
-    """A dtype argument: a torch dtype ("torch"), or a Triton language dtype ("tl")."""
+    """A dtype argument: a torch dtype ("torch"), or a dtype of a kernel language (its
+    track's name: grader.tracks.Wing.dtype_name and dtype)."""
 
     kind: str
     name: str
@@ -292,7 +293,7 @@ def _value(data, buffers: dict[str, int], where: str, depth: int = 0):
         return None
     if kind == "str":
         return _text(value, where)
-    if kind in ("torch", "tl"):
+    if kind == "torch" or kind in TRACKS:
         return DType(kind, _text(value, where))
     if kind == "tuple":
         return tuple(_value(v, buffers, where, depth + 1) for v in _list(value, where, 16))

@@ -18,6 +18,8 @@ import types
 from dataclasses import dataclass, field
 from typing import Any
 
+from grader.tracks import TRACKS, wing
+
 # math's numbers, and its functions that take and return numbers and call nothing else.
 MATH_NUMBERS = ("pi", "e", "tau", "inf", "nan")
 MATH_FUNCTIONS = ("sqrt", "log", "log2", "log10", "exp", "pow", "ceil", "floor", "isqrt", "tanh",
@@ -49,34 +51,14 @@ class Spellings:
     launch_options: frozenset[str] = frozenset()
     dtype_class: str = ""  # the spelling of the language's dtype class
     options: dict[str, frozenset[str]] = field(default_factory=dict)  # decorator -> keywords
+    # A kind of decorator the grader does not rebuild -> why, and what to write instead.
+    refused: dict[str, str] = field(default_factory=dict)
+    called: frozenset[str] = frozenset()  # kinds of decorator written only as a call
+    shown: str = ""  # the decorators the grader rebuilds, as a message lists them
+    short: dict[str, str] = field(default_factory=dict)  # a module's prefix -> as files write it
+    constant: str = ""  # the annotation subscripted with a constant's type (`ct.Constant[int]`)
 
 
-TRITON = Spellings(
-    track="triton", package="triton", api="tl.*",
-    modules=frozenset({"triton", "triton.language", "triton.language.math",
-                       "triton.language.extra", "triton.language.extra.cuda",
-                       "triton.language.extra.cuda.libdevice",
-                       "triton.language.extra.libdevice"}),
-    steps={"triton": frozenset({"language", "cdiv", "next_power_of_2"})},
-    builtins=frozenset({"range", "len", "min", "max", "int", "float", "print"}),
-    host_only=frozenset({"triton.jit", "triton.autotune", "triton.heuristics"}),
-    decorators={"triton.jit": "jit", "triton.autotune": "autotune",
-                "triton.heuristics": "heuristics",
-                "triton.constexpr_function": "constexpr_function",
-                "triton.language.constexpr_function": "constexpr_function"},
-    annotations=frozenset({"triton.language.constexpr", "triton.language.tensor", "int",
-                           "float", "bool", "str"}),
-    constant_types=frozenset(),
-    homes=("triton.language", "triton._C.libtriton"),
-    hidden=frozenset({"handle"}),  # the interpreter's numpy array behind a tensor
-    launch_options=frozenset({"num_warps", "num_stages", "num_ctas", "maxnreg",
-                              "enable_fp_fusion"}),
-    dtype_class="triton.language.dtype",
-    options={"jit": frozenset({"do_not_specialize", "do_not_specialize_on_alignment", "debug",
-                               "noinline"}),
-             "autotune": frozenset({"configs", "key", "reset_to_zero", "restore_value",
-                                    "warmup", "rep", "cache_results", "use_cuda_graph"})},
-)
 # numpy's dtypes and numbers, which cuTile takes in tile code as NVIDIA's samples write it.
 NUMPY_IN_CUTILE = frozenset({"float16", "float32", "float64", "int8", "int16", "int32",
                              "int64", "uint8", "uint16", "uint32", "uint64", "bool_", "inf",
@@ -100,8 +82,23 @@ CUTILE = Spellings(
              "function": frozenset({"host", "tile"}),
              "replace_hints": frozenset({"num_ctas", "occupancy", "opt_level",
                                          "num_worker_warps"})},
+    shown="@ct.kernel, @ct.function",
+    short={"cuda.tile.": "ct."},
+    constant="cuda.tile.Constant",
 )
-SPELLINGS: dict[str, Spellings] = {s.track: s for s in (TRITON, CUTILE)}
+
+
+def table(track: str) -> Spellings:
+    """The spellings of a track's language."""
+    return CUTILE if track == CUTILE.track else wing(track).spellings
+
+
+def short(spelling: str) -> str:
+    """A spelling as a file writes it (`tl.load`, `ct.load`), whichever language's it is."""
+    for track in TRACKS:
+        for prefix, written in table(track).short.items():
+            spelling = spelling.replace(prefix, written)
+    return spelling
 
 
 class Aliases:

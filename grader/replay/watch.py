@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from grader.replay.traffic import Finding, LaunchWatch, Region, Source, Traffic
-from grader.tracks import TRACKS
+from grader.tracks import TRACKS, wing
 
 
 class Watch:
@@ -75,31 +75,10 @@ class Watch:
         return None if frame is None else frame.f_lineno
 
 
-def _linear(index: tuple[int, ...], grid: tuple[int, ...]) -> int:
+def linear(index: tuple[int, ...], grid: tuple[int, ...]) -> int:
+    """A program's number from its place in the grid (x fastest)."""
     x, y, z = (tuple(index) + (0, 0, 0))[:3]
     return x + grid[0] * (y + grid[1] * z)
-
-
-@contextmanager
-def _triton_hooks(watch: Watch, launch: LaunchWatch, grid, notes) -> Iterator[None]:
-    from triton.runtime import interpreter
-
-    builder = interpreter.interpreter_builder
-    load, store = builder.create_masked_load, builder.create_masked_store
-
-    def watched_load(ptrs, mask, other, cache_policy, is_volatile):
-        launch.access(False, ptrs.data, mask.data, _linear(builder.grid_idx, grid), watch.line())
-        return load(ptrs, mask, other, cache_policy, is_volatile)
-
-    def watched_store(ptrs, value, mask, cache_policy):
-        launch.access(True, ptrs.data, mask.data, _linear(builder.grid_idx, grid), watch.line())
-        return store(ptrs, value, mask, cache_policy)
-
-    builder.create_masked_load, builder.create_masked_store = watched_load, watched_store
-    try:
-        yield
-    finally:
-        del builder.create_masked_load, builder.create_masked_store  # the class's again
 
 
 UNDETERMINED_EDGE = ("{count} loads at {where} take a tile that hangs over the edge of {name} "
@@ -115,7 +94,7 @@ def _cutile_hooks(watch: Watch, launch: LaunchWatch, grid, notes) -> Iterator[No
     saved = {name: getattr(space, name) for name in ("load", "store", "gather", "scatter")}
 
     def block() -> int:
-        return _linear(sim._block, grid)
+        return linear(sim._block, grid)
 
     # The kernel hands the simulator its arrays (grader.cutile_sim.Array); the addresses are
     # those of the tensors behind them, once the simulator has accepted the call.
@@ -207,4 +186,4 @@ def _note_edge(watch, launch, notes, array, index, shape, order, kwargs) -> None
 
 
 # Per track: the hooks that watch its loads and stores during one launch on the CPU.
-HOOKS = {"triton": _triton_hooks, "cutile": _cutile_hooks}
+HOOKS = {"triton": wing("triton").watch, "cutile": _cutile_hooks}

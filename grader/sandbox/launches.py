@@ -20,7 +20,7 @@ from typing import Any, Iterator
 
 import torch
 
-from grader.tracks import TRACKS
+from grader.tracks import TRACKS, wing
 
 
 class Session:
@@ -38,7 +38,8 @@ class Session:
                 configs: list | None = None) -> None:
         self.count += 1
         tensors = [v for v in [*args, *kwargs.values()] if isinstance(v, torch.Tensor)]
-        name = getattr(getattr(kernel, "fn", None), "__name__", None) or "a cuTile kernel"
+        name = (getattr(getattr(kernel, "fn", None), "__name__", None)
+                or f"a {TRACKS[language].title} kernel")
         watch = self.host.launching(name, tensors) if self.host else contextlib.nullcontext()
         with watch:
             if self.recorder is not None:
@@ -59,37 +60,17 @@ def recording(session: Session) -> Iterator[Session]:
         _session = saved
 
 
+def current() -> Session | None:
+    """The session recording now, if any: what a language's hooked launch asks first."""
+    return _session
+
+
 def install() -> None:
     """Hook the launch paths of the kernel languages imported so far (idempotent)."""
     for name, hook in HOOKS.items():
         if TRACKS[name].module in sys.modules and name not in _installed:
             hook()
             _installed.add(name)
-
-
-# --- Triton ----------------------------------------------------------------------------
-
-
-def _install_triton() -> None:
-    from triton.runtime.autotuner import Autotuner, Heuristics
-    from triton.runtime.interpreter import InterpretedFunction
-    from triton.runtime.jit import JITFunction
-
-    for cls in (JITFunction, InterpretedFunction, Autotuner, Heuristics):
-        cls.run = _triton_run(cls.run)
-
-
-def _triton_run(original):
-    def run(self, *args, **kwargs):
-        session = _session
-        if session is None or kwargs.get("warmup"):
-            return original(self, *args, **kwargs)
-        grid = kwargs.pop("grid", None)
-        kwargs.pop("warmup", None)
-        session.propose("triton", self, grid, args, kwargs, getattr(self, "configs", None))
-        return None
-
-    return run
 
 
 # --- cuTile ----------------------------------------------------------------------------
@@ -131,4 +112,4 @@ def _cutile_launch(original):
 
 
 # Per track (grader.tracks): the hook that makes its launches proposals.
-HOOKS = {"triton": _install_triton, "cutile": _install_cutile}
+HOOKS = {"triton": wing("triton").hook_launches, "cutile": _install_cutile}

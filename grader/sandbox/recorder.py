@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from grader.tracks import TRACKS
+from grader.tracks import TRACKS, wing
 from grader.replay.proposal import (MAX_STEPS, Alloc, Copy, DType, Fill, Launch, Proposal,
                                     ProposalError, Ref)
 
@@ -164,8 +164,10 @@ class Recorder:
             return value
         if isinstance(value, torch.dtype):
             return DType("torch", str(value).removeprefix("torch."))
-        if type(value).__module__.startswith("triton.language") and hasattr(value, "primitive_bitwidth"):
-            return DType("tl", value.name)
+        for track in ("triton",):
+            name = wing(track).dtype_name(value)
+            if name is not None:
+                return DType(track, name)
         if isinstance(value, numbers.Integral):
             return int(value)
         if isinstance(value, numbers.Real):

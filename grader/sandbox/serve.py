@@ -57,8 +57,7 @@ class Worker:
             from grader.replay import execute, kernels, source
 
             try:
-                file = kernels.load(Path(path), self.track,
-                                    interpreted=device == "cpu" and self.track == "triton")
+                file = kernels.load(Path(path), self.track, interpreted=device == "cpu")
             except kernels.SourceError as exc:
                 raise SubmissionError(str(exc)) from None
             self.file = file

@@ -20,12 +20,14 @@ import tempfile
 from grader import protocol
 from grader.sandbox import privileges, processes
 from grader.sandbox.serve import Worker
+from grader.tracks import TRACKS, wing
 
 BOOT = ("import sys; sys.path.insert(0, sys.argv[1]); "
         "from grader.sandbox.worker import main; main(int(sys.argv[2]), sys.argv[3])")
 OUTPUT_FD_TAG = b"out"  # the bytes that carry the output file's descriptor to a spare
 # What every worker imports, whatever its role and plan (a spare, while it waits).
-WARM_IMPORTS = ("torch", "triton", "grader.problems", "grader.timing", "grader.replay.poison",
+WARM_IMPORTS = ("torch", *wing("triton").preload,
+                "grader.problems", "grader.timing", "grader.replay.poison",
                 "grader.replay.execute", "grader.sandbox.launches", "grader.sandbox.submission")
 
 
@@ -38,33 +40,27 @@ def _warm() -> None:
 
 
 def _bind_before_student_code(track: str, role: str, device: str) -> None:
-    """Import what grading relies on, and hook the kernel language's launches, before the
-    submission can touch them; on the CPU, cuTile's launches run in the simulator."""
+    """Import what grading relies on, and the kernel language with its hooks, before the
+    submission can touch them (the language's wing says what it binds, by role and device)."""
     import torch  # noqa: F401
 
     from grader import problems, timing  # noqa: F401
     from grader.replay import poison  # noqa: F401
     from grader.sandbox import launches, submission  # noqa: F401
-    from grader.tracks import TRACKS
 
-    if track in TRACKS:
+    if track == "cutile":
         try:
             importlib.import_module(TRACKS[track].module)
         except ImportError:
             pass  # the submission's own import then says what is missing
-    if device == "cpu" and track == "cutile":
-        from grader import cutile_sim
+        if device == "cpu":
+            from grader import cutile_sim
 
-        cutile_sim.install()  # ct.launch runs kernels in the simulator, on the CPU
+            cutile_sim.install()  # ct.launch runs kernels in the simulator, on the CPU
+    elif track in TRACKS:
+        wing(track).bind(role, device)
     if role == "child":
         launches.install()  # the replay runs kernels; the child only proposes launches
-    elif track == "triton" and os.environ.get("TRITON_INTERPRET") == "1":
-        from grader.replay import frontends
-
-        try:
-            frontends.start_triton_helper()  # its imports overlap loading the kernels
-        except OSError:
-            pass  # the first launch tries again, and says why it cannot check
 
 
 def main(fd: int, start: str = "cold") -> None:

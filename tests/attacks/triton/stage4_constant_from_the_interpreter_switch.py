@@ -24,7 +24,7 @@ def host_matmul(*unused):
     """Finds the replay's own tensors up the stack, and multiplies on the host."""
     frame = torch.sys._getframe(1)
     while frame is not None:
-        if frame.f_code.co_name == "_launch_triton":
+        if frame.f_code.co_name == "launch":
             a, b, c = frame.f_locals["args"][:3]
             c.copy_((a.float() @ b.float()).to(c.dtype))
             return 0

@@ -1,4 +1,4 @@
-"""Triton kernels built in one process and launched in another.
+"""Triton kernels built in one process and launched in another (grader.replay.binaries).
 
 On a GPU, compiling a Triton kernel runs Triton's code generator, which calls the Python a
 kernel names (grader.replay.bodies keeps that to Triton's own). So the kernels are compiled
@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from grader.replay.frontends import constant_json, constant_value
+from grader.languages.triton.frontend import constant_json, constant_value, unwrap
 
 _KEPT = (".json", ".cubin")  # of a compiled kernel's files, what launching it needs
 # What a record may name (it is data from another process): a hash, and files within it.
@@ -30,14 +30,6 @@ _SAFE_FILE = re.compile(r"\d{1,4}/[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 # What makes Triton's own autotuner pass over a configuration rather than fail the launch:
 # one that does not fit this GPU (shared memory, registers) or that its compiler refuses.
 SKIPPED = ("OutOfResources", "CompileTimeAssertionFailure", "PTXASError")
-
-
-def unwrap(kernel) -> tuple[Any, list | None]:
-    """(the JIT function under an autotuner, the autotuner's configurations or None)."""
-    configs = getattr(kernel, "configs", None)
-    while not hasattr(kernel, "arg_names") or hasattr(kernel, "configs"):
-        kernel = kernel.fn
-    return kernel, configs
 
 
 def build(kernel, args: tuple, kwargs: dict) -> tuple[list[dict], dict[str, bytes]]:

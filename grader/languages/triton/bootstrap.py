@@ -1,0 +1,39 @@
+"""Triton in a worker, before the submission is loaded (grader.sandbox.worker)."""
+
+from __future__ import annotations
+
+import os
+
+
+def bind(role: str, device: str) -> None:
+    """Import Triton first (in the mode the backend set); in the replay, start the front
+    end's helper where the interpreter runs the kernels, and give tensor descriptors their
+    scratch memory where the GPU does."""
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        return  # the submission's own import then says what is missing
+    if role == "child":
+        return
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        from grader.languages.triton.frontend import start_helper
+
+        try:
+            start_helper()  # its imports overlap loading the kernels
+        except OSError:
+            pass  # the first launch tries again, and says why it cannot check
+    if device != "cpu":
+        _scratch_for_descriptors(device)
+
+
+def _scratch_for_descriptors(device: str) -> None:
+    """Triton kernels that make tensor descriptors need global scratch memory, which a
+    wrapper would give with triton.set_allocator: the replay gives it for every kernel."""
+    import torch
+    import triton
+
+    def scratch(size: int, alignment: int, stream) -> torch.Tensor:  # noqa: ARG001
+        return torch.empty(size, dtype=torch.int8, device=device)
+
+    if hasattr(triton, "set_allocator"):
+        triton.set_allocator(scratch)

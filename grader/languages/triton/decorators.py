@@ -1,0 +1,49 @@
+"""Triton's decorators, applied by the grader to a kernel's bare `def`
+(grader.replay.definitions has read their options as data): `@triton.jit`, and
+`@triton.autotune(configs=[...])` over literal configurations."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any, Callable
+
+from grader.languages.triton.spellings import TRITON
+from grader.replay.literals import NotData
+
+
+def decorate(function: Any, spelling: str, given: dict, node: ast.expr,
+             interpreted: bool) -> Any:
+    if TRITON.decorators[spelling] == "jit":
+        return _jit_class(interpreted)(function, **given)
+    import triton
+
+    given["configs"] = list(given.get("configs", ()))
+    inner = getattr(function, "fn", function)  # the JIT function's Python function
+    parameters = inner.__code__.co_varnames[:inner.__code__.co_argcount]
+    for config in given["configs"]:
+        strange = sorted(set(getattr(config, "kwargs", {})) - set(parameters))
+        if not isinstance(config, triton.Config) or strange:
+            raise NotData(node, "each of the autotuner's configurations is a triton.Config "
+                                "whose dict names parameters of the kernel"
+                                + (f" (`{strange[0]}` is not one)" if strange else ""))
+    if interpreted:
+        # No GPU to time configurations on: the interpreter runs the first one (the front
+        # end checks every one of them before anything runs).
+        given["do_bench"] = _first_configuration
+    return triton.autotune(**given)(function)
+
+
+def _first_configuration(kernel_call, quantiles=None, **options) -> list[float]:
+    """An autotuner's benchmark that times nothing: every configuration ties, and the
+    autotuner keeps the first."""
+    return [0.0, 0.0, 0.0]
+
+
+def _jit_class(interpreted: bool) -> Callable:
+    if interpreted:
+        from triton.runtime.interpreter import InterpretedFunction
+
+        return InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    return JITFunction

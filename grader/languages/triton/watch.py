@@ -1,0 +1,38 @@
+"""Triton's loads and stores on the CPU, for the replay's watch (grader.replay.watch).
+
+The interpreter executes each program's memory operations through its builder's
+`create_masked_load` / `create_masked_store` (plain loads, block pointers and descriptors
+all end there). For the length of one launch those are wrapped: the wrapper passes the
+addresses and the mask of the batch on, with the program that made it and the line of the
+student's kernel it comes from.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator
+
+from grader.replay.traffic import LaunchWatch
+from grader.replay.watch import Watch, linear
+
+
+@contextmanager
+def hooks(watch: Watch, launch: LaunchWatch, grid, notes) -> Iterator[None]:
+    from triton.runtime import interpreter
+
+    builder = interpreter.interpreter_builder
+    load, store = builder.create_masked_load, builder.create_masked_store
+
+    def watched_load(ptrs, mask, other, cache_policy, is_volatile):
+        launch.access(False, ptrs.data, mask.data, linear(builder.grid_idx, grid), watch.line())
+        return load(ptrs, mask, other, cache_policy, is_volatile)
+
+    def watched_store(ptrs, value, mask, cache_policy):
+        launch.access(True, ptrs.data, mask.data, linear(builder.grid_idx, grid), watch.line())
+        return store(ptrs, value, mask, cache_policy)
+
+    builder.create_masked_load, builder.create_masked_store = watched_load, watched_store
+    try:
+        yield
+    finally:
+        del builder.create_masked_load, builder.create_masked_store  # the class's again
