@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from grader.course import TRACKS, Stage
+from grader.course import Stage
 from grader.course.todos import TodoState, todo_state
 from grader.report.results import Status
 from grader.sandbox.screening import describe as describe_findings
 from grader.sandbox.screening import Unreadable, screen
+from grader.tracks import TRACKS
 
 
 def started_stages(stages: list[Stage] | tuple[Stage, ...], folder: Path) -> dict[str, list[str]]:

@@ -11,20 +11,23 @@ marker below) and keeps, summarises and compares them (--benchmark-json).
 
 import pytest
 
-from grader.timing import ReplayClock, replay_clock
+from grader.timing import SampleClock
+
+CLOCK = SampleClock()
 
 
-# The recorded CUDA-event samples are what pytest-benchmark keeps: its timer is the replay.
-@pytest.mark.benchmark(timer=replay_clock)
+# The CUDA-event samples the trial measured are what pytest-benchmark keeps: its timer plays
+# them back.
+@pytest.mark.benchmark(timer=CLOCK)
 def test_speed(speed, case, benchmark):
     timed = speed.time(case)
     assert timed.samples_ms, timed.case.summary  # the timed calls failed: nothing to record
-    clock = ReplayClock.current = ReplayClock(timed.samples_ms)
+    CLOCK.play(timed.samples_ms)
     benchmark.group = speed.stage.id
     benchmark.extra_info.update(
         baseline=timed.case.baseline, baseline_ms=timed.case.baseline_ms,
         speedup=timed.case.speedup, achieved=timed.case.achieved, unit=timed.case.unit,
         fraction_of_limit=timed.case.fraction, spread=timed.case.spread,
     )
-    benchmark.pedantic(clock.advance, rounds=len(timed.samples_ms), iterations=1, warmup_rounds=0)
+    benchmark.pedantic(CLOCK.advance, rounds=len(timed.samples_ms), iterations=1, warmup_rounds=0)
     assert timed.case.passed, timed.case.summary

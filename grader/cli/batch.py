@@ -11,13 +11,13 @@ import click
 from grader import sandbox
 from grader.backends import selection as backends
 from grader.cli.context import EXIT_INTERRUPTED, EXIT_OK, course_of
-from grader.course import TRACKS
 from grader.errors import GradeError
 from grader.grading.request import GradingRequest, Limits
 from grader.instructor import batch, slurm
 from grader.quoting import single_line
 from grader.report.progress import batch_progress, slurm_progress
 from grader.report.scorecard import make_console, sandbox_line
+from grader.tracks import TRACKS
 
 
 

@@ -15,7 +15,7 @@ from rich.table import Table
 
 from grader.cli.context import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, course_of
 from grader.cli.parsing import GradingCommand, StageCommand, grading_options
-from grader.course import TRACKS, Course, Stage
+from grader.course import Course, Stage
 from grader.grading import stages as grading
 from grader.grading.request import GradingRequest, Limits, Outputs
 from grader.quoting import visible
@@ -23,6 +23,7 @@ from grader.report import annotations, gradescope, junit, markdown, picture_html
 from grader.report.progress import stage_progress
 from grader.report.results import Report
 from grader.report.scorecard import make_console, render
+from grader.tracks import TRACKS
 
 
 @click.command("stage", cls=StageCommand, hidden=True)

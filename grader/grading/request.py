@@ -16,9 +16,10 @@ from pathlib import Path
 
 from grader.backends import selection as backends
 from grader.backends.selection import Selection
-from grader.course import TRACKS, Course, Stage
+from grader.course import Course, Stage
 from grader.errors import GradeError
 from grader.intake import started_stages
+from grader.tracks import TRACKS
 
 
 @dataclass(frozen=True)
