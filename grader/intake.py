@@ -1,38 +1,24 @@
-"""What is known of a student's stage files before any of them runs: which track they have
-started, and whether a file is graded at all (missing, not started, or screened out by the
-static check of grader.sandbox.screening)."""
+"""What is known of a student's stage files before any of them runs: which tracks they have
+started (grader.grading.request chooses from it), and whether a file is graded at all
+(missing, not started, or screened out by the static check of grader.sandbox.screening)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from grader.course import TRACKS, Course, Stage
+from grader.course import Stage
 from grader.course.todos import TodoState, todo_state
 from grader.report.results import Status
 from grader.sandbox.screening import describe as describe_findings
 from grader.sandbox.screening import Unreadable, screen
+from grader.tracks import TRACKS
 
 
-def started_track(course: Course, stages: list[Stage], submission: Path | None = None) -> str | None:
-    """The track whose exercises the student has started (a TODO filled in), when only one
-    has been: `auto` grades that one, so a Triton student on a machine where cuTile runs is
-    not told that every stage is NOT STARTED."""
-    started = {track for track, ids in started_stages(course, stages, submission).items() if ids}
-    return started.pop() if len(started) == 1 else None
-
-
-def started_stages(course: Course, stages: list[Stage],
-                   submission: Path | None = None) -> dict[str, list[str]]:
-    """Per track, the ids of the stages whose file has a TODO filled in: in `submission` (a
-    folder laid out like exercises/, or one holding exercises/), else the course's exercises."""
-    if submission and (submission / "exercises").is_dir():
-        submission = submission / "exercises"
-    started: dict[str, list[str]] = {}
-    for track in TRACKS:
-        paths = [(stage, submission / stage.modules[track] if submission
-                  else course.module_path(stage, track, solutions=False)) for stage in stages]
-        started[track] = [stage.id for stage, path in paths if _is_started(path)]
-    return started
+def started_stages(stages: list[Stage] | tuple[Stage, ...], folder: Path) -> dict[str, list[str]]:
+    """Per track, the ids of the stages whose file in `folder` (laid out like exercises/)
+    has a TODO filled in."""
+    return {track: [stage.id for stage in stages if _is_started(folder / stage.modules[track])]
+            for track in TRACKS}
 
 
 def _is_started(path: Path) -> bool:

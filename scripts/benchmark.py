@@ -25,7 +25,8 @@ import torch
 
 
 from grader import timing
-from grader.judge.compare import compare
+from grader.judge.compare import Expected, compare
+from grader.sandbox.outcomes import Outcome
 from grader.problems import DTYPES
 from grader.sandbox.submission import Submission
 from grader.speed import ceilings
@@ -84,7 +85,8 @@ def callables(stage, kernels: dict[str, Submission], params: dict, dtype: str):
     candidates.update({name: (lambda b=b: b(call)) for name, b in problem.baselines.items()})
     wrong = []
     for name, fn in candidates.items():
-        verdict = compare(fn(), expected, DTYPES[dtype], "cuda", stage.tolerance[dtype])
+        verdict = compare(Outcome(output=fn()), Expected(expected, DTYPES[dtype], "cuda",
+                                                           stage.tolerance[dtype]))
         if not verdict.passed:
             wrong.append(f"{name}: {verdict.summary}")
     return candidates, wrong

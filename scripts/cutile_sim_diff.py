@@ -25,7 +25,8 @@ import cuda.tile as ct
 
 from grader import cutile_sim
 from grader.course import Case, Stage
-from grader.judge.compare import compare
+from grader.judge.compare import Expected, compare
+from grader.sandbox.outcomes import Outcome
 from grader.problems import DTYPES
 from grader.replay.poison import PoisonFreshAllocations
 from grader.sandbox.submission import Submission
@@ -130,13 +131,15 @@ def main() -> int:
                 results = {}
                 for side, device, simulate in (("real", "cuda", False), ("sim", "cpu", True)):
                     out, error = run(submission, call, device, simulate)
-                    ok = error is None and compare(out, expected, dtype, "cpu", tol).passed
+                    ok = error is None and compare(Outcome(output=out),
+                                                   Expected(expected, dtype, "cpu", tol)).passed
                     results[side] = (ok, out, error)
                     verdicts[side] += ok
                 (real_ok, real_out, real_err), (sim_ok, sim_out, sim_err) = results["real"], results["sim"]
                 same = real_ok == sim_ok
                 if same and real_ok:
-                    same = compare(sim_out.to(dtype), real_out.float(), dtype, "cpu", tol).passed
+                    same = compare(Outcome(output=sim_out.to(dtype)),
+                                   Expected(real_out.float(), dtype, "cpu", tol)).passed
                 if same:
                     agree += 1
                 elif undefined and real_ok and not sim_ok:

@@ -50,7 +50,8 @@ from pathlib import Path
 
 from grader.backends import selection as backends
 from grader.course import Case, Course, Threshold
-from grader.grading import grade_stage
+from grader.grading.request import GradingRequest, Limits
+from grader.grading.stages import grade_stage
 from grader.instructor.skeletons import make_plain_solution
 from scripts import common
 from scripts.common import ROOT
@@ -375,7 +376,10 @@ def main() -> int:
             module = tmp / f"{stage_id}_submission.py"
             module.write_text(source)
             course = small if stage_id == "vector_add" else relaxed
-            result = grade_stage(course, course.select(stage_id), selection, module=module, timeout=120)
+            stage = course.select(stage_id)
+            request = GradingRequest(course, (stage,), selection.backend.name, module=module,
+                                     limits=Limits(timeout=120))
+            result = grade_stage(request.resolve(), stage)
             graded[name] = result
             texts = [c.summary for c in result.cases] + [c.message for c in result.checks] \
                 + [c.summary for c in result.speed.cases] + [result.message, result.speed.reason]

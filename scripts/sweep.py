@@ -313,7 +313,8 @@ def main() -> int:
 def sweep(course, stage, track, variants: list[Variant], tmp: Path, seconds: float,
           reference_last: bool = False) -> None:
     from grader import timing
-    from grader.judge.compare import compare
+    from grader.judge.compare import Expected, compare
+    from grader.sandbox.outcomes import Outcome
     from grader.problems import DTYPES
     from grader.sandbox.submission import Submission
     from grader.speed import ceilings
@@ -340,7 +341,8 @@ def sweep(course, stage, track, variants: list[Variant], tmp: Path, seconds: flo
         for name, submission in kernels.items():
             fn = submission.bound(call.args, call.kwargs)
             try:
-                verdict = compare(fn(), expected, DTYPES[dtype], "cuda", stage.tolerance[dtype])
+                verdict = compare(Outcome(output=fn()), Expected(expected, DTYPES[dtype], "cuda",
+                                                           stage.tolerance[dtype]))
             except Exception as exc:  # noqa: BLE001 - a variant that fails is a finding
                 print(f"  FAILED {track} {stage.id} {label} {name}: {exc}"[:300], flush=True)
                 continue

@@ -35,15 +35,15 @@ from grader import timing
 from grader.backends import selection as backends
 from grader.sandbox import Runner
 from grader.sandbox.submission import Submission
-from grader.speed.trial import Trial
+from grader.speed.trial import TimedCase, Trial
 from scripts import common
 
 
 def graded(stage, case, runner, seconds: float):
     problem = stage.problem
-    trial = Trial(problem, dict(case.params), case.dtype, runner,
-                  problem.baselines[stage.speed.baseline], stage.tolerance[case.dtype],
-                  timing.Budget(seconds=seconds))
+    trial = Trial(TimedCase(problem, dict(case.params), case.dtype,
+                            problem.baselines[stage.speed.baseline], stage.tolerance[case.dtype]),
+                  runner, timing.Budget(seconds=seconds))
     return trial.run()
 
 
@@ -51,9 +51,9 @@ def diagnose(stage, case, runner, track: str) -> None:
     """Beyond the call times, per batch size: the replay's batch on the grader's clock, and
     the grader's own batch of the baseline (both medians of 7)."""
     problem = stage.problem
-    trial = Trial(problem, dict(case.params), case.dtype, runner,
-                  problem.baselines[stage.speed.baseline], stage.tolerance[case.dtype],
-                  timing.Budget(seconds=1))
+    trial = Trial(TimedCase(problem, dict(case.params), case.dtype,
+                            problem.baselines[stage.speed.baseline], stage.tolerance[case.dtype]),
+                  runner, timing.Budget(seconds=1))
     proposal = runner.record(problem.id, dict(case.params), case.dtype, 1).proposal
     runner.replay.warm(problem.id, dict(case.params), case.dtype, 1, proposal, 3)
     key = 12345

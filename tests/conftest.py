@@ -4,6 +4,7 @@ The tests run on machines without a GPU, so Triton must be in interpreter mode, 
 has to be decided before anything imports triton.
 """
 
+import dataclasses
 import os
 
 os.environ["TRITON_INTERPRET"] = "1"
@@ -21,7 +22,8 @@ from grader import sandbox  # noqa: E402
 from grader.backends import selection as backends  # noqa: E402
 from grader.cli import main  # noqa: E402
 from grader.course import load_course  # noqa: E402
-from grader.grading import grade_stage  # noqa: E402
+from grader.grading.request import GradingRequest, Limits, Outputs  # noqa: E402
+from grader.grading.stages import grade_stage  # noqa: E402
 
 # Gradings follow one another here: each one's processes are forks of a template that
 # imported PyTorch once (grader.sandbox.spares).
@@ -68,19 +70,27 @@ def grade_source(course, tmp_path):
     """Grade `source` as the submission for a stage; returns the StageResult.
 
     `backend` is a backend name or a ready Selection; `course_toml`, when given, is the text
-    of a one-off course.toml to grade against instead of the real one; other keyword
-    arguments (timeout, benchmark_json, ...) go to grade_stage.
+    of a one-off course.toml to grade against instead of the real one; the other keyword
+    arguments are the request's (grader.grading.request).
     """
 
-    def grade(stage_id: str, source: str, backend="triton-interpret", course_toml=None, **options):
+    def grade(stage_id: str, source: str, backend="triton-interpret", course_toml=None,
+              timeout=None, keep_going=False, seed=0, benchmark_json=None):
         graded = course
         if course_toml is not None:
             (tmp_path / "course.toml").write_text(course_toml, encoding="utf-8")
             graded = load_course(tmp_path / "course.toml")
-        selection = backends.select(backend) if isinstance(backend, str) else backend
         module = tmp_path / f"{stage_id}_submission.py"
         module.write_text(source, encoding="utf-8")
-        return grade_stage(graded, graded.select(stage_id), selection, module=module, **options)
+        stage = graded.select(stage_id)
+        request = GradingRequest(graded, (stage,), backend if isinstance(backend, str) else
+                                 backends.AUTO, module=module, seed=seed,
+                                 limits=Limits(timeout, keep_going),
+                                 outputs=Outputs(benchmark_json=benchmark_json))
+        resolved = request.resolve()
+        if not isinstance(backend, str):  # a stand-in backend (a GPU's timing on the CPU)
+            resolved = dataclasses.replace(resolved, selection=backend)
+        return grade_stage(resolved, stage)
 
     return grade
 

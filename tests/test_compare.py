@@ -3,15 +3,18 @@
 import torch
 
 from grader.course import Tolerance
-from grader.judge.compare import compare
+from grader.judge.compare import Expected, compare
 from grader.replay.execute import LaunchRecord as Launch
 from grader.replay.poison import PoisonFreshAllocations, never_written
+from grader.sandbox.outcomes import Outcome
+from grader.tracks import TRACKS
 
 TOL = Tolerance(atol=1e-3, rtol=1e-3)
 
 
-def judge(out, ref, tiles=None, launches=(), dtype=None):
-    return compare(out, ref, dtype or out.dtype, "cpu", TOL, tiles, launches)
+def judge(out, ref, tiles=None, launches=(), dtype=None, track=None):
+    return compare(Outcome(output=out, launches=list(launches)),
+                   Expected(ref, dtype or out.dtype, "cpu", TOL, TRACKS.get(track), tiles))
 
 
 def test_a_match_passes():
@@ -98,9 +101,10 @@ def test_wrong_type_shape_dtype_device():
     ref = torch.zeros(4)
     assert judge([0.0] * 4, ref, dtype=torch.float32).summary == "returned list, expected a torch.Tensor"
     assert "returned shape (5,), expected (4,)" in judge(torch.zeros(5), ref).summary
-    verdict = compare(torch.zeros(4), ref, torch.float16, "cpu", TOL)
+    verdict = compare(Outcome(output=torch.zeros(4)), Expected(ref, torch.float16, "cpu", TOL))
     assert verdict.summary == "returned dtype float32, expected float16 (the input dtype)"
-    assert "expected it on cuda" in compare(torch.zeros(4), ref, torch.float32, "cuda", TOL).summary
+    assert "expected it on cuda" in compare(Outcome(output=torch.zeros(4)),
+                                            Expected(ref, torch.float32, "cuda", TOL)).summary
 
 
 def test_an_output_no_store_reached_says_so_and_errors_count_only_finite_elements():
@@ -118,16 +122,18 @@ def test_an_output_no_store_reached_says_so_and_errors_count_only_finite_element
 
 def test_nan_made_from_the_poison_names_the_load_past_the_end():
     """A value computed from a guard element (quieted poison, as a CPU leaves it) is a load
-    past the end of an input; the fix named follows the kernel's language."""
+    past the end of an input; the fix named is in the graded track's words."""
     with PoisonFreshAllocations():
         guard = torch.empty(4)
     computed = guard * 2 + 1  # arithmetic on the poison keeps its payload on a CPU
     assert torch.isnan(computed).all() and not never_written(computed).any()
     out = torch.cat([torch.ones(4), computed])
-    triton = judge(out, torch.ones(8), launches=[Launch("k", (1,), language="triton")]).report
+    triton = judge(out, torch.ones(8), launches=[Launch("k", (1,), language="triton")],
+                   track="triton").report
     assert "4 elements are NaN computed from the grader's poison: a load read past the end" in triton
     assert "`mask=` and `other=`" in triton
-    cutile = judge(out, torch.ones(8), launches=[Launch("k", (1,), language="cutile")]).report
+    cutile = judge(out, torch.ones(8), launches=[Launch("k", (1,), language="cutile")],
+                   track="cutile").report
     assert "padding_mode=ct.PaddingMode.ZERO" in cutile
     other = judge(torch.full((4,), float("nan")), torch.ones(4)).report
     assert "NaN where a number was expected: from a load past the end of an input" in other
@@ -151,7 +157,7 @@ def test_softmax_rows_that_do_not_sum_to_one_are_observed_not_explained():
     want = torch.softmax(torch.randn(4, 8, generator=torch.Generator().manual_seed(0)), -1)
     got = want.clone()
     got[2] *= 0.5  # one row off: no factor per row confirmed, so no cause is named
-    report = compare(got, want, torch.float32, "cpu", TOL, explain=explain)
+    report = compare(Outcome(output=got), Expected(want, torch.float32, "cpu", TOL, explain=explain))
     assert "1 of 4 rows do not sum to 1 (row 2 sums to 0.5)" in report.report
     assert report.stats["causes"] == []
     scaled = want * torch.tensor([[2.0], [3.0], [0.5], [4.0]])  # every row by its own factor

@@ -14,9 +14,10 @@ import json_schema
 import pytest
 from conftest import COURSE_FILE, ROOT, broken, vector_add_course
 
-from grader import grading
 from grader.backends import selection as backends
 from grader.course import load_course
+from grader.grading import stages as grading
+from grader.grading.request import GradingRequest
 from grader.report.results import SCHEMA, Failure, StageResult, Status
 
 SCHEMA_FILE = Path(__file__).resolve().parents[1] / "grader" / "report" / "result.schema.json"
@@ -90,11 +91,13 @@ def test_untouched_skeletons_are_not_started(run_grade, course, tmp_path):
 def test_a_stage_can_be_named_three_ways(run_grade, course, tmp_path, selector, monkeypatch):
     # Which stage is graded, not how: a stand-in grades it (the stage is graded for real in
     # the tests above and below).
-    def stand_in(course, stage, selection, *args, **kwargs):
-        return StageResult(stage.number, stage.id, stage.title, selection.backend.name,
-                           "stand-in.py", stage.points, Status.PASS, stage.points)
+    def stand_in(session, progress):
+        stage = session.stage
+        return StageResult(stage.number, stage.id, stage.title,
+                           session.grading.selection.backend.name, "stand-in.py", stage.points,
+                           Status.PASS, stage.points)
 
-    monkeypatch.setattr(grading, "grade_stage", stand_in)
+    monkeypatch.setattr(grading, "grade_session", stand_in)
     out = tmp_path / "r.json"
     code, _, _ = run_grade("--course", str(course.path), selector, "--solutions",
                            "--backend", "triton-interpret", "--json", str(out))
@@ -234,8 +237,9 @@ def test_the_checks_run_as_plain_pytest_with_the_verdicts_grade_gives(tmp_path):
     assert "tilecourse: not graded: needs a GPU" in run.stdout
     cases = ElementTree.parse(report).getroot().iter("testcase")
     verdicts = {c.get("name"): [f.get("message") for f in c.iter("failure")] for c in cases}
-    graded = grading.grade(load_course(COURSE_FILE), [load_course(COURSE_FILE).select("1")],
-                           backends.select("triton-interpret"), submission=submission, seed=seed)
+    course = load_course(COURSE_FILE)
+    graded = grading.grade(GradingRequest(course, (course.select("1"),), "triton-interpret",
+                                          submission=submission, seed=seed).resolve())
     expected = {f"test_case[{c.id}]": c for c in graded.stages[0].cases}
     assert {name for name in verdicts if name.startswith("test_case")} == set(expected)
     assert any(not c.passed for c in expected.values()) and any(c.passed for c in expected.values())
@@ -352,7 +356,7 @@ def test_auto_grades_the_track_the_student_started(run_grade, course, tmp_path):
     result = load_result(out)
     assert code == 0, stdout + stderr
     assert result["backend"] == "cutile-sim"
-    assert "the cutile track, the one whose exercises are started" in result["backend_reason"]
+    assert "the cutile track: the only track whose exercises are started" in result["backend_reason"]
 
 
 # --- the grader's own failures: one stage's ERROR, never the run's end --------------------
@@ -420,8 +424,9 @@ def test_ctrl_c_while_reading_a_submission_still_stops_the_run(course, interpret
     def interrupted(*args):
         raise KeyboardInterrupt
 
-    from grader import session
+    from grader.grading import session
 
     monkeypatch.setattr(session, "read_submission", interrupted)
     with pytest.raises(grading.Interrupted):
-        grading.grade(course, [course.select("vector_add")], interpret)
+        grading.grade(GradingRequest(course, (course.select("vector_add"),),
+                                     interpret.backend.name).resolve())

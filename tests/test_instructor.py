@@ -15,6 +15,7 @@ import pytest
 from conftest import ROOT, copy_course
 
 from grader.course import load_course
+from grader.grading.request import GradingRequest
 from grader.errors import CourseError
 from grader.instructor.release import secret_lines
 
@@ -36,7 +37,7 @@ def test_release_builds_a_handout_without_solutions_or_hidden_cases(tmp_path, ru
     code, stdout, _ = run_grade("--course", str(course_file), "release", str(out))
     assert code == 0 and "no solutions/" in " ".join(stdout.split())  # wrapped at any word
     files = [p.relative_to(out) for p in out.rglob("*") if p.is_file()]
-    assert Path("course.toml") in files and Path("grader/cli.py") in files
+    assert Path("course.toml") in files and Path("grader/cli/__init__.py") in files
     assert Path("exercises/triton/stage3_softmax.py") in files
     assert Path("exercises/cutile/stage5_flash_attention.py") in files
     assert not [f for f in files if f.parts[0] in ("solutions", "tests", "scripts")]
@@ -299,7 +300,7 @@ def test_batch_runs_one_worker_per_gpu(tmp_path, run_grade, course, monkeypatch)
 
     seen, lock, running, peak = [], threading.Lock(), [0], [0]
 
-    def fake_grade_one(entry, course, out, request, env, limit):
+    def fake_grade_one(entry, out, request, env, limit):
         with lock:
             running[0] += 1
             peak[0] = max(peak[0], running[0])
@@ -322,7 +323,7 @@ def test_batch_runs_one_worker_per_gpu(tmp_path, run_grade, course, monkeypatch)
     assert code == 0 and "2 GPU workers" in stdout
     assert sorted(gpu for _, gpu, _ in seen) == ["0", "0", "1", "1"]
     assert peak[0] == 2  # the two GPUs were used at the same time
-    assert all(r.backend == "auto" and "3" in r.options for _, _, r in seen)
+    assert all(r.backend == "auto" and r.seed == 3 for _, _, r in seen)
 
 
 def test_batch_never_runs_two_submissions_on_one_gpu(tmp_path, course, monkeypatch):
@@ -335,7 +336,7 @@ def test_batch_never_runs_two_submissions_on_one_gpu(tmp_path, course, monkeypat
     lock, busy, clashes, used = threading.Lock(), {}, [], []
     seconds = {"a": 0.01, "b": 0.5}  # b holds its GPU while a, c, d and e go through
 
-    def fake_grade_one(entry, course, out, options, env, limit):
+    def fake_grade_one(entry, out, request, env, limit):
         gpu = env.get("CUDA_VISIBLE_DEVICES")
         with lock:
             if busy.get(gpu):
@@ -349,7 +350,8 @@ def test_batch_never_runs_two_submissions_on_one_gpu(tmp_path, course, monkeypat
 
     monkeypatch.setattr(batch, "grade_one", fake_grade_one)
     todo = [batch.Entry(name, tmp_path / name) for name in "abcde"]
-    graded = batch.run(course, todo, tmp_path / "out", batch.Request("auto"), 1, ["0", "1"], 60)
+    graded = batch.run(todo, tmp_path / "out", GradingRequest(course, course.stages), 1,
+                       ["0", "1"], 60)
     assert sorted(g.name for g in graded) == list("abcde")
     assert not clashes
     assert set(used) == {"0", "1"}
@@ -393,7 +395,8 @@ def test_batch_force_never_keeps_an_old_result_for_a_failed_run(tmp_path, course
     monkeypatch.setattr(batch, "run_isolated", _fake_grader(fail))
     entry = batch.Entry("ada", tmp_path / "ada")
     assert batch.pending([entry], out, force=True) == [entry]
-    [graded] = batch.run(course, [entry], out, batch.Request("triton-interpret"), 1, [], 5)
+    [graded] = batch.run([entry], out, GradingRequest(course, course.stages, "triton-interpret"),
+                           1, [], 5)
     assert graded.error and graded.json_path is None
     assert not old.exists()
     assert sorted(p.name for p in (out / "students").iterdir()) == ["ada.error", "ada.intake.json"]
@@ -407,7 +410,8 @@ def test_batch_force_never_keeps_an_old_result_for_a_failed_run(tmp_path, course
         return 0
 
     monkeypatch.setattr(batch, "run_isolated", _fake_grader(succeed))
-    [graded] = batch.run(course, [entry], out, batch.Request("triton-interpret"), 1, [], 5)
+    [graded] = batch.run([entry], out, GradingRequest(course, course.stages, "triton-interpret"),
+                           1, [], 5)
     assert not graded.error and json.loads(old.read_text()) == {"new": True}
     assert sorted(p.name for p in (out / "students").iterdir()) == ["ada.intake.json", "ada.json"]
 

@@ -2,7 +2,7 @@
 
 Imports run one way, from the command line down to the course:
 
-    cli -> grading, instructor, doctor -> session -> speed -> judge -> sandbox -> replay -> course
+    cli -> instructor, doctor, checks -> grading -> speed -> judge -> sandbox -> replay -> course
         -> problems, backends
 
 with a few leaves any layer may use (errors, cache, the GPU clock, the simulator, the result
@@ -43,15 +43,12 @@ LAYERS = {
     # reaches them only through grader.tracks.wing (importlib, by the record's module path).
     "grader.languages": 6,
     "grader.report": 7,
-    "grader.session": 7,  # one stage opened for checking: the driver both front ends share
-    "grader.grading": 8,
+    "grader.grading": 7,  # one request resolved, each stage opened and checked through pytest
     "grader.checks": 8,
     "grader.checks.plugin": 8,  # `pytest --pyargs grader.checks`: grading driven from pytest
     "grader.instructor": 8,
     "grader.doctor": 8,
-    "grader.commandline": 9,  # how the command line is read (click only)
-    "grader.batch_command": 9,  # `grade batch` and the Slurm task's command (click)
-    "grader.cli": 10,
+    "grader.cli": 10,  # the `grade` command: click only, a module per group of commands
     "grader.__main__": 11,
 }
 # What a report module may import besides its own part: the result records, and the one
@@ -203,3 +200,24 @@ def test_every_subpackage_is_in_the_distribution():
                  ["packages"])
     found = {".".join(p.parent.relative_to(PACKAGE.parent).parts) for p in PACKAGE.rglob("__init__.py")}
     assert found == listed
+
+
+MOST_PARAMETERS = 8  # more, and the values belong together in a typed record
+# Functions that stand for a tile language's own API take that API's parameters.
+API_MIRRORS = ("grader.languages.cutile.simulator", "grader.cutile_sim")
+
+
+def _parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+    args = node.args
+    names = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+    names += [a.arg for a in (args.vararg, args.kwarg) if a is not None]
+    return names[1:] if names[:1] in (["self"], ["cls"]) else names
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if not n.startswith(API_MIRRORS)))
+def test_no_function_takes_more_than_eight_parameters(name):
+    tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
+    long = [f"line {n.lineno}: {n.name} takes {len(_parameters(n))}" for n in ast.walk(tree)
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and len(_parameters(n)) > MOST_PARAMETERS]
+    assert not long, "\n".join(long)

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from conftest import RELAXED_RULES, ROOT, copy_course, failure_text, relax, vector_add_course
 
-from grader import grading
+from grader.grading import pytest_run
 from grader.report.results import Status
 from grader.sandbox import privileges, probe
 
@@ -181,7 +181,7 @@ def test_a_reply_dribbled_one_byte_at_a_time_times_out_once(grade):
 
 
 def test_planting_a_conftest_next_to_the_checks_is_refused(grade):
-    target = grading.CHECKS / "conftest.py"
+    target = pytest_run.CHECKS / "conftest.py"
     source = attack(f"""
     try:
         open({str(target)!r}, "w").write("import pytest\\n")
@@ -198,14 +198,14 @@ def test_planting_a_conftest_next_to_the_checks_is_refused(grade):
 def test_a_conftest_next_to_the_checks_is_never_loaded(grade, tmp_path, monkeypatch):
     """Had a file been planted there (a weaker sandbox), pytest would still not load it."""
     checks = tmp_path / "checks"
-    shutil.copytree(grading.CHECKS, checks)
+    shutil.copytree(pytest_run.CHECKS, checks)
     (checks / "conftest.py").write_text(
         "import pytest\n"
         "@pytest.hookimpl(hookwrapper=True)\n"
         "def pytest_runtest_makereport(item, call):\n"
         "    outcome = yield\n"
         "    outcome.get_result().outcome = 'passed'\n")
-    monkeypatch.setattr(grading, "CHECKS", checks)
+    monkeypatch.setattr(pytest_run, "CHECKS", checks)
     result = grade(VECTOR_ADD.replace("x + y, mask=mask)", "x - y, mask=mask)"))
     assert result.status is Status.FAIL and result.cases_passed == 0
     monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:python")  # nor options from the environment
@@ -349,17 +349,22 @@ def linked(path):
 
 
 def test_a_stage_file_that_links_into_the_solutions_is_refused(course, tmp_path, interpret):
-    from grader.grading import grade_stage
+    from grader.grading.request import GradingRequest
+    from grader.grading.stages import grade_stage
+
+    def grade_stage_file(module):
+        stage = course.select("vector_add")
+        request = GradingRequest(course, (stage,), interpret.backend.name, module=module)
+        return grade_stage(request.resolve(), stage)
 
     link = tmp_path / "stage1_vector_add.py"
     link.symlink_to(SOLUTION)
-    result = grade_stage(course, course.select("vector_add"), interpret, module=link)
+    result = grade_stage_file(link)
     assert result.status is Status.ERROR
     assert "is a symbolic link; submit the file itself" in result.message
     # A folder link that leads there is refused too.
     (tmp_path / "triton").symlink_to(SOLUTION.parent)
-    result = grade_stage(course, course.select("vector_add"), interpret,
-                         module=tmp_path / "triton/stage1_vector_add.py")
+    result = grade_stage_file(tmp_path / "triton/stage1_vector_add.py")
     assert result.status is Status.ERROR and "which submissions may not use" in result.message
 
 

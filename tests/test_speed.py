@@ -25,7 +25,7 @@ from grader.sandbox.outcomes import Batch
 from grader.speed import ceilings
 from grader.speed import check as speed
 from grader.speed import trial
-from grader.speed.trial import Trial
+from grader.speed.trial import TimedCase, Trial
 
 COURSE = vector_add_course('[ { n = 100, dtypes = ["float32"] } ]', """
 [stages.speed]
@@ -289,14 +289,17 @@ def _case(name: str, passed: bool, failure: Failure | None = None) -> CaseResult
 ])
 def test_grade_and_plain_pytest_time_speed_after_the_same_results(
         monkeypatch, course, interpret, cases, checks, timed):
-    """The one decision both front ends take (grader.session): speed is timed once every
-    case that could run here passed and no check failed."""
-    from grader.session import NEEDS_CORRECTNESS, StageSession
+    """The one decision both front ends take (grader.grading.session): speed is timed once
+    every case that could run here passed and no check failed."""
+    from grader.grading.request import GradingRequest
+    from grader.grading.session import NEEDS_CORRECTNESS, StageSession
 
     monkeypatch.setattr(speed, "not_graded_reason", lambda stage, selection: None)
     stage = course.select("vector_add")
     two = dataclasses.replace(stage, cases=stage.cases[:2])
-    session = StageSession(course, two, interpret, ROOT / "none.py", "none.py", 0)
+    grading = GradingRequest(course, (two,), interpret.backend.name, module=ROOT / "none.py",
+                             seed=0).resolve()
+    session = StageSession(grading, two)
     results = [_case(str(i), c is True, None if c is True else c) for i, c in enumerate(cases)]
     assert session.not_timed(results, checks) == (None if timed else NEEDS_CORRECTNESS)
 
@@ -801,8 +804,8 @@ def test_the_baseline_alone_is_the_median_of_its_batches_after_the_first(monkeyp
     monkeypatch.setattr(Trial, "baseline_batch",
                         lambda self, seeds, key: ([next(means)] * len(seeds), 0.0))
     problem = PROBLEMS["vector_add"]
-    found = Trial(problem, {"n": 100}, "float32", None, problem.baselines["torch"],
-                  None, timing.Budget(warmup=1), "cpu").baseline_alone()
+    timed = TimedCase(problem, {"n": 100}, "float32", problem.baselines["torch"], None, "cpu")
+    found = Trial(timed, None, timing.Budget(warmup=1)).baseline_alone()
     assert found == pytest.approx(0.025)
 
 

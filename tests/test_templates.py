@@ -98,7 +98,7 @@ def test_the_autograder_zip_holds_the_handout_the_hidden_cases_and_the_scripts(
         assert z.read("run_autograder") == (TEMPLATES / "gradescope/run_autograder").read_bytes()
     for script in ("setup.sh", "run_autograder"):  # at the top, where Gradescope looks
         assert stat.S_IMODE(infos[script].external_attr >> 16) == 0o755, script
-    for needed in ("course.toml", "pyproject.toml", "grader/cli.py",
+    for needed in ("course.toml", "pyproject.toml", "grader/cli/__init__.py",
                    "exercises/triton/stage1_vector_add.py", "exercises/cutile/stage5_flash_attention.py"):
         assert needed in infos, needed
     assert not [n for n in infos if n.split("/")[0] in ("solutions", "tests", "scripts", "templates")]

@@ -23,7 +23,6 @@ is not a test item here.
 
 from __future__ import annotations
 
-import secrets
 from pathlib import Path
 
 import pytest
@@ -31,10 +30,11 @@ import pytest
 from grader.backends import selection as backends
 from grader.course import load_course
 from grader.errors import GradeError
+from grader.grading.request import GradingRequest
+from grader.grading.session import StageSession
 from grader.intake import NotRun
 from grader.judge.stage import StageCheck
 from grader.sandbox.submission import SubmissionError
-from grader.session import StageSession
 from grader.speed.check import SpeedCheck
 from grader.tracks import TRACKS
 
@@ -66,26 +66,22 @@ class _StageUnderTest:
     def __init__(self, config):
         option = config.getoption
         try:
-            self.course = load_course(Path(option("course")))
-            self.stage = self.course.select(option("stage"))
-            self.selection = backends.select(option("backend"), option("track"))
+            course = load_course(Path(option("course")))
+            submission = Path(option("submission")) if option("submission") else None
+            # The same request as `grade`'s, resolved the same way: the same track, backend,
+            # file and seed.
+            self.resolved = GradingRequest(
+                course, (course.select(option("stage")),), option("backend"), option("track"),
+                option("solutions"), submission, seed=option("seed")).resolve()
         except GradeError as exc:
             raise pytest.UsageError(str(exc)) from None
-        track = self.selection.backend.track
-        if option("solutions"):
-            self.path = self.course.module_path(self.stage, track, solutions=True)
-        elif option("submission"):
-            folder = Path(option("submission"))
-            folder = folder / "exercises" if (folder / "exercises").is_dir() else folder
-            self.path = folder / self.stage.modules[track]
-        else:
-            self.path = self.course.module_path(self.stage, track, solutions=False)
-        self.seed = secrets.randbelow(2**31) if option("seed") is None else option("seed")
+        self.stage = self.resolved.stages[0]
 
     def pytest_report_header(self, config):
-        return (f"tilecourse: {self.stage.name} {self.stage.id}, {self.path}, backend "
-                f"{self.selection.backend.name} ({self.selection.reason}), seed {self.seed} "
-                f"(--seed {self.seed} reproduces the inputs)")
+        selection, path = self.resolved.selection, self.resolved.file(self.stage).path
+        return (f"tilecourse: {self.stage.name} {self.stage.id}, {path}, backend "
+                f"{selection.backend.name} ({selection.reason}), seed {self.resolved.seed} "
+                f"(--seed {self.resolved.seed} reproduces the inputs)")
 
     def pytest_generate_tests(self, metafunc):
         if "case" in metafunc.fixturenames:
@@ -108,8 +104,7 @@ class _StageUnderTest:
         return self._session.check
 
     def _open(self) -> str | None:
-        self._session = StageSession(self.course, self.stage, self.selection, self.path,
-                                     str(self.path), self.seed)
+        self._session = StageSession(self.resolved, self.stage)
         try:
             self._session.open()
         except NotRun as exc:

@@ -2,14 +2,14 @@
 
 PYTEST_DONT_REWRITE: the assertion's message is the verdict, shown as the grader wrote it.
 
-`grade` runs this module through pytest with a plugin (grader.grading) that parametrizes
-`case` and provides `grading` (`pytest --pyargs grader.checks --stage N` does the same through
-grader.checks.plugin); the inputs are drawn and the outputs judged by the grader,
-only the call itself goes into the submission.
+`grade` runs this module through pytest with a plugin (grader.grading.pytest_run) that
+parametrizes `case` and provides `grading` (`pytest --pyargs grader.checks --stage N` does the
+same through grader.checks.plugin); the inputs are drawn and the outputs judged by the
+grader, only the call itself goes into the submission. The check keeps each case's result;
+`grade` reads them from it.
 """
 
 
-def test_case(grading, case, record_property):
+def test_case(grading, case):
     verdict = grading.check(case)
-    record_property("result", grading.results[case.id])  # what grade collects from the report
     assert verdict.passed, verdict.report

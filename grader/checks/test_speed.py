@@ -3,29 +3,31 @@
 PYTEST_DONT_REWRITE: the assertion's message is the verdict, shown as the grader wrote it.
 
 `grade` runs this module through pytest with pytest-benchmark and a plugin
-(grader.grading) that parametrizes `case` and provides `speed`. The timing happens in
-grader.timing (CUDA events, L2 flushed, interleaved with the baseline); pytest-benchmark
-receives the recorded samples through its timer (the marker below) and keeps, summarises and compares
-them (--benchmark-json).
+(grader.grading.pytest_run) that parametrizes `case` and provides `speed`, which keeps each
+case's verdict. The timing happens in grader.timing (CUDA events, L2 flushed, interleaved
+with the baseline); pytest-benchmark receives the recorded samples through its timer (the
+marker below) and keeps, summarises and compares them (--benchmark-json).
 """
 
 import pytest
 
-from grader.timing import ReplayClock, replay_clock
+from grader.timing import SampleClock
+
+CLOCK = SampleClock()
 
 
-# The recorded CUDA-event samples are what pytest-benchmark keeps: its timer is the replay.
-@pytest.mark.benchmark(timer=replay_clock)
-def test_speed(speed, case, benchmark, record_property):
+# The CUDA-event samples the trial measured are what pytest-benchmark keeps: its timer plays
+# them back.
+@pytest.mark.benchmark(timer=CLOCK)
+def test_speed(speed, case, benchmark):
     timed = speed.time(case)
-    record_property("result", timed.case)  # what grade collects from the report
     assert timed.samples_ms, timed.case.summary  # the timed calls failed: nothing to record
-    clock = ReplayClock.current = ReplayClock(timed.samples_ms)
+    CLOCK.play(timed.samples_ms)
     benchmark.group = speed.stage.id
     benchmark.extra_info.update(
         baseline=timed.case.baseline, baseline_ms=timed.case.baseline_ms,
         speedup=timed.case.speedup, achieved=timed.case.achieved, unit=timed.case.unit,
         fraction_of_limit=timed.case.fraction, spread=timed.case.spread,
     )
-    benchmark.pedantic(clock.advance, rounds=len(timed.samples_ms), iterations=1, warmup_rounds=0)
+    benchmark.pedantic(CLOCK.advance, rounds=len(timed.samples_ms), iterations=1, warmup_rounds=0)
     assert timed.case.passed, timed.case.summary

@@ -11,10 +11,10 @@ course.toml, exercises/ and solutions/ are the course; this package only reads t
 """
 
 from grader.course.loading import find_course_file, load_course
-from grader.course.model import (COURSE_FILE, HIDDEN_FILE, TRACKS, WHOLE_DIM, Case, Course, Hint,
+from grader.course.model import (COURSE_FILE, HIDDEN_FILE, WHOLE_DIM, Case, Course, Hint,
                                  MemoryGrowth, Speed, Stage, SubmissionRules, Threshold, TimeLimit,
                                  Tolerance, matching_hints)
 
-__all__ = ["COURSE_FILE", "HIDDEN_FILE", "TRACKS", "WHOLE_DIM", "Case", "Course", "Hint",
+__all__ = ["COURSE_FILE", "HIDDEN_FILE", "WHOLE_DIM", "Case", "Course", "Hint",
            "MemoryGrowth", "Speed", "Stage", "SubmissionRules", "Threshold", "TimeLimit", "Tolerance",
            "find_course_file", "load_course", "matching_hints"]

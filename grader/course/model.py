@@ -7,13 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from grader.errors import StageSelectionError
-from grader import tracks
 from grader.problems import Problem
 from grader.report.results import Failure
 
 COURSE_FILE = "course.toml"
 HIDDEN_FILE = "course.hidden.toml"  # instructor-only cases; `grade release` leaves it out
-TRACKS = tuple(tracks.TRACKS)  # the tile languages a stage is written in (grader.tracks)
 WHOLE_DIM = "*"  # tile spec entry: one program owns the whole dimension
 
 

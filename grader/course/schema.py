@@ -18,9 +18,10 @@ from typing import Annotated, Any, Literal, Optional, Union
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, create_model,
                       model_validator)
 
-from grader.course.model import TRACKS, SubmissionRules
+from grader.course.model import SubmissionRules
 from grader.problems import DTYPES, Problem
 from grader.report.results import Failure
+from grader.tracks import TRACKS
 
 FAILURE_KINDS = [kind.value for kind in Failure]
 STRICT = ConfigDict(extra="forbid", strict=True, frozen=True)

@@ -35,46 +35,21 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from grader.backends import selection as backends
-from grader.course import TRACKS, Course
 from grader.errors import GradeError
 from grader.instructor.gradebook import (Intake, write_feedback_files,  # noqa: F401
                                          write_gradebook, write_intake)
 from grader.instructor.submissions import Entry, NotASubmission, entries, unpack  # noqa: F401
-from grader.intake import started_stages
+from grader.grading.request import GradingRequest
 from grader.report.results import write_file
 from grader.sandbox.privileges import NEEDED_FOR_A_CLASS
 
 GRADED_EXIT_CODES = (0, 1)  # `grade all` graded the submission (passed or not)
 SUBMISSION = "exercises"  # the submission's folder, relative to the grading process's own
 WAIT_STEP = 0.1  # seconds between two looks at a grading process that may have ended
-
-
-@dataclass(frozen=True)
-class Request:
-    """How every student of a class is graded (a Slurm manifest carries it as JSON)."""
-
-    backend: str  # a backend name, or auto: each student's track picks the backend
-    track: str | None = None  # forced with --track; None: each student's own
-    options: tuple[str, ...] = ()  # more `grade all` options: --seed, --timeout
-
-    def to_json(self) -> dict:
-        return {**asdict(self), "options": list(self.options)}
-
-    @classmethod
-    def from_json(cls, data: dict) -> "Request":
-        return cls(data["backend"], data.get("track"), tuple(data.get("options", ())))
-
-
-@dataclass(frozen=True)
-class Track:
-    """The track a student is graded on, and why that one."""
-
-    name: str
-    why: str
 
 
 @dataclass
@@ -84,27 +59,8 @@ class Graded:
     error: str = ""
 
 
-def choose_track(course: Course, exercises: Path, request: Request) -> Track:
-    """The student's track: forced by --track or a backend's name, else the one whose
-    stage files they filled in (the one with more started stages, if both)."""
-    if request.track:
-        return Track(request.track, "chosen with --track")
-    if request.backend != backends.AUTO:
-        return Track(backends.BACKENDS[request.backend].track, f"chosen with --backend {request.backend}")
-    started = started_stages(course, list(course.stages), exercises)
-    counts = {track: len(ids) for track, ids in started.items()}
-    if not any(counts.values()):
-        return Track(TRACKS[0], "no stage started")
-    best = max(TRACKS, key=lambda t: counts[t])  # a tie goes to the first track
-    others = [f"{t}: {' '.join(started[t])}" for t in TRACKS if t != best and started[t]]
-    if not others:
-        return Track(best, "the only track started")
-    return Track(best, f"the track with more stages started; also started, not graded: "
-                       f"{'; '.join(others)}")
-
-
-def grade_one(entry: Entry, course: Course, out: Path, request: Request, env: dict,
-              limit: float, results: Path | None = None) -> Graded:
+def grade_one(entry: Entry, out: Path, request: GradingRequest, env: dict, limit: float,
+              results: Path | None = None) -> Graded:
     """Grade one submission in its own `grade all` process; its result goes to `results`
     (OUT/students/ unless given: a Slurm task's go to its run folder), its log to OUT/logs/,
     what its intake found to OUT/students/NAME.intake.json."""
@@ -118,6 +74,7 @@ def grade_one(entry: Entry, course: Course, out: Path, request: Request, env: di
     log = out / "logs" / f"{entry.name}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     intake = Intake()
+    course = request.course
     try:
         with scratch() as tmp:
             try:
@@ -128,16 +85,21 @@ def grade_one(entry: Entry, course: Course, out: Path, request: Request, env: di
             except (ValueError, OSError) as exc:
                 return _not_graded(entry, out, intake, str(exc))
             intake.ignored = unpacked.ignored
-            track = choose_track(course, unpacked.exercises, request)
-            intake.track, intake.why = track.name, track.why
+            # The student's own request: the one `grade all --submission` would resolve.
+            student = replace(request, submission=unpacked.exercises)
+            choice = student.choose_track(student.folder())
             try:
-                backend = backends.select(request.backend, track.name).backend.name
+                backend = backends.select(request.backend, choice.track).backend
             except GradeError as exc:  # the student's track cannot be graded on this host
+                intake.track, intake.why = choice.track or "", choice.why
                 return _not_graded(entry, out, intake, str(exc))
+            intake.track, intake.why = backend.track, choice.why
             write_intake(out, entry.name, intake)
+            # The backend chosen here is the one the grading process uses: it cannot choose
+            # another track than the intake recorded.
             command = [sys.executable, "-m", "grader", "--course", str(course.path), "all",
-                       "--submission", SUBMISSION, "--backend", backend, "--json", str(fresh),
-                       *request.options]
+                       "--submission", SUBMISSION, "--json", str(fresh),
+                       *replace(request, backend=backend.name, track=None).child_options()]
             # Its own folder as the working folder and for temporary files (nothing is left
             # behind), and the submission named relative to it: what the grader prints and
             # records names the student's own paths (exercises/triton/...).
@@ -246,9 +208,8 @@ def pending(students: list[Entry], out: Path, force: bool) -> list[Entry]:
     return [e for e in students if force or not (out / "students" / f"{e.name}.json").is_file()]
 
 
-def run(course: Course, todo: list[Entry], out: Path, request: Request, jobs: int,
-        gpus: list[str], limit: float,
-        on_done: Callable[[Graded], None] = lambda g: None) -> list[Graded]:
+def run(todo: list[Entry], out: Path, request: GradingRequest, jobs: int, gpus: list[str],
+        limit: float, on_done: Callable[[Graded], None] = lambda g: None) -> list[Graded]:
     """Grade each submission in `todo`; returns what happened to each one."""
     (out / "students").mkdir(parents=True, exist_ok=True)
     slots = gpus or [None] * max(1, jobs)
@@ -262,7 +223,7 @@ def run(course: Course, todo: list[Entry], out: Path, request: Request, jobs: in
             env = dict(os.environ)
             if gpu is not None:
                 env["CUDA_VISIBLE_DEVICES"] = gpu
-            return grade_one(entry, course, out, request, env, limit)
+            return grade_one(entry, out, request, env, limit)
         finally:
             free.put(gpu)
 

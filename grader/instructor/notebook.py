@@ -20,7 +20,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from grader.course import TRACKS, Course
+from grader.course import Course
+from grader.tracks import TRACKS
 
 NAME = "tilecourse.ipynb"
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from grader import sandbox
 from grader.course import Course
 from grader.errors import GradeError
+from grader.grading.request import GradingRequest
 from grader.instructor import batch, slurm_state
 from grader.report.results import write_file
 
@@ -60,7 +61,7 @@ class Run:
     job: str
     attempt: int  # 1, or 2 for the re-submission of tasks that Slurm killed
     tasks: list[list[batch.Entry]]
-    grading: batch.Request  # how its students are graded: backend, track, seed, timeout
+    grading: GradingRequest  # how its students are graded: backend, track, seed, limits
     limit: float
     collected: set[int] = field(default_factory=set)
 
@@ -113,8 +114,8 @@ def require_one_gpu_kind(options: Options) -> None:
                          f"gpu:{kinds[0]}:1, or pass --allow-mixed-gpus.")
 
 
-def submit(course: Course, todo: list[batch.Entry], out: Path, grading: batch.Request,
-           limit: float, options: Options, attempt: int = 1) -> Run:
+def submit(todo: list[batch.Entry], out: Path, grading: GradingRequest, limit: float,
+           options: Options, attempt: int = 1) -> Run:
     """Write a run folder for `todo` and submit it as one array; earlier results of these
     students are removed once Slurm has accepted it, so none can stand in for this run."""
     root = out / "slurm"
@@ -123,7 +124,8 @@ def submit(course: Course, todo: list[batch.Entry], out: Path, grading: batch.Re
     folder = root / str(number)
     (folder / "results").mkdir(parents=True)
     tasks = [todo[i:i + options.per_task] for i in range(0, len(todo), options.per_task)]
-    manifest = {"course": str(course.path.resolve()), "grading": grading.to_json(), "limit": limit,
+    manifest = {"course": str(grading.course.path.resolve()), "grading": grading.to_json(),
+                "limit": limit,
                 "attempt": attempt, "job": None, "allow_weak_sandbox": options.allow_weak_sandbox,
                 "tasks": [[[e.name, str(e.source.resolve())] for e in t] for t in tasks]}
     write_file(folder / "manifest.json", json.dumps(manifest, indent=2))
@@ -153,7 +155,7 @@ def submit(course: Course, todo: list[batch.Entry], out: Path, grading: batch.Re
     return Run(folder, manifest["job"], attempt, tasks, grading, limit)
 
 
-def open_runs(out: Path) -> list[Run]:
+def open_runs(course: Course, out: Path) -> list[Run]:
     """Runs submitted earlier whose tasks were not all collected (say, after a Ctrl-C)."""
     found = []
     for folder in sorted((out / "slurm").glob("*/manifest.json"), key=lambda p: int(p.parent.name)):
@@ -163,7 +165,7 @@ def open_runs(out: Path) -> list[Run]:
         done = folder.parent / "collected.json"
         run = Run(folder.parent, manifest["job"], manifest["attempt"],
                   [[batch.Entry(n, Path(s)) for n, s in t] for t in manifest["tasks"]],
-                  batch.Request.from_json(manifest["grading"]), manifest["limit"],
+                  GradingRequest.from_json(course, manifest["grading"]), manifest["limit"],
                   set(json.loads(done.read_text())) if done.is_file() else set())
         if run.open:
             found.append(run)
@@ -187,8 +189,8 @@ def run_task(folder: Path, index: int) -> None:
         if weak:
             batch.record(folder / "results", batch.Graded(name, None, weak))
             continue
-        graded = batch.grade_one(batch.Entry(name, Path(source)), course, out,
-                                 batch.Request.from_json(manifest["grading"]),
+        graded = batch.grade_one(batch.Entry(name, Path(source)), out,
+                                 GradingRequest.from_json(course, manifest["grading"]),
                                  dict(os.environ), manifest["limit"], results=folder / "results")
         batch.record(folder / "results", graded)
 
@@ -219,7 +221,7 @@ def watch(course: Course, runs: list[Run], out: Path, seed: int, options: Option
                 run.collected.add(index)
                 write_file(run.folder / "collected.json", json.dumps(sorted(run.collected)))
             if killed:
-                runs.append(submit(course, killed, out, run.grading, run.limit, options, attempt=2))
+                runs.append(submit(killed, out, run.grading, run.limit, options, attempt=2))
         on_update(_counts(runs, now, graded))
         if any(r.open for r in runs):
             time.sleep(options.poll)

@@ -17,12 +17,14 @@ from grader.judge import causes, ownership, picture
 from grader.problems.evidence import Cause, Evidence
 from grader.quoting import quoted
 from grader.report.results import Failure
-from grader.replay.execute import LaunchRecord as Launch
 from grader.replay.poison import computed_from_poison, never_written
-from grader.tracks import TRACKS
+from grader.sandbox.outcomes import Outcome
+from grader.tracks import Track
 
 SHOW_INDICES = 5
 SHOW_TILES = 4
+# A NaN's fix where no track is known (an output timed, not replayed, is judged alone).
+NAN_FIX = "keep every load inside its input (a mask, or a padding value that changes nothing)"
 
 
 @dataclass
@@ -38,22 +40,28 @@ class Verdict:
         return "\n".join([self.summary, *self.details])
 
 
-def compare(
-    output: Any,
-    expected: torch.Tensor,
-    dtype: torch.dtype,
-    device: str,
-    tolerance: Tolerance,
-    tiles: Sequence | None = None,
-    launches: Sequence[Launch] = (),
-    explain: Callable[[Evidence], list[Cause]] | None = None,
-    call: Any = None,
-    traffic: Sequence[dict] = (),
-    traffic_map: torch.Tensor | None = None,
-    writers: torch.Tensor | None = None,
-    writer_launch: int | None = None,
-) -> Verdict:
-    problem = _wrong_kind(output, expected, dtype, device)
+@dataclass(frozen=True)
+class Expected:
+    """What an output is judged against (the reference, the dtype and device it must have,
+    the tolerance) and what explains a failure: the graded track (its words), the stage's
+    tile layout on it, the problem's own explanations and the call's drawn inputs."""
+
+    reference: torch.Tensor
+    dtype: torch.dtype
+    device: str
+    tolerance: Tolerance
+    track: Track | None = None
+    tiles: Sequence | None = None
+    explain: Callable[[Evidence], list[Cause]] | None = None
+    call: Any = None
+
+
+def compare(outcome: Outcome, expected: Expected) -> Verdict:
+    """The verdict on what a call returned (`outcome.output`), explained by what else the
+    replay saw of it (its launches, the watch's traffic, who wrote each element)."""
+    output, tolerance, device = outcome.output, expected.tolerance, expected.device
+    launches, traffic, traffic_map = outcome.launches, outcome.traffic, outcome.traffic_map
+    problem = _wrong_kind(output, expected.reference, expected.dtype, device)
     if problem:
         return Verdict(False, problem)
 
@@ -61,7 +69,7 @@ def compare(
     unwritten = never_written(output)
     poisoned = computed_from_poison(output)
     got = output.detach().to(torch.float32)
-    want = expected.detach().to(device=got.device, dtype=torch.float32)
+    want = expected.reference.detach().to(device=got.device, dtype=torch.float32)
     unwritten = torch.zeros_like(got, dtype=torch.bool) if unwritten is None else unwritten
     err = (got - want).abs()
     # `<=` is False for NaN, so a NaN never counts as a match, whatever the reference says.
@@ -105,18 +113,20 @@ def compare(
             "no store reached them; the grid or a store mask does not cover them"
         )
     if stats["nan"]:
-        details.append(_nan_cause(stats, launches, traffic, traffic_map is not None))
+        details.append(_nan_cause(stats, expected.track, traffic, traffic_map is not None))
     if stats["inf"]:
         details.append(f"{_elements(stats['inf'], 'are')} Inf where a finite number was expected")
     if traffic:  # found by the watch in the replay's process: quoted, one finding a line
         details += ["the kernels' traffic, as the watch saw it:",
                     *quoted("\n".join(f["text"] for f in traffic))]
     constants = {k: v for la in launches for k, v in la.constants.items() if type(v) is int}
-    ev = Evidence(got, want, call, dtype, tolerance.atol, tolerance.rtol, constants, list(traffic))
+    ev = Evidence(got, want, expected.call, expected.dtype, tolerance.atol, tolerance.rtol,
+                  constants, list(traffic))
     written = None if traffic_map is None else (traffic_map & 1) > 0
+    tiles = expected.tiles
     found = causes.from_traffic(ev, written, _block(tiles, constants),
                                 [tuple(la.grid) for la in launches])
-    found = found or (explain(ev) if explain is not None else [])
+    found = found or (expected.explain(ev) if expected.explain is not None else [])
     if not found:
         details += _same_factor(got, want, bad, both_finite, tolerance)
     details += [f"cause: {c.text}" if c.key else c.text for c in found]
@@ -128,11 +138,11 @@ def compare(
         details.append(f"  out{_index(idx)}: {shown}, expected {_fmt(want[i].item())}")
     details += _tile_report(bad, tiles, launches)
     extents = _extents(tiles, bad, launches)
+    writers, writer_launch = outcome.writers, outcome.writer_launch
     if extents and writers is not None and writer_launch is not None \
-            and writer_launch < len(launches) and launches[writer_launch].language in TRACKS:
+            and writer_launch < len(launches) and expected.track is not None:
         launch = launches[writer_launch]
-        details += ownership.report(writers, extents,
-                                   TRACKS[launch.language].words_for(launch.grid))
+        details += ownership.report(writers, extents, expected.track.words_for(launch.grid))
     if extents:
         stats["picture"] = picture.tile_map(bad, unwritten, traffic_map, extents)
         details += picture.shown(stats["picture"])
@@ -173,13 +183,12 @@ def _same_factor(got, want, bad, finite, tolerance) -> list[str]:
             "constant missing or extra: a scale such as sm_scale, or log2(e) with exp2)"]
 
 
-def _nan_cause(stats: dict, launches: Sequence[Launch], traffic: Sequence[dict] = (),
+def _nan_cause(stats: dict, track: Track | None, traffic: Sequence[dict] = (),
                watched: bool = False) -> str:
     """Where NaNs come from: the grader's poison read past the end of an input (certain
     where the NaN still carries its payload); where the traffic was watched and no load left
-    its tensor, the arithmetic; else either."""
-    languages = [launch.language for launch in launches if launch.language in TRACKS]
-    fix = TRACKS[languages[-1] if languages else "triton"].nan_fix
+    its tensor, the arithmetic; else either. The fix in the track's words."""
+    fix = track.nan_fix if track is not None else NAN_FIX
     if stats["from_poison"]:
         return (f"{_elements(stats['from_poison'], 'are')} NaN computed from the grader's poison: "
                 "a load read past the end of an input (each input is followed by NaNs); "

@@ -20,7 +20,7 @@ import torch
 
 from grader.backends.selection import Selection, dtype_unsupported
 from grader.course import Case, Stage
-from grader.judge.compare import Verdict, compare
+from grader.judge.compare import Expected, Verdict, compare
 from grader.problems import DTYPES, Call
 from grader.quoting import inline, quoted, said
 from grader.report.results import CaseResult, CheckResult, Failure
@@ -127,10 +127,11 @@ class StageCheck:
             self.unchecked_hidden = True
         elif outcome.unchecked:
             self.unchecked = self.unchecked or outcome.unchecked
-        verdict = self._misconduct(call, outcome) or compare(
-            outcome.output, expected, DTYPES[case.dtype], "cpu", self.stage.tolerance[case.dtype],
-            self.stage.tiles.get(self.backend.track), outcome.launches, problem.explain,
-            call, outcome.traffic, outcome.traffic_map, outcome.writers, outcome.writer_launch)
+        track = self.backend.track
+        # The replay's output comes back to the grader on its CPU, wherever it ran.
+        verdict = self._misconduct(call, outcome) or compare(outcome, Expected(
+            expected, DTYPES[case.dtype], "cpu", self.stage.tolerance[case.dtype],
+            TRACKS.get(track), self.stage.tiles.get(track), problem.explain, call))
         if not verdict.passed and proposed.host:
             # What the host watch saw is a fact about the wrapper; it explains, never decides.
             # It was seen in the submission's own process: quoted, as what the watch said.

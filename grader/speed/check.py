@@ -20,7 +20,7 @@ from grader.report.results import Failure, SpeedCase, SpeedResult
 from grader.sandbox import Runner
 from grader.sandbox.outcomes import Proposed
 from grader.speed import ceilings as ceilings_module
-from grader.speed.trial import Trial
+from grader.speed.trial import TimedCase, Trial
 
 PLAUSIBLE_FRACTION = 1.15  # above the measured ceiling by more than noise: impossible
 # A speed-up this close to its threshold (either side) is timed once more, and the verdict
@@ -87,13 +87,14 @@ class SpeedCheck:
         self.run_seed = run_seed
         self.device = selection.backend.device
         self._alone: dict[str, float] | None = None  # case id -> baseline ms, timed alone
+        self.results: dict[str, SpeedCase] = {}  # case id -> its verdict, once timed
         self._proposed: dict[str, Proposed] = {}  # case id -> the wrapper's proposal
 
     def _trial(self, case: Case) -> Trial:
         problem = self.stage.problem
-        return Trial(problem, dict(case.params), case.dtype, self.runner,
-                     problem.baselines[self.baseline], self.stage.tolerance[case.dtype],
-                     timing.Budget(seconds=self.speed.seconds), self.device,
+        timed = TimedCase(problem, dict(case.params), case.dtype, problem.baselines[self.baseline],
+                          self.stage.tolerance[case.dtype], self.device)
+        return Trial(timed, self.runner, timing.Budget(seconds=self.speed.seconds),
                      self._proposed.get(case.id))
 
     def baselines_alone(self) -> dict[str, float]:
@@ -111,6 +112,12 @@ class SpeedCheck:
         return self._alone
 
     def time(self, case: Case) -> Timed:
+        """Time one speed case; its verdict is also kept in `results`."""
+        timed = self._timed(case)
+        self.results[case.id] = timed.case
+        return timed
+
+    def _timed(self, case: Case) -> Timed:
         problem = self.stage.problem
         dtype = DTYPES[case.dtype]
         result = SpeedCase(id=case.id, dtype=case.dtype, params=dict(case.params), passed=False,

@@ -35,11 +35,11 @@ import torch
 
 from grader import timing
 from grader.course import Tolerance
-from grader.judge.compare import compare
+from grader.judge.compare import Expected, compare
 from grader.judge.stage import proposal_misconduct
 from grader.problems import DTYPES, Call, Problem
 from grader.quoting import said
-from grader.sandbox.outcomes import Proposed, TimingFailed
+from grader.sandbox.outcomes import Outcome, Proposed, TimingFailed
 from grader.sandbox.runner import Runner
 
 MEMORY_KEPT = 4 << 30  # bytes of outputs the child keeps per batch, for the grader to fetch
@@ -121,13 +121,25 @@ class TrialResult:
         return max(self.unexplained, default=0.0) / max(self.calls, 1)
 
 
+@dataclass(frozen=True)
+class TimedCase:
+    """What a trial times: one size and dtype of a problem, against a baseline, on a device;
+    its outputs are checked with the stage's tolerance."""
+
+    problem: Problem
+    params: dict
+    dtype: str
+    baseline: Callable[[Call], torch.Tensor]
+    tolerance: Tolerance | None
+    device: str = "cuda"
+
+
 class Trial:
-    def __init__(self, problem: Problem, params: dict, dtype: str, runner: Runner,
-                 baseline: Callable[[Call], torch.Tensor], tolerance: Tolerance,
-                 budget: timing.Budget, device: str = "cuda", proposed: Proposed | None = None):
-        self.problem, self.params, self.dtype = problem, params, dtype
-        self.runner, self.baseline, self.tolerance = runner, baseline, tolerance
-        self.budget, self.device = budget, device
+    def __init__(self, case: TimedCase, runner: Runner, budget: timing.Budget,
+                 proposed: Proposed | None = None):
+        self.problem, self.params, self.dtype = case.problem, case.params, case.dtype
+        self.baseline, self.tolerance, self.device = case.baseline, case.tolerance, case.device
+        self.runner, self.budget = runner, budget
         self.proposed = proposed  # the wrapper's launches at this size, if recorded already
 
     def draw(self, seed: int) -> Call:
@@ -289,7 +301,8 @@ class Trial:
             raise Rejected("the output its process sent is not the one its timed call made "
                            "(its checksum differs)")
         expected = self.problem.reference(self.draw(seeds[index]))
-        verdict = compare(output, expected, DTYPES[self.dtype], self.device, self.tolerance)
+        verdict = compare(Outcome(output=output),
+                          Expected(expected, DTYPES[self.dtype], self.device, self.tolerance))
         result.checked += 1
         if not verdict.passed:
             result.wrong = verdict.summary

@@ -1,5 +1,5 @@
 """The `grade batch` command (one host, or a Slurm cluster with --slurm) and the hidden
-`grade slurm-task` that each task of a Slurm array runs; grader.cli adds them to `grade`."""
+`grade slurm-task` that each task of a Slurm array runs."""
 
 from __future__ import annotations
 
@@ -10,18 +10,19 @@ import click
 
 from grader import sandbox
 from grader.backends import selection as backends
-from grader.course import TRACKS, Course, find_course_file, load_course
+from grader.cli.context import EXIT_INTERRUPTED, EXIT_OK, course_of
 from grader.errors import GradeError
+from grader.grading.request import GradingRequest, Limits
 from grader.instructor import batch, slurm
 from grader.quoting import single_line
 from grader.report.progress import batch_progress, slurm_progress
 from grader.report.scorecard import make_console, sandbox_line
+from grader.tracks import TRACKS
 
-EXIT_OK, EXIT_INTERRUPTED = 0, 130
 
 
-def _course(ctx: click.Context) -> Course:
-    return load_course(ctx.obj or find_course_file())
+# The options that only go with --slurm (grader.instructor.slurm.Options).
+SLURM_ONLY = ("partition", "gres", "minutes", "per_task", "extra", "allow_mixed_gpus")
 
 
 @click.command("batch")
@@ -72,14 +73,13 @@ def _course(ctx: click.Context) -> Course:
 @click.option("--poll", type=click.FloatRange(0.1), default=15, hidden=True,
               help="Seconds between two looks at the array's state.")
 @click.pass_context
-def batch_command(ctx, submissions, out: Path, backend: str, track: str | None, jobs: int,
-                  seed: int | None,
-                  timeout: float | None, limit: float, force: bool, allow_weak_sandbox: bool,
-                  use_slurm: bool, poll: float, **cluster) -> int:
+def batch_command(ctx, submissions, **options) -> int:
     """Grade many submissions (folders or zips), each isolated; write a gradebook (instructors)."""
-    course = _course(ctx)
+    course = course_of(ctx)
     console = make_console()
-    if not use_slurm:
+    cluster = {k: options.pop(k) for k in SLURM_ONLY}
+    out, force, limit = options["out"], options["force"], options["limit"]
+    if not options["use_slurm"]:
         flags = {p.name: p.opts[0] for p in ctx.command.params}
         given = [flags[k] for k, v in cluster.items()
                  if v not in (None, False, ()) and not (k == "per_task" and v == 1)]
@@ -87,9 +87,10 @@ def batch_command(ctx, submissions, out: Path, backend: str, track: str | None, 
             verb = "goes" if len(given) == 1 else "go"
             raise GradeError(f"{', '.join(given)} only {verb} with --slurm; add --slurm to grade "
                              "on the cluster, or leave them out to grade on this host.")
-        selection = backends.select(backend, track)  # fail early, with the fix, if it cannot run here
+        # fail early, with the fix, where the backend cannot run here
+        selection = backends.select(options["backend"], options["track"])
         protections = sandbox.probe()
-        batch.require_a_safe_sandbox(protections, allow_weak_sandbox)
+        batch.require_a_safe_sandbox(protections, options["allow_weak_sandbox"])
         console.print(sandbox_line(protections), markup=False)
     else:
         slurm.require_slurm()  # the login node needs no GPU: the backend runs on the nodes
@@ -99,35 +100,40 @@ def batch_command(ctx, submissions, out: Path, backend: str, track: str | None, 
     names = [e.name for e in found]
     if len(set(names)) != len(names):
         raise GradeError("Two submissions have the same name; rename one so results do not mix.")
-    seed = batch.class_seed(out, seed, force)
-    options = ("--seed", str(seed), *(("--timeout", str(timeout)) if timeout else ()))
-    request = batch.Request(backend, track, options)
-    if use_slurm:
-        settings = slurm.Options(**cluster, poll=poll, allow_weak_sandbox=allow_weak_sandbox)
-        return _on_slurm(course, found, out, request, seed, limit, force, settings, console)
+    # The class's one request: each student's submission fills it in (grader.instructor.batch).
+    request = GradingRequest(course, tuple(course.stages), options["backend"], options["track"],
+                             seed=batch.class_seed(out, options["seed"], force),
+                             limits=Limits(options["timeout"]))
+    if options["use_slurm"]:
+        settings = slurm.Options(**cluster, poll=options["poll"],
+                                 allow_weak_sandbox=options["allow_weak_sandbox"])
+        return _on_slurm(found, request, out, limit, force, settings, console)
     gpus = []
     if selection.backend.device == "cuda":
         import torch
 
         gpus = [str(i) for i in range(torch.cuda.device_count())]
+    jobs = options["jobs"]
     workers = f"{len(gpus)} GPU workers" if gpus else f"{jobs} CPU workers"
-    tracks = (f"every student with {selection.backend.name}" if backend != backends.AUTO or track
+    tracks = (f"every student with {selection.backend.name}"
+              if request.backend != backends.AUTO or request.track
               else "each student on their own track")
-    console.print(f"grading {len(found)} submissions, {tracks}, seed {seed}, "
+    console.print(f"grading {len(found)} submissions, {tracks}, seed {request.seed}, "
                   f"{workers}; results in {out}", markup=False)
     todo = batch.pending(found, out, force)
     with batch_progress(console, len(todo)) as on_done:
-        graded = batch.run(course, todo, out, request, jobs, gpus, limit, on_done)
+        graded = batch.run(todo, out, request, jobs, gpus, limit, on_done)
     _finish(course, out, found, graded, console)
     return EXIT_OK
 
 
-def _on_slurm(course, found, out, grading, seed, limit, force, options, console) -> int:
-    backend = grading.backend
+def _on_slurm(found, request: GradingRequest, out: Path, limit: float, force: bool,
+              options: slurm.Options, console) -> int:
+    backend, course = request.backend, request.course
     on_cpu = backend in backends.BACKENDS and backends.BACKENDS[backend].device != "cuda"
     if options.gres is None and not on_cpu:  # (auto picks a GPU backend on a GPU node)
         options.gres = "gpu:1"
-    runs = slurm.open_runs(out)
+    runs = slurm.open_runs(course, out)
     if runs and force:
         raise GradeError(f"{slurm.cancel_hint(runs)}; --force grades everyone again, so "
                          "cancel it first.")
@@ -139,15 +145,15 @@ def _on_slurm(course, found, out, grading, seed, limit, force, options, console)
                       f"earlier: {len(busy)} submissions", markup=False)
     if todo:
         slurm.require_one_gpu_kind(options)
-        runs.append(slurm.submit(course, todo, out, grading, limit, options))
+        runs.append(slurm.submit(todo, out, request, limit, options))
         console.print(f"submitted {len(todo)} submissions to Slurm as job {runs[-1].job} "
                       f"({len(runs[-1].tasks)} tasks, {options.gres or 'no GPU'}, "
                       f"{slurm.task_minutes(options, limit)} min each), backend {backend}, "
-                      f"seed {seed}; results in {out}", markup=False)
+                      f"seed {request.seed}; results in {out}", markup=False)
     graded: list[batch.Graded] = []
     try:
         with slurm_progress(console, len(todo) + len(busy)) as on_update:
-            graded = slurm.watch(course, runs, out, seed, options, on_update)
+            graded = slurm.watch(course, runs, out, request.seed, options, on_update)
     except KeyboardInterrupt:
         batch.write_gradebook(course, out, found)
         batch.write_feedback_files(out, found)

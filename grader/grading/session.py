@@ -1,5 +1,6 @@
 """One stage of a submission, opened for checking: the one driver behind `grade`
-(grader.grading) and plain pytest (`pytest --pyargs grader.checks`, grader.checks.plugin).
+(grader.grading.stages) and plain pytest (`pytest --pyargs grader.checks`,
+grader.checks.plugin).
 
 A session reads the stage's file (its TODOs, the static check), sets the backend up, starts
 and loads the submission's processes, makes the stage's correctness check, and decides, once
@@ -11,11 +12,11 @@ so the two cannot disagree on either.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
+from functools import cached_property
 
-from grader.backends.selection import Selection
-from grader.course import Course, Stage
+from grader.course import Stage
 from grader.course.todos import TodoState
+from grader.grading.request import Grading, StageFile
 from grader.intake import read_submission
 from grader.judge.stage import StageCheck
 from grader.report.results import CaseResult, CheckResult, Failure
@@ -28,43 +29,45 @@ NEEDS_CORRECTNESS = "needs all correctness cases to pass first"
 
 @dataclass
 class StageSession:
-    """`path` is the file graded, `shown` how messages name it; `timeout` overrides the
-    stage's own time limit per call; `keep_going` runs every case even after one timed out."""
+    """`stage` of the resolved request `grading`, from its file."""
 
-    course: Course
+    grading: Grading
     stage: Stage
-    selection: Selection
-    path: Path
-    shown: str
-    seed: int
-    timeout: float | None = None
-    keep_going: bool = False
     runner: Runner | None = field(default=None, init=False)
     check: StageCheck | None = field(default=None, init=False)
+
+    @property
+    def file(self) -> StageFile:
+        return self.grading.file(self.stage)
+
+    @cached_property
+    def no_speed(self) -> str | None:
+        """Why this stage's speed cannot be graded on this backend at all (None: it can)."""
+        return speed.not_graded_reason(self.stage, self.grading.selection)
 
     def open(self) -> TodoState:
         """Read the file and load it in its processes; its TODOs. Raises grader.intake.NotRun
         (not gradable as it is: missing, not started, refused by the static check) or
         grader.sandbox.submission.SubmissionError (it did not load)."""
-        todos = read_submission(self.path, self.shown, self.course.rules)
-        backend = self.selection.backend
+        course, selection = self.grading.course, self.grading.selection
+        todos = read_submission(self.file.path, self.file.shown, course.rules)
+        backend = selection.backend
         backend.prepare()  # before the processes start: they inherit the environment
-        timeout = self.timeout or self.stage.time_limit.seconds(backend.device)
-        self.runner = Runner(self.path, self.stage.problem.function, backend.device, timeout,
-                             hidden=self.course.private_paths, rules=self.course.rules,
+        timeout = self.grading.limits.timeout or self.stage.time_limit.seconds(backend.device)
+        self.runner = Runner(self.file.path, self.stage.problem.function, backend.device, timeout,
+                             hidden=course.private_paths, rules=course.rules,
                              track=backend.track)
         self.runner.load()
-        self.check = StageCheck(self.stage, self.selection, self.runner, self.seed,
-                                self.keep_going)
+        self.check = StageCheck(self.stage, selection, self.runner, self.grading.seed,
+                                self.grading.limits.keep_going)
         return todos
 
     def not_timed(self, cases: list[CaseResult], checks: list[CheckResult] = ()) -> str | None:
         """Why speed is not timed after these correctness results and checks (None: it is).
         Cases that cannot run on this GPU (bf16 on a T4) do not hold it back; a case that
         ran and failed, one that did not run, or a failed check does."""
-        reason = speed.not_graded_reason(self.stage, self.selection)
-        if reason:
-            return reason
+        if self.no_speed:
+            return self.no_speed
         ran = [c for c in cases if c.failure is not Failure.NOT_GRADED]
         if (len(cases) < len(self.stage.cases) or not ran or not all(c.passed for c in ran)
                 or any(c.graded and not c.passed for c in checks)):
@@ -74,7 +77,8 @@ class StageSession:
     def speed_check(self) -> SpeedCheck:
         """The stage's speed cases, timed in processes that never saw a hidden case."""
         self.check.forget_hidden()
-        return SpeedCheck(self.stage, self.selection, self.runner, run_seed=self.seed)
+        return SpeedCheck(self.stage, self.grading.selection, self.runner,
+                          run_seed=self.grading.seed)
 
     def close(self) -> None:
         """End every process of the submission (before any result is kept)."""

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from grader.backends import selection as backends
-from grader.course import TRACKS
+from grader.tracks import TRACKS
 
 
 class GradeGroup(click.Group):

@@ -1,0 +1,110 @@
+"""`grade STAGE...`, `grade all` and `grade list`: grading from the command line.
+
+The options become one GradingRequest (grader.grading.request); what it resolves to is
+graded, the result files asked for are written before anything is shown (whatever a
+submission's text does to the display, its results are kept), then the scorecard.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from grader.cli.context import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, course_of
+from grader.cli.parsing import GradingCommand, StageCommand, grading_options
+from grader.course import Course, Stage
+from grader.grading import stages as grading
+from grader.grading.request import GradingRequest, Limits, Outputs
+from grader.quoting import visible
+from grader.report import annotations, gradescope, junit, markdown, picture_html
+from grader.report.progress import stage_progress
+from grader.report.results import Report
+from grader.report.scorecard import make_console, render
+from grader.tracks import TRACKS
+
+
+@click.command("stage", cls=StageCommand, hidden=True)
+@click.argument("selectors", nargs=-1, required=True)
+@grading_options
+@click.pass_context
+def stage_command(ctx, selectors, **options) -> int:
+    """Grade the named stages."""
+    course = course_of(ctx)
+    return _grade(_request(course, course.named(selectors), options))
+
+
+@click.command("all", cls=GradingCommand)
+@grading_options
+@click.pass_context
+def all_command(ctx, **options) -> int:
+    """Grade every stage."""
+    course = course_of(ctx)
+    return _grade(_request(course, list(course.stages), options))
+
+
+def _request(course: Course, stages: list[Stage], options: dict) -> GradingRequest:
+    """The grading options, as click read them, in one request."""
+    return GradingRequest(
+        course, tuple(stages), options["backend"], options["track"], options["solutions"],
+        options["submission"], seed=options["seed"],
+        limits=Limits(options["timeout"], options["keep_going"]),
+        outputs=Outputs(options["json_path"], options["junit_path"], options["gradescope_path"],
+                        options["markdown_path"], options["picture_dir"],
+                        options["benchmark_json"], options["verbose"]))
+
+
+def _grade(request: GradingRequest) -> int:
+    console = make_console()
+    resolved = request.resolve()
+    outputs = request.outputs
+    try:
+        report = grading.grade(resolved, lambda label, n: stage_progress(console, label, n))
+    except grading.Interrupted as stop:
+        if stop.report.stages:
+            render(stop.report, console, outputs.verbose)
+        console.print(f"interrupted (Ctrl-C) while grading {escape(visible(stop.stage))}: "
+                      f"{len(stop.report.stages)} of {len(request.stages)} stages graded"
+                      + ("; no result files were written" if outputs.files() else ""),
+                      soft_wrap=True)
+        return EXIT_INTERRUPTED
+    written = write_results(report, outputs)
+    if outputs.picture:
+        written.append(picture_html.write_picture(report, outputs.picture))
+    render(report, console, outputs.verbose)
+    if annotations.enabled():  # GitHub Actions: each failing stage marked on its file
+        for line in annotations.annotations(report):
+            click.echo(line)
+    for path in written:
+        console.print(f"wrote {path}", markup=False)
+    return EXIT_OK if report.passed else EXIT_FAILED
+
+
+def write_results(report: Report, outputs: Outputs) -> list[Path]:
+    """Write the result files asked for, before anything is shown: whatever a submission's
+    text does to the display, its results are kept."""
+    writers = [(outputs.json, lambda r, p: r.write_json(p)), (outputs.junit, junit.write_junit),
+               (outputs.gradescope, gradescope.write_gradescope),
+               (outputs.markdown, markdown.write_markdown)]
+    for path, write in writers:
+        if path:
+            write(report, path)
+    return [path for path, _ in writers if path]
+
+
+@click.command("list")
+@click.pass_context
+def list_command(ctx) -> int:
+    """List the stages of the course."""
+    course = course_of(ctx)
+    table = Table(title=course.title, title_justify="left")
+    tracks = list(TRACKS)
+    for column in ("#", "Stage", "Title", "Cases", "Points", *(f"exercises/{t}/" for t in tracks)):
+        table.add_column(column)
+    for s in course.stages:
+        table.add_row(s.name, s.id, s.title, str(len(s.cases)), f"{s.points:g}",
+                      *(Path(s.modules[t]).name for t in tracks))
+    make_console().print(table)
+    return EXIT_OK

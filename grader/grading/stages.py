@@ -1,0 +1,177 @@
+"""Grading: the stages of a resolved request, each through pytest, into a Report (`grade`).
+
+Each stage is opened as a session (grader.grading.session), its correctness cases run
+through the check module test_correctness.py, its stage-wide checks follow, and, once every
+case passed on a GPU with thresholds, its speed cases run through test_speed.py
+(grader.grading.pytest_run runs both). A stage the grader itself fails to grade is an
+ERROR of that stage; the run goes on with the next.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from datetime import datetime, timezone
+
+from grader.backends import selection as backends
+from grader.course import Stage, matching_hints
+from grader.course.todos import TodoState
+from grader.errors import one_line
+from grader.grading.pytest_run import (CaseProgress, CorrectnessPlugin, Progress, SpeedPlugin,
+                                       run_checks)
+from grader.grading.request import Grading
+from grader.grading.session import NEEDS_CORRECTNESS, StageSession
+from grader.intake import NotRun
+from grader.judge.stage import memory_check
+from grader.report.results import Report, SpeedResult, StageResult, Status
+from grader.sandbox import keep_warm
+from grader.sandbox.submission import SubmissionError
+from grader.speed import check as speed
+
+
+class Interrupted(Exception):
+    """Ctrl-C during grading: `report` holds the stages graded before it, none after."""
+
+    def __init__(self, report: Report, stage: str):
+        super().__init__(f"interrupted while grading {stage}")
+        self.report, self.stage = report, stage
+
+
+def grade_stage(grading: Grading, stage: Stage, progress: CaseProgress | None = None
+                ) -> StageResult:
+    """Grade one stage of the resolved request. Speed is timed only after every correctness
+    case passed; the request's benchmark file receives pytest-benchmark's record of it."""
+    result = grade_session(StageSession(grading, stage), progress)
+    if grading.outputs.benchmark_json:
+        speed.merge_benchmark_files([_benchmark_part(grading, stage)],
+                                    grading.outputs.benchmark_json)
+    return result
+
+
+def grade_session(session: StageSession, progress: CaseProgress | None) -> StageResult:
+    """Grade the stage a session holds (not yet opened); it is closed when this returns."""
+    stage, grading = session.stage, session.grading
+    result = StageResult(number=stage.number, id=stage.id, title=stage.title,
+                         backend=grading.selection.backend.name, module=session.file.shown,
+                         max_points=stage.points)
+    try:
+        return _graded(session, result, progress)
+    except Exception as exc:  # noqa: BLE001 - one stage's failure must not end the run
+        return _broke(result, exc)
+
+
+def _graded(session: StageSession, result: StageResult, progress: CaseProgress | None
+            ) -> StageResult:
+    result.speed = SpeedResult(False, session.no_speed or NEEDS_CORRECTNESS)
+    try:
+        todos = session.open()
+        return _grade_loaded(session, result, todos, progress)
+    except NotRun as exc:
+        result.status, result.message = exc.status, exc.message
+        return result
+    except SubmissionError as exc:
+        result.message = str(exc)
+        return result
+    finally:
+        session.close()  # every process of the submission is gone before a result is kept
+        if session.runner is not None:
+            result.sandbox = session.runner.protections
+            result.output = session.runner.output()
+
+
+def _grade_loaded(session: StageSession, result: StageResult, todos: TodoState,
+                  progress: CaseProgress | None) -> StageResult:
+    stage, check = session.stage, session.check
+    if todos.unfilled:
+        result.message = f"{result.module} {todos.describe()}"
+    plugin = CorrectnessPlugin(check, progress)
+    broken = run_checks("test_correctness.py", plugin)
+    result.cases = plugin.results()
+    # Processes that saw the hidden cases' inputs could print or say them at any later
+    # call: what follows (memory, speed) runs in fresh ones.
+    check.forget_hidden()
+    if broken:
+        result.message, result.status = broken, Status.ERROR
+        return result
+    if compiles := check.compile_check():
+        result.checks.append(compiles)
+    if stage.memory_growth:
+        result.checks.append(memory_check(stage, session.grading.selection, session.runner,
+                                          session.grading.seed))
+    result.hints = matching_hints(stage.hints, result.cases)
+    result.conclude(len(stage.cases))
+    if session.not_timed(result.cases, result.checks):
+        return result
+
+    timer = session.speed_check()
+    extra = ["-p", "pytest_benchmark.plugin"]
+    if part := _benchmark_part(session.grading, stage):
+        extra.append(f"--benchmark-json={part}")
+    plugin = SpeedPlugin(timer, progress)
+    broken = run_checks("test_speed.py", plugin, extra, quiet=True)
+    result.speed = timer.summary(plugin.results())
+    if broken:
+        result.speed.reason = broken
+    return result
+
+
+def _benchmark_part(grading: Grading, stage: Stage):
+    """Where pytest-benchmark writes one stage's record (pytest runs once per stage); the
+    parts are merged into the file asked for at the end."""
+    whole = grading.outputs.benchmark_json
+    return whole.with_name(f"{whole.name}.{stage.id}") if whole else None
+
+
+def _broke(result: StageResult, exc: Exception) -> StageResult:
+    """A stage the grader itself failed to grade: ERROR, no points, what happened in a line
+    (no traceback); the run goes on with the next stage."""
+    result.status, result.points = Status.ERROR, 0.0
+    result.speed = SpeedResult(False, "not graded: the stage could not be graded")
+    result.message = (f"the grader failed while grading {result.module}: {one_line(exc)}. "
+                      "Nothing was graded for this stage; grading it again may help, else "
+                      "show this message to the course staff.")
+    return result
+
+
+@contextmanager
+def _silent(label: str, cases: int):
+    yield None  # no display: the plugins tell nobody
+
+
+def grade(grading: Grading, progress: Progress = _silent) -> Report:
+    """Grade every stage of the resolved request, one after another, into a Report."""
+    selection = grading.selection
+    report = Report(
+        course=grading.course.title,
+        target=grading.target,
+        backend=selection.backend.name,
+        backend_reason=selection.reason,
+        machine=backends.machine_info(),
+        started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        seed=grading.seed,
+    )
+    start = time.perf_counter()
+    parts = [p for p in (_benchmark_part(grading, s) for s in grading.stages) if p]
+    if selection.backend.interpret:  # not on a GPU: the timed runs' CPU
+        keep_warm()  # each stage's processes are forks of one that imported PyTorch once
+    for stage in grading.stages:
+        label = f"{stage.name} {stage.id} [{selection.backend.name}]"
+        session = StageSession(grading, stage)
+        timed = 0 if session.no_speed else len(stage.speed.cases)
+        started = time.perf_counter()
+        try:
+            with progress(label, len(stage.cases) + timed) as cases:
+                result = grade_session(session, cases)
+        except KeyboardInterrupt:
+            # The stage's child is already ended (grade_stage's finally); what it had graded
+            # is dropped, so nothing half-graded looks like a result.
+            report.seconds = round(time.perf_counter() - start, 2)
+            for written in parts:  # pytest-benchmark's records of the stages graded so far
+                written.unlink(missing_ok=True)
+            raise Interrupted(report, label) from None
+        result.seconds = round(time.perf_counter() - started, 2)
+        report.stages.append(result)
+    if grading.outputs.benchmark_json:
+        speed.merge_benchmark_files(parts, grading.outputs.benchmark_json)
+    report.seconds = round(time.perf_counter() - start, 2)
+    return report
