@@ -28,13 +28,12 @@ from rich.table import Table
 
 from grader import __version__, batch_command, doctor, grading, intake
 from grader.backends import selection as backends
-from grader.backends import toolchain
 from grader.commandline import GradeGroup, GradingCommand, StageCommand, grading_options
 from grader.course import TRACKS, Course, Stage, find_course_file, load_course
 from grader.errors import GradeError
 from grader.instructor import calibrate as calibration
 from grader.instructor import release, skeletons
-from grader.judge import compile_check
+from grader.languages.cutile import compile_check, toolchain
 from grader.quoting import visible
 from grader.report import annotations, gradescope, junit, markdown, picture_html
 from grader.report.progress import stage_progress

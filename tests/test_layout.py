@@ -27,6 +27,11 @@ LAYERS = {
     "grader.timing": 0,  # the one timed loop, run on both sides of the trust boundary
     "grader.protocol": 0,  # the wire between the grader and its processes
     "grader.languages.cutile.simulator": 0,  # the cuTile simulator: nothing of the grader
+    "grader.languages.cutile.build": 0,  # cuTile kernels to cubins: nothing of the grader
+    "grader.languages.cutile.probe_kernel": 0,
+    # tileiras and CUDA_HOME: above the cache and the build it imports, below backends/, whose
+    # cuTile backend probes it
+    "grader.languages.cutile.toolchain": 0.5,
     "grader.install": 0,  # `python -m grader.install`: the standard library only
     "grader.tracks": 0,  # the tile languages, a record each: every layer reads them
     "grader.report.results": 0,
@@ -37,7 +42,7 @@ LAYERS = {
     "grader.replay": 3,  # the grader's own run of the submission's kernels
     "grader.sandbox": 4,
     "grader.judge": 5,
-    "grader.languages": 5,  # the tile languages' wings, less what has a layer of its own above
+    "grader.languages": 5,  # the rest of the languages' wings: compile_check imports sandbox/
     "grader.intake": 5,  # the student's files before they run: track, TODOs, screening
     "grader.speed": 6,
     "grader.report": 7,

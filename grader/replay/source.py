@@ -95,7 +95,7 @@ def _triton_parameters(kernel) -> list[str]:
 
 
 def _cutile_parameters(kernel) -> list[str]:
-    from grader.backends.build import cutile_parameters
+    from grader.languages.cutile.build import cutile_parameters
 
     return [n for n, _ in cutile_parameters(kernel)]
 
