@@ -189,19 +189,20 @@ def test_a_hint_that_names_a_cause_needs_the_case_to_confirm_it():
 
 
 def test_an_internal_error_of_the_simulator_is_told_as_a_line_of_the_kernel(tmp_path):
-    from grader import cutile_sim
+    from grader.languages.cutile.simulator import memory
     from grader.replay.locate import describe
 
     kernel = tmp_path / "k.py"
-    kernel.write_text("def body(t):\n    return cutile_sim._tile_index(t)\n", encoding="utf-8")
-    scope = {"cutile_sim": cutile_sim}
+    kernel.write_text("def body(t):\n    return memory.tile_index(t)\n", encoding="utf-8")
+    scope = {"memory": memory}
     exec(compile(kernel.read_text(), str(kernel), "exec"), scope)
     try:
         scope["body"](object())  # the simulator's own code fails on a value it never expected
     except Exception as exc:  # noqa: BLE001
         text = describe(exc, kernel)
-    assert text.startswith("line 2 of k.py (`return cutile_sim._tile_index(t)`) could not be run")
-    assert "cutile_sim.py" not in text and "object" not in text
+    assert text.startswith("line 2 of k.py (`return memory.tile_index(t)`) could not be run")
+    assert text.endswith("TypeError in the cuTile simulator)")  # the simulator's folder, known
+    assert "memory.py" not in text and "object" not in text
 
 
 def test_a_reply_whose_writers_are_no_program_of_the_launch_is_refused():

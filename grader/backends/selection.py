@@ -18,8 +18,8 @@ from typing import Callable
 
 import torch
 
-from grader.backends import toolchain
 from grader.errors import BackendUnavailable
+from grader.languages.cutile import toolchain
 
 AUTO = "auto"
 

@@ -62,9 +62,13 @@ def internal(exc: BaseException) -> bool:
     return "/grader/" in deepest or deepest.endswith("triton/runtime/interpreter.py")
 
 
+# The folder of the cuTile simulator's modules (grader.languages.cutile.simulator).
+_SIMULATOR = ("grader", "languages", "cutile", "simulator")
+
+
 def _in_simulator(exc: BaseException) -> bool:
     frames = traceback.extract_tb(exc.__traceback__)
-    return bool(frames) and Path(frames[-1].filename).name == "cutile_sim.py"
+    return bool(frames) and Path(frames[-1].filename).parent.parts[-len(_SIMULATOR):] == _SIMULATOR
 
 
 def compiled_line(exc: BaseException, path: Path) -> tuple[int, str] | None:

@@ -53,9 +53,9 @@ def _bind_before_student_code(track: str, role: str, device: str) -> None:
         except ImportError:
             pass  # the submission's own import then says what is missing
     if device == "cpu" and track == "cutile":
-        from grader import cutile_sim
+        from grader.languages.cutile import simulator
 
-        cutile_sim.install()  # ct.launch runs kernels in the simulator, on the CPU
+        simulator.install()  # ct.launch runs kernels in the simulator, on the CPU
     if role == "child":
         launches.install()  # the replay runs kernels; the child only proposes launches
     elif track == "triton" and os.environ.get("TRITON_INTERPRET") == "1":

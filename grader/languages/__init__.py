@@ -1,0 +1,2 @@
+"""The tile languages' wings: one package per language (grader/languages/<name>/), the code
+that is particular to that language, behind the contract of grader.tracks."""
