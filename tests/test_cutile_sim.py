@@ -22,7 +22,7 @@ from grader.languages.cutile import simulator as cutile_sim
 from grader.languages.cutile.simulator import Array, tensor_of
 from grader.replay import frontends, kernels
 from grader.replay.locate import internal
-from grader.report.results import Status
+from grader.results import Status
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -34,7 +34,7 @@ LAYERS = {
     "grader.languages.cutile.toolchain": 0.5,
     "grader.install": 0,  # `python -m grader.install`: the standard library only
     "grader.tracks": 0,  # the tile languages, a record each: every layer reads them
-    "grader.report.results": 0,
+    "grader.results": 0,  # the result records: written where decided, read by the reports
     "grader.quoting": 0,  # text from a submission, quoted: every layer that words a message
     "grader.problems": 1,
     "grader.backends": 1,
@@ -56,7 +56,7 @@ LAYERS = {
 }
 # What a report module may import besides its own part: the result records, and the one
 # wording of text from a submission that the messages in those records already use.
-REPORTS_READ = ("grader.report.results", "grader.quoting")
+REPORTS_READ = ("grader.results", "grader.quoting")
 LARGEST = 350  # lines per module
 
 

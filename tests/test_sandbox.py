@@ -21,7 +21,7 @@ import pytest
 from conftest import RELAXED_RULES, ROOT, copy_course, failure_text, relax, vector_add_course
 
 from grader.grading import pytest_run
-from grader.report.results import Status
+from grader.results import Status
 from grader.sandbox import privileges, probe
 
 VECTOR_ADD = (ROOT / "solutions/triton/stage1_vector_add.py").read_text()

@@ -156,7 +156,7 @@ def test_the_tile_map_marks_each_tile_by_its_worst_element():
 
 def test_the_picture_page_escapes_what_a_submission_wrote():
     from grader.report.picture_html import page
-    from grader.report.results import CaseResult, Report, StageResult
+    from grader.results import CaseResult, Report, StageResult
 
     case = CaseResult("n=4", "float32", {}, 0, False, "<script>alert(1)</script>",
                       stats={"picture": ["X_"]})
@@ -178,7 +178,7 @@ def test_a_factor_per_row_is_confirmed_only_when_every_row_has_one():
 
 def test_a_hint_that_names_a_cause_needs_the_case_to_confirm_it():
     from grader.course.model import Hint
-    from grader.report.results import CaseResult, Failure
+    from grader.results import CaseResult, Failure
 
     hint = Hint("the grid rounds down", stats=("never_written",), cause="grid_short")
     case = CaseResult("n=4097", "float32", {"n": 4097}, 0, False, "", failure=Failure.WRONG_RESULT,
