@@ -16,8 +16,8 @@ from rich.table import Table
 
 from grader import sandbox
 from grader.backends import selection as backends
-from grader.backends import toolchain
-from grader.judge.compile_check import ARCHS
+from grader.languages.cutile import toolchain
+from grader.languages.cutile.compile_check import ARCHS
 
 # The architecture to compile-check for when there is no GPU to ask.
 DEFAULT_ARCH = "sm_90"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from grader.course import Stage
 from grader.course.todos import TodoState, todo_state
-from grader.report.results import Status
+from grader.results import Status
 from grader.sandbox.screening import describe as describe_findings
 from grader.sandbox.screening import Unreadable, screen
 from grader.tracks import TRACKS

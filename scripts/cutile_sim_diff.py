@@ -23,12 +23,12 @@ import torch
 
 import cuda.tile as ct
 
-from grader import cutile_sim
 from grader.course import Case, Stage
 from grader.judge.compare import Expected, compare
-from grader.sandbox.outcomes import Outcome
+from grader.languages.cutile import simulator
 from grader.problems import DTYPES
 from grader.replay.poison import PoisonFreshAllocations
+from grader.sandbox.outcomes import Outcome
 from grader.sandbox.submission import Submission
 from scripts import common
 
@@ -84,7 +84,7 @@ def run(submission: Submission, call, device: str, simulate: bool):
     call = call.to(device)
     real_launch = ct.launch
     if simulate:
-        ct.launch = cutile_sim.launch
+        ct.launch = simulator.launch
     try:
         # Outputs start as poison on both sides, as when grading: an element that is never
         # written cannot pass by inheriting a right value from an earlier allocation.

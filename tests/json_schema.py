@@ -1,4 +1,4 @@
-"""The small part of JSON Schema that grader/report/result.schema.json uses, to validate against it."""
+"""The small part of JSON Schema that grader/result.schema.json uses, to validate against it."""
 
 TYPES = {
     "object": dict, "array": list, "string": str, "boolean": bool, "null": type(None),

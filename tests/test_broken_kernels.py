@@ -8,7 +8,7 @@ import re
 
 from conftest import broken, case_text, failing, without_shortcuts
 
-from grader.report.results import Failure, Status
+from grader.results import Failure, Status
 
 
 def hint(result) -> str:

@@ -7,12 +7,10 @@ import pytest
 import torch
 from conftest import broken, copy_course
 
-from grader.backends import build
 from grader.backends import selection as backends
-from grader.backends import toolchain
 from grader.course import load_course
 from grader.errors import BackendUnavailable
-from grader.judge import compile_check
+from grader.languages.cutile import build, compile_check, toolchain
 
 
 @pytest.fixture(autouse=True)

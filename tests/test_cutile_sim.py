@@ -16,13 +16,13 @@ import pytest
 import torch
 from conftest import broken, failing, failure_text
 
-from grader import cutile_sim
-from grader.cutile_sim import Array, tensor_of
 from grader.backends import selection as backends
 from grader.errors import BackendUnavailable
+from grader.languages.cutile import simulator as cutile_sim
+from grader.languages.cutile.simulator import Array, tensor_of
 from grader.replay import frontends, kernels
 from grader.replay.locate import internal
-from grader.report.results import Status
+from grader.results import Status
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -122,7 +122,7 @@ WITHOUT_CUDA_TILE = """
 import sys
 sys.modules["cuda.tile"] = None  # `import cuda.tile` fails, as where it is not installed
 import torch
-from grader import cutile_sim as sim
+from grader.languages.cutile import simulator as sim
 
 assert sim.float32 is torch.float32 and sim.PaddingMode.ZERO.value == "zero"
 assert sim.RoundingMode.RN.value == "nearest_even" and repr(sim.tfloat32) == "tfloat32"

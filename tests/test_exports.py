@@ -16,7 +16,7 @@ from rich.console import Console
 from grader.report import gradescope as gradescope_export
 from grader.report import junit as junit_export
 from grader.report import markdown as markdown_export
-from grader.report.results import (CaseResult, CheckResult, Report, SpeedCase, SpeedResult,
+from grader.results import (CaseResult, CheckResult, Report, SpeedCase, SpeedResult,
                                    StageResult, Status)
 from grader.report.scorecard import render
 from grader.quoting import visible

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.report.results import Status
+from grader.results import Status
 
 FAULTS = Path(__file__).resolve().parent / "faults"
 BACKENDS = {"triton": "triton-interpret", "cutile": "cutile-sim"}

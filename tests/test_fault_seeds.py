@@ -14,7 +14,7 @@ from conftest import broken, without_shortcuts
 
 from grader.backends import selection as backends
 from grader.judge.stage import StageCheck
-from grader.report.results import Failure
+from grader.results import Failure
 from grader.sandbox import Runner
 
 SEEDS = [7 * n + 1 for n in range(20)]

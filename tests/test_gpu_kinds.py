@@ -15,7 +15,7 @@ from conftest import ROOT, broken, vector_add_course
 from grader.backends import selection as backends
 from grader.judge import stage as judge_stage
 from grader.report import junit
-from grader.report.results import Failure, Report, Status
+from grader.results import Failure, Report, Status
 from grader.report.scorecard import render
 
 GELU = (ROOT / "solutions/triton/stage2_fused_gelu.py").read_text()

@@ -18,9 +18,9 @@ from grader.backends import selection as backends
 from grader.course import load_course
 from grader.grading import stages as grading
 from grader.grading.request import GradingRequest
-from grader.report.results import SCHEMA, Failure, StageResult, Status
+from grader.results import SCHEMA, Failure, StageResult, Status
 
-SCHEMA_FILE = Path(__file__).resolve().parents[1] / "grader" / "report" / "result.schema.json"
+SCHEMA_FILE = Path(__file__).resolve().parents[1] / "grader" / "result.schema.json"
 
 
 def load_result(path):

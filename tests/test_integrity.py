@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import RELAXED_RULES, failing, failure_text, vector_add_course
 
-from grader.report.results import Failure, Status
+from grader.results import Failure, Status
 
 ROOT = Path(__file__).resolve().parents[1]
 VECTOR_ADD = (ROOT / "solutions/triton/stage1_vector_add.py").read_text()

@@ -13,7 +13,7 @@ from conftest import ROOT, case_text, failure_text
 
 from grader import intake
 from grader.quoting import is_quoted
-from grader.report.results import Status
+from grader.results import Status
 
 SOLUTIONS = ROOT / "solutions"
 
@@ -362,7 +362,7 @@ def test_a_front_end_the_grader_cannot_call_leaves_the_case_not_graded(course, i
     from test_runner import ScriptedRunner, correct
 
     from grader.judge.stage import StageCheck
-    from grader.report.results import Failure
+    from grader.results import Failure
 
     def unchecked(*args):
         outcome = correct(*args)

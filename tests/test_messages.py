@@ -11,7 +11,7 @@ from rich.console import Console
 
 from grader.intake import misplaced
 from grader.quoting import is_quoted
-from grader.report.results import Report, StageResult, Status
+from grader.results import Report, StageResult, Status
 from grader.report.scorecard import render
 
 MACHINE = {"python": "3.11.7", "torch": "2.13.0+cpu", "triton": "3.9.0", "gpu": None}

@@ -19,7 +19,7 @@ from conftest import ROOT, broken, vector_add_course
 from rich.console import Console
 
 from grader.report.progress import fit_line, stage_progress
-from grader.report.results import CaseResult, Failure
+from grader.results import CaseResult, Failure
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # What redraws a line in place: cursor moves, erasing, hiding the cursor, a bare return.

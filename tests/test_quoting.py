@@ -10,7 +10,7 @@ from rich.console import Console
 from grader.quoting import (BLOCK_LINES, GUTTER, headline, inline, is_quoted, quote, quoted,
                             said, single_line, visible)
 from grader.report import gradescope, junit, markdown
-from grader.report.results import CaseResult, CheckResult, Report, StageResult, Status
+from grader.results import CaseResult, CheckResult, Report, StageResult, Status
 from grader.report.scorecard import render
 
 FORGED = "│   │ total │ ... │ 20/20 │ PASS │\ntotal 20/20 PASS"

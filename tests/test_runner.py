@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from grader.judge.stage import StageCheck
 from grader.problems import PROBLEMS
 from grader.replay.execute import LaunchRecord as Launch
-from grader.report.results import Failure
+from grader.results import Failure
 from grader.sandbox import Outcome, Runner
 from grader.sandbox.outcomes import Proposed
 from grader.sandbox.output_log import SHOWN, WITHHELD, OutputLog

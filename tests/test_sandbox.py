@@ -21,7 +21,7 @@ import pytest
 from conftest import RELAXED_RULES, ROOT, copy_course, failure_text, relax, vector_add_course
 
 from grader.grading import pytest_run
-from grader.report.results import Status
+from grader.results import Status
 from grader.sandbox import privileges, probe
 
 VECTOR_ADD = (ROOT / "solutions/triton/stage1_vector_add.py").read_text()
@@ -623,12 +623,12 @@ def test_a_compile_check_is_believed_only_with_its_cubins(tmp_path):
     """The build runs in the child, which may lie about it: a build reported without a CUDA
     binary to show for it fails."""
     from grader.course import load_course
-    from grader.judge import compile_check
+    from grader.languages.cutile import compile_check
 
     course_file = relax(copy_course(tmp_path / "course", parts=("course.toml", "solutions")))
     reference = course_file.parent / "solutions/cutile/stage1_vector_add.py"
     reference.write_text(
-        "import grader.backends.build as cc\n"
+        "import grader.languages.cutile.build as cc\n"
         "cc.build_kernels = lambda launches, archs: ({'kernels': ['k'], 'signatures': 1, 'builds': "
         "[{'arch': a, 'ok': True, 'seconds': 0.0, 'error': '', 'cubins': 0} for a in archs]}, {})\n"
         + reference.read_text())

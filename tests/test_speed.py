@@ -18,7 +18,7 @@ from grader.backends import selection as backends
 from grader.course import Threshold, load_course
 from grader.errors import CourseError
 from grader.problems import PROBLEMS
-from grader.report.results import CaseResult, CheckResult, Failure, Status
+from grader.results import CaseResult, CheckResult, Failure, Status
 from grader.sandbox import Runner
 from grader.sandbox.replayer import Replayer
 from grader.sandbox.outcomes import Batch
@@ -439,7 +439,7 @@ def test_calibrate_writes_thresholds_in_place_and_keeps_a_backup(tmp_path, cours
 def test_the_speed_table_names_the_kind_of_each_failure():
     from rich.console import Console
 
-    from grader.report.results import Failure, Report, SpeedCase, SpeedResult, StageResult
+    from grader.results import Failure, Report, SpeedCase, SpeedResult, StageResult
     from grader.report.scorecard import _speed_table
 
     summaries = {"slow": ("too slow: 2 ms vs torch 1 ms", Failure.TOO_SLOW),

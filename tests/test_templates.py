@@ -156,7 +156,7 @@ def test_github_actions_gets_an_annotation_per_failing_stage_at_the_students_lin
 
 def test_annotations_escape_what_github_would_read_as_commands():
     from grader.report.annotations import annotations
-    from grader.report.results import Report, StageResult, Status
+    from grader.results import Report, StageResult, Status
 
     stage = StageResult(1, "vector_add", "t", "triton-interpret", "exercises/triton/a,b.py", 10,
                         Status.ERROR, message="ValueError (at a,b.py, line 12: x): 100% off\nnext")

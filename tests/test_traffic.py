@@ -156,7 +156,7 @@ def test_the_tile_map_marks_each_tile_by_its_worst_element():
 
 def test_the_picture_page_escapes_what_a_submission_wrote():
     from grader.report.picture_html import page
-    from grader.report.results import CaseResult, Report, StageResult
+    from grader.results import CaseResult, Report, StageResult
 
     case = CaseResult("n=4", "float32", {}, 0, False, "<script>alert(1)</script>",
                       stats={"picture": ["X_"]})
@@ -178,7 +178,7 @@ def test_a_factor_per_row_is_confirmed_only_when_every_row_has_one():
 
 def test_a_hint_that_names_a_cause_needs_the_case_to_confirm_it():
     from grader.course.model import Hint
-    from grader.report.results import CaseResult, Failure
+    from grader.results import CaseResult, Failure
 
     hint = Hint("the grid rounds down", stats=("never_written",), cause="grid_short")
     case = CaseResult("n=4097", "float32", {"n": 4097}, 0, False, "", failure=Failure.WRONG_RESULT,
@@ -189,19 +189,20 @@ def test_a_hint_that_names_a_cause_needs_the_case_to_confirm_it():
 
 
 def test_an_internal_error_of_the_simulator_is_told_as_a_line_of_the_kernel(tmp_path):
-    from grader import cutile_sim
+    from grader.languages.cutile.simulator import memory
     from grader.replay.locate import describe
 
     kernel = tmp_path / "k.py"
-    kernel.write_text("def body(t):\n    return cutile_sim._tile_index(t)\n", encoding="utf-8")
-    scope = {"cutile_sim": cutile_sim}
+    kernel.write_text("def body(t):\n    return memory.tile_index(t)\n", encoding="utf-8")
+    scope = {"memory": memory}
     exec(compile(kernel.read_text(), str(kernel), "exec"), scope)
     try:
         scope["body"](object())  # the simulator's own code fails on a value it never expected
     except Exception as exc:  # noqa: BLE001
         text = describe(exc, kernel)
-    assert text.startswith("line 2 of k.py (`return cutile_sim._tile_index(t)`) could not be run")
-    assert "cutile_sim.py" not in text and "object" not in text
+    assert text.startswith("line 2 of k.py (`return memory.tile_index(t)`) could not be run")
+    assert text.endswith("TypeError in the cuTile simulator)")  # the simulator's folder, known
+    assert "memory.py" not in text and "object" not in text
 
 
 def test_a_reply_whose_writers_are_no_program_of_the_launch_is_refused():

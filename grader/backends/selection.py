@@ -15,8 +15,8 @@ from typing import Callable
 
 import torch
 
-from grader.backends import toolchain
 from grader.errors import BackendUnavailable
+from grader.languages.cutile import toolchain
 from grader.tracks import wing
 
 AUTO = "auto"

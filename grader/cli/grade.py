@@ -21,7 +21,7 @@ from grader.grading.request import GradingRequest, Limits, Outputs
 from grader.quoting import visible
 from grader.report import annotations, gradescope, junit, markdown, picture_html
 from grader.report.progress import stage_progress
-from grader.report.results import Report
+from grader.results import Report
 from grader.report.scorecard import make_console, render
 from grader.tracks import TRACKS
 

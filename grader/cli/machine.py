@@ -6,10 +6,9 @@ from __future__ import annotations
 import click
 
 from grader import doctor
-from grader.backends import toolchain
 from grader.cli.context import EXIT_FAILED, EXIT_OK, course_of
 from grader.errors import GradeError
-from grader.judge import compile_check
+from grader.languages.cutile import compile_check, toolchain
 from grader.report.scorecard import make_console, render_compile
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from grader.errors import StageSelectionError
 from grader.problems import Problem
-from grader.report.results import Failure
+from grader.results import Failure
 
 COURSE_FILE = "course.toml"
 HIDDEN_FILE = "course.hidden.toml"  # instructor-only cases; `grade release` leaves it out

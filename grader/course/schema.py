@@ -20,7 +20,7 @@ from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, StringConst
 
 from grader.course.model import SubmissionRules
 from grader.problems import DTYPES, Problem
-from grader.report.results import Failure
+from grader.results import Failure
 from grader.tracks import TRACKS
 
 FAILURE_KINDS = [kind.value for kind in Failure]

@@ -19,7 +19,7 @@ from typing import Callable, ContextManager, Protocol
 import pytest
 
 from grader.quoting import single_line
-from grader.report.results import CaseResult
+from grader.results import CaseResult
 
 CHECKS = Path(__file__).resolve().parents[1] / "checks"
 

@@ -19,7 +19,7 @@ from grader.course.todos import TodoState
 from grader.grading.request import Grading, StageFile
 from grader.intake import read_submission
 from grader.judge.stage import StageCheck
-from grader.report.results import CaseResult, CheckResult, Failure
+from grader.results import CaseResult, CheckResult, Failure
 from grader.sandbox import Runner
 from grader.speed import check as speed
 from grader.speed.check import SpeedCheck

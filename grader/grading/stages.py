@@ -23,7 +23,7 @@ from grader.grading.request import Grading
 from grader.grading.session import NEEDS_CORRECTNESS, StageSession
 from grader.intake import NotRun
 from grader.judge.stage import memory_check
-from grader.report.results import Report, SpeedResult, StageResult, Status
+from grader.results import Report, SpeedResult, StageResult, Status
 from grader.sandbox import keep_warm
 from grader.sandbox.submission import SubmissionError
 from grader.speed import check as speed

@@ -44,7 +44,7 @@ from grader.instructor.gradebook import (Intake, write_feedback_files,  # noqa: 
                                          write_gradebook, write_intake)
 from grader.instructor.submissions import Entry, NotASubmission, entries, unpack  # noqa: F401
 from grader.grading.request import GradingRequest
-from grader.report.results import write_file
+from grader.results import write_file
 from grader.sandbox.privileges import NEEDED_FOR_A_CLASS
 
 GRADED_EXIT_CODES = (0, 1)  # `grade all` graded the submission (passed or not)

@@ -28,7 +28,7 @@ from grader.backends.selection import Selection, gpu_arch
 from grader.course import Course, Stage, Threshold
 from grader.errors import GradeError
 from grader.instructor.backups import backup
-from grader.report.results import SpeedCase
+from grader.results import SpeedCase
 from grader.sandbox import Runner
 from grader.sandbox.submission import SubmissionError
 from grader.speed.check import SpeedCheck

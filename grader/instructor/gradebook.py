@@ -14,7 +14,7 @@ from grader.course import Course
 from grader.instructor.submissions import Entry, listed
 from grader.quoting import headline
 from grader.report.markdown import write_feedback
-from grader.report.results import Report, write_file
+from grader.results import Report, write_file
 
 
 @dataclass

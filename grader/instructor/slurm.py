@@ -35,7 +35,7 @@ from grader.course import Course
 from grader.errors import GradeError
 from grader.grading.request import GradingRequest
 from grader.instructor import batch, slurm_state
-from grader.report.results import write_file
+from grader.results import write_file
 
 NEEDED = ("sbatch", "squeue", "scancel")
 RETRIED = {"TIMEOUT", "PREEMPTED", "NODE_FAIL", "BOOT_FAIL", "DEADLINE"}  # Slurm's doing

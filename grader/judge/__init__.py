@@ -2,5 +2,6 @@
 
     compare.py        one output against its float32 reference: which elements, which tiles
     stage.py          each case of a stage (two calls, every trace checked); the memory check
-    compile_check.py  `grade compile`: cuTile builds per architecture, believed only with cubins
+
+(`grade compile`'s verdicts on cuTile builds are grader.languages.cutile.compile_check's.)
 """

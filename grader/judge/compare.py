@@ -16,7 +16,7 @@ from grader.course import WHOLE_DIM, Tolerance
 from grader.judge import causes, ownership, picture
 from grader.problems.evidence import Cause, Evidence
 from grader.quoting import quoted
-from grader.report.results import Failure
+from grader.results import Failure
 from grader.replay.poison import computed_from_poison, never_written
 from grader.sandbox.outcomes import Outcome
 from grader.tracks import Track

@@ -23,7 +23,7 @@ from grader.course import Case, Stage
 from grader.judge.compare import Expected, Verdict, compare
 from grader.problems import DTYPES, Call
 from grader.quoting import inline, quoted, said
-from grader.report.results import CaseResult, CheckResult, Failure
+from grader.results import CaseResult, CheckResult, Failure
 from grader.sandbox import Outcome, Runner
 from grader.sandbox.outcomes import Proposed
 from grader.tracks import TRACKS

@@ -1,2 +1,3 @@
-"""The tile languages' wings: a package per language (grader.tracks.Wing), reached by the
-layers below only through grader.tracks.wing."""
+"""The tile languages' wings: one package per language (grader/languages/<name>/), the code
+that is particular to that language, behind the contract of grader.tracks (`Wing`); the
+layers below reach a wing only through grader.tracks.wing."""

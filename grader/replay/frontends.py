@@ -31,7 +31,7 @@ _checked: dict[tuple, str | None] = {}
 
 def cutile(kernel, args: tuple) -> str | None:
     """Lower a simulated cuTile kernel to Tile IR bytecode with the arguments of a launch."""
-    from grader.backends.build import signatures
+    from grader.languages.cutile.build import signatures
 
     try:
         from cuda.tile.compilation import export_kernel

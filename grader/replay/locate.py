@@ -74,6 +74,10 @@ def internal(exc: BaseException) -> bool:
     return "/grader/" in deepest or _runtime(exc) is not None
 
 
+# The folder of the cuTile simulator's modules (grader.languages.cutile.simulator).
+_SIMULATOR = ("grader", "languages", "cutile", "simulator")
+
+
 def _runtime(exc: BaseException) -> str | None:
     """How a message names the runtime of a kernel language (its interpreter or simulator)
     that `exc` was raised in, if it was raised in one."""
@@ -81,7 +85,7 @@ def _runtime(exc: BaseException) -> str | None:
     if not frames:
         return None
     deepest = Path(frames[-1].filename).as_posix()
-    if Path(deepest).name == "cutile_sim.py":
+    if Path(deepest).parent.parts[-len(_SIMULATOR):] == _SIMULATOR:
         return "cuTile simulator"
     return wing("triton").runtime(deepest)
 

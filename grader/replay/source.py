@@ -55,12 +55,12 @@ def _check_cutile(step: Launch, kernel, args: tuple, kwargs: dict, path) -> str 
 def _launch_cutile(step: Launch, kernel, args: tuple, kwargs: dict) -> None:
     import cuda.tile as ct
 
-    # On a CPU the simulator stands in for CUDA's current stream (grader.cutile_sim.install).
+    # On a CPU the simulator stands in for CUDA's current stream (grader.languages.cutile.simulator's install).
     ct.launch(torch.cuda.current_stream(), step.grid, kernel, args)
 
 
 def _cutile_parameters(kernel) -> list[str]:
-    from grader.backends.build import cutile_parameters
+    from grader.languages.cutile.build import cutile_parameters
 
     return [n for n, _ in cutile_parameters(kernel)]
 

@@ -88,16 +88,17 @@ UNDETERMINED_EDGE = ("{count} loads at {where} take a tile that hangs over the e
 
 @contextmanager
 def _cutile_hooks(watch: Watch, launch: LaunchWatch, grid, notes) -> Iterator[None]:
-    from grader import cutile_sim as sim
+    from grader.languages.cutile import simulator as sim
+    from grader.languages.cutile.simulator import blocks
 
     space = sim.namespace
     saved = {name: getattr(space, name) for name in ("load", "store", "gather", "scatter")}
 
     def block() -> int:
-        return linear(sim._block, grid)
+        return linear(blocks.current, grid)
 
-    # The kernel hands the simulator its arrays (grader.cutile_sim.Array); the addresses are
-    # those of the tensors behind them, once the simulator has accepted the call.
+    # The kernel hands the simulator its arrays (grader.languages.cutile.simulator.Array); the
+    # addresses are those of the tensors behind them, once the simulator has accepted the call.
     def tiled(store: bool):
         def watched(array, index, *args, **kwargs):
             result = saved["store" if store else "load"](array, index, *args, **kwargs)
@@ -150,31 +151,33 @@ def _addresses(array: torch.Tensor, offsets: torch.Tensor) -> np.ndarray:
 
 
 def _window_addresses(array, index, shape, order) -> np.ndarray:
-    from grader import cutile_sim as sim
+    from grader.languages.cutile.simulator import memory
 
     offsets = _offsets(array)
-    view, _, slices = sim._window(offsets, sim._tile_index(index), tuple(shape), order, "ct.load")
+    view, _, slices = memory.window(offsets, memory.tile_index(index), tuple(shape), order,
+                                    "ct.load")
     return _addresses(array, view[slices])
 
 
 def _index_addresses(array, indices) -> tuple[np.ndarray, np.ndarray]:
-    from grader import cutile_sim as sim
+    from grader.languages.cutile.simulator import memory
 
-    idx = sim._indices(array, indices, "ct.gather")
-    inside = sim._in_bounds(array, idx)
+    idx = memory.index_tensors(array, indices, "ct.gather")
+    inside = memory.in_bounds(array, idx)
     clipped = [i.clamp(0, max(n - 1, 0)) for i, n in zip(idx, array.shape)]
     offsets = _offsets(array)[tuple(clipped)]
     return _addresses(array, offsets), inside.reshape(-1).numpy().copy()
 
 
 def _note_edge(watch, launch, notes, array, index, shape, order, kwargs) -> None:
-    from grader import cutile_sim as sim
+    from grader.languages.cutile import simulator as sim
+    from grader.languages.cutile.simulator import memory
 
     mode = kwargs.get("padding_mode", sim.PaddingMode.UNDETERMINED)
     if getattr(mode, "name", str(mode)) != "UNDETERMINED" or not kwargs.get("check_bounds", True):
         return
-    view = array.permute(*sim._axis_order(order, array.dim(), "ct.load"))
-    starts = [i * s for i, s in zip(sim._tile_index(index), shape)]
+    view = array.permute(*memory.axis_order(order, array.dim(), "ct.load"))
+    starts = [i * s for i, s in zip(memory.tile_index(index), shape)]
     if all(st + s <= n for st, s, n in zip(starts, shape, view.shape)):
         return
     line = watch.line()

@@ -1,6 +1,6 @@
-"""What a grading run reports, made from the result records alone (`results.py`).
+"""What a grading run reports, made from the result records alone (grader/results.py: the
+records, the stage verdict, the versioned JSON of result.schema.json).
 
-    results.py     the records, the stage verdict, the versioned JSON (result.schema.json)
     scorecard.py   the terminal scorecard; progress.py the live progress bars
     junit.py, gradescope.py, markdown.py   the formats other tools read
     text.py        the wording they share (hidden cases stay hidden in every format)

@@ -9,7 +9,7 @@ import os
 import re
 from pathlib import PurePath
 
-from grader.report.results import Report, StageResult, Status
+from grader.results import Report, StageResult, Status
 from grader.report.text import case_text, clean, first_line, stage_name
 
 ANNOTATED = (Status.FAIL, Status.ERROR)  # NOT STARTED is where every student begins

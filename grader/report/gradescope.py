@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from grader.report.results import CheckResult, Report, StageResult, Status, write_file
+from grader.results import CheckResult, Report, StageResult, Status, write_file
 from grader.report.text import (case_text, clean, is_hidden, not_graded, number, ran, speed_text,
                                 stage_name, versions, zeroed_by)
 

@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 from datetime import datetime, timezone
 from pathlib import Path
 
-from grader.report.results import (CaseResult, CheckResult, Failure, Report, StageResult, Status,
+from grader.results import (CaseResult, CheckResult, Failure, Report, StageResult, Status,
                                    write_file)
 from grader.report.text import (case_text, clean, first_line, is_hidden, not_graded, number, ran,
                                 speed_text, stage_name)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from grader.report.results import Report, StageResult, Status, write_file
+from grader.results import Report, StageResult, Status, write_file
 from grader.report.text import (case_text, clean, first_line, number, ran, speed_points, speed_text,
                                 stage_name, versions)
 

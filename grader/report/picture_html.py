@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from grader.report.results import Report
+from grader.results import Report
 
 COLOURS = {".": ("#d8f0d8", "right"), "X": ("#e8504a", "wrong"),
            "_": ("#ffffff", "never written"), "2": ("#f0a830", "written by two programs"),

@@ -19,7 +19,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColu
 from rich.text import Text
 
 from grader.quoting import single_line
-from grader.report.results import CaseResult
+from grader.results import CaseResult
 
 # Set in the processes a Jupyter kernel starts (`!grade 1` in a cell) and in Colab, whose
 # cells show cursor codes as garbage or not at all even where the output is a pseudo-terminal.

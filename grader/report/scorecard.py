@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from grader.quoting import GUTTER, is_quoted, visible
-from grader.report.results import Report, StageResult, Status
+from grader.results import Report, StageResult, Status
 from grader.report.text import number, ran, speed_points, versions
 
 STYLES = {

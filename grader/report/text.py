@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from grader.quoting import headline
-from grader.report.results import CaseResult, CheckResult, SpeedCase, StageResult, Status
+from grader.results import CaseResult, CheckResult, SpeedCase, StageResult, Status
 
 HIDDEN_FAILED = "hidden case failed: wrong result"
 HIDDEN_PASSED = "passed"

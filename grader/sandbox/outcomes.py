@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from grader.quoting import single_line
-from grader.report.results import Failure
+from grader.results import Failure
 from grader.replay.execute import LaunchRecord
 
 # The shapes of the child's replies (grader.protocol.check): a reply of another

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from grader.report.results import Failure
+from grader.results import Failure
 from grader import protocol
 from grader.quoting import inline, said, single_line
 from grader.sandbox import filesystem, memory, privileges, processes, spares

@@ -74,7 +74,7 @@ class Runner(Process):
 
     def compile(self, problem_id: str, cases: list, archs: tuple[str, ...]) -> protocol.Message:
         """Capture the cuTile launches of `cases` and build them for `archs`; the reply's
-        JSON and cubins, unchecked (grader.judge.compile_check checks them)."""
+        JSON and cubins, unchecked (grader.languages.cutile.compile_check checks them)."""
         timeout = max(self.timeout, 300.0 + 120.0 * len(archs))
         try:
             return self._ask("compile", 256 << 20, timeout=timeout, problem_id=problem_id,

@@ -262,7 +262,7 @@ class Worker:
 
     def compile(self, problem_id: str, cases: list, archs: list):
         """Capture the cuTile launches of every case, then build each kernel for `archs`."""
-        from grader.backends import build
+        from grader.languages.cutile import build
         from grader.problems import PROBLEMS
 
         problem = PROBLEMS[problem_id]

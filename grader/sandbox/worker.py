@@ -54,9 +54,9 @@ def _bind_before_student_code(track: str, role: str, device: str) -> None:
         except ImportError:
             pass  # the submission's own import then says what is missing
         if device == "cpu":
-            from grader import cutile_sim
+            from grader.languages.cutile import simulator
 
-            cutile_sim.install()  # ct.launch runs kernels in the simulator, on the CPU
+            simulator.install()  # ct.launch runs kernels in the simulator, on the CPU
     elif track in TRACKS:
         wing(track).bind(role, device)
     if role == "child":

@@ -16,7 +16,7 @@ from grader import timing
 from grader.backends.selection import Selection, dtype_unsupported, gpu_arch, gpu_name
 from grader.course import Case, Stage, Threshold
 from grader.problems import DTYPES
-from grader.report.results import Failure, SpeedCase, SpeedResult
+from grader.results import Failure, SpeedCase, SpeedResult
 from grader.sandbox import Runner
 from grader.sandbox.outcomes import Proposed
 from grader.speed import ceilings as ceilings_module

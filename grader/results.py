@@ -1,5 +1,8 @@
 """Grading results: typed records, the stage verdict, and the versioned JSON written by --json.
 
+The bottom layer: where a verdict is decided (the judge, the sandbox's findings, the course's
+hints) writes these records; grader/report/ reads them.
+
 The JSON layout is documented by `result.schema.json` next to this file; bump SCHEMA when a
 field changes meaning or disappears, so CI scripts that read results can tell.
 """

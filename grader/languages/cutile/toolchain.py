@@ -110,8 +110,8 @@ def compile_tiny_kernel(arch: str) -> None:
     import torch
     from cuda.tile.compilation import export_kernel
 
-    from grader.backends import build  # late: it imports torch
-    from grader.backends.probe_kernel import tiny_kernel
+    from grader.languages.cutile import build  # late: it imports torch
+    from grader.languages.cutile.probe_kernel import tiny_kernel
 
     (kernel, sigs), = build.signatures([(tiny_kernel, (torch.empty(16), 16))]).values()
     build.build(export_kernel, kernel, sigs, arch)
