@@ -132,6 +132,11 @@ class Wing(abc.ABC):
         """The versions its results depend on, among the machine's facts (a key of the result
         schema -> the version, None where it is not installed); read without importing it."""
 
+    @abc.abstractmethod
+    def readable(self) -> list[str]:
+        """Folders its tools read that are not Python's own (a compiler's toolchain): a
+        worker's view of the file system shows them (grader.sandbox.filesystem)."""
+
     # --- a worker's bootstrap, before the submission (grader.sandbox.worker) -----------
 
     @property

@@ -18,9 +18,10 @@ from conftest import broken, failing, failure_text
 
 from grader.backends import selection as backends
 from grader.errors import BackendUnavailable
+from grader.languages.cutile import frontend
 from grader.languages.cutile import simulator as cutile_sim
 from grader.languages.cutile.simulator import Array, tensor_of
-from grader.replay import frontends, kernels
+from grader.replay import kernels
 from grader.replay.locate import internal
 from grader.results import Status
 
@@ -423,7 +424,7 @@ def test_the_simulator_takes_the_branch_the_compiler_kept(condition, tmp_path):
     built = kernels.load(path, "cutile").namespace
     x, out = torch.ones(16), torch.zeros(16)
     # the compiler drops the branch it folds to False: only there does `out.copy_` compile
-    rejects = [frontends.cutile(built[name], (x, out, 16)) is not None
+    rejects = [frontend.check(built[name], (x, out, 16)) is not None
                for name in ("taken", "not_taken")]
     assert rejects.count(True) == 1, f"the compiler does not fold {condition}"
     kept = rejects == [True, False]

@@ -2,13 +2,14 @@
 
 Imports run one way, from the command line down to the course:
 
-    cli -> instructor, doctor, checks -> grading -> speed -> judge -> sandbox -> replay -> course
-        -> problems, backends
+    cli -> instructor, doctor, checks -> grading -> speed, languages -> judge -> sandbox
+        -> replay -> course -> problems, backends
 
-with a few leaves any layer may use (errors, cache, the GPU clock, the simulator, the result
-records, the quoting of a submission's text), and the report modules depending on the result
-records (and that quoting) only. Every import counts,
-those inside functions too, so a late import cannot hide a cycle.
+with a few leaves any layer may use (errors, cache, the GPU clock, the tile languages'
+records, the result records, the quoting of a submission's text), and the report modules
+depending on the result records (and that quoting) only. The languages' wings stand above
+the machinery they use, which reaches them only through grader.tracks.wing. Every import
+counts, those inside functions too, so a late import cannot hide a cycle.
 """
 
 import ast
@@ -26,12 +27,6 @@ LAYERS = {
     "grader.cache": 0,
     "grader.timing": 0,  # the one timed loop, run on both sides of the trust boundary
     "grader.protocol": 0,  # the wire between the grader and its processes
-    "grader.languages.cutile.simulator": 0,  # the cuTile simulator: nothing of the grader
-    "grader.languages.cutile.build": 0,  # cuTile kernels to cubins: nothing of the grader
-    "grader.languages.cutile.probe_kernel": 0,
-    # tileiras and CUDA_HOME: above the cache and the build it imports, below backends/, whose
-    # cuTile backend probes it
-    "grader.languages.cutile.toolchain": 0.5,
     "grader.install": 0,  # `python -m grader.install`: the standard library only
     "grader.tracks": 0,  # the tile languages, a record each: every layer reads them
     "grader.results": 0,  # the result records: written where decided, read by the reports
@@ -42,9 +37,11 @@ LAYERS = {
     "grader.replay": 3,  # the grader's own run of the submission's kernels
     "grader.sandbox": 4,
     "grader.judge": 5,
-    "grader.languages": 5,  # the rest of the languages' wings: compile_check imports sandbox/
     "grader.intake": 5,  # the student's files before they run: track, TODOs, screening
     "grader.speed": 6,
+    # The tile languages' wings (grader.tracks.Wing): each uses the machinery below it, which
+    # reaches a wing only through grader.tracks.wing (importlib, by the record's module path).
+    "grader.languages": 6,
     "grader.report": 7,
     "grader.grading": 7,  # one request resolved, each stage opened and checked through pytest
     "grader.checks": 8,

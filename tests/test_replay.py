@@ -18,7 +18,6 @@ from grader.replay.execute import Replay
 from grader.replay.source import SourceKernels
 from grader.replay.kernels import _is_kernel
 from grader.replay.literals import NotData, Reader
-from grader.replay import spellings
 from grader.replay.spellings import Aliases
 from grader.tracks import wing
 
@@ -116,7 +115,7 @@ def literal(text: str, track: str = "triton", constants=None):
     header = HEADER if track == "triton" else "import math\nimport cuda.tile as ct\n"
     for node in ast.parse(header).body:
         aliases.add(node)
-    reader = Reader(aliases, dict(constants or {}), spellings.table(track))
+    reader = Reader(aliases, dict(constants or {}), wing(track).spellings)
     return reader.constant(ast.parse(text, mode="eval").body)
 
 
@@ -358,7 +357,7 @@ def test_what_the_builder_makes_is_installed_and_launched_by_its_record(tmp_path
         built.append(kernel.fn.__name__)
         return [{"files": ["0/k.cubin"], "params": []}], {"0/k.cubin": b"cubin"}
 
-    monkeypatch.setitem(binaries.BUILDERS, "triton", fake_build)
+    monkeypatch.setattr(wing("triton"), "build", fake_build)
     monkeypatch.setattr(binary, "TritonBinary", _FakeBinary)
     path = tmp_path / "submission.py"
     path.write_text(VECTOR_ADD)

@@ -9,8 +9,10 @@ the proposal on fresh inputs (`execute`). On a CPU it rebuilds the file's kernel
 source (`kernels`: constants read as data by `literals`, every body checked by spelling in
 `bodies`) and checks each launch with the real compiler's front end (`source`); on a GPU a
 builder process compiles them and the replay launches only the binaries (`binaries`). Only
-that run's output and times count.
+that run's output and times count. What is particular to a kernel language (its spellings,
+front end, launch, watch hooks and binaries) is its wing's (grader.tracks.Wing), reached
+through grader.tracks.wing.
 
 The package's own import is empty: the Triton front end's helper process imports
-grader.replay.frontends and grader.replay.kernels without PyTorch.
+grader.replay.kernels, and the modules it reads a file with, without PyTorch.
 """

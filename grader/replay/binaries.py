@@ -23,15 +23,12 @@ from typing import Any
 
 import torch
 
-from grader.replay import cutile_binary
 from grader.replay.buffers import argument, host_step
 from grader.replay.execute import Launcher
 from grader.replay.kernels import KernelFile, SourceError
 from grader.replay.locate import describe
 from grader.replay.proposal import Alloc, Launch, Proposal
-from grader.replay.source import PARAMETERS
 from grader.replay.spellings import check_launch
-from grader.replay.spellings import table as table_of
 from grader.tracks import wing
 
 TUNING_REPEATS = 5  # timed launches of each configuration, after one untimed
@@ -64,16 +61,17 @@ def build(file: KernelFile, proposal: Proposal, inputs: dict[str, torch.Tensor]
         names: list[str] = []
         try:
             kernel = file.kernel(step.kernel, step.language)
-            names = PARAMETERS[step.language](kernel)
+            language = wing(step.language)
+            names = language.parameters(kernel)
             args = tuple(argument(v, buffers) for v in step.args)
             kwargs = {k: argument(v, buffers) for k, v in step.kwargs.items()}
-            check_launch(names, kwargs, table_of(step.language))
+            check_launch(names, kwargs, language.spellings)
         except (SourceError, ValueError) as exc:  # the grader's refusal, worded for the student
             launches.append({"step": index, "names": names, "error": str(exc)})
             break
         try:
             grid = step.grid if isinstance(step.grid, tuple) else (step.grid,)
-            records, made = BUILDERS[step.language](kernel, args, kwargs, grid)
+            records, made = language.build(kernel, args, kwargs, grid)
         except Exception as exc:  # noqa: BLE001 - the compiler's rejection is the answer
             launches.append({"step": index, "names": names, "error": describe(exc, file.path)})
             break  # a later launch would run after one that does not compile: never
@@ -83,23 +81,19 @@ def build(file: KernelFile, proposal: Proposal, inputs: dict[str, torch.Tensor]
     return {"launches": launches}, files
 
 
-def _build_cutile(kernel, args: tuple, kwargs: dict, grid: tuple):
-    return cutile_binary.build(kernel, args, grid)
-
-
 # --- the replay ----------------------------------------------------------------------------
 
 
 class Binaries:
-    """The binaries installed in this process, by proposal; `folder` is where Triton's
-    files are written for its loader."""
+    """The binaries installed in this process, by proposal; `folder` is where a language's
+    loader has the files of its binaries written (grader.tracks.Wing.load_binary)."""
 
     def __init__(self, folder: Path):
         self.folder = folder
         self.given: dict[str, tuple[dict, dict[str, torch.Tensor]]] = {}  # key -> the build
         self.steps: dict[str, dict[int, Any]] = {}  # key -> step -> [binary, ...] or an error
         self.parameters: dict[str, dict[int, list[str]]] = {}
-        self.cutile_kernels: dict[str, Any] = {}  # by kernel name: cuTile's dispatchers
+        self.kept: dict[str, dict] = {}  # by track: what its wing keeps between loads
         self.tuned: dict[tuple[str, int], int] = {}
 
     def install(self, key: str, value: dict, tensors: dict[str, torch.Tensor]) -> None:
@@ -131,9 +125,8 @@ class Binaries:
     def _load(self, step: Launch, record: dict, files: dict) -> Any:
         if "skipped" in record:  # a configuration that does not compile for this GPU
             return None
-        if step.language == "cutile":
-            return cutile_binary.CutileBinary(record, files, self.cutile_kernels, step.kernel)
-        return wing(step.language).load_binary(record, files, self.folder, {}, step.kernel)
+        kept = self.kept.setdefault(step.language, {})
+        return wing(step.language).load_binary(record, files, self.folder, kept, step.kernel)
 
     def kernels(self, key: str, proposal: Proposal) -> "BuiltKernels":
         self._loaded(key, proposal)
@@ -214,6 +207,3 @@ class BuiltKernels:
 
     def describe(self, exc: BaseException) -> str:
         return f"{type(exc).__name__}: {str(exc).strip()[:2000]}"
-
-
-BUILDERS = {"triton": wing("triton").build, "cutile": _build_cutile}

@@ -10,8 +10,6 @@ import types
 from typing import Any
 
 from grader.replay.literals import NotData, Reader
-from grader.replay.spellings import lookup
-from grader.replay.spellings import table as table_of
 from grader.tracks import TRACKS, wing
 
 
@@ -68,13 +66,11 @@ def decorate(node: ast.expr, function: Any, reader: Reader, interpreted: bool) -
     if kind in table.refused:
         raise NotData(node, table.refused[kind])
     if kind is None or (kind in table.called and call is None):
-        shown = ", ".join(table_of(track).shown for track in TRACKS)
+        shown = ", ".join(wing(track).spellings.shown for track in TRACKS.values())
         raise NotData(node, f"this decorator is not one the grader rebuilds ({shown})")
     if call is not None and call.args:
         raise NotData(node, "a decorator's arguments must be given by keyword")
     given = options(call, table.options.get(kind, frozenset()), reader) if call else {}
-    if table.track == "cutile":
-        return lookup(spelling, table)(function, **given)  # @ct.kernel, @ct.function
     return wing(table.track).decorate(function, spelling, given, node, interpreted)
 
 

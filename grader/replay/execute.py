@@ -22,8 +22,7 @@ from grader.replay.kernels import SourceError
 from grader.replay.poison import GUARD_MIN, PATTERNS, Guarded, poison_
 from grader.replay.proposal import Alloc, Launch, Proposal, ProposalError, Ref
 from grader.replay.spellings import check_launch
-from grader.replay.spellings import table as table_of
-from grader.tracks import Unavailable
+from grader.tracks import Unavailable, wing
 
 Launcher = Callable[[tuple, dict], None]
 
@@ -134,7 +133,7 @@ class Replay:
         kwargs = {k: argument(v, buffers) for k, v in step.kwargs.items()}
         names = self.kernels.parameters(index, step)
         try:
-            check_launch(names, kwargs, table_of(step.language))
+            check_launch(names, kwargs, wing(step.language).spellings)
         except ValueError as exc:
             raise ProposalError(str(exc)) from None
         done.launches.append(_record(step, names, args, kwargs))

@@ -38,8 +38,7 @@ from typing import Any
 from grader.replay import bodies, definitions
 from grader.replay.literals import NotData, Reader
 from grader.replay.spellings import Aliases, Spellings, Unknown, lookup, part_of_language
-from grader.replay.spellings import table as table_of
-from grader.tracks import TRACKS
+from grader.tracks import TRACKS, wing
 
 _serial = itertools.count()
 
@@ -95,7 +94,8 @@ class _Builder:
 
     def __init__(self, path: Path, track: str, interpreted: bool):
         self.path, self.track, self.interpreted = path, track, interpreted
-        self.table: Spellings = table_of(track)
+        self.table: Spellings = wing(track).spellings
+        self.helpers_are_tile_code = wing(track).helpers_are_tile_code
         self.module = types.ModuleType(f"tilecourse_kernels_{next(_serial)}_{path.stem}")
         self.module.__file__ = str(path)
         self.ns = self.module.__dict__
@@ -219,8 +219,8 @@ class _Builder:
     # --- bodies ---------------------------------------------------------------------------
 
     def check_bodies(self) -> list[str]:
-        """Check every kernel's body, and (cuTile) every helper one calls; the helpers to
-        build, in the file's order."""
+        """Check every kernel's body, and every helper one calls where helpers are tile code
+        (cuTile's); the helpers to build, in the file's order."""
         pending, done = list(self.kernels.values()), set()
         while pending:
             node = pending.pop()
@@ -228,7 +228,7 @@ class _Builder:
                 continue
             done.add(node.name)
             used = bodies.check(node, self.names, self.aliases, self.table,
-                                helpers_allowed=self.track == "cutile")
+                                helpers_allowed=self.helpers_are_tile_code)
             pending += [self.names.helpers[h] for h in used - done]
         return [name for name in self.names.helpers if name in done]
 

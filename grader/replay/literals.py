@@ -157,7 +157,7 @@ class Reader:
         if any(isinstance(a, ast.Starred) for a in node.args) or any(
                 k.arg is None for k in node.keywords):
             raise NotData(node, "`*` and `**` are not read in a constant: write each argument")
-        constructor = _constructors(self.table.track).get(spelling)
+        constructor = wing(self.table.track).constructors.get(spelling)
         if constructor is not None:  # the language's own (tl.constexpr, triton.Config, ...)
             return constructor(self, node, spelling)
         if is_math(spelling) or spelling in _NUMBER_BUILTINS and spelling not in self.constants:
@@ -218,17 +218,6 @@ class Reader:
 
 
 _BUILTIN_TYPES = {"int": int, "float": float, "bool": bool, "str": str}
-
-
-def _by_target(reader: Reader, node: ast.Call, spelling: str):
-    import cuda.tile as ct
-
-    return ct.ByTarget(*reader.positional(node, None, spelling), **reader.keywords(node))
-
-
-def _constructors(track: str) -> dict:
-    """The calls a constant of the track's files may be written with, by spelling."""
-    return {"cuda.tile.ByTarget": _by_target} if track == "cutile" else wing(track).constructors
 
 
 def _is_annotation(value: Any) -> bool:

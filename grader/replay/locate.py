@@ -16,7 +16,7 @@ from __future__ import annotations
 import traceback
 from pathlib import Path
 
-from grader.tracks import wing
+from grader.tracks import TRACKS, wing
 
 
 def describe(exc: BaseException, path: Path, max_lines: int = 25) -> str:
@@ -39,11 +39,11 @@ def describe(exc: BaseException, path: Path, max_lines: int = 25) -> str:
                 "shape it does not take (check the tiles, arrays, indices and constants that "
                 f"line passes; {type(exc).__name__} in the "
                 f"{_runtime(exc) or 'kernel language'})")
-    message = str(exc).strip()
-    lines = message.splitlines()
+    text = str(exc).strip()
+    lines = text.splitlines()
     if len(lines) > max_lines:
-        message = "\n".join(lines[:max_lines] + [f"... ({len(lines) - max_lines} more lines)"])
-    return f"{type(exc).__name__}{where}: {message}" if message else f"{type(exc).__name__}{where}"
+        text = "\n".join(lines[:max_lines] + [f"... ({len(lines) - max_lines} more lines)"])
+    return f"{type(exc).__name__}{where}: {text}" if text else f"{type(exc).__name__}{where}"
 
 
 def message(exc: BaseException, limit: int = 3000) -> str:
@@ -63,8 +63,9 @@ _INTERNAL_TYPES = (AttributeError, KeyError, AssertionError, IndexError, TypeErr
 
 
 def internal(exc: BaseException) -> bool:
-    """Whether `exc` is a failure inside the grader's simulator or Triton's interpreter
-    (rather than an error they raise on purpose, worded for the student)."""
+    """Whether `exc` is a failure inside the grader or a kernel language's runtime (the cuTile
+    simulator, Triton's interpreter), rather than an error they raise on purpose, worded for
+    the student."""
     if type(exc).__name__ in _STUDENT_FACING or not isinstance(exc, _INTERNAL_TYPES):
         return False
     frames = traceback.extract_tb(exc.__traceback__)
@@ -74,10 +75,6 @@ def internal(exc: BaseException) -> bool:
     return "/grader/" in deepest or _runtime(exc) is not None
 
 
-# The folder of the cuTile simulator's modules (grader.languages.cutile.simulator).
-_SIMULATOR = ("grader", "languages", "cutile", "simulator")
-
-
 def _runtime(exc: BaseException) -> str | None:
     """How a message names the runtime of a kernel language (its interpreter or simulator)
     that `exc` was raised in, if it was raised in one."""
@@ -85,9 +82,8 @@ def _runtime(exc: BaseException) -> str | None:
     if not frames:
         return None
     deepest = Path(frames[-1].filename).as_posix()
-    if Path(deepest).parent.parts[-len(_SIMULATOR):] == _SIMULATOR:
-        return "cuTile simulator"
-    return wing("triton").runtime(deepest)
+    return next((named for track in TRACKS.values()
+                 if (named := wing(track).runtime(deepest)) is not None), None)
 
 
 def compiled_line(exc: BaseException, path: Path) -> tuple[int, str] | None:

@@ -11,9 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
-
-from grader.replay import frontends
 from grader.replay.execute import Launcher
 from grader.replay.kernels import KernelFile
 from grader.replay.locate import describe
@@ -33,40 +30,17 @@ class SourceKernels:
         return self.file.kernel(step.kernel, step.language)
 
     def parameters(self, index: int, step: Launch) -> list[str]:
-        return PARAMETERS[step.language](self.kernel(step))
+        return wing(step.language).parameters(self.kernel(step))
 
     def check(self, index: int, step: Launch, args: tuple, kwargs: dict) -> str | None:
         if not self.frontend:
             return None
-        return FRONT_ENDS[step.language](step, self.kernel(step), args, kwargs, self.file.path)
+        return wing(step.language).front_end(step, self.kernel(step), args, kwargs,
+                                             self.file.path)
 
     def launcher(self, index: int, step: Launch) -> Launcher:
-        kernel, launch = self.kernel(step), LAUNCHERS[step.language]
-        return lambda args, kwargs: launch(step, kernel, args, kwargs)
+        kernel, language = self.kernel(step), wing(step.language)
+        return lambda args, kwargs: language.launch(step, kernel, args, kwargs)
 
     def describe(self, exc: BaseException) -> str:
         return describe(exc, self.file.path)
-
-
-def _check_cutile(step: Launch, kernel, args: tuple, kwargs: dict, path) -> str | None:
-    return frontends.cutile(kernel, args)
-
-
-def _launch_cutile(step: Launch, kernel, args: tuple, kwargs: dict) -> None:
-    import cuda.tile as ct
-
-    # On a CPU the simulator stands in for CUDA's current stream (grader.languages.cutile.simulator's install).
-    ct.launch(torch.cuda.current_stream(), step.grid, kernel, args)
-
-
-def _cutile_parameters(kernel) -> list[str]:
-    from grader.languages.cutile.build import cutile_parameters
-
-    return [n for n, _ in cutile_parameters(kernel)]
-
-
-# Per track (grader.tracks): how a kernel is checked by its compiler's front end, launched,
-# and its parameters named.
-FRONT_ENDS = {"triton": wing("triton").front_end, "cutile": _check_cutile}
-LAUNCHERS = {"triton": wing("triton").launch, "cutile": _launch_cutile}
-PARAMETERS = {"triton": wing("triton").parameters, "cutile": _cutile_parameters}

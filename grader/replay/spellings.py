@@ -5,8 +5,9 @@ kernel body may name.
 The replay never evaluates a submission's expressions. It reads names by their *spelling*:
 `tl.constexpr` in a file that did `import triton.language as tl` is spelled
 "triton.language.constexpr", whatever object that name might hold at run time. Spellings are
-looked up in the tables below, and only the grader turns a spelling into an object
-(`lookup`), from the real modules of the kernel language, by public names.
+looked up in the language's table (a `Spellings`, its wing's `spellings`), and only the
+grader turns a spelling into an object (`lookup`), from the real modules of the kernel
+language, by public names.
 """
 
 from __future__ import annotations
@@ -59,44 +60,10 @@ class Spellings:
     constant: str = ""  # the annotation subscripted with a constant's type (`ct.Constant[int]`)
 
 
-# numpy's dtypes and numbers, which cuTile takes in tile code as NVIDIA's samples write it.
-NUMPY_IN_CUTILE = frozenset({"float16", "float32", "float64", "int8", "int16", "int32",
-                             "int64", "uint8", "uint16", "uint32", "uint64", "bool_", "inf",
-                             "nan", "pi", "e"})
-CUTILE = Spellings(
-    track="cutile", package="cuda.tile", api="ct.*",
-    modules=frozenset({"cuda", "cuda.tile", "numpy"}),
-    steps={"cuda": frozenset({"tile"}), "numpy": NUMPY_IN_CUTILE},
-    builtins=frozenset({"range", "len", "min", "max", "int", "float", "bool", "abs", "divmod",
-                        "print", "slice", "tuple"}),
-    host_only=frozenset({"cuda.tile.launch", "cuda.tile.kernel", "cuda.tile.function",
-                         "cuda.tile.compilation", "cuda.tile.tune", "cuda.tile.launch_extended"}),
-    decorators={"cuda.tile.kernel": "kernel", "cuda.tile.function": "function"},
-    annotations=frozenset({"cuda.tile.Constant", "cuda.tile.Array", "cuda.tile.Scalar",
-                           "cuda.tile.Tile", "cuda.tile.ScalarInt64", "int", "float", "bool"}),
-    constant_types=frozenset({"int", "float", "bool"}),
-    homes=("cuda.tile", "numpy"),
-    hidden=frozenset({"get_raw_memory", "foreign_pointer", "from_foreign"}),  # host memory
-    dtype_class="cuda.tile.DType",
-    options={"kernel": frozenset({"num_ctas", "occupancy", "opt_level", "num_worker_warps"}),
-             "function": frozenset({"host", "tile"}),
-             "replace_hints": frozenset({"num_ctas", "occupancy", "opt_level",
-                                         "num_worker_warps"})},
-    shown="@ct.kernel, @ct.function",
-    short={"cuda.tile.": "ct."},
-    constant="cuda.tile.Constant",
-)
-
-
-def table(track: str) -> Spellings:
-    """The spellings of a track's language."""
-    return CUTILE if track == CUTILE.track else wing(track).spellings
-
-
 def short(spelling: str) -> str:
     """A spelling as a file writes it (`tl.load`, `ct.load`), whichever language's it is."""
-    for track in TRACKS:
-        for prefix, written in table(track).short.items():
+    for track in TRACKS.values():
+        for prefix, written in wing(track).spellings.short.items():
             spelling = spelling.replace(prefix, written)
     return spelling
 

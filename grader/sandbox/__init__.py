@@ -16,7 +16,7 @@
 and, loaded in the child around the submission (the instrumentation):
 
     submission.py  loading the student's module and recording one call of its wrapper
-    launches.py    every kernel launch intercepted where Triton and cuTile make it
+    launches.py    the session that every launch is proposed to, from each language's hook
     recorder.py    the call written down as a proposal (grader.replay.proposal)
     host.py        the host watch: what PyTorch the host code runs, for its messages
     screening.py   the parent's static check of the source, before it runs

@@ -24,12 +24,12 @@ The old root is then detached (pivot_root), so nothing outside the view can be r
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from grader.sandbox import linux
+from grader.tracks import TRACKS, wing
 
 SYSTEM = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "opt", "sys")
 _PATH_LISTS = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH")
@@ -113,9 +113,7 @@ def _python_paths() -> list[str]:
     for name in _PATH_LISTS:
         paths += [p for p in os.environ.get(name, "").split(os.pathsep) if p]
     paths += [os.environ[name] for name in _PATH_VALUES if os.environ.get(name)]
-    tileiras = shutil.which("tileiras")
-    if tileiras:  # its toolchain folder: it finds ptxas and libnvvm beside its bin/
-        paths.append(os.path.dirname(os.path.dirname(os.path.realpath(tileiras))))
+    paths += [p for track in TRACKS.values() for p in wing(track).readable()]
     return [p for p in paths if os.path.isabs(p)]
 
 

@@ -164,10 +164,10 @@ class Recorder:
             return value
         if isinstance(value, torch.dtype):
             return DType("torch", str(value).removeprefix("torch."))
-        for track in ("triton",):
+        for track in TRACKS.values():  # a dtype of a kernel language, kept by its name
             name = wing(track).dtype_name(value)
             if name is not None:
-                return DType(track, name)
+                return DType(track.name, name)
         if isinstance(value, numbers.Integral):
             return int(value)
         if isinstance(value, numbers.Real):

@@ -73,8 +73,9 @@ class Runner(Process):
                         host=value["host"])
 
     def compile(self, problem_id: str, cases: list, archs: tuple[str, ...]) -> protocol.Message:
-        """Capture the cuTile launches of `cases` and build them for `archs`; the reply's
-        JSON and cubins, unchecked (grader.languages.cutile.compile_check checks them)."""
+        """Capture the launches of `cases` and build them for `archs` without a GPU; the
+        reply's JSON and binaries, unchecked (the language's compile check checks them:
+        grader.languages.cutile.compile_check)."""
         timeout = max(self.timeout, 300.0 + 120.0 * len(archs))
         try:
             return self._ask("compile", 256 << 20, timeout=timeout, problem_id=problem_id,

@@ -2,8 +2,8 @@
 the requests, one at a time):
 
 - the child loads the submission and records one call of its wrapper at a time, its kernel
-  launches written down and not run (`record`); it also captures cuTile launches for the
-  compile check (`compile`);
+  launches written down and not run (`record`); it also captures its launches for `grade
+  compile`, which builds them without a GPU (`compile`);
 - the replay never imports the submission: on a CPU it rebuilds the file's kernels from
   source (grader.replay.kernels); on a GPU it builds nothing and launches only the
   binaries the builder made (`install`, grader.replay.binaries). It runs the proposals the
@@ -261,16 +261,17 @@ class Worker:
         return self.flush
 
     def compile(self, problem_id: str, cases: list, archs: list):
-        """Capture the cuTile launches of every case, then build each kernel for `archs`."""
-        from grader.languages.cutile import build
+        """Capture the launches of every case, then build each kernel for `archs`, without a
+        GPU (`grade compile`: the language's wing builds them)."""
         from grader.problems import PROBLEMS
+        from grader.tracks import wing
 
         problem = PROBLEMS[problem_id]
         launches = []
         for params, dtype, seed in cases:
             call = problem.draw(params, dtype, seed)
-            launches += self.submission.capture_cutile(call.args, call.kwargs)
-        return build.build_kernels(launches, tuple(archs))
+            launches += self.submission.capture(call.args, call.kwargs)
+        return wing(self.track).build_offline(launches, tuple(archs))
 
 
 def _describe(output) -> dict:

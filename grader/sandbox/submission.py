@@ -109,9 +109,10 @@ class Submission:
         function = self._function
         return lambda: function(*args, **kwargs)
 
-    def capture_cutile(self, args: tuple, kwargs: dict) -> list[tuple[Any, tuple]]:
-        """Call the function with cuTile launches captured instead of run: (kernel, arguments)
-        of each launch. Needs no GPU, so cuTile kernels can be compile-checked on a CPU."""
+    def capture(self, args: tuple, kwargs: dict) -> list[tuple[Any, tuple]]:
+        """Call the function with its launches captured instead of run: (kernel, arguments)
+        of each launch. Needs no GPU (CUDA's current stream is None meanwhile), so kernels
+        can be built for `grade compile` on a CPU."""
         session = launches.Session(capture=True)
         saved = torch.cuda.current_stream
         torch.cuda.current_stream = lambda *a, **k: None

@@ -26,7 +26,7 @@ BOOT = ("import sys; sys.path.insert(0, sys.argv[1]); "
         "from grader.sandbox.worker import main; main(int(sys.argv[2]), sys.argv[3])")
 OUTPUT_FD_TAG = b"out"  # the bytes that carry the output file's descriptor to a spare
 # What every worker imports, whatever its role and plan (a spare, while it waits).
-WARM_IMPORTS = ("torch", *wing("triton").preload,
+WARM_IMPORTS = ("torch", *(m for t in TRACKS.values() for m in wing(t).preload),
                 "grader.problems", "grader.timing", "grader.replay.poison",
                 "grader.replay.execute", "grader.sandbox.launches", "grader.sandbox.submission")
 
@@ -48,16 +48,7 @@ def _bind_before_student_code(track: str, role: str, device: str) -> None:
     from grader.replay import poison  # noqa: F401
     from grader.sandbox import launches, submission  # noqa: F401
 
-    if track == "cutile":
-        try:
-            importlib.import_module(TRACKS[track].module)
-        except ImportError:
-            pass  # the submission's own import then says what is missing
-        if device == "cpu":
-            from grader.languages.cutile import simulator
-
-            simulator.install()  # ct.launch runs kernels in the simulator, on the CPU
-    elif track in TRACKS:
+    if track in TRACKS:
         wing(track).bind(role, device)
     if role == "child":
         launches.install()  # the replay runs kernels; the child only proposes launches

@@ -61,6 +61,9 @@ class Triton(Wing):
 
         return {"triton": version()}
 
+    def readable(self):
+        return []  # Triton's compiler and libraries lie inside its Python package
+
     # --- a worker's bootstrap -----------------------------------------------------------
 
     preload = ("triton",)

@@ -31,6 +31,7 @@ def _hooked(original):
 
 def dtype_name(value) -> str | None:
     """A triton.language dtype passed to a kernel, by name."""
-    if type(value).__module__.startswith("triton.language") and hasattr(value, "primitive_bitwidth"):
+    if type(value).__module__.startswith("triton.language") \
+            and hasattr(value, "primitive_bitwidth"):
         return value.name
     return None

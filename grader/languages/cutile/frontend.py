@@ -1,18 +1,12 @@
-"""What the real compilers say about a kernel that, on a CPU, only an interpreter ran.
+"""What cuTile's compiler says about a kernel that, on a CPU, only the simulator ran.
 
-Triton's interpreter and the cuTile simulator run a kernel body as Python, so a body that
-calls PyTorch on the host (or anything else no GPU compiler accepts) would run there. Each
-kernel launched on a CPU is therefore also given to the real compiler's front end, which
-needs no GPU:
-
-- Triton: the kernel is lowered to Triton IR for an sm_80 GPU (`triton`);
-- cuTile: the kernel is lowered to Tile IR bytecode, architecture-independent, which is
-  what tileiras would then compile (`cutile`).
-
-Either returns the compiler's message when it rejects the kernel (None when it accepts it),
-and is asked once per kernel and signature. `Unavailable` says that this Triton or
-cuda-tile offers no front end the grader knows how to call: the check is then not made, and
-grading says so.
+The simulator runs a kernel body as Python, so a body that calls PyTorch on the host (or
+anything else no GPU compiler accepts) would run there. Each kernel launched on a CPU is
+therefore also lowered to Tile IR bytecode, architecture-independent, which is what
+tileiras would then compile, and which needs no GPU (`check`): the compiler's message when
+it rejects the kernel, None when it accepts it, asked once per kernel and signature.
+`Unavailable` (grader.tracks) says that this cuda-tile offers no front end the grader knows
+how to call: the check is then not made, and grading says so.
 """
 
 from __future__ import annotations
@@ -20,19 +14,15 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+from grader.languages.cutile.build import signatures
 from grader.replay.locate import message, rejection
 from grader.tracks import Unavailable
 
 _checked: dict[tuple, str | None] = {}
 
 
-# --- cuTile --------------------------------------------------------------------------------
-
-
-def cutile(kernel, args: tuple) -> str | None:
+def check(kernel, args: tuple) -> str | None:
     """Lower a simulated cuTile kernel to Tile IR bytecode with the arguments of a launch."""
-    from grader.languages.cutile.build import signatures
-
     try:
         from cuda.tile.compilation import export_kernel
     except ImportError as exc:
@@ -41,7 +31,7 @@ def cutile(kernel, args: tuple) -> str | None:
         (found, sigs), = signatures([(kernel, args)]).values()
     except Exception as exc:  # noqa: BLE001 - arguments cuTile has no type for
         return message(exc)
-    key = ("cutile", id(found), repr(sigs))
+    key = (id(found), repr(sigs))
     if key not in _checked:
         try:
             export_kernel(found, sigs, io.BytesIO(), gpu_code=None,

@@ -1,0 +1,78 @@
+"""Where cuTile runs, as the grading process sees it (grader.backends.selection): on a CUDA GPU
+its kernels are compiled by tileiras, on the CPU the grader's simulator runs them; the probe
+of each, the repair of the environment before a compile, and the words `auto` says when it
+picks one."""
+
+from __future__ import annotations
+
+import torch
+
+from grader.backends.selection import gpu_arch
+from grader.languages.cutile import toolchain
+
+MAJORS = (8, 9, 10, 11, 12)  # compute capabilities cuTile compiles for
+SUMMARIES = {"cuda": "cuTile kernels compiled by tileiras for the GPU",
+             "cpu": "cuTile kernels run by the grader's simulator on the CPU, block by block"}
+
+
+def missing() -> str | None:
+    if toolchain.cuda_tile_version() is None:
+        return f"cuda-tile is not installed. Install it with: {toolchain.INSTALL_FIX}"
+    return None
+
+
+def gpu_missing() -> str | None:
+    if not torch.cuda.is_available():
+        build = "a CPU-only build of PyTorch" if torch.version.cuda is None else "no CUDA GPU"
+        return (
+            f"cuTile kernels run only on a CUDA GPU, and this machine has {build}. Here they "
+            "can be compile-checked with `grade compile`; the Triton track runs on the CPU "
+            "with --backend triton-interpret."
+        )
+    major, minor = torch.cuda.get_device_capability()
+    if major not in MAJORS:
+        return (
+            f"{torch.cuda.get_device_name()} has compute capability {major}.{minor}; cuTile "
+            "supports 8.x, 9.x, 10.x, 11.x and 12.x. Use --backend triton."
+        )
+    found = toolchain.inspect_toolchain()
+    if found.tileiras is None:
+        return ("tileiras, the cuTile compiler, was not found. Install it with: "
+                f"{toolchain.INSTALL_FIX}")
+    result = toolchain.probe(gpu_arch())
+    if not result.ok:
+        hint = ""
+        if found.cuda_home:
+            hint = (f" CUDA_HOME={found.cuda_home} (CUDA {found.cuda_home_version or '?'}) may "
+                    "be older than tileiras needs: unset it or point it at "
+                    f"{toolchain.TILEIRAS_CUDA}.")
+        return (f"tileiras ({found.tileiras}) cannot compile for {gpu_arch()}: "
+                f"{result.error}.{hint} Run `grade doctor` for details.")
+    return None
+
+
+def probe(device: str) -> str | None:
+    return missing() or (gpu_missing() if device == "cuda" else None)
+
+
+def prepare(backend) -> None:
+    # The simulator is the worker's choice, by the plan's device; a compile for the GPU
+    # needs the toolchain's repair first (a stale CUDA_HOME dropped, say).
+    if not backend.interpret:
+        toolchain.apply(toolchain.probe(gpu_arch()))
+
+
+def note() -> str:
+    """Why cuTile grades, and any repair the grader made to the environment."""
+    found = f"cuda-tile {toolchain.cuda_tile_version()} compiles for {gpu_arch()}"
+    if toolchain.probe(gpu_arch()).drop_cuda_home:
+        found += "; CUDA_HOME is ignored for cuTile compiles: its toolkit is too old for tileiras"
+    return found
+
+
+def reason(device: str) -> str:
+    if device == "cuda":
+        return f"{note()} on {torch.cuda.get_device_name()}"
+    cause = ("no CUDA GPU" if not torch.cuda.is_available()
+             else "cuTile cannot run on this GPU; `grade doctor` says why")
+    return f"{cause}, so the grader's simulator runs the cuTile kernels on the CPU"

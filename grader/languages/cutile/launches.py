@@ -1,0 +1,44 @@
+"""cuTile's launches in the child (grader.sandbox.launches): its launch function hooked, both
+in `cuda.tile` and in the extension module it comes from, so that a submission that
+imported `launch` under another name goes through the hook too. Inside a recording session
+a launch is proposed (or, for `grade compile`, captured) and not run."""
+
+from __future__ import annotations
+
+from grader.sandbox import launches
+
+
+def install() -> None:
+    import cuda.tile as ct
+    import cuda.tile._cext as cext
+
+    hooked = _hooked(ct.launch)
+    ct.launch = cext.launch = hooked
+
+
+def _hooked(original):
+    def launch(stream, grid, kernel, kernel_args, *more, **options):
+        session = launches.current()
+        if session is None:
+            return original(stream, grid, kernel, kernel_args, *more, **options)
+        if session.capture:
+            session.captured.append((kernel, tuple(kernel_args)))
+            return None
+        # cuTile's own launch takes tuples only ("Grid must be a tuple"): a proposal holds
+        # what cuTile accepts, so that the simulator and the GPU agree.
+        for what, value, says in (("grid", grid, "Grid must be a tuple"),
+                                  ("kernel arguments", kernel_args,
+                                   "launch expects a tuple as the fourth argument")):
+            if not isinstance(value, tuple) and session.recorder is not None:
+                session.count += 1
+                session.recorder.refuse(
+                    f"ct.launch takes its {what} as a tuple, and cuTile refuses a "
+                    f"{type(value).__name__} there (\"{says}\"): write "
+                    f"({'n' if what == 'grid' else 'a, b'},) with the trailing comma for one "
+                    "element",
+                    launch=True)
+                return None
+        session.propose("cutile", kernel, grid, kernel_args, {})
+        return None
+
+    return launch

@@ -1,0 +1,34 @@
+"""What a cuTile kernel file may spell where the replay reads it (grader.replay.spellings
+says what each field of the table means)."""
+
+from __future__ import annotations
+
+from grader.replay.spellings import Spellings
+
+# numpy's dtypes and numbers, which cuTile takes in tile code as NVIDIA's samples write it.
+NUMPY_IN_CUTILE = frozenset({"float16", "float32", "float64", "int8", "int16", "int32",
+                             "int64", "uint8", "uint16", "uint32", "uint64", "bool_", "inf",
+                             "nan", "pi", "e"})
+CUTILE = Spellings(
+    track="cutile", package="cuda.tile", api="ct.*",
+    modules=frozenset({"cuda", "cuda.tile", "numpy"}),
+    steps={"cuda": frozenset({"tile"}), "numpy": NUMPY_IN_CUTILE},
+    builtins=frozenset({"range", "len", "min", "max", "int", "float", "bool", "abs", "divmod",
+                        "print", "slice", "tuple"}),
+    host_only=frozenset({"cuda.tile.launch", "cuda.tile.kernel", "cuda.tile.function",
+                         "cuda.tile.compilation", "cuda.tile.tune", "cuda.tile.launch_extended"}),
+    decorators={"cuda.tile.kernel": "kernel", "cuda.tile.function": "function"},
+    annotations=frozenset({"cuda.tile.Constant", "cuda.tile.Array", "cuda.tile.Scalar",
+                           "cuda.tile.Tile", "cuda.tile.ScalarInt64", "int", "float", "bool"}),
+    constant_types=frozenset({"int", "float", "bool"}),
+    homes=("cuda.tile", "numpy"),
+    hidden=frozenset({"get_raw_memory", "foreign_pointer", "from_foreign"}),  # host memory
+    dtype_class="cuda.tile.DType",
+    options={"kernel": frozenset({"num_ctas", "occupancy", "opt_level", "num_worker_warps"}),
+             "function": frozenset({"host", "tile"}),
+             "replace_hints": frozenset({"num_ctas", "occupancy", "opt_level",
+                                         "num_worker_warps"})},
+    shown="@ct.kernel, @ct.function",
+    short={"cuda.tile.": "ct."},
+    constant="cuda.tile.Constant",
+)
