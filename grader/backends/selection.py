@@ -56,6 +56,14 @@ def gpu_arch() -> str | None:
     return f"sm_{major}{minor}"
 
 
+def no_gpu() -> str | None:
+    """What this machine has instead of a CUDA GPU PyTorch can use, for a probe's message
+    ("no CUDA GPU", "a CPU-only build of PyTorch"); None where it has one."""
+    if torch.cuda.is_available():
+        return None
+    return "a CPU-only build of PyTorch" if torch.version.cuda is None else "no CUDA GPU"
+
+
 def gpu_name() -> str:
     return torch.cuda.get_device_name() if torch.cuda.is_available() else "no GPU"
 

@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import torch
 
-from grader.backends.selection import gpu_arch
+from grader.backends.selection import gpu_arch, no_gpu
 from grader.languages.cutile import toolchain
 
 MAJORS = (8, 9, 10, 11, 12)  # compute capabilities cuTile compiles for
-SUMMARIES = {"cuda": "cuTile kernels compiled by tileiras for the GPU",
-             "cpu": "cuTile kernels run by the grader's simulator on the CPU, block by block"}
 
 
 def missing() -> str | None:
@@ -22,13 +20,11 @@ def missing() -> str | None:
 
 
 def gpu_missing() -> str | None:
-    if not torch.cuda.is_available():
-        build = "a CPU-only build of PyTorch" if torch.version.cuda is None else "no CUDA GPU"
-        return (
-            f"cuTile kernels run only on a CUDA GPU, and this machine has {build}. Here they "
-            "can be compile-checked with `grade compile`; the Triton track runs on the CPU "
-            "with --backend triton-interpret."
-        )
+    instead = no_gpu()
+    if instead:
+        return (f"cuTile kernels run only on a CUDA GPU, and this machine has {instead}. Here "
+                "they can be compile-checked with `grade compile`; the Triton track runs on the "
+                "CPU with --backend triton-interpret.")
     major, minor = torch.cuda.get_device_capability()
     if major not in MAJORS:
         return (

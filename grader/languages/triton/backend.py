@@ -11,12 +11,11 @@ import sys
 
 import torch
 
+from grader.backends.selection import no_gpu
 from grader.errors import BackendUnavailable
 
 # Colab's free T4 (sm_75) is the oldest GPU graded: Triton runs there.
 MIN_CAPABILITY = (7, 5)
-SUMMARIES = {"cuda": "Triton kernels compiled for the GPU",
-             "cpu": "Triton's interpreter: kernels run on the CPU, one program instance at a time"}
 
 
 def missing() -> str | None:
@@ -29,12 +28,10 @@ def missing() -> str | None:
 
 
 def cuda_missing() -> str | None:
-    if not torch.cuda.is_available():
-        build = "a CPU-only build of PyTorch" if torch.version.cuda is None else "no CUDA GPU"
-        return (
-            f"needs a CUDA GPU, and this machine has {build}. "
-            "Use --backend triton-interpret to run kernels on the CPU."
-        )
+    instead = no_gpu()
+    if instead:
+        return (f"needs a CUDA GPU, and this machine has {instead}. "
+                "Use --backend triton-interpret to run kernels on the CPU.")
     major, minor = torch.cuda.get_device_capability()
     if (major, minor) < MIN_CAPABILITY:
         name = torch.cuda.get_device_name()
