@@ -169,7 +169,7 @@ def small_course(real: Course, folder: Path) -> Course:
     stage = dataclasses.replace(stage, tiles={}, tolerance={"float32": stage.tolerance["float32"]},
                                 cases=(case(1000, "0"), case(5, "1")), speed=speed)
     # Without the static check's lists: the corpus goes around that speed bump to test the
-    # walls behind it (tests/test_kernel_work.py covers the static check itself).
+    # walls behind it (tests/replay/test_kernel_work.py covers the static check itself).
     rules = dataclasses.replace(real.rules, forbidden_imports=(), forbidden_calls=())
     return dataclasses.replace(real, path=folder / "course.toml", title="gpu corpus",
                                stages=(stage,), hidden_file=None, rules=rules)

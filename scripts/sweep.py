@@ -12,7 +12,7 @@ interleaved, median); every output is checked against the float32 reference firs
 wrong one is reported, not timed. Rows are sorted by time, with the fraction of the case's
 roofline limit and the speed-up over the reference.
 
-A variant whose lines are no longer in the reference fails loudly (tests/test_speed.py
+A variant whose lines are no longer in the reference fails loudly (tests/speed/test_speed.py
 checks every one on the CPU), so the sweep cannot rot into timing copies of the reference.
 
 Usage:  python -m scripts sweep [--only STAGE] [--track T] [--label TEXT] [--seconds S]

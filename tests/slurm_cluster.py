@@ -1,4 +1,4 @@
-"""A real single-node Slurm cluster on this machine, for tests/test_slurm.py.
+"""A real single-node Slurm cluster on this machine, for tests/instructor/test_slurm.py.
 
 munged, slurmctld and slurmd run as the current user (root in CI) with every file in one
 temporary folder and ports of their own, so two runs on one machine do not meet. Slurm's

@@ -2,7 +2,7 @@
 of them must never see a PASS by luck of the draw (a softmax without its online rescale
 once passed 10 of 11 cases in one run and 9 of 11 in another).
 
-Each fault is a reference with one substitution (as in tests/test_broken_kernels.py), and
+Each fault is a reference with one substitution (as in tests/judge/test_broken_kernels.py), and
 the reference's shortcuts to second kernels never taken (conftest.without_shortcuts), in
 both tracks (Triton on its interpreter, cuTile on the simulator), graded on 20 run seeds
 in one sandboxed child. Per seed only the cases where the fault shows are called (`where`),

@@ -2,7 +2,7 @@
 
 Written by `grade release` from the course, so a new stage is in it without an edit; the
 course's own copy is exercises/tilecourse.ipynb (kept in step with this module by
-tests/test_instructor.py). The student edits the exercise files themselves (Colab's file
+tests/instructor/test_instructor.py). The student edits the exercise files themselves (Colab's file
 browser opens them in an editor); the notebook only points at each file and grades it, so
 running a cell never overwrites their work.
 

@@ -18,7 +18,7 @@ from conftest import COURSE_PARTS, copy_course
 
 from grader.cli import cli
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES = ROOT / "templates"
 
 

@@ -25,7 +25,7 @@ from grader.replay import kernels
 from grader.replay.locate import internal
 from grader.results import Status
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

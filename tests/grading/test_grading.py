@@ -20,7 +20,7 @@ from grader.grading import stages as grading
 from grader.grading.request import GradingRequest
 from grader.results import SCHEMA, Failure, StageResult, Status
 
-SCHEMA_FILE = Path(__file__).resolve().parents[1] / "grader" / "result.schema.json"
+SCHEMA_FILE = Path(__file__).resolve().parents[2] / "grader" / "result.schema.json"
 
 
 def load_result(path):
@@ -166,7 +166,7 @@ def test_auto_falls_back_to_the_interpreter_without_a_gpu(monkeypatch):
     assert "no usable CUDA GPU" in selection.reason
 
 
-VECTOR_ADD = (Path(__file__).resolve().parents[1] / "solutions/triton/stage1_vector_add.py").read_text()
+VECTOR_ADD = (Path(__file__).resolve().parents[2] / "solutions/triton/stage1_vector_add.py").read_text()
 
 
 def test_a_syntax_error_is_an_error_with_its_line(grade_source):
@@ -201,7 +201,7 @@ def test_wrong_dtype_and_shape_are_named(grade_source):
 
 
 def test_a_half_done_stage_is_graded_and_names_the_open_todo(grade_source):
-    skeleton = (Path(__file__).resolve().parents[1] / "exercises/triton/stage1_vector_add.py").read_text()
+    skeleton = (Path(__file__).resolve().parents[2] / "exercises/triton/stage1_vector_add.py").read_text()
     started = skeleton.replace("grid = ...", "grid = (triton.cdiv(n_elements, BLOCK_SIZE),)")
     result = grade_source("vector_add", started)
     assert result.status is Status.FAIL

@@ -101,7 +101,7 @@ def test_templates_and_spares_end_with_the_grader(tmp_path):
               f"s = spares.take(); t = [spares._template]; "
               f"open({str(pids)!r}, 'w').write(' '.join(str(x.process.pid) for x in [s, *t])); "
               f"os._exit(0)")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     subprocess.run([sys.executable, "-c", script], check=True, cwd=root, timeout=120)
     started = [int(p) for p in pids.read_text().split()]
     assert len(started) == 2
