@@ -128,7 +128,7 @@ class _StageUnderTest:
 
     @pytest.fixture
     def speed(self, grading) -> SpeedCheck:
-        # The same decision as `grade`'s (grader.session), on the cases checked so far.
+        # The same decision as `grade`'s (grader.grading.session), on the cases checked so far.
         reason = self._session.not_timed(list(grading.results.values()))
         if reason:
             pytest.skip(f"not graded: {reason}")
