@@ -26,7 +26,6 @@ from importlib import metadata
 from pathlib import Path
 
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
-EXTRAS = ("cutile", "test")  # grader.tracks: each track's extra (the standard library only here)
 # The cutile extra (cuda-tile[tileiras]) pins the CUDA toolkit's meta-package to 13.2-13.4,
 # and PyPI's CUDA builds of torch pin another version of it (torch 2.14.1: cuda-toolkit
 # 13.0.3): pip cannot hold both, and would replace torch. What cuTile takes from the toolkit
@@ -47,7 +46,22 @@ CPU_NEVER_LOADS = {
 }
 KEPT = {"torch_shm_manager"}  # PyTorch's shared-memory helper for DataLoader workers
 ROOT = Path(__file__).resolve().parents[1]
+PYPROJECT = ROOT / "pyproject.toml"
 EXIT_FAILED, EXIT_INTERRUPTED = 1, 130
+
+
+def extras(pyproject: Path = PYPROJECT) -> tuple[str, ...]:
+    """The extras pyproject.toml declares (a track's own, `test`): a new tile language's
+    extra is installable once it is written there."""
+    text = pyproject.read_text(encoding="utf-8")
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10, before anything is installed: the table's keys
+        table = re.search(r"^\[project\.optional-dependencies\]\n(.*?)(?=^\[|\Z)", text,
+                          re.M | re.S)
+        return tuple(re.findall(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*=", table.group(1) if table
+                                else "", re.M))
+    return tuple(tomllib.loads(text).get("project", {}).get("optional-dependencies", {}))
 
 
 def has_nvidia_gpu() -> bool:
@@ -190,8 +204,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         prog="python -m grader.install",
         description="Install this course into the running Python environment, with the "
                     "CPU build of PyTorch on a machine without an NVIDIA GPU.")
+    declared = extras()
     parser.add_argument("extras", nargs="*", metavar="EXTRA",
-                        help=f"also install these extras: {', '.join(EXTRAS)}")
+                        help=f"also install these extras: {', '.join(declared)}")
     parser.add_argument("--torch", choices=("auto", "cpu", "cuda"), default="auto",
                         help="which PyTorch build to install where torch is not installed yet "
                              "(auto: cuda when nvidia-smi lists a GPU, else cpu)")
@@ -200,9 +215,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                              "never loads (removed by default: C++ test programs and headers, "
                              "CUDA's profiling libraries, the AMD code generator)")
     options = parser.parse_args(argv)
-    unknown = [e for e in options.extras if e not in EXTRAS]
+    unknown = [e for e in options.extras if e not in declared]
     if unknown:
-        parser.error(f"no extra {', '.join(unknown)}: the extras are {', '.join(EXTRAS)}")
+        parser.error(f"no extra {', '.join(unknown)}: the extras are {', '.join(declared)}")
     return options
 
 

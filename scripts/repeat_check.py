@@ -42,7 +42,7 @@ import torch
 from grader import timing
 from grader.backends import selection as backends
 from grader.course import Threshold
-from grader.sandbox import Runner
+from grader.sandbox import ChildProcess
 from grader.sandbox.submission import Submission
 from grader.speed.check import SpeedCheck
 from scripts import common
@@ -132,9 +132,9 @@ def repeat(course, stage, track, selection, arch, rate, runs, tmp: Path) -> int:
     # baseline timed alone once, with no child alive, then RUNS trials, each on fresh seeds.
     checks = {}
     for name, module in (("reference", path), ("slowed", slow)):
-        runner = Runner(module, problem.function, "cuda", hidden=course.private_paths,
+        child = ChildProcess(module, problem.function, "cuda", hidden=course.private_paths,
                         rules=course.rules, track=track)
-        checks[name] = SpeedCheck(stage, selection, runner, threshold=split)
+        checks[name] = SpeedCheck(stage, selection, child, threshold=split)
     found: dict[str, list] = {name: [] for name in checks}
     try:
         for check in checks.values():
@@ -148,7 +148,7 @@ def repeat(course, stage, track, selection, arch, rate, runs, tmp: Path) -> int:
                       f"({time.perf_counter() - start:.0f} s; after it {gpu_state()})", flush=True)
     finally:
         for check in checks.values():
-            check.runner.close()
+            check.child.close()
     bad = 0
     for name, cases in found.items():
         graded = [c for c in cases if c.speedup]

@@ -33,29 +33,29 @@ import torch
 
 from grader import timing
 from grader.backends import selection as backends
-from grader.sandbox import Runner
+from grader.sandbox import ChildProcess
 from grader.sandbox.submission import Submission
 from grader.speed.trial import TimedCase, Trial
 from scripts import common
 
 
-def graded(stage, case, runner, seconds: float):
+def graded(stage, case, child, seconds: float):
     problem = stage.problem
     trial = Trial(TimedCase(problem, dict(case.params), case.dtype,
                             problem.baselines[stage.speed.baseline], stage.tolerance[case.dtype]),
-                  runner, timing.Budget(seconds=seconds))
+                  child, timing.Budget(seconds=seconds))
     return trial.run()
 
 
-def diagnose(stage, case, runner, track: str) -> None:
+def diagnose(stage, case, child, track: str) -> None:
     """Beyond the call times, per batch size: the replay's batch on the grader's clock, and
     the grader's own batch of the baseline (both medians of 7)."""
     problem = stage.problem
     trial = Trial(TimedCase(problem, dict(case.params), case.dtype,
                             problem.baselines[stage.speed.baseline], stage.tolerance[case.dtype]),
-                  runner, timing.Budget(seconds=1))
-    proposal = runner.record(problem.id, dict(case.params), case.dtype, 1).proposal
-    runner.replay.warm(problem.id, dict(case.params), case.dtype, 1, proposal, 3)
+                  child, timing.Budget(seconds=1))
+    proposal = child.record(problem.id, dict(case.params), case.dtype, 1).proposal
+    child.replay_process.warm(problem.id, dict(case.params), case.dtype, 1, proposal, 3)
     key = 12345
     rows = []
     for count in (0, 1, 2, 5, 10):
@@ -63,7 +63,7 @@ def diagnose(stage, case, runner, track: str) -> None:
         for rep in range(8):
             seeds = [1000 * count + 10 * rep + i for i in range(count)]
             times, wall = trial.baseline_batch(seeds, key)
-            batch = runner.replay.time_batch(problem.id, dict(case.params), case.dtype, seeds,
+            batch = child.replay_process.time_batch(problem.id, dict(case.params), case.dtype, seeds,
                                              key, proposal)
             if rep:  # the first of each size loads what has not run before
                 here.append(wall - sum(times))
@@ -95,22 +95,22 @@ def main() -> int:
             if not stage.speed or (args.only and stage.id not in args.only):
                 continue
             path = course.module_path(stage, track, solutions=True)
-            runner = Runner(path, stage.problem.function, "cuda", hidden=course.private_paths,
+            child = ChildProcess(path, stage.problem.function, "cuda", hidden=course.private_paths,
                             rules=course.rules, track=track)
-            runner.load()
+            child.load()
             local = Submission(path, stage.problem.function)
             local.load()
             baseline = stage.problem.baselines[stage.speed.baseline]
             if args.diagnose:
-                diagnose(stage, stage.speed.cases[0], runner, track)
-                runner.close()
+                diagnose(stage, stage.speed.cases[0], child, track)
+                child.close()
                 continue
             for case in stage.speed.cases:
                 call = stage.problem.draw(case.params, case.dtype, case.seed).to("cuda")
                 old = timing.measure({"kernel": local.bound(call.args, call.kwargs),
                                       "baseline": lambda: baseline(call)},
                                      timing.Budget(seconds=args.seconds))
-                new = graded(stage, case, runner, args.seconds)
+                new = graded(stage, case, child, args.seconds)
                 verdict = new.failed or new.rejected or new.wrong or "ok"
                 if new.student and not new.rejected:
                     ratio = new.student_ms / old["kernel"].median
@@ -126,7 +126,7 @@ def main() -> int:
                     print(f"{track:<7} {stage.id:<16} {case.id[:44]:<44} {verdict}", flush=True)
             if args.repeat and stage.id == args.case.split(":")[0]:
                 case = stage.speed.cases[int(args.case.split(":")[1])]
-                figures = [graded(stage, case, runner, args.seconds) for _ in range(args.repeat)]
+                figures = [graded(stage, case, child, args.seconds) for _ in range(args.repeat)]
                 ok = [f for f in figures if f.student and not (f.rejected or f.wrong)]
                 problems = [f.failed or f.rejected or f.wrong for f in figures if f not in ok]
                 if ok:
@@ -139,7 +139,7 @@ def main() -> int:
                           f"{', '.join(f'{1e3 * f.unexplained_ms:.0f}' for f in ok)}", flush=True)
                 for problem in problems:
                     print(f"repeat {track} {case.id}: {problem}", flush=True)
-            runner.close()
+            child.close()
     return 0
 
 

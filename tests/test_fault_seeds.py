@@ -15,7 +15,7 @@ from conftest import broken, without_shortcuts
 from grader.backends import selection as backends
 from grader.judge.stage import StageCheck
 from grader.results import Failure
-from grader.sandbox import Runner
+from grader.sandbox import ChildProcess
 
 SEEDS = [7 * n + 1 for n in range(20)]
 
@@ -87,14 +87,14 @@ def test_a_classic_fault_fails_on_every_seed(course, tmp_path, track, fault):
     module.write_text(without_shortcuts(track, file, broken(track, file, old, new)))
     selection = backends.select(BACKEND[track])
     selection.backend.prepare()
-    runner = Runner(module, stage.problem.function, "cpu", hidden=course.private_paths,
+    child = ChildProcess(module, stage.problem.function, "cpu", hidden=course.private_paths,
                     rules=course.rules, track=track)
     cases = [c for c in stage.cases if where(c)]
     assert cases  # the cases where the fault shows are in the course
     passed_on, kinds = [], set()
     try:
-        runner.load()
-        check = StageCheck(stage, selection, runner)
+        child.load()
+        check = StageCheck(stage, selection, child)
         for seed in SEEDS:
             check.run_seed = seed
             verdicts = [check.check(case) for case in cases]
@@ -102,7 +102,7 @@ def test_a_classic_fault_fails_on_every_seed(course, tmp_path, track, fault):
                 passed_on.append(seed)
             kinds |= {v.kind for v in verdicts if not v.passed}
     finally:
-        runner.close()
+        child.close()
     assert not passed_on, f"{track}: {fault} passed every case on run seeds {passed_on}"
     # Failed for the fault's own reason: wrong values, not a kernel the substitution broke.
     assert kinds == {Failure.WRONG_RESULT}, kinds

@@ -137,6 +137,34 @@ def test_an_unknown_extra_is_a_usage_error(capsys):
         capsys.readouterr().err
 
 
+PYPROJECT = """[project]
+name = "course"
+dependencies = ["torch"]
+
+[project.optional-dependencies]
+# a comment
+cutile = ["cuda-tile[tileiras]>=1.4"]
+toy = []
+test = [
+    "pytest-xdist>=3.5",
+]
+
+[project.scripts]
+grade = "grader.cli:main"
+"""
+
+
+@pytest.mark.parametrize("tomllib", [True, False], ids=["tomllib", "python3.10"])
+def test_the_extras_are_the_ones_pyproject_declares(tmp_path, monkeypatch, tomllib):
+    """A new language's extra is installable once pyproject.toml declares it: the list is
+    read from there, with tomllib or, on Python 3.10 before anything is installed, without."""
+    if not tomllib:
+        monkeypatch.setitem(sys.modules, "tomllib", None)  # its import fails
+    (tmp_path / "pyproject.toml").write_text(PYPROJECT)
+    assert install.extras(tmp_path / "pyproject.toml") == ("cutile", "toy", "test")
+    assert {"cutile", "test"} <= set(install.extras())  # this course's own
+
+
 def test_cpu_builds_are_read_from_pips_answer():
     assert install.cpu_builds(INDEX_ANSWER) == ["2.13.0+cpu", "2.9.1+cpu"]
     assert install.cpu_builds("ERROR: No matching distribution found for torch") == []

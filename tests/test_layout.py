@@ -90,7 +90,7 @@ def imports(name: str) -> list[tuple[int, str, list[str]]]:
                 continue
             for alias in node.names:
                 sub = f"{base}.{alias.name}"
-                if sub in MODULES:  # `from grader.sandbox import runner`: the module itself
+                if sub in MODULES:  # `from grader.sandbox import child`: the module itself
                     found.append((node.lineno, sub, []))
                 else:
                     found.append((node.lineno, base, [alias.name]))

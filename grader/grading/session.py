@@ -20,7 +20,7 @@ from grader.grading.request import Grading, StageFile
 from grader.intake import read_submission
 from grader.judge.stage import StageCheck
 from grader.results import CaseResult, CheckResult, Failure
-from grader.sandbox import Runner
+from grader.sandbox import ChildProcess
 from grader.speed import check as speed
 from grader.speed.check import SpeedCheck
 
@@ -33,7 +33,7 @@ class StageSession:
 
     grading: Grading
     stage: Stage
-    runner: Runner | None = field(default=None, init=False)
+    child: ChildProcess | None = field(default=None, init=False)
     check: StageCheck | None = field(default=None, init=False)
 
     @property
@@ -54,11 +54,11 @@ class StageSession:
         backend = selection.backend
         backend.prepare()  # before the processes start: they inherit the environment
         timeout = self.grading.limits.timeout or self.stage.time_limit.seconds(backend.device)
-        self.runner = Runner(self.file.path, self.stage.problem.function, backend.device, timeout,
+        self.child = ChildProcess(self.file.path, self.stage.problem.function, backend.device, timeout,
                              hidden=course.private_paths, rules=course.rules,
                              track=backend.track)
-        self.runner.load()
-        self.check = StageCheck(self.stage, selection, self.runner, self.grading.seed,
+        self.child.load()
+        self.check = StageCheck(self.stage, selection, self.child, self.grading.seed,
                                 self.grading.limits.keep_going)
         return todos
 
@@ -77,10 +77,10 @@ class StageSession:
     def speed_check(self) -> SpeedCheck:
         """The stage's speed cases, timed in processes that never saw a hidden case."""
         self.check.forget_hidden()
-        return SpeedCheck(self.stage, self.grading.selection, self.runner,
+        return SpeedCheck(self.stage, self.grading.selection, self.child,
                           run_seed=self.grading.seed)
 
     def close(self) -> None:
         """End every process of the submission (before any result is kept)."""
-        if self.runner is not None:
-            self.runner.close()
+        if self.child is not None:
+            self.child.close()

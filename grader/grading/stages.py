@@ -74,9 +74,9 @@ def _graded(session: StageSession, result: StageResult, progress: CaseProgress |
         return result
     finally:
         session.close()  # every process of the submission is gone before a result is kept
-        if session.runner is not None:
-            result.sandbox = session.runner.protections
-            result.output = session.runner.output()
+        if session.child is not None:
+            result.sandbox = session.child.protections
+            result.output = session.child.output()
 
 
 def _grade_loaded(session: StageSession, result: StageResult, todos: TodoState,
@@ -96,7 +96,7 @@ def _grade_loaded(session: StageSession, result: StageResult, todos: TodoState,
     if compiles := check.compile_check():
         result.checks.append(compiles)
     if stage.memory_growth:
-        result.checks.append(memory_check(stage, session.grading.selection, session.runner,
+        result.checks.append(memory_check(stage, session.grading.selection, session.child,
                                           session.grading.seed))
     result.hints = matching_hints(stage.hints, result.cases)
     result.conclude(len(stage.cases))

@@ -29,7 +29,7 @@ from grader.course import Course, Stage, Threshold
 from grader.errors import GradeError
 from grader.instructor.backups import backup
 from grader.results import SpeedCase
-from grader.sandbox import Runner
+from grader.sandbox import ChildProcess
 from grader.sandbox.submission import SubmissionError
 from grader.speed.check import SpeedCheck
 
@@ -62,21 +62,21 @@ def calibrate_stage(course: Course, stage: Stage, selection: Selection, margin: 
         raise GradeError(f"{reference} is missing: `grade calibrate` times the reference "
                          "solutions, which only the instructor's copy of the course has.")
     selection.backend.prepare()
-    runner = Runner(reference, stage.problem.function, selection.backend.device,
+    child = ChildProcess(reference, stage.problem.function, selection.backend.device,
                     hidden=course.private_paths, rules=course.rules,
                     track=selection.backend.track)
     try:
-        runner.load()
+        child.load()
         # timed against the baseline this architecture's thresholds name, if any
         known = stage.speed.threshold(gpu_arch(), selection.backend.name)
-        check = SpeedCheck(stage, selection, runner,
+        check = SpeedCheck(stage, selection, child,
                            threshold=Threshold(baseline=known.baseline if known else None))
         cases = [check.time(case).case for case in stage.speed.cases]
     except SubmissionError as exc:
         raise GradeError(f"the {stage.id} reference {reference} could not be loaded, so it "
                          f"cannot be timed: {exc}") from None
     finally:
-        runner.close()
+        child.close()
     wrong = [c.summary for c in cases if not c.passed]
     if wrong:
         raise GradeError(f"the {stage.id} reference ({reference}) is wrong on a speed case, so "

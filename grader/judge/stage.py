@@ -24,7 +24,7 @@ from grader.judge.compare import Expected, Verdict, compare
 from grader.problems import DTYPES, Call
 from grader.quoting import inline, quoted, said
 from grader.results import CaseResult, CheckResult, Failure
-from grader.sandbox import Outcome, Runner
+from grader.sandbox import Outcome, ChildProcess
 from grader.sandbox.outcomes import Proposed
 from grader.tracks import TRACKS
 
@@ -37,13 +37,13 @@ COMPILES = "compiles for a GPU"  # the stage-wide check that a GPU compiler saw 
 class StageCheck:
     """Checks the cases of one stage against one submission running in a child process."""
 
-    def __init__(self, stage: Stage, selection: Selection, runner: Runner, run_seed: int = 0,
+    def __init__(self, stage: Stage, selection: Selection, child: ChildProcess, run_seed: int = 0,
                  keep_going: bool = False):
         self.stage = stage
         self.keep_going = keep_going  # go on after a case timed out
         self.timed_out: str | None = None  # the first case that did
         self.selection, self.backend = selection, selection.backend
-        self.runner = runner
+        self.child = child
         self.run_seed = run_seed
         self.results: dict[str, CaseResult] = {}
         self.unchecked: str | None = None  # why no front end saw a shown case's kernels
@@ -54,7 +54,7 @@ class StageCheck:
         start = time.perf_counter()
         seed = case.seed_in_run(self.run_seed)
         if case.hidden:  # what the submission prints from here on could show its inputs
-            self.runner.withhold_output()
+            self.child.withhold_output()
             self.saw_hidden = True
         else:  # a shown case after a hidden one (cases run in another order): new processes
             self.forget_hidden()
@@ -94,7 +94,7 @@ class StageCheck:
         whatever they say next (a shown case's verdict, a speed case's, the memory check's).
         The next request starts fresh ones."""
         if self.saw_hidden:
-            self.runner.close()
+            self.child.close()
             self.saw_hidden = False
 
     def compile_check(self) -> CheckResult | None:
@@ -114,14 +114,14 @@ class StageCheck:
         """The wrapper's proposal, recorded in the child on inputs drawn from `seed`, then
         replayed by the grader on fresh inputs: only the replay's output is judged."""
         problem = self.stage.problem
-        proposed = self.runner.record(problem.id, dict(case.params), case.dtype, seed)
+        proposed = self.child.record(problem.id, dict(case.params), case.dtype, seed)
         refused = proposal_misconduct(proposed, self.backend.track)
         if refused:
             return refused
         replay_seed = seed ^ REPLAY_DRAW
         call = problem.draw(case.params, case.dtype, replay_seed)
         expected = problem.reference(call.to(self.backend.device))
-        outcome = self.runner.replay.call(problem.id, dict(case.params), case.dtype, replay_seed,
+        outcome = self.child.replay_process.call(problem.id, dict(case.params), case.dtype, replay_seed,
                                           call.tensors(), expected.nbytes, proposed.proposal)
         if outcome.unchecked and case.hidden:
             self.unchecked_hidden = True
@@ -240,7 +240,7 @@ def _each(messages: list[str]) -> list[str]:
     return lines
 
 
-def memory_check(stage: Stage, selection: Selection, runner: Runner, seed: int) -> CheckResult:
+def memory_check(stage: Stage, selection: Selection, child: ChildProcess, seed: int) -> CheckResult:
     """The extra memory of a call must grow with the problem as the stage intends."""
     name = "memory growth"
     if selection.backend.device != "cuda":
@@ -249,11 +249,11 @@ def memory_check(stage: Stage, selection: Selection, runner: Runner, seed: int) 
     small, large, limit = rule.small.params, rule.large.params, rule.max_growth
     sizes = []
     for case in (rule.small, rule.large):
-        proposed = runner.record(stage.problem.id, dict(case.params), case.dtype, seed)
+        proposed = child.record(stage.problem.id, dict(case.params), case.dtype, seed)
         refused = proposal_misconduct(proposed, selection.backend.track)
         if refused:
             return CheckResult(name, True, False, f"could not be measured: {refused.report}")
-        used, error = runner.replay.memory(stage.problem.id, dict(case.params), case.dtype,
+        used, error = child.replay_process.memory(stage.problem.id, dict(case.params), case.dtype,
                                            seed, proposed.proposal)
         if error:
             return CheckResult(name, True, False, f"could not be measured: {error}")

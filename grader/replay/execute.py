@@ -1,6 +1,6 @@
 """Running a proposal: the grader's own host code, with the submission's kernels.
 
-`Replay` runs proposals on inputs the grader drew: it makes the buffers (fresh ones
+`Executor` runs proposals on inputs the grader drew: it makes the buffers (fresh ones
 poisoned, with a guard region, as the child's host watch would), does the host steps, and
 launches each kernel through its `kernels`: on a CPU, the file's kernels built from source
 (grader.replay.source, each launch first given to the real compiler's front end with the
@@ -38,7 +38,7 @@ class LaunchRecord:
 
 
 @dataclass
-class Replayed:
+class Executed:
     output: torch.Tensor | None = None
     error: str | None = None  # what a launch raised, at the student's line
     launches: list[LaunchRecord] = field(default_factory=list)
@@ -64,16 +64,16 @@ class Kernels(Protocol):
         """A launch's exception, at the student's line where it has one."""
 
 
-class Replay:
+class Executor:
     def __init__(self, kernels: Kernels, device: str):
         self.kernels = kernels
         self.device = torch.device(device)
 
     def run(self, proposal: Proposal, inputs: dict[str, torch.Tensor],
-            watch: Any = None) -> Replayed:
+            watch: Any = None) -> Executed:
         """The proposal run once, watched: poisoned allocations, compile checks, and with
         `watch` (grader.replay.watch.Watch), every load and store of its kernels."""
-        done = Replayed()
+        done = Executed()
         buffers = dict(inputs)
         try:
             for index, step in enumerate(proposal.steps):
@@ -124,7 +124,7 @@ class Replay:
         tensor = buffer.as_strided(alloc.shape, alloc.stride)
         return tensor, (Guarded(name, buffer[:span], buffer) if dtype in PATTERNS else None)
 
-    def _step(self, index: int, step, buffers: dict[str, torch.Tensor], done: Replayed,
+    def _step(self, index: int, step, buffers: dict[str, torch.Tensor], done: Executed,
               watch: Any = None, result: Ref | None = None) -> None:
         if not isinstance(step, Launch):
             host_step(step, buffers)

@@ -1,13 +1,15 @@
 """The trust boundary: student code runs in a confined child; the grader only reads evidence.
 
-    process.py     the parent's side of one confined process: start, ask, check, end it
+    process.py     the grader's side of one confined process: start, ask, check, end it
     spares.py      workers ready at once: forks of a template whose imports are done
-    runner.py      the child: the submission's wrapper, its launches recorded, none run
+    child.py       the child: the submission's wrapper, its launches recorded, none run
     replayer.py    the replay: the submission's kernels run on the recorded launches
     builder.py     on a GPU, the builder: the replay's kernels compiled apart from its clock
-    outcomes.py    the records the parent makes of the processes' replies
-    worker.py      the processes' side: confine itself, then answer requests
-    serve.py       what each role answers (the child, the replay, the builder)
+                   (each of the three: the process's side of every request, the grader's
+                   side, and the shape of each reply between them)
+    outcomes.py    the records the grader makes of the processes' replies
+    worker.py      a process's start: confine itself, then answer requests one at a time
+    serve.py       what every process's side shares
     privileges.py  the least privilege the OS gives: namespaces, user, limits, process tree
     processes.py   the child's environment; waiting for, reaping and killing processes
     filesystem.py  what the child sees: a read-only view of the system, no course secrets
@@ -24,11 +26,11 @@ and, loaded in the child around the submission (the instrumentation):
 (the wire itself is grader.protocol; the replay's kernels, front ends and poisoned memory
 are grader.replay)
 
-Everything outside this package that touches student code goes through `Runner`; the
-threat model (docs/integrity.md) says what each layer guarantees and what it cannot.
+Everything outside this package that touches student code goes through `ChildProcess`
+(which owns the submission's replay process); the threat model (docs/integrity.md) says what each layer guarantees and what it cannot.
 """
 
-__all__ = ["Outcome", "Protection", "Runner", "keep_warm", "probe"]
+__all__ = ["Outcome", "Protection", "ChildProcess", "keep_warm", "probe"]
 
 
 def __getattr__(name: str):
@@ -42,10 +44,10 @@ def __getattr__(name: str):
         from grader.sandbox.outcomes import Outcome
 
         return Outcome
-    if name == "Runner":
-        from grader.sandbox.runner import Runner
+    if name == "ChildProcess":
+        from grader.sandbox.child import ChildProcess
 
-        return Runner
+        return ChildProcess
     if name == "keep_warm":
         from grader.sandbox.spares import keep_warm
 

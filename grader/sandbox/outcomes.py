@@ -1,4 +1,5 @@
-"""What the parent makes of the child's replies: the records it hands on."""
+"""What the grader makes of its processes' replies: the records it hands on (each reply's
+shape sits with its request: grader.sandbox.child, replayer, builder)."""
 
 from __future__ import annotations
 
@@ -6,34 +7,21 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-import torch
-
 from grader.quoting import single_line
 from grader.results import Failure
 from grader.replay.execute import LaunchRecord
 
-# The shapes of the child's replies (grader.protocol.check): a reply of another
-# shape is a crash of its case.
-RETURNED = {"device?": str, "type?": str}  # a returned tensor's device, or the type returned
-LAUNCH = {"kernel": str, "grid": [int], "constants": {str: (int, bool)}, "language": str}
-WARM_REPLY = {"error": (str, None), "launches": [LAUNCH], "host": [str], "compile_errors": [str]}
-CALL_REPLY = {"error": (str, None), "launches": [LAUNCH], "host": [str], "compile_errors": [str],
-              "unchecked": (str, None), "overruns": [str], "output": RETURNED,
-              "traffic": [{"kind": str, "text": str, "line": (int, None), "fails": bool}],
-              "writer_launch": (int, None)}
-RECORD_REPLY = {"error": (str, None), "refused": (str, None), "refused_launch": bool,
-                "launches": int, "host": [str],
-                "proposal": {str: object}}
 # Each finding of the replay's watch, and each overrun, is one line of text wherever it is
 # shown (causes quote findings inside their own sentences): cut to this, newlines escaped.
 FINDING_CHARS = 500
-# Errors after which a CUDA context is unusable: the child is replaced.
+# Errors after which a CUDA context is unusable: the replay process is replaced.
 STICKY = ("CUDA error", "illegal memory access", "illegal instruction", "unspecified launch failure",
            "device-side assert")
 
+
 @dataclass
 class Outcome:
-    """What one call of the submission did, as the child reported it."""
+    """What one replayed call of the submission did, as the replay reported it."""
 
     output: Any = None  # a CPU tensor, when the call returned a plain tensor
     returned: str | None = None  # what the call returned instead, described
@@ -58,7 +46,7 @@ class Outcome:
 
     @property
     def context_lost(self) -> bool:
-        """The call broke its CUDA context: the next one needs a fresh child."""
+        """The call broke its CUDA context: the next one needs a fresh replay process."""
         return bool(self.error) and any(s in self.error for s in STICKY)
 
 
@@ -78,9 +66,9 @@ class Proposed:
 
 @dataclass
 class Batch:
-    """What the child said about one batch of timed calls, and the grader's own clock."""
+    """What the replay said about one batch of timed calls, and the grader's own clock."""
 
-    times_ms: list[float]  # per call, from the child's CUDA events
+    times_ms: list[float]  # per call, from the replay's CUDA events
     digests: list[int | None]  # of each output (grader.timing.digest)
     wall_ms: float  # the whole request, by the grader's clock
 
@@ -90,36 +78,38 @@ class TimingFailed(Exception):
 
 
 def call_outcome(value: dict, tensors: dict, inputs: list) -> Outcome:
-    """The record of a replayed call from its reply (`value`, checked against CALL_REPLY, and
+    """The record of a replayed call from its reply (`value`, checked against grader.sandbox.replayer.CALL_REPLY, and
     its tensors); ProtocolError when the tensors are not the ones asked for."""
-    from grader.protocol import ProtocolError
+    import torch
+
+    from grader import protocol
 
     returned = value["output"]
     after = [tensors.get(f"input.{i}") for i in range(len(inputs))]
     for before, now in zip(inputs, after):
         if now is None or now.shape != before.shape or now.dtype != before.dtype:
-            raise ProtocolError("its reply lacks the inputs as they were after the call")
+            raise protocol.ProtocolError("its reply lacks the inputs as they were after the call")
     if set(tensors) - {f"input.{i}" for i in range(len(inputs))} - {"output", "traffic",
                                                                     "writers"}:
-        raise ProtocolError("its reply holds tensors nobody asked for")
+        raise protocol.ProtocolError("its reply holds tensors nobody asked for")
     output = tensors.get("output")
     traffic_map, writers = tensors.get("traffic"), tensors.get("writers")
     for name, tensor, dtype in (("a traffic map", traffic_map, torch.uint8),
                                 ("a map of writers", writers, torch.int32)):
         if tensor is not None and (output is None or tensor.shape != output.shape
                                    or tensor.dtype != dtype):
-            raise ProtocolError(f"its reply holds {name} that is not one of the output")
+            raise protocol.ProtocolError(f"its reply holds {name} that is not one of the output")
     launch = value["writer_launch"]
     if (writers is None) != (launch is None) or (
             launch is not None and not 0 <= launch < len(value["launches"])):
-        raise ProtocolError("its reply names the writers of a launch it did not make")
+        raise protocol.ProtocolError("its reply names the writers of a launch it did not make")
     if writers is not None and writers.numel() and not (
             int(writers.min()) >= -2 and int(writers.max()) < math.prod(
                 value["launches"][launch]["grid"])):
         # the judge counts per program: a number no program of the launch has is refused
-        raise ProtocolError("its reply names writers that are no program of the launch")
+        raise protocol.ProtocolError("its reply names writers that are no program of the launch")
     if ("device" in returned) != (output is not None):
-        raise ProtocolError("its reply describes an output it does not hold")
+        raise protocol.ProtocolError("its reply describes an output it does not hold")
     return Outcome(
         output=output, output_device=returned.get("device"),
         returned=None if output is not None else returned.get("type", "nothing"),

@@ -1,4 +1,4 @@
-"""What a submission's child prints: one unnamed file per Runner, which only the grader can
+"""What a submission's processes print: one unnamed file per process, which only the grader can
 open, shown later as the submission's output, never mixed into the grader's own.
 
 Once the child is given a hidden case, what it prints is withheld until that child ends: it

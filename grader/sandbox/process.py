@@ -9,7 +9,7 @@ The parent draws the inputs, computes the reference and judges; the child
 - each request has a deadline for the whole reply (`timeout`); past it the child is killed
   and the case fails (timed out); a child that dies fails the case (crashed), and the next
   request starts a fresh one;
-- closing the runner ends the child and everything it started before it returns, so no
+- closing a process ends it and everything it started before it returns, so no
   result is written while a process of the submission is alive;
 - what the child prints goes to a file only the parent can open, shown later as the
   submission's output (`output`), never mixed into the grader's own; once it has been given
@@ -59,8 +59,10 @@ class Failed(Exception):
 
 
 class Process:
-    """One confined process of a submission: the child that runs its wrapper (`Runner`), or
-    the replay that runs its kernels (grader.sandbox.replayer.Replayer).
+    """The grader's side of one confined process of a submission: the child that runs its
+    wrapper (grader.sandbox.child.ChildProcess), the replay that runs its kernels
+    (grader.sandbox.replayer.ReplayProcess), or on a GPU the builder that compiles them
+    (grader.sandbox.builder.BuilderProcess).
 
     `hidden` names files and folders the child must never see, whatever else is shown
     (the reference solutions, the hidden cases, results); `rules` are the course's
@@ -68,10 +70,12 @@ class Process:
     the child hooks before it imports the submission.
     """
 
+    # Which process: "child" runs the wrapper, "replay" runs only the kernels, "builder"
+    # compiles them (each a subclass: grader.sandbox.child, replayer, builder).
+    role = ""
+
     def __init__(self, path: Path, function: str, device: str, timeout: float = 120.0,
-                 hidden: list[Path] = (), rules=None, track: str = "", role: str = "child"):
-        # "child": runs the wrapper; "replay": runs only the kernels; "builder": compiles them
-        self.role = role
+                 hidden: list[Path] = (), rules=None, track: str = ""):
         self.path = Path(path)
         self.function = function
         self.device = device
@@ -273,15 +277,16 @@ class Process:
 
 def probe() -> list[Protection]:
     """The protections a submission would run under here (a child that loads nothing)."""
-    runner = Process(Path("probe.py"), "probe", "cpu")
+    child = Process(Path("probe.py"), "probe", "cpu")
+    child.role = "child"  # confined as a submission's child is
     try:
-        runner._start(b"")
-        runner._await_ready()
-        return runner.protections
+        child._start(b"")
+        child._await_ready()
+        return child.protections
     except (Failed, OSError) as exc:
         return [Protection("sandbox", False, f"a confined child could not be started: {exc}")]
     finally:
-        runner.close()
+        child.close()
 
 
 def failed_call(exc: Exception) -> Outcome:

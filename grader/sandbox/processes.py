@@ -13,12 +13,18 @@ import socket
 
 from grader.sandbox import linux
 
+# How a worker starts (grader.sandbox.worker.main), and the bytes that carry its output
+# file's descriptor to a spare: here, so that the grader's side needs nothing of the worker.
+BOOT = ("import sys; sys.path.insert(0, sys.argv[1]); "
+        "from grader.sandbox.worker import main; main(int(sys.argv[2]), sys.argv[3])")
+OUTPUT_FD_TAG = b"out"
 _ENV_KEPT = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ",
              "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 _ENV_PREFIXES = ("TRITON_", "CUDA_", "NVIDIA_", "TORCH", "PYTORCH_")
 # Caches live in the child's scratch folder (its HOME): none is shared with later runs.
 _ENV_DROPPED = ("TRITON_CACHE_DIR", "TRITON_HOME", "TRITON_DUMP_DIR", "TRITON_OVERRIDE_DIR",
                 "CUDA_CACHE_PATH", "CUDA_TILE_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR")
+
 
 def child_env(scratch: str) -> dict[str, str]:
     """The environment of the child: what kernels need, none of the grader's secrets (CI

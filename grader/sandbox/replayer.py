@@ -1,43 +1,222 @@
-"""The grader's side of the replay: the process that runs a submission's kernels.
+"""The replay, both ends: the confined process that runs a submission's kernels.
 
-It is started and confined like the child (grader.sandbox.process), but the submission's
-module is never imported there. On a CPU it rebuilds the file's kernels from source; on a
-GPU a builder process (grader.sandbox.builder) compiles each proposal's launches first, and
-the replay is given the binaries (`install`) before it is asked to run them, so that no
+It is started and confined like the child (grader.sandbox.child), but the submission's
+module is never imported there. On a CPU it rebuilds the file's kernels from source
+(grader.replay.kernels); on a GPU it builds nothing: a builder process
+(grader.sandbox.builder) compiles each proposal's launches first, and the replay is given
+the binaries (`install`, grader.replay.binaries) before it is asked to run them, so that no
 compile-time Python ever runs in the process that keeps the clock. It runs the proposals
-the child recorded, on inputs it draws from the grader's seeds (grader.replay). Its outputs
-and times are the only ones grading uses.
+the child recorded, on inputs it draws from the grader's seeds: one graded call (`call`),
+untimed warm-up calls (`warm`), timed batches (`time_batch`, `fetch`), the peak memory of a
+call (`memory`). Its outputs and times are the only ones grading uses.
+
+`ReplayWorker` is the replay's side of each request, `ReplayProcess` the grader's; the shape
+of each reply sits between them.
 """
 
 from __future__ import annotations
 
+import tempfile
 import time
+from pathlib import Path
 
 from grader import protocol
 from grader.quoting import inline
 from grader.replay.binaries import proposal_key
-from grader.sandbox.builder import Builder
-from grader.sandbox.outcomes import (CALL_REPLY, RETURNED, WARM_REPLY, Batch, Outcome,
-                                     TimingFailed, call_outcome)
-from grader.sandbox.process import Failed, Process, failed_call
-from grader.sandbox.submission import SubmissionError
 from grader.replay.execute import LaunchRecord
+from grader.sandbox.builder import BuilderProcess
+from grader.sandbox.outcomes import Batch, Outcome, TimingFailed, call_outcome
+from grader.sandbox.process import Failed, Process, failed_call
+from grader.sandbox.serve import KernelWorker, describe_output
+from grader.sandbox.submission import SubmissionError
 
 
-class Replayer(Process):
-    """The replay process of one submission (and, on a GPU, its builder)."""
+class ReplayWorker(KernelWorker):
+    """In the replay: the proposals the grader sends, run on inputs drawn here."""
+
+    role = "replay"
+
+    def __init__(self, track: str):
+        super().__init__(track)
+        self.executor = None  # grader.replay.execute.Executor of the kernels built from source
+        self.binaries = None  # grader.replay.binaries.Binaries, installed by the grader (a GPU)
+        self.kept = []  # the outputs of the last timed batch
+        self.flush = None
+
+    def load(self, path: str, function: str, device: str, rules: dict):
+        self.device = device
+        if device != "cpu":
+            from grader.replay.binaries import Binaries
+
+            self.binaries = Binaries(Path(tempfile.mkdtemp(prefix="binaries-")))
+            return True, {}
+        from grader.replay import execute, source
+
+        self.load_kernels(path, device)
+        self.executor = execute.Executor(source.SourceKernels(self.file), device)
+        return True, {}
+
+    def install(self, key: str, value: dict, tensors: dict | None = None):
+        """Keep the builder's binaries of the proposal named `key`, for the requests that
+        carry it."""
+        self.binaries.install(key, value, tensors or {})
+        return True, {}
+
+    def call(self, problem_id: str, params: dict, dtype: str, seed: int, proposal: dict):
+        from grader.replay.proposal import ProposalError
+
+        _, inputs, guards, names = self.guarded_inputs(problem_id, params, dtype, seed)
+        watch = None
+        if self.device == "cpu":  # the CPU backends run each memory operation in Python
+            from grader.replay.watch import Watch
+
+            watch = Watch(self.file.path, dict(zip(inputs, names)))
+        try:
+            executed = self._executor(proposal, inputs).run(self.parsed(proposal, inputs),
+                                                            inputs, watch)
+        except ProposalError as exc:
+            raise SubmissionError(f"its launches cannot be replayed: {exc}") from None
+        self._synchronize()
+        tensors = dict(inputs)
+        returned = self.parsed(proposal, inputs).returned  # a type's name: data, shown escaped
+        described = (describe_output(executed.output) if executed.output is not None
+                     else {"type": returned or "nothing"})
+        if executed.output is not None:
+            tensors["output"] = executed.output
+        value = {
+            "error": executed.error,
+            "launches": [vars(launch) for launch in executed.launches],
+            "host": [],
+            "compile_errors": executed.compile_errors,
+            "unchecked": executed.unchecked,
+            "overruns": [g.describe() for g in guards + executed.allocations if g.overrun()],
+            "output": described,
+            "traffic": watch.traffic.to_json() if watch else [],
+            "writer_launch": None,
+        }
+        if watch and executed.output is not None:
+            maps, value["writer_launch"] = watch.traffic.maps(executed.output.shape)
+            tensors.update(maps)
+        return value, tensors
+
+    def memory(self, problem_id: str, params: dict, dtype: str, seed: int, proposal: dict):
+        """Peak bytes allocated during one replayed call, above what the inputs hold."""
+        import torch
+
+        _, inputs, _, _ = self.guarded_inputs(problem_id, params, dtype, seed)
+        run = self._executor(proposal, inputs).timed(self.parsed(proposal, inputs))
+        run(inputs)  # warm-up: loading the kernels allocates too
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_allocated()
+        run(inputs)
+        torch.cuda.synchronize()
+        return torch.cuda.max_memory_allocated() - before, {}
+
+    def warm(self, problem_id: str, params: dict, dtype: str, seed: int, calls: int,
+             proposal: dict):
+        """Untimed calls at the timed size: they absorb compilation and autotuning. The first
+        is checked like a graded call (front end, errors)."""
+        from grader.problems import PROBLEMS
+
+        inputs = self.drawn(PROBLEMS[problem_id], params, dtype, seed)
+        parsed = self.parsed(proposal, inputs)
+        executor = self._executor(proposal, inputs)
+        executed = executor.run(parsed, inputs)
+        if not executed.error:
+            run = executor.timed(parsed)
+            for _ in range(calls - 1):
+                run(inputs)
+        self._synchronize()
+        return {"error": executed.error, "launches": [vars(la) for la in executed.launches],
+                "host": [], "compile_errors": executed.compile_errors}, {}
+
+    def time_batch(self, problem_id: str, params: dict, dtype: str, seeds: list, key: int,
+                   proposal: dict):
+        """One batch of timed calls, each on fresh inputs drawn on the GPU from its seed; the
+        outputs stay here until the grader fetches the ones it checks (`fetch`)."""
+        from grader import timing
+        from grader.problems import PROBLEMS
+
+        problem = PROBLEMS[problem_id]
+        self.kept = []  # the last batch's outputs go first, as in the grader's own batches
+        run = None
+
+        def prepare(i):
+            nonlocal run
+            inputs = self.drawn(problem, params, dtype, seeds[i])
+            if run is None:
+                run = self._executor(proposal, inputs).timed(self.parsed(proposal, inputs))
+            return inputs
+
+        times, outputs = timing.run_batch(prepare, lambda inputs: run(inputs), len(seeds),
+                                          self._flush())
+        self.kept = outputs
+        described = [describe_output(o) for o in outputs]
+        digests = [timing.digest(o, key) if "device" in d else None
+                   for o, d in zip(outputs, described)]
+        return {"times": times, "digests": digests, "outputs": described}, {}
+
+    def fetch(self, index: int):
+        """The output of one call of the last batch."""
+        output = self.kept[index]
+        described = describe_output(output)
+        return described, ({"output": output} if "device" in described else {})
+
+    def _executor(self, data: dict, inputs: dict):
+        """What runs `data`'s launches here: the kernels built from source (a CPU), or the
+        binaries installed for it (a GPU)."""
+        if self.binaries is None:
+            return self.executor
+        from grader.replay.execute import Executor
+
+        kernels = self.binaries.kernels(proposal_key(data), self.parsed(data, inputs))
+        return Executor(kernels, self.device)
+
+    def _synchronize(self):
+        import torch
+
+        if self.device == "cuda":
+            torch.cuda.synchronize()  # surface asynchronous kernel faults here
+
+    def _flush(self):
+        from grader import timing
+
+        if self.flush is None:
+            import torch
+
+            self.flush = timing.L2Flush(torch.device(self.device))
+        return self.flush
+
+
+# The shapes of the replay's replies (grader.protocol.check): a reply of another shape is a
+# crash of its case.
+RETURNED = {"device?": str, "type?": str}  # describe_output's: a tensor's device, or a type
+LAUNCH = {"kernel": str, "grid": [int], "constants": {str: (int, bool)}, "language": str}
+CALL_REPLY = {"error": (str, None), "launches": [LAUNCH], "host": [str], "compile_errors": [str],
+              "unchecked": (str, None), "overruns": [str], "output": RETURNED,
+              "traffic": [{"kind": str, "text": str, "line": (int, None), "fails": bool}],
+              "writer_launch": (int, None)}
+WARM_REPLY = {"error": (str, None), "launches": [LAUNCH], "host": [str], "compile_errors": [str]}
+TIMING_REPLY = {"times": [float], "digests": [(int, None)], "outputs": [RETURNED]}
+
+
+class ReplayProcess(Process):
+    """The grader's side of one submission's replay process (and, on a GPU, its builder)."""
+
+    role = ReplayWorker.role
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self._builder: Builder | None = None
+        self._builder: BuilderProcess | None = None
         self._installed: set[str] = set()  # the proposals whose binaries the process holds
         self._installed_in = None  # ... that process
 
     @property
-    def builder(self) -> Builder:
+    def builder(self) -> BuilderProcess:
         if self._builder is None:
-            self._builder = Builder(self.path, self.function, self.device, self.timeout,
-                                    self.hidden, self.rules, self.track, role="builder")
+            self._builder = BuilderProcess(self.path, self.function, self.device, self.timeout,
+                                           self.hidden, self.rules, self.track)
         return self._builder
 
     def spawn(self) -> None:
@@ -88,19 +267,16 @@ class Replayer(Process):
             self._install(problem_id, params, dtype, seed, proposal)
             reply = self._ask("call", limit, problem_id=problem_id, params=params, dtype=dtype,
                               seed=seed, proposal=proposal)
-            outcome = self._outcome(reply, inputs)
+            value = self._check(reply.header["value"], CALL_REPLY, "the call's reply")
+            try:
+                outcome = call_outcome(value, reply.tensors, inputs)
+            except protocol.ProtocolError as exc:
+                raise self._broken(str(exc)) from None
         except (Failed, SubmissionError) as exc:
             return failed_call(exc)
         if outcome.context_lost:
             self.end()  # the next call gets a fresh CUDA context
         return outcome
-
-    def _outcome(self, reply: protocol.Message, inputs: list) -> Outcome:
-        value = self._check(reply.header["value"], CALL_REPLY, "the call's reply")
-        try:
-            return call_outcome(value, reply.tensors, inputs)
-        except protocol.ProtocolError as exc:
-            raise self._broken(str(exc)) from None
 
     def memory(self, problem_id: str, params: dict, dtype: str, seed: int,
                proposal: dict) -> tuple[int | None, str | None]:
@@ -140,9 +316,7 @@ class Replayer(Process):
         try:
             reply = self._ask("time_batch", 0, problem_id=problem_id, params=params,
                               dtype=dtype, seeds=seeds, key=key, proposal=proposal)
-            value = self._check(reply.header["value"], {
-                "times": [float], "digests": [(int, None)], "outputs": [RETURNED]},
-                "the timing reply")
+            value = self._check(reply.header["value"], TIMING_REPLY, "the timing reply")
         except (Failed, SubmissionError) as exc:
             raise TimingFailed(str(exc)) from None
         wall = (time.perf_counter() - start) * 1e3

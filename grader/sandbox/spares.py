@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from grader.sandbox import linux, processes, worker
+from grader.sandbox import linux, processes
 
 _PLACEHOLDER = "/nonexistent"  # the scratch folder a template's environment names
 _FORK_SECONDS = 120.0  # for a template to finish its imports and fork (its first copy waits)
@@ -85,7 +85,7 @@ class Spare:
 
     def hand_over(self, output: IO[bytes]) -> None:
         """Give the spare the file its prints go to (before its plan)."""
-        socket.send_fds(self.sock, [worker.OUTPUT_FD_TAG], [output.fileno()])
+        socket.send_fds(self.sock, [processes.OUTPUT_FD_TAG], [output.fileno()])
 
     def discard(self) -> None:
         self.sock.close()
@@ -182,7 +182,7 @@ def _start(env: dict[str, str], start: str) -> Spare:
     package_root = str(Path(__file__).resolve().parents[2])
     try:
         process = subprocess.Popen(
-            [sys.executable, "-I", "-c", worker.BOOT, package_root, str(child.fileno()), start],
+            [sys.executable, "-I", "-c", processes.BOOT, package_root, str(child.fileno()), start],
             pass_fds=[child.fileno()], env=env, cwd="/", stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     finally:

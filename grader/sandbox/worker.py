@@ -4,9 +4,9 @@ Each takes its output file and its plan from the grader, confines itself
 (grader.sandbox.privileges), binds what it relies on, says which protections are in force,
 and only then answers requests, one at a time. A spare (grader.sandbox.spares) is a fork of
 a template that imported what every worker needs (WARM_IMPORTS) and ran nothing else.
-Nothing of the submission is read before the plan. Its role decides which requests:
-
-What each role answers is grader.sandbox.serve.
+Nothing of the submission is read before the plan. Its role decides which requests it
+answers: each role is one class, kept with the grader's side of the same process
+(grader.sandbox.serve lists them).
 """
 
 from __future__ import annotations
@@ -19,16 +19,13 @@ import tempfile
 
 from grader import protocol
 from grader.sandbox import privileges, processes
-from grader.sandbox.serve import Worker
 from grader.tracks import TRACKS, wing
 
-BOOT = ("import sys; sys.path.insert(0, sys.argv[1]); "
-        "from grader.sandbox.worker import main; main(int(sys.argv[2]), sys.argv[3])")
-OUTPUT_FD_TAG = b"out"  # the bytes that carry the output file's descriptor to a spare
 # What every worker imports, whatever its role and plan (a spare, while it waits).
 WARM_IMPORTS = ("torch", *(m for t in TRACKS.values() for m in wing(t).preload),
                 "grader.problems", "grader.timing", "grader.replay.poison",
-                "grader.replay.execute", "grader.sandbox.launches", "grader.sandbox.submission")
+                "grader.replay.execute", "grader.sandbox.launches", "grader.sandbox.submission",
+                "grader.sandbox.child")
 
 
 def _warm() -> None:
@@ -54,6 +51,17 @@ def _bind_before_student_code(track: str, role: str, device: str) -> None:
         launches.install()  # the replay runs kernels; the child only proposes launches
 
 
+def _worker(role: str, track: str):
+    """The class that answers `role`'s requests (imported once confined: each module is the
+    grader's side of its process as well)."""
+    from grader.sandbox.builder import BuilderWorker
+    from grader.sandbox.child import ChildWorker
+    from grader.sandbox.replayer import ReplayWorker
+
+    workers = {w.role: w for w in (ChildWorker, ReplayWorker, BuilderWorker)}
+    return workers[role](track)
+
+
 def main(fd: int, start: str = "cold") -> None:
     """`start`: "cold", a worker wanted at once, imports only once confined; "template"
     imports first, then forks spares on request (grader.sandbox.spares), each of which goes
@@ -63,7 +71,7 @@ def main(fd: int, start: str = "cold") -> None:
         _warm()
         fd = processes.serve_copies(socket.socket(fileno=fd))
     sock = socket.socket(fileno=fd)
-    _, fds, _, _ = socket.recv_fds(sock, len(OUTPUT_FD_TAG), 1)
+    _, fds, _, _ = socket.recv_fds(sock, len(processes.OUTPUT_FD_TAG), 1)
     os.dup2(fds[0], 1)  # from now on, what this process prints goes to its output file
     os.dup2(fds[0], 2)
     os.close(fds[0])
@@ -84,7 +92,7 @@ def main(fd: int, start: str = "cold") -> None:
 
     protocol.send(sock, {"id": 0, "status": "ready",
                          "protections": privileges.protections_json(protections)})
-    worker = Worker(plan.get("role", "child"), plan["track"])
+    worker = _worker(plan.get("role", "child"), plan["track"])
     while True:
         try:
             message = protocol.receive(sock)

@@ -17,7 +17,7 @@ from grader.backends.selection import Selection, dtype_unsupported, gpu_arch, gp
 from grader.course import Case, Stage, Threshold
 from grader.problems import DTYPES
 from grader.results import Failure, SpeedCase, SpeedResult
-from grader.sandbox import Runner
+from grader.sandbox import ChildProcess
 from grader.sandbox.outcomes import Proposed
 from grader.speed import ceilings as ceilings_module
 from grader.speed.trial import TimedCase, Trial
@@ -74,7 +74,7 @@ class Timed:
 class SpeedCheck:
     """Times the speed cases of one stage for one loaded submission."""
 
-    def __init__(self, stage: Stage, selection: Selection, runner: Runner,
+    def __init__(self, stage: Stage, selection: Selection, child: ChildProcess,
                  threshold: Threshold | None = None, run_seed: int = 0):
         assert stage.speed is not None
         self.stage = stage
@@ -83,7 +83,7 @@ class SpeedCheck:
         # the baseline timed here: this architecture's, where its threshold names one
         self.baseline = (self.threshold.baseline if self.threshold and self.threshold.baseline
                          else stage.speed.baseline)
-        self.runner = runner
+        self.child = child
         self.run_seed = run_seed
         self.device = selection.backend.device
         self._alone: dict[str, float] | None = None  # case id -> baseline ms, timed alone
@@ -94,7 +94,7 @@ class SpeedCheck:
         problem = self.stage.problem
         timed = TimedCase(problem, dict(case.params), case.dtype, problem.baselines[self.baseline],
                           self.stage.tolerance[case.dtype], self.device)
-        return Trial(timed, self.runner, timing.Budget(seconds=self.speed.seconds),
+        return Trial(timed, self.child, timing.Budget(seconds=self.speed.seconds),
                      self._proposed.get(case.id))
 
     def baselines_alone(self) -> dict[str, float]:
@@ -104,10 +104,10 @@ class SpeedCheck:
         if self._alone is None:
             cases = [c for c in self.speed.cases if not dtype_unsupported(c.dtype, self.device)]
             for case in cases:
-                self._proposed[case.id] = self.runner.record(
+                self._proposed[case.id] = self.child.record(
                     self.stage.problem.id, dict(case.params), case.dtype,
                     case.seed_in_run(self.run_seed))
-            self.runner.end()
+            self.child.end()
             self._alone = {case.id: self._trial(case).baseline_alone() for case in cases}
         return self._alone
 

@@ -40,7 +40,8 @@ from grader.judge.stage import proposal_misconduct
 from grader.problems import DTYPES, Call, Problem
 from grader.quoting import said
 from grader.sandbox.outcomes import Outcome, Proposed, TimingFailed
-from grader.sandbox.runner import Runner
+from grader.sandbox.child import ChildProcess
+from grader.sandbox.replayer import ReplayProcess
 
 MEMORY_KEPT = 4 << 30  # bytes of outputs the child keeps per batch, for the grader to fetch
 BATCH = 10  # timed calls per batch, fewer for outputs that large
@@ -135,11 +136,11 @@ class TimedCase:
 
 
 class Trial:
-    def __init__(self, case: TimedCase, runner: Runner, budget: timing.Budget,
+    def __init__(self, case: TimedCase, child: ChildProcess, budget: timing.Budget,
                  proposed: Proposed | None = None):
         self.problem, self.params, self.dtype = case.problem, case.params, case.dtype
         self.baseline, self.tolerance, self.device = case.baseline, case.tolerance, case.device
-        self.runner, self.budget = runner, budget
+        self.child, self.budget = child, budget
         self.proposed = proposed  # the wrapper's launches at this size, if recorded already
 
     def draw(self, seed: int) -> Call:
@@ -210,8 +211,8 @@ class Trial:
             # One batch on each side first, not counted: the memory the batches need is
             # allocated there, and what has not run before is loaded.
             self.baseline_batch(self._seeds(count), key)
-            self.replay.time_batch(self.problem.id, self.params, self.dtype, self._seeds(count),
-                                   key, self.proposal)
+            self.replay_process.time_batch(self.problem.id, self.params, self.dtype,
+                                           self._seeds(count), key, self.proposal)
             while True:
                 self._batch(result, count, key, size)
                 done = len(result.student)
@@ -238,8 +239,8 @@ class Trial:
         theirs, wall = self.baseline_batch(self._seeds(count), key)
         overhead = max(0.0, wall - sum(theirs))  # drawing, flushing, syncing, checksums here
         seeds = self._seeds(count)
-        batch = self.replay.time_batch(self.problem.id, self.params, self.dtype, seeds, key,
-                                       self.proposal)
+        batch = self.replay_process.time_batch(self.problem.id, self.params, self.dtype, seeds,
+                                               key, self.proposal)
         if len(result.student) < MIN_BATCHES or secrets.randbelow(CHECKED) == 0:
             self._check_one(result, batch, seeds, key, size)  # a wrong output says more
         claimed = sum(batch.times_ms)
@@ -266,23 +267,23 @@ class Trial:
         result.baseline.append(sum(theirs) / count)
 
     @property
-    def replay(self) -> Runner:
-        return self.runner.replay
+    def replay_process(self) -> ReplayProcess:
+        return self.child.replay_process
 
     def _propose(self) -> None:
         """The wrapper's launches at this size, recorded in the child: what the grader's
         replay times (the wrapper itself is never timed)."""
-        proposed = self.proposed or self.runner.record(self.problem.id, self.params,
-                                                       self.dtype, secrets.randbits(31))
-        found = proposal_misconduct(proposed, self.runner.track)
+        proposed = self.proposed or self.child.record(self.problem.id, self.params,
+                                                      self.dtype, secrets.randbits(31))
+        found = proposal_misconduct(proposed, self.child.track)
         if found:
             raise TimingFailed(f"the call at this size: {found.report}")
         self.proposal = proposed.proposal
 
     def _warm(self, calls: int) -> None:
         """Untimed replays at this size: compilation and autotuning happen here."""
-        outcome = self.replay.warm(self.problem.id, self.params, self.dtype,
-                                   secrets.randbits(31), self.proposal, calls)
+        outcome = self.replay_process.warm(self.problem.id, self.params, self.dtype,
+                                           secrets.randbits(31), self.proposal, calls)
         if outcome.failure:  # the grader's finding, its process's words already quoted
             raise TimingFailed(f"the replay at this size: {outcome.error}")
         if outcome.error:
@@ -296,7 +297,7 @@ class Trial:
                    size: int) -> None:
         """Fetch one output at random; it must be the one committed to, and right."""
         index = secrets.randbelow(len(seeds))
-        output = self.replay.fetch(index, size).to(self.device)
+        output = self.replay_process.fetch(index, size).to(self.device)
         if batch.digests[index] != timing.digest(output, key):
             raise Rejected("the output its process sent is not the one its timed call made "
                            "(its checksum differs)")

@@ -513,7 +513,7 @@ def test_calibrate_says_what_is_wrong_without_a_traceback(tmp_path, run_grade, c
     assert code == 2 and "no solutions/ folder" in err and "Traceback" not in err
 
     # A reference that computes the wrong thing cannot set a threshold.
-    class FakeRunner:
+    class FakeChild:
         def __init__(self, *args, **kwargs):
             pass
 
@@ -531,7 +531,7 @@ def test_calibrate_says_what_is_wrong_without_a_traceback(tmp_path, run_grade, c
             return SimpleNamespace(case=SimpleNamespace(passed=False, speedup=1.0,
                                                         summary="wrong result at [3]"))
 
-    monkeypatch.setattr(calibrate, "Runner", FakeRunner)
+    monkeypatch.setattr(calibrate, "ChildProcess", FakeChild)
     monkeypatch.setattr(calibrate, "SpeedCheck", WrongCheck)
     backend = SimpleNamespace(prepare=lambda: None, track="triton", device="cuda", name="triton")
     with pytest.raises(GradeError, match="vector_add reference .* is wrong on a speed case.*"

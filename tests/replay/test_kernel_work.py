@@ -359,7 +359,7 @@ def test_a_front_end_the_grader_cannot_call_leaves_the_case_not_graded(course, i
     """An older Triton (or cuda-tile) whose front end takes other arguments: the compile check
     cannot be made, so the replay does not run the kernel (its body could be host code only
     an interpreter runs) and the case is not graded, whatever its output."""
-    from test_runner import ScriptedRunner, correct
+    from test_child import ScriptedChild, correct
 
     from grader.judge.stage import StageCheck
     from grader.results import Failure
@@ -370,7 +370,7 @@ def test_a_front_end_the_grader_cannot_call_leaves_the_case_not_graded(course, i
         return outcome
 
     stage = course.select("vector_add")
-    check = StageCheck(stage, interpret, ScriptedRunner([unchecked]))
+    check = StageCheck(stage, interpret, ScriptedChild([unchecked]))
     verdict = check.check(stage.cases[0])
     assert not verdict.passed and verdict.kind is Failure.NOT_GRADED
     assert "could not be checked" in verdict.summary

@@ -14,7 +14,7 @@ import torch
 from conftest import ROOT
 
 from grader.replay import kernels, proposal
-from grader.replay.execute import Replay
+from grader.replay.execute import Executor
 from grader.replay.source import SourceKernels
 from grader.replay.kernels import _is_kernel
 from grader.replay.literals import NotData, Reader
@@ -295,7 +295,7 @@ def _launch_proposal(n: int, kernel: str = "vector_add_kernel", kwargs=None, gri
 def _run(file, data: dict, n: int):
     x, y = torch.randn(n), torch.randn(n)
     geometry = {"input.0": ((n,), (1,), "float32"), "input.1": ((n,), (1,), "float32")}
-    replay = Replay(SourceKernels(file, frontend=False), "cpu")
+    replay = Executor(SourceKernels(file, frontend=False), "cpu")
     return replay.run(proposal.parse(data, geometry, 1 << 30), {"input.0": x, "input.1": y}), x + y
 
 
@@ -374,7 +374,7 @@ def test_what_the_builder_makes_is_installed_and_launched_by_its_record(tmp_path
     store = binaries.Binaries(tmp_path / "folder")
     key = binaries.proposal_key(data)
     store.install(key, value, files)
-    done = Replay(store.kernels(key, parsed), "cpu").run(parsed, inputs)
+    done = Executor(store.kernels(key, parsed), "cpu").run(parsed, inputs)
     assert done.error is None and torch.equal(done.output, x + y)
     assert done.launches[0].constants["BLOCK_SIZE"] == 1024
 

@@ -19,8 +19,8 @@ from grader.course import Threshold, load_course
 from grader.errors import CourseError
 from grader.problems import PROBLEMS
 from grader.results import CaseResult, CheckResult, Failure, Status
-from grader.sandbox import Runner
-from grader.sandbox.replayer import Replayer
+from grader.sandbox import ChildProcess
+from grader.sandbox.replayer import ReplayProcess
 from grader.sandbox.outcomes import Batch
 from grader.speed import ceilings
 from grader.speed import check as speed
@@ -48,11 +48,11 @@ class _Digests:
     """The checksums of a fake batch, computed when the trial looks one up: from the real
     output of the submission for that call's seed."""
 
-    def __init__(self, runner, problem_id, params, dtype, seeds, key):
-        self.runner, self.args, self.seeds, self.key = runner, (problem_id, params, dtype), seeds, key
+    def __init__(self, child, problem_id, params, dtype, seeds, key):
+        self.child, self.args, self.seeds, self.key = child, (problem_id, params, dtype), seeds, key
 
     def __getitem__(self, index):
-        output = self.runner.fetched(index)
+        output = self.child.fetched(index)
         return None if output is None else timing.digest(output, self.key)
 
 
@@ -77,9 +77,9 @@ def fake_gpu_timing(monkeypatch):
                                                  inputs, 1 << 20, self.fake_proposal).output
         return self.fake_outputs[index]
 
-    monkeypatch.setattr(Replayer, "time_batch", time_batch)
-    monkeypatch.setattr(Replayer, "fetched", fetched, raising=False)
-    monkeypatch.setattr(Replayer, "fetch", lambda self, index, size: self.fetched(index))
+    monkeypatch.setattr(ReplayProcess, "time_batch", time_batch)
+    monkeypatch.setattr(ReplayProcess, "fetched", fetched, raising=False)
+    monkeypatch.setattr(ReplayProcess, "fetch", lambda self, index, size: self.fetched(index))
     monkeypatch.setattr(Trial, "baseline_batch", lambda self, seeds, key: (
         [BASELINE_MS] * len(seeds), BASELINE_MS * len(seeds)))
     monkeypatch.setattr(ceilings, "ceilings", lambda remeasure=False: FAKE_LIMITS)
@@ -373,7 +373,7 @@ def test_the_baseline_timed_is_the_architecture_s_where_it_names_one(monkeypatch
     monkeypatch.setattr(speed, "gpu_arch", lambda: arch)
     stage = course.select("flash_attention")
     triton = dataclasses.replace(backends.BACKENDS["triton"], device="cuda")
-    check = speed.SpeedCheck(stage, backends.Selection(triton, "test"), runner=None)
+    check = speed.SpeedCheck(stage, backends.Selection(triton, "test"), child=None)
     assert check.baseline == timed
     assert check._trial(stage.speed.cases[0]).baseline is stage.problem.baselines[timed]
     assert any(c.dtype == "float16" for c in stage.speed.cases)
@@ -467,13 +467,13 @@ def test_the_speed_table_names_the_kind_of_each_failure():
 def test_times_the_graders_clock_contradicts_are_rejected(grade, monkeypatch):
     """A child that reports 10 us per call while its batch takes the grader 10 ms per call
     (a patched timer, work on another stream, a GPU sleep)."""
-    fake = Replayer.time_batch
+    fake = ReplayProcess.time_batch
 
     def slow(self, *args):
         batch = fake(self, *args)
         return Batch(batch.times_ms, batch.digests, 10.0 * len(batch.times_ms))
 
-    monkeypatch.setattr(Replayer, "time_batch", slow)
+    monkeypatch.setattr(ReplayProcess, "time_batch", slow)
     result = grade(1.5)
     assert result.speed.points == 0
     for case in result.speed.cases:
@@ -486,7 +486,7 @@ def test_times_the_graders_clock_contradicts_are_rejected(grade, monkeypatch):
 def test_one_batch_over_its_allowance_is_timed_again(grade, monkeypatch, noisy, rejected):
     """An honest kernel's batch can take a few ms more than allowed once (seen on the
     H200); that batch is dropped and another timed. A second one is not noise."""
-    fake = Replayer.time_batch
+    fake = ReplayProcess.time_batch
     batches = iter(range(10**6))
 
     def noisy_batches(self, *args):
@@ -494,7 +494,7 @@ def test_one_batch_over_its_allowance_is_timed_again(grade, monkeypatch, noisy, 
         extra = 20.0 if next(batches) in noisy else 0.0
         return Batch(batch.times_ms, batch.digests, batch.wall_ms + extra)
 
-    monkeypatch.setattr(Replayer, "time_batch", noisy_batches)
+    monkeypatch.setattr(ReplayProcess, "time_batch", noisy_batches)
     result = grade(1.5)
     (first, *_) = result.speed.cases
     if rejected:
@@ -512,7 +512,7 @@ def test_work_hidden_in_every_batch_is_rejected_over_the_median(grade, monkeypat
     grader's own work around the calls, none here): work on a side
     stream behind a GPU sleep that reports a faster kernel's time. In one batch of three
     only, it is noise, and the timing stands."""
-    fake = Replayer.time_batch
+    fake = ReplayProcess.time_batch
     batches = iter(range(10**6))
 
     def hiding(self, *args):
@@ -520,7 +520,7 @@ def test_work_hidden_in_every_batch_is_rejected_over_the_median(grade, monkeypat
         extra = hidden[next(batches) % len(hidden)]
         return Batch(batch.times_ms, batch.digests, batch.wall_ms + extra)
 
-    monkeypatch.setattr(Replayer, "time_batch", hiding)
+    monkeypatch.setattr(ReplayProcess, "time_batch", hiding)
     result = grade(1.5)
     if rejected:
         assert result.speed.points == 0
@@ -532,8 +532,8 @@ def test_work_hidden_in_every_batch_is_rejected_over_the_median(grade, monkeypat
 
 
 def test_an_output_that_is_not_the_one_committed_to_is_rejected(grade, monkeypatch):
-    monkeypatch.setattr(Replayer, "fetch", lambda self, index, size: self.fetched(index) + 0)
-    fetched = Replayer.fetched
+    monkeypatch.setattr(ReplayProcess, "fetch", lambda self, index, size: self.fetched(index) + 0)
+    fetched = ReplayProcess.fetched
 
     def other(self, index):  # what it sends differs from what it checksummed
         output = fetched(self, index)
@@ -543,7 +543,7 @@ def test_an_output_that_is_not_the_one_committed_to_is_rejected(grade, monkeypat
         self.sent = True
         return other(self, index)
 
-    monkeypatch.setattr(Replayer, "fetch", fetch)
+    monkeypatch.setattr(ReplayProcess, "fetch", fetch)
     result = grade(1.5)
     assert result.speed.points == 0
     assert all("its checksum differs" in c.summary for c in result.speed.cases)
@@ -552,7 +552,7 @@ def test_an_output_that_is_not_the_one_committed_to_is_rejected(grade, monkeypat
 def test_a_replayed_output_fails_as_a_wrong_result(grade, monkeypatch):
     """Every timed call after the first answers with the first one's output: right for its
     own inputs, wrong for the fresh inputs of every other call."""
-    fetched = Replayer.fetched
+    fetched = ReplayProcess.fetched
 
     def replay(self, index):
         problem_id, params, dtype, seeds = self.fake_batch
@@ -562,7 +562,7 @@ def test_a_replayed_output_fails_as_a_wrong_result(grade, monkeypatch):
         finally:
             self.fake_batch = (problem_id, params, dtype, seeds)
 
-    monkeypatch.setattr(Replayer, "fetched", replay)
+    monkeypatch.setattr(ReplayProcess, "fetched", replay)
     monkeypatch.setattr(trial.secrets, "randbelow", lambda n: n - 1)  # it checks the last call
     result = grade(1.5)
     assert result.speed.points == 0
@@ -730,8 +730,8 @@ def test_a_baseline_slowed_next_to_the_submission_is_judged_by_its_time_alone(
     order = []
     monkeypatch.setattr(trial.Trial, "baseline_alone",
                         lambda self: order.append("alone") or alone_ms)
-    end = Runner.end
-    monkeypatch.setattr(Runner, "end", lambda self: order.append("close") or end(self))
+    end = ChildProcess.end
+    monkeypatch.setattr(ChildProcess, "end", lambda self: order.append("close") or end(self))
     result = grade(1.2)
     first = order.index("alone")
     assert order[first - 1] == "close"  # the child ended first
@@ -758,7 +758,7 @@ def test_noisy_batches_are_timed_until_the_speed_up_is_precise(grade, monkeypatc
     """An honest kernel whose batches vary by 1.5% is timed past the first five batches, and
     the trial stops as soon as its speed-up is precise: the figure is the median of many
     batches, not of five that happened to look steady."""
-    fake = Replayer.time_batch
+    fake = ReplayProcess.time_batch
     batches = iter(range(10**6))
     noise = [1.0, 1.01, 0.995, 1.005, 0.99, 1.0, 1.015, 0.985]
 
@@ -767,7 +767,7 @@ def test_noisy_batches_are_timed_until_the_speed_up_is_precise(grade, monkeypatc
         scale = noise[next(batches) % len(noise)]
         return Batch([t * scale for t in batch.times_ms], batch.digests, batch.wall_ms * scale)
 
-    monkeypatch.setattr(Replayer, "time_batch", noisy)
+    monkeypatch.setattr(ReplayProcess, "time_batch", noisy)
     # The budget's clock stands still: on a loaded machine the wall-clock budget would end
     # the trial before the speed-up is precise, and this test is about precision alone.
     monkeypatch.setattr(Trial, "clock", staticmethod(lambda: 0.0))
@@ -784,7 +784,7 @@ def test_noisy_batches_are_timed_until_the_speed_up_is_precise(grade, monkeypatc
 def test_a_trial_that_never_settles_stops_when_its_time_budget_is_spent(grade, monkeypatch):
     """Batches that vary by a third never make the speed-up precise: the trial stops at the
     fewest batches once the case's budget is spent, rather than running to MAX_BATCHES."""
-    fake = Replayer.time_batch
+    fake = ReplayProcess.time_batch
     batches = iter(range(10**6))
 
     def wild(self, *args):
@@ -792,7 +792,7 @@ def test_a_trial_that_never_settles_stops_when_its_time_budget_is_spent(grade, m
         scale = (0.7, 1.3)[next(batches) % 2]
         return Batch([t * scale for t in batch.times_ms], batch.digests, batch.wall_ms * scale)
 
-    monkeypatch.setattr(Replayer, "time_batch", wild)
+    monkeypatch.setattr(ReplayProcess, "time_batch", wild)
     ticks = iter(range(10**6))
     monkeypatch.setattr(Trial, "clock", staticmethod(lambda: 10.0 * next(ticks)))
     case = grade(1.2).speed.cases[0]

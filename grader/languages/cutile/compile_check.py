@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from grader.course import Course, Stage
 from grader.course.todos import todo_state
-from grader.sandbox import Runner
+from grader.sandbox import ChildProcess
 from grader.protocol import ProtocolError, check
 from grader.quoting import said, single_line
 from grader.sandbox.screening import describe, screen
@@ -61,14 +61,14 @@ def compile_stage(course: Course, stage: Stage, solutions: bool,
     if findings:
         result.message = describe(findings)
         return result
-    runner = Runner(path, stage.problem.function, "cpu", hidden=course.private_paths,
+    child = ChildProcess(path, stage.problem.function, "cpu", hidden=course.private_paths,
                     rules=course.rules, track="cutile")
     # The course's own cases only: what a call on a hidden case raised, or a build of its
     # shapes reported, would tell its inputs, and this check's messages are the student's.
     cases = [[dict(c.params), c.dtype, c.seed] for c in stage.cases if not c.hidden]
     try:
-        runner.load()
-        reply = runner.compile(stage.problem.id, cases, archs)
+        child.load()
+        reply = child.compile(stage.problem.id, cases, archs)
         value = check(reply.header["value"], {"kernels": [str], "signatures": int,
                                               "builds": [_BUILD]}, "the compile reply")
         result.builds = [_checked_build(b, reply.tensors) for b in value["builds"]]
@@ -79,7 +79,7 @@ def compile_stage(course: Course, stage: Stage, solutions: bool,
         result.message = f"its process sent a reply the grader cannot read: {single_line(exc)}"
         return result
     finally:
-        runner.close()
+        child.close()
     if not value["kernels"]:
         result.message = f"{result.module} made no ct.launch call"
         return result

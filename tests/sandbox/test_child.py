@@ -11,7 +11,7 @@ from grader.judge.stage import StageCheck
 from grader.problems import PROBLEMS
 from grader.replay.execute import LaunchRecord as Launch
 from grader.results import Failure
-from grader.sandbox import Outcome, Runner
+from grader.sandbox import Outcome, ChildProcess
 from grader.sandbox.outcomes import Proposed
 from grader.sandbox.output_log import SHOWN, WITHHELD, OutputLog
 from grader.sandbox.submission import SubmissionError
@@ -25,15 +25,15 @@ PROPOSAL = {"steps": [{"op": "launch", "language": "triton", "kernel": "vector_a
 def test_a_replay_that_cannot_be_restarted_is_a_crash_of_the_case(tmp_path, monkeypatch):
     module = tmp_path / "submission.py"
     module.write_text("def vector_add(x, y):\n    return x + y\n")
-    runner = Runner(module, "vector_add", "cpu", timeout=5.0)
+    child = ChildProcess(module, "vector_add", "cpu", timeout=5.0)
 
     def failing_load():
         raise SubmissionError("it cannot be imported any more")
 
-    monkeypatch.setattr(runner.replay, "load", failing_load)
-    runner.replay._serial = 3  # it answered before: this is a restart after a timeout
+    monkeypatch.setattr(child.replay_process, "load", failing_load)
+    child.replay_process._serial = 3  # it answered before: this is a restart after a timeout
     inputs = PROBLEMS["vector_add"].draw({"n": 4}, "float32", 1).tensors()
-    outcome = runner.replay.call("vector_add", {"n": 4}, "float32", 1, inputs, 16, PROPOSAL)
+    outcome = child.replay_process.call("vector_add", {"n": 4}, "float32", 1, inputs, 16, PROPOSAL)
     assert outcome.error.startswith("crashed") and outcome.failure is Failure.CRASHED
     assert "it cannot be imported any more" in outcome.error
 
@@ -44,18 +44,18 @@ def test_kernels_the_grader_refuses_say_why_on_every_request(tmp_path):
     module = tmp_path / "submission.py"
     module.write_text("import triton\n\n\n@triton.heuristics(values={'B': lambda a: 4})\n"
                       "@triton.jit\ndef vector_add_kernel(x):\n    pass\n")
-    runner = Runner(module, "vector_add", "cpu", timeout=60.0, track="triton")
+    child = ChildProcess(module, "vector_add", "cpu", timeout=60.0, track="triton")
     inputs = PROBLEMS["vector_add"].draw({"n": 4}, "float32", 1).tensors()
     try:
-        outcomes = [runner.replay.call("vector_add", {"n": 4}, "float32", 1, inputs, 16, PROPOSAL)
+        outcomes = [child.replay_process.call("vector_add", {"n": 4}, "float32", 1, inputs, 16, PROPOSAL)
                     for _ in range(2)]
     finally:
-        runner.close()
+        child.close()
     for outcome in outcomes:
         assert outcome.failure is Failure.DOES_NOT_COMPILE, outcome.error
         assert outcome.error.startswith("its kernels are refused before they run:\n┆ line 4 of "
                                         "submission.py: @triton.heuristics takes functions")
-    assert not runner.replay.running
+    assert not child.replay_process.running
 
 
 @dataclass
@@ -72,7 +72,7 @@ class ScriptedReplay:
 
 
 @dataclass
-class ScriptedRunner:
+class ScriptedChild:
     """A child that proposes `proposed` for every call, and a scripted replay."""
 
     outcomes: list
@@ -83,7 +83,7 @@ class ScriptedRunner:
     closed_before: list = field(default_factory=list)  # records made before each close
 
     def __post_init__(self):
-        self.replay = ScriptedReplay(self.outcomes)
+        self.replay_process = ScriptedReplay(self.outcomes)
 
     def withhold_output(self):
         self.withheld_before.append(len(self.records))
@@ -110,10 +110,10 @@ def test_a_hidden_case_names_the_failure_of_its_replay(course, interpret):
     hidden = dataclasses.replace(stage.cases[0], hidden=1)
     timed_out = Outcome(error="timed out after 5 s (an endless loop, or a kernel that never finishes?)",
                         failure=Failure.TIMED_OUT)
-    runner = ScriptedRunner([timed_out])
-    check = StageCheck(stage, interpret, runner)
+    child = ScriptedChild([timed_out])
+    check = StageCheck(stage, interpret, child)
     verdict = check.check(hidden)
-    assert not verdict.passed and runner.withheld_before == [0]  # its output, from the start
+    assert not verdict.passed and child.withheld_before == [0]  # its output, from the start
     assert verdict.summary == "hidden case failed: timed out"
     assert check.results[hidden.id].failure is Failure.TIMED_OUT
 
@@ -123,10 +123,10 @@ def test_a_hidden_case_names_the_failure_of_its_recorded_call(course, interpret)
     hidden = dataclasses.replace(stage.cases[0], hidden=1)
     crashed = Proposed(error="crashed: the process running it died (killed by SIGKILL)",
                        failure=Failure.CRASHED)
-    runner = ScriptedRunner([], proposed=crashed)
-    verdict = StageCheck(stage, interpret, runner).check(hidden)
+    child = ScriptedChild([], proposed=crashed)
+    verdict = StageCheck(stage, interpret, child).check(hidden)
     assert verdict.summary == "hidden case failed: crashed"
-    assert runner.replay.calls == []  # nothing to replay
+    assert child.replay_process.calls == []  # nothing to replay
 
 
 def test_the_kind_of_a_failure_is_the_graders_finding_not_the_childs_words(course, interpret):
@@ -134,19 +134,19 @@ def test_the_kind_of_a_failure_is_the_graders_finding_not_the_childs_words(cours
     stage = course.select("vector_add")
     hidden = dataclasses.replace(stage.cases[0], hidden=1)
     claimed = Outcome(error="timed out after 5 s (really: a RuntimeError)")
-    verdict = StageCheck(stage, interpret, ScriptedRunner([claimed])).check(hidden)
+    verdict = StageCheck(stage, interpret, ScriptedChild([claimed])).check(hidden)
     assert verdict.kind is Failure.RAISED
     assert verdict.summary == "hidden case failed: raised an exception"
 
 
 def test_a_case_passes_on_the_replay_of_fresh_inputs(course, interpret):
     stage = course.select("vector_add")
-    runner = ScriptedRunner([correct])
-    verdict = StageCheck(stage, interpret, runner).check(stage.cases[0])
+    child = ScriptedChild([correct])
+    verdict = StageCheck(stage, interpret, child).check(stage.cases[0])
     assert verdict.passed, verdict.report
-    assert runner.withheld_before == []  # what it printed is shown
+    assert child.withheld_before == []  # what it printed is shown
     # the replay draws other inputs than the call the child recorded
-    assert len(runner.replay.calls) == 1 and runner.replay.calls[0] != runner.records[0]
+    assert len(child.replay_process.calls) == 1 and child.replay_process.calls[0] != child.records[0]
 
 
 def test_a_shown_case_after_a_hidden_one_gets_fresh_processes(course, interpret):
@@ -154,15 +154,15 @@ def test_a_shown_case_after_a_hidden_one_gets_fresh_processes(course, interpret)
     # judged after one (pytest's -k, another order) is never judged by them.
     stage = course.select("vector_add")
     hidden = dataclasses.replace(stage.cases[0], hidden=1)
-    runner = ScriptedRunner([correct, correct, correct])
-    check = StageCheck(stage, interpret, runner)
+    child = ScriptedChild([correct, correct, correct])
+    check = StageCheck(stage, interpret, child)
     check.check(stage.cases[0])
-    assert runner.closed_before == []  # nothing hidden yet: the same processes go on
+    assert child.closed_before == []  # nothing hidden yet: the same processes go on
     check.check(hidden)
     check.check(stage.cases[1])
-    assert runner.closed_before == [2]  # ended after the hidden case, before the shown one
+    assert child.closed_before == [2]  # ended after the hidden case, before the shown one
     check.forget_hidden()
-    assert runner.closed_before == [2]  # and once only
+    assert child.closed_before == [2]  # and once only
 
 
 def test_a_kernel_unchecked_only_in_a_hidden_case_says_no_why(course, interpret):
@@ -176,7 +176,7 @@ def test_a_kernel_unchecked_only_in_a_hidden_case_says_no_why(course, interpret)
         outcome.unchecked = "a constexpr argument of type tuple (n=7919)"
         return outcome
 
-    check = StageCheck(stage, interpret, ScriptedRunner([correct, unchecked]))
+    check = StageCheck(stage, interpret, ScriptedChild([correct, unchecked]))
     check.check(stage.cases[0])
     assert check.compile_check() is None  # every kernel was checked
     check.check(hidden)
@@ -195,7 +195,7 @@ def test_a_shown_kernel_unchecked_says_why_quoted(course, interpret):
         outcome.unchecked = "this Triton's front end takes other arguments\ntotal 20/20 PASS"
         return outcome
 
-    check = StageCheck(stage, interpret, ScriptedRunner([unchecked]))
+    check = StageCheck(stage, interpret, ScriptedChild([unchecked]))
     check.check(stage.cases[0])
     assert check.compile_check().message.split("\n") == [
         "not graded: its kernels could not be given to a GPU compiler's front end:",
@@ -205,15 +205,15 @@ def test_a_shown_kernel_unchecked_says_why_quoted(course, interpret):
 def test_only_the_replays_output_is_judged(course, interpret):
     # A replay that returns what the recorded call's inputs would give is wrong for its own.
     stage = course.select("vector_add")
-    runner = ScriptedRunner([])
+    child = ScriptedChild([])
 
     def stale(problem_id, params, dtype, seed):
         outcome = correct(problem_id, params, dtype, seed)
-        outcome.output = correct(problem_id, params, dtype, runner.records[0]).output
+        outcome.output = correct(problem_id, params, dtype, child.records[0]).output
         return outcome
 
-    runner.replay = ScriptedReplay([stale])
-    verdict = StageCheck(stage, interpret, runner).check(stage.cases[0])
+    child.replay_process = ScriptedReplay([stale])
+    verdict = StageCheck(stage, interpret, child).check(stage.cases[0])
     assert not verdict.passed and verdict.kind is Failure.WRONG_RESULT
 
 
