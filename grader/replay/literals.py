@@ -8,9 +8,10 @@ its decorators' options only when they are written as data (`Reader.constant`):
 - arithmetic on numbers, and a name already read as a constant;
 - a dtype of the kernel language by its plain spelling (`tl.float16`, `ct.float32`), one
   of its enum members (`ct.PaddingMode.ZERO`), one of math's numbers (`math.pi`);
-- a short fixed list of constructors applied to data: `tl.constexpr(64)`,
-  `triton.Config({...}, num_warps=4)`, `ct.ByTarget(...)`, math's plain functions and
-  `min`, `max`, `abs`, `int`, `float`, `round` of numbers.
+- a short fixed list of constructors applied to data: the language's own (its wing's
+  `constructors`: `tl.constexpr(64)`, `triton.Config({...}, num_warps=4)`,
+  `ct.ByTarget(...)`), math's plain functions and `min`, `max`, `abs`, `int`, `float`,
+  `round`, `bool` of numbers. A refusal lists those of the file's own language.
 
 Names are read by their spelling through the file's imports (grader.replay.spellings): no
 attribute of anything is fetched but the kernel language's public names, and every
@@ -44,8 +45,6 @@ _UNARY: dict[type, Callable[[Any], Any]] = {
     ast.Invert: lambda x: ~x}
 _NUMBER_BUILTINS = {"min": min, "max": max, "abs": abs, "int": int, "float": float,
                     "round": round, "bool": bool}
-WHAT_IS_DATA = ("a number, a string, True/False/None, a tuple of these, a dtype such as "
-                "tl.float16, or tl.constexpr(...) of one")
 
 
 class NotData(Exception):
@@ -71,7 +70,7 @@ class Reader:
         method = getattr(self, f"_{type(node).__name__}", None)
         if method is None:
             raise NotData(node, f"`{_shown(node)}` is not a constant the grader reads: write "
-                                f"{WHAT_IS_DATA}")
+                                f"{self._what_is_data()}")
         return method(node)
 
     def _Constant(self, node: ast.Constant) -> Any:  # noqa: N802 - ast's names
@@ -86,7 +85,7 @@ class Reader:
         if node.id in self.aliases.spelled:
             return self._named(node)
         raise NotData(node, f"`{node.id}` is not a constant of this file written as data "
-                            f"({WHAT_IS_DATA})")
+                            f"({self._what_is_data()})")
 
     def _Attribute(self, node: ast.Attribute) -> Any:  # noqa: N802
         return self._named(node)
@@ -172,8 +171,21 @@ class Reader:
                 raise NotData(node, f"`{_shown(node)}` fails ({type(exc).__name__})") from None
         raise NotData(node, f"`{_shown(node)}` calls `{spelling}`, which the grader does not "
                             "run to read a constant: write its value as a number, or use one "
-                            "of tl.constexpr(...), triton.Config(...), ct.ByTarget(...), "
-                            "math's functions, min, max, abs, int, float, round")
+                            f"of {self._readable_calls()}")
+
+    def _what_is_data(self) -> str:
+        """What a constant may be, with this file's language's spelling of a dtype."""
+        written = next(iter(self.table.short.values()), "")
+        return (f"a number, a string, True/False/None, a tuple of these, a dtype such as "
+                f"{written}float16, or one of these calls on them: {self._readable_calls()}")
+
+    def _readable_calls(self) -> str:
+        """The calls a constant of this file's language may hold, as the file writes them:
+        the language's constructors (one spelling each), then math's and the builtins."""
+        first: dict[Callable, str] = {}
+        for spelling, constructor in wing(self.table.track).constructors.items():
+            first.setdefault(constructor, f"{short(spelling)}(...)")
+        return ", ".join([*first.values(), "math's functions", *_NUMBER_BUILTINS])
 
     def positional(self, node: ast.Call, count: int | None, spelling: str) -> list:
         """A call's positional arguments, read as data (`count` of them, and no keyword,

@@ -359,7 +359,7 @@ def test_a_front_end_the_grader_cannot_call_leaves_the_case_not_graded(course, i
     """An older Triton (or cuda-tile) whose front end takes other arguments: the compile check
     cannot be made, so the replay does not run the kernel (its body could be host code only
     an interpreter runs) and the case is not graded, whatever its output."""
-    from test_child import ScriptedChild, correct
+    from scripted import ScriptedChild, correct
 
     from grader.judge.stage import StageCheck
     from grader.results import Failure

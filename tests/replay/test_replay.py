@@ -160,6 +160,26 @@ def test_what_is_not_data_is_refused_with_what_to_write(text, said):
         literal(text, constants={"B": 64})
 
 
+@pytest.mark.parametrize("track, named, not_named", [
+    ("triton", ["tl.constexpr(...)", "triton.Config(...)", "tl.float16"], ["ct."]),
+    ("cutile", ["ct.ByTarget(...)", "ct.float16"], ["tl.", "triton"]),
+])
+def test_a_refused_constant_says_what_to_write_in_the_files_own_language(track, named,
+                                                                         not_named):
+    """The calls a constant may hold are the graded language's own constructors (its wing's),
+    each once, as the file spells them; never another language's."""
+    for text in ("sorted((3, 1))", "[x for x in (1, 2)]"):
+        with pytest.raises(NotData) as refused:
+            literal(text, track)
+        said = str(refused.value)
+        assert all(n in said for n in named if n.endswith("(...)")), said
+        assert not any(n in said for n in not_named), said
+        assert "min, max, abs, int, float, round" in said
+    with pytest.raises(NotData) as refused:
+        literal("[x for x in (1, 2)]", track)
+    assert named[-1] in str(refused.value)  # a dtype, spelled as the file spells it
+
+
 def test_cutile_constants_and_annotations_are_read_by_spelling():
     import cuda.tile as ct
 

@@ -5,21 +5,17 @@ that case, and a hidden case tells the kind of failure whichever process failed.
 """
 
 import dataclasses
-from dataclasses import dataclass, field
+
+from scripted import PROPOSAL, ScriptedChild, ScriptedReplay, correct
 
 from grader.judge.stage import StageCheck
 from grader.problems import PROBLEMS
-from grader.replay.execute import LaunchRecord as Launch
 from grader.results import Failure
 from grader.sandbox import Outcome, ChildProcess
 from grader.sandbox.outcomes import Proposed
 from grader.sandbox.output_log import SHOWN, WITHHELD, OutputLog
 from grader.sandbox.submission import SubmissionError
 
-# A proposal with one launch of the track's language, as a good wrapper makes.
-PROPOSAL = {"steps": [{"op": "launch", "language": "triton", "kernel": "vector_add_kernel",
-                       "grid": [1], "grids": None, "args": [], "kwargs": {}}],
-            "result": None, "returned": None}
 
 
 def test_a_replay_that_cannot_be_restarted_is_a_crash_of_the_case(tmp_path, monkeypatch):
@@ -33,7 +29,8 @@ def test_a_replay_that_cannot_be_restarted_is_a_crash_of_the_case(tmp_path, monk
     monkeypatch.setattr(child.replay_process, "load", failing_load)
     child.replay_process._serial = 3  # it answered before: this is a restart after a timeout
     inputs = PROBLEMS["vector_add"].draw({"n": 4}, "float32", 1).tensors()
-    outcome = child.replay_process.call("vector_add", {"n": 4}, "float32", 1, inputs, 16, PROPOSAL)
+    outcome = child.replay_process.call("vector_add", {"n": 4}, "float32", 1, inputs, 16,
+                                        PROPOSAL)
     assert outcome.error.startswith("crashed") and outcome.failure is Failure.CRASHED
     assert "it cannot be imported any more" in outcome.error
 
@@ -47,8 +44,8 @@ def test_kernels_the_grader_refuses_say_why_on_every_request(tmp_path):
     child = ChildProcess(module, "vector_add", "cpu", timeout=60.0, track="triton")
     inputs = PROBLEMS["vector_add"].draw({"n": 4}, "float32", 1).tensors()
     try:
-        outcomes = [child.replay_process.call("vector_add", {"n": 4}, "float32", 1, inputs, 16, PROPOSAL)
-                    for _ in range(2)]
+        outcomes = [child.replay_process.call("vector_add", {"n": 4}, "float32", 1, inputs, 16,
+                                              PROPOSAL) for _ in range(2)]
     finally:
         child.close()
     for outcome in outcomes:
@@ -56,53 +53,6 @@ def test_kernels_the_grader_refuses_say_why_on_every_request(tmp_path):
         assert outcome.error.startswith("its kernels are refused before they run:\n┆ line 4 of "
                                         "submission.py: @triton.heuristics takes functions")
     assert not child.replay_process.running
-
-
-@dataclass
-class ScriptedReplay:
-    """Answers each replay with the next outcome from a list, like a replay process would."""
-
-    outcomes: list
-    calls: list = field(default_factory=list)
-
-    def call(self, problem_id, params, dtype, seed, inputs, output_bytes, proposal):
-        self.calls.append(seed)
-        outcome = self.outcomes[len(self.calls) - 1]
-        return outcome(problem_id, params, dtype, seed) if callable(outcome) else outcome
-
-
-@dataclass
-class ScriptedChild:
-    """A child that proposes `proposed` for every call, and a scripted replay."""
-
-    outcomes: list
-    proposed: Proposed = field(default_factory=lambda: Proposed(proposal=PROPOSAL, launches=1))
-    records: list = field(default_factory=list)
-
-    withheld_before: list = field(default_factory=list)  # records made before withholding
-    closed_before: list = field(default_factory=list)  # records made before each close
-
-    def __post_init__(self):
-        self.replay_process = ScriptedReplay(self.outcomes)
-
-    def withhold_output(self):
-        self.withheld_before.append(len(self.records))
-
-    def close(self):
-        self.closed_before.append(len(self.records))
-
-    def record(self, problem_id, params, dtype, seed):
-        self.records.append(seed)
-        return self.proposed
-
-
-def correct(problem_id, params, dtype, seed):
-    """The right answer for the inputs drawn from `seed`, as a good kernel's replay returns."""
-    call = PROBLEMS[problem_id].draw(params, dtype, seed)
-    output = PROBLEMS[problem_id].reference(call).to(call.args[0].dtype)
-    launch = Launch(kernel="vector_add_kernel", grid=(1,), language="triton")
-    return Outcome(output=output, output_device="cpu", launches=[launch],
-                   inputs_after=list(call.tensors()))
 
 
 def test_a_hidden_case_names_the_failure_of_its_replay(course, interpret):
