@@ -233,20 +233,26 @@ def submissions() -> list[tuple[str, str, str, str | tuple[str, ...]]]:
     # At the timed size, a kernel twice as slow as the reference (it runs twice) on a side
     # stream, while the timed stream sleeps for about one reference call (0.18 ms at
     # 1.98 GHz): it reports cuBLAS's time and hides ~0.2 ms per call, ~2 ms per batch of ten.
-    matmul_launch = "    matmul_kernel[grid](\n"
-    assert matmul_launch in MATMUL
-    hidden_matmul = "_side = []\n" + MATMUL.replace(
-        matmul_launch,
-        "    big = M >= 2048\n"
-        "    if big and not _side:\n"
-        "        _side.append(torch.cuda.Stream())\n"
-        "    if big:\n"
-        "        _side[0].wait_stream(torch.cuda.current_stream())\n"
-        "        torch.cuda._sleep(350000)\n"
-        "    for _ in range(2 if big else 1):\n"
-        "      with torch.cuda.stream(_side[0]) if big else contextlib.nullcontext():\n"
-        "        matmul_kernel[grid](\n").replace(
-        "import torch\n", "import contextlib\n\nimport torch\n", 1)
+    # Both of the reference's launches are doubled: the plain one, and the tuned one that
+    # fp16 and bf16 take on Hopper.
+    def twice_on_a_side_stream(source: str, launch: str) -> str:
+        assert launch in source, launch
+        pad = launch[:len(launch) - len(launch.lstrip())]
+        return source.replace(launch, "".join(pad + line + "\n" for line in (
+            "big = M >= 2048",
+            "if big and not _side:",
+            "    _side.append(torch.cuda.Stream())",
+            "if big:",
+            "    _side[0].wait_stream(torch.cuda.current_stream())",
+            "    torch.cuda._sleep(350000)",
+            "for _ in range(2 if big else 1):",
+            "  with torch.cuda.stream(_side[0]) if big else contextlib.nullcontext():",
+            "    " + launch.strip())))
+
+    hidden_matmul = "_side = []\n" + MATMUL
+    for launch in ("    matmul_kernel[grid](\n", "        matmul_tma_kernel[(programs,)](\n"):
+        hidden_matmul = twice_on_a_side_stream(hidden_matmul, launch)
+    hidden_matmul = hidden_matmul.replace("import torch\n", "import contextlib\n\nimport torch\n", 1)
     # The inputs of a batch's last call die as the child's batch loop (timing.run_batch)
     # returns, after its final device synchronisation: the frame that frees them is the
     # child's time_batch (checked on the CPU; a watched call's inputs outlive it, held by
