@@ -150,7 +150,7 @@ def _not_empty(ctx, param, value: Path | None) -> Path | None:
     """An empty value (an unset variable: `--summary "$GITHUB_STEP_SUMMARY"` outside GitHub
     Actions) names no file; say so rather than fail on the current folder."""
     if value is not None and str(value) in ("", "."):
-        raise click.BadParameter("is empty: name a file (outside GitHub Actions, "
+        raise click.BadParameter("names no file: name one (outside GitHub Actions, "
                                  "$GITHUB_STEP_SUMMARY is not set; leave --summary out "
                                  "or use --markdown summary.md)", ctx, param)
     return value
@@ -182,7 +182,8 @@ def grading_options(command):
                      type=click.Path(dir_okay=False, path_type=Path),
                      help="Also write Gradescope's results.json."),
         click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False, path_type=Path),
-                     help="Also write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY)."),
+                     help="Also write the Markdown scorecard to this file, replacing it "
+                          "(--summary adds to a file instead)."),
         click.option("--summary", "summary_path", type=click.Path(dir_okay=False, path_type=Path),
                      callback=_not_empty,
                      help="Also append the Markdown scorecard to this file, created where "
