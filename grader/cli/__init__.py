@@ -11,8 +11,9 @@
     grade batch SUBMISSIONS grade a class, each submission isolated; write a gradebook
     grade skeletons         regenerate exercises/ from solutions/ (instructors)
 
-Exit codes: 0 every graded stage passes, 1 a stage fails (or is not started), 2 a usage or
-configuration error (the message says what to fix), 130 interrupted (Ctrl-C).
+Exit codes: 0 every graded stage passes, 1 a stage fails (or is not started: `--fail-on
+failure`, as CI runs it, counts only a started stage that fails), 2 a usage or configuration
+error (the message says what to fix), 130 interrupted (Ctrl-C).
 
     parsing.py     how the line is read: stage names as commands, grading options anywhere
     grade.py       grade STAGE..., grade all, grade list
@@ -33,14 +34,15 @@ from rich.markup import escape
 
 from grader import __version__
 from grader.cli import batch, grade, instructor, machine
-from grader.cli.context import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from grader.cli.context import EXIT_CODES_HELP, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from grader.cli.parsing import GradeGroup
 from grader.errors import GradeError
 from grader.quoting import visible
 from grader.report.scorecard import make_console
 
 
-@click.group(cls=GradeGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=GradeGroup, context_settings={"help_option_names": ["-h", "--help"]},
+             epilog=EXIT_CODES_HELP)
 @click.option("--course", "course_path", type=click.Path(dir_okay=False, path_type=Path),
               help="course.toml to use (default: the nearest one at or above this folder).")
 @click.version_option(__version__, prog_name="grade")

@@ -13,7 +13,8 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from grader.cli.context import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, course_of
+from grader.cli.context import (EXIT_CODES_HELP, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK,
+                                course_of)
 from grader.cli.parsing import GradingCommand, StageCommand, grading_options
 from grader.course import Course, Stage
 from grader.grading import stages as grading
@@ -21,28 +22,28 @@ from grader.grading.request import GradingRequest, Limits, Outputs
 from grader.quoting import visible
 from grader.report import annotations, gradescope, junit, markdown, picture_html
 from grader.report.progress import stage_progress
-from grader.results import Report
+from grader.results import Report, StageResult, Status
 from grader.report.scorecard import make_console, render
 from grader.tracks import TRACKS
 
 
-@click.command("stage", cls=StageCommand, hidden=True)
+@click.command("stage", cls=StageCommand, hidden=True, epilog=EXIT_CODES_HELP)
 @click.argument("selectors", nargs=-1, required=True)
 @grading_options
 @click.pass_context
 def stage_command(ctx, selectors, **options) -> int:
     """Grade the named stages."""
     course = course_of(ctx)
-    return _grade(_request(course, course.named(selectors), options))
+    return _grade(_request(course, course.named(selectors), options), options["fail_on"])
 
 
-@click.command("all", cls=GradingCommand)
+@click.command("all", cls=GradingCommand, epilog=EXIT_CODES_HELP)
 @grading_options
 @click.pass_context
 def all_command(ctx, **options) -> int:
     """Grade every stage."""
     course = course_of(ctx)
-    return _grade(_request(course, list(course.stages), options))
+    return _grade(_request(course, list(course.stages), options), options["fail_on"])
 
 
 def _request(course: Course, stages: list[Stage], options: dict) -> GradingRequest:
@@ -53,10 +54,10 @@ def _request(course: Course, stages: list[Stage], options: dict) -> GradingReque
         limits=Limits(options["timeout"], options["keep_going"]),
         outputs=Outputs(options["json_path"], options["junit_path"], options["gradescope_path"],
                         options["markdown_path"], options["picture_dir"],
-                        options["benchmark_json"], options["verbose"]))
+                        options["benchmark_json"], options["verbose"], options["summary_path"]))
 
 
-def _grade(request: GradingRequest) -> int:
+def _grade(request: GradingRequest, fail_on: str = "unfinished") -> int:
     console = make_console()
     resolved = request.resolve()
     outputs = request.outputs
@@ -79,7 +80,25 @@ def _grade(request: GradingRequest) -> int:
             click.echo(line)
     for path in written:
         console.print(f"wrote {path}", markup=False)
+    return exit_code(report, fail_on)
+
+
+def exit_code(report: Report, fail_on: str) -> int:
+    """EXIT_FAILED where `--fail-on` counts the report as failed, else EXIT_OK."""
+    if fail_on == "never":
+        return EXIT_OK
+    if fail_on == "failure":
+        return EXIT_FAILED if any(_started_and_failing(s) for s in report.stages) else EXIT_OK
     return EXIT_OK if report.passed else EXIT_FAILED
+
+
+def _started_and_failing(stage: StageResult) -> bool:
+    """A stage the student started that fails: a wrong case or check (FAIL), a file that does
+    not import or could not be graded (ERROR), or, where speed was graded, too slow. NOT
+    STARTED is work not begun; PARTLY GRADED passed every case this machine could run."""
+    if stage.status in (Status.FAIL, Status.ERROR):
+        return True
+    return stage.speed.graded and stage.speed.points < stage.speed.max_points
 
 
 def write_results(report: Report, outputs: Outputs) -> list[Path]:
@@ -87,7 +106,8 @@ def write_results(report: Report, outputs: Outputs) -> list[Path]:
     text does to the display, its results are kept."""
     writers = [(outputs.json, lambda r, p: r.write_json(p)), (outputs.junit, junit.write_junit),
                (outputs.gradescope, gradescope.write_gradescope),
-               (outputs.markdown, markdown.write_markdown)]
+               (outputs.markdown, markdown.write_markdown),
+               (outputs.summary, markdown.append_markdown)]
     for path, write in writers:
         if path:
             write(report, path)

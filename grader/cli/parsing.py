@@ -67,7 +67,8 @@ class GradeGroup(click.Group):
 
 # A value each option could take, for the examples in messages.
 EXAMPLES = {"--json": "results.json", "--junit": "results.xml", "--gradescope": "results.json",
-            "--markdown": "summary.md", "--benchmark-json": "benchmark.json",
+            "--markdown": "summary.md", "--summary": "summary.md",
+            "--fail-on": "failure", "--benchmark-json": "benchmark.json",
             "--submission": "my_work", "--seed": "1234", "--timeout": "30",
             "--backend": "triton-interpret", "--track": "cutile", "--course": "course.toml"}
 
@@ -141,6 +142,20 @@ class StageCommand(GradingCommand):
             super().format_usage(ctx, formatter)
 
 
+# --fail-on's choices, what makes `grade` exit 1 rather than 0 (grader.cli.grade.exit_code).
+FAIL_ON = ("unfinished", "failure", "never")
+
+
+def _not_empty(ctx, param, value: Path | None) -> Path | None:
+    """An empty value (an unset variable: `--summary "$GITHUB_STEP_SUMMARY"` outside GitHub
+    Actions) names no file; say so rather than fail on the current folder."""
+    if value is not None and str(value) in ("", "."):
+        raise click.BadParameter("names no file: name one (outside GitHub Actions, "
+                                 "$GITHUB_STEP_SUMMARY is not set; leave --summary out "
+                                 "or use --markdown summary.md)", ctx, param)
+    return value
+
+
 def grading_options(command):
     """The options of `grade STAGE...` and `grade all`."""
     options = [
@@ -167,7 +182,21 @@ def grading_options(command):
                      type=click.Path(dir_okay=False, path_type=Path),
                      help="Also write Gradescope's results.json."),
         click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False, path_type=Path),
-                     help="Also write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY)."),
+                     help="Also write the Markdown scorecard to this file, replacing it "
+                          "(--summary adds to a file instead)."),
+        click.option("--summary", "summary_path", type=click.Path(dir_okay=False, path_type=Path),
+                     callback=_not_empty,
+                     help="Also append the Markdown scorecard to this file, created where "
+                          "missing: a CI job's summary, `--summary \"$GITHUB_STEP_SUMMARY\"` "
+                          "(--markdown replaces its file; this adds to it)."),
+        click.option("--fail-on", type=click.Choice(FAIL_ON), default="unfinished",
+                     show_default=True,
+                     help="What makes the exit code 1. unfinished: any stage short of a full "
+                          "pass, NOT STARTED ones included (are you done?). failure: a started "
+                          "stage that fails, errors or, where speed is graded, is too slow; "
+                          "NOT STARTED stages and what this machine cannot grade do not count "
+                          "(for CI: green until a started stage fails). never: 0 whenever "
+                          "grading finished (the result files say how it went)."),
         click.option("--picture", "picture_dir", type=click.Path(file_okay=False, path_type=Path),
                      help="Also draw each failing case's output by tile (wrong, never "
                           "written, written twice, read out of bounds) as a page, "

@@ -42,11 +42,12 @@ class Outputs:
     picture: Path | None = None  # a folder: failures.html
     benchmark_json: Path | None = None  # pytest-benchmark's record of the timed cases
     verbose: bool = False
+    summary: Path | None = None  # the Markdown scorecard, appended (a CI job's summary)
 
     def files(self) -> list[Path]:
         """The files grading writes (the picture's folder is not one)."""
         return [p for p in (self.json, self.junit, self.gradescope, self.markdown,
-                            self.benchmark_json) if p]
+                            self.benchmark_json, self.summary) if p]
 
 
 @dataclass(frozen=True)

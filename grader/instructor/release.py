@@ -2,9 +2,10 @@
 
 The handout holds what a student needs to work and to grade themselves: the exercises,
 the grader, course.toml (public cases only: hidden cases live in course.hidden.toml, which
-is never copied), the students' README (exercises/README.md, as the handout's README.md)
-and pyproject.toml. It never holds solutions/, tests/ (they
-read the solutions) or the scripts that time the references. After copying, every file of
+is never copied), the students' README (exercises/README.md, as the handout's README.md),
+pyproject.toml, and the CI files that grade a student's repository on each push (from
+templates/). It never holds solutions/, tests/ (they read the solutions) or the scripts that
+time the references. After copying, every file of
 the handout is scanned for lines of reference code, and the release fails if one is found.
 """
 
@@ -30,6 +31,10 @@ STUDENT_README = "exercises/README.md"
 # The course's copy of the notebook, next to the exercises; the handout gets it at its root,
 # written afresh from the course (grader.instructor.notebook).
 STUDENT_NOTEBOOK = "exercises/tilecourse.ipynb"
+# The CI files a student's repository runs (templates/ -> the handout), where each host
+# looks for them: GitHub Actions and GitLab CI. A course without templates/ hands out none.
+CI_TEMPLATES = {"templates/github/grade.yml": ".github/workflows/grade.yml",
+                "templates/gitlab/gitlab-ci.yml": ".gitlab-ci.yml"}
 
 
 class ReleaseError(GradeError):
@@ -60,6 +65,8 @@ def release(course: Course, out: Path, force: bool = False) -> list[Path]:
                 continue
             written.append(_copy(file, out / relative))
     written.append(write_notebook(course, out))
+    written += [_copy(course.root / template, out / target)
+                for template, target in CI_TEMPLATES.items() if (course.root / template).is_file()]
     readme = next((p for p in (course.root / STUDENT_README, course.root / "README.md")
                    if p.is_file()), None)
     if readme is not None:

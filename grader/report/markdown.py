@@ -15,6 +15,22 @@ SUMMARIES_SHOWN = 3  # failing items listed per stage in a CI summary
 
 def write_markdown(report: Report, path: Path) -> None:
     """A scorecard for a CI job page: the table, what failed, and how it was graded."""
+    write_file(path, summary_text(report))
+
+
+def append_markdown(report: Report, path: Path) -> None:
+    """The same scorecard added at the end of `path` (created where missing): a CI job's
+    summary file, such as GitHub's $GITHUB_STEP_SUMMARY, collects what each command of a
+    step appends, and replacing it would drop what an earlier one wrote."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    earlier = path.is_file() and path.stat().st_size > 0
+    with open(path, "a", encoding="utf-8") as summary:
+        summary.write(("\n" if earlier else "") + summary_text(report))
+
+
+def summary_text(report: Report) -> str:
+    """The scorecard as Markdown, ending in a newline."""
     verdict = "PASS" if report.passed else "FAIL"
     lines = [(f"## {_cell(report.course)}: {number(report.points)}/{number(report.max_points)} "
              f"points, {verdict}"), "", *_markdown_table(report)]
@@ -25,7 +41,7 @@ def write_markdown(report: Report, path: Path) -> None:
                   f"({_cell(report.backend_reason)}) and seed {report.seed} "
                   f"(`--seed {report.seed}` reproduces the inputs); "
                   f"{_cell(versions(report.machine))}.")]
-    write_file(path, clean("\n".join(lines)) + "\n")
+    return clean("\n".join(lines)) + "\n"
 
 
 def _markdown_table(report: Report) -> list[str]:
