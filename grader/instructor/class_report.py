@@ -29,7 +29,7 @@ def write_report(out: Path, course: Course, names: list[str] | None = None) -> P
     if names is None:
         names = students_in(out)
     view = ClassView(course.title, [column(stage) for stage in course.stages],
-                     [student(out, name) for name in names], source=f"{out / 'students'}/")
+                     [student(out, name) for name in names])
     path = out / REPORT
     write_file(path, page(view))
     return path

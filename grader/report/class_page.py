@@ -82,8 +82,8 @@ def page(view: ClassView) -> str:
     graded = [s for s in view.students if s.report is not None]
     intro = (f"{len(view.students)} students: {len(graded)} graded, "
              f"{len(view.students) - len(graded)} without a result. "
-             "Every figure here is read from each student's result file"
-             + (f" in {view.source}" if view.source else "") + ".")
+             "Every figure here is read from each student's result file in students/, beside "
+             "this page.")
     body = [f"<h1>{html.escape(view.course)}: class report</h1>",
             f"<p class='note'>{html.escape(intro)}</p>",
             "<h2 id='gradebook'>Gradebook</h2>", gradebook(view),

@@ -44,4 +44,3 @@ class ClassView:
     course: str
     stages: list[StageColumn]
     students: list[Student]
-    source: str = ""  # where the results were read from, said at the top
