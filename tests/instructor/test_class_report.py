@@ -9,9 +9,11 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+import json_schema
 import pytest
 from class_fixture import (ERROR_TEXT, HOSTILE, IDLE, MARKUP_MESSAGE, NO_RESULT, SCRIPT,
                            write_class)
+from conftest import ROOT
 
 from grader.instructor.class_report import REPORT, students_in, write_report
 from grader.report.charts import Axis, counts
@@ -83,9 +85,6 @@ def _results(out: Path) -> dict[str, dict]:
 
 
 def test_the_fixture_class_follows_the_result_schema(graded):
-    import json_schema
-    from conftest import ROOT
-
     schema = json.loads((ROOT / "grader/result.schema.json").read_text())
     out = graded[0]
     for name, data in _results(out).items():
