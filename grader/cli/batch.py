@@ -14,6 +14,7 @@ from grader.cli.context import EXIT_INTERRUPTED, EXIT_OK, course_of
 from grader.errors import GradeError
 from grader.grading.request import GradingRequest, Limits
 from grader.instructor import batch, slurm
+from grader.instructor.class_report import write_report
 from grader.quoting import single_line
 from grader.report.progress import batch_progress, slurm_progress
 from grader.report.scorecard import make_console, sandbox_line
@@ -166,11 +167,13 @@ def _on_slurm(found, request: GradingRequest, out: Path, limit: float, force: bo
 def _finish(course, out, found, graded, console) -> None:
     gradebook = batch.write_gradebook(course, out, found)
     batch.write_feedback_files(out, found)
+    report = write_report(out, course, [e.name for e in found])  # OUT/report.html
     for g in graded:
         if g.error:
             console.print(single_line(f"{g.name}: {g.error}", 600), markup=False, soft_wrap=True)
     console.print(f"graded {len(graded)} now ({len(found) - len(graded)} already had results); "
-                  f"gradebook: {gradebook}; each student's feedback: {out / 'students'}/NAME.md",
+                  f"gradebook: {gradebook}; class report: {report}; "
+                  f"each student's feedback: {out / 'students'}/NAME.md",
                   markup=False)
 
 

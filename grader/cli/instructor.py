@@ -1,5 +1,5 @@
-"""The instructors' commands: `grade calibrate`, `grade release`, `grade autograder` and
-`grade skeletons`."""
+"""The instructors' commands: `grade calibrate`, `grade release`, `grade autograder`,
+`grade skeletons` and `grade report`."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from grader.cli.context import EXIT_FAILED, EXIT_OK, course_of
 from grader.errors import GradeError
 from grader.instructor import calibrate as calibration
 from grader.instructor import release, skeletons
+from grader.instructor.class_report import write_report
 from grader.report.scorecard import make_console, render_calibration
 
 
@@ -98,3 +99,14 @@ def skeletons_command(ctx, check: bool, force: bool) -> int:
         console.print("exercises are up to date" if not stale else f"{stale} exercises out of date")
         return EXIT_FAILED if stale else EXIT_OK
     return EXIT_FAILED if refused else EXIT_OK
+
+
+@click.command("report")
+@click.argument("out", metavar="OUT", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.pass_context
+def report_command(ctx, out: Path) -> int:
+    """Write OUT/report.html again from the results of `grade batch --out OUT`: the class
+    report, one page that needs no network (instructors)."""
+    path = write_report(out, course_of(ctx))
+    make_console().print(f"class report: {path}", markup=False, soft_wrap=True)
+    return EXIT_OK

@@ -96,6 +96,9 @@ def test_a_class_is_graded_each_on_their_own_track(tmp_path, run_grade, small_co
     assert "also started, not graded: triton: vector_add" in feedback["max"]
     assert "not a submission: no stage files found" in feedback["nora"]
     assert "20/20 points, PASS" in feedback["max"]
+    # The class report beside the gradebook, from the same results, linking each feedback.
+    report = (out / "report.html").read_text(encoding="utf-8")
+    assert all(f"href='students/{n}.md'" in report for n in rows) and "class report:" in stdout
 
     # Student-relative paths everywhere: logs, JSON, feedback.
     written = [*(out / "students").iterdir(), *(out / "logs").iterdir(), out / "gradebook.csv"]

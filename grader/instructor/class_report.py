@@ -1,0 +1,79 @@
+"""OUT/report.html: the class report, read from what `grade batch` leaves in OUT/students/
+(each student's result JSON, NAME.error where there is none, NAME.intake.json, NAME.md),
+never from the gradebook CSV; drawn by grader.report.class_page.
+
+`grade batch` writes it beside the gradebook; `grade report OUT` writes it again from an OUT
+folder alone.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+from grader.course import Course, Stage
+from grader.errors import GradeError
+from grader.instructor.gradebook import read_row
+from grader.report.class_page import page
+from grader.report.class_view import ClassView, SpeedLine, StageColumn, Student
+from grader.results import Report, write_file
+
+REPORT = "report.html"
+# The files OUT/students/ holds of a student, by the ending after their name.
+ENDINGS = (".intake.json", ".json", ".error")
+
+
+def write_report(out: Path, course: Course, names: list[str] | None = None) -> Path:
+    """Write OUT/report.html for the students `names` (None: every student OUT/students/
+    holds a file of); returns its path."""
+    if names is None:
+        names = students_in(out)
+    view = ClassView(course.title, [column(stage) for stage in course.stages],
+                     [student(out, name) for name in names])
+    path = out / REPORT
+    write_file(path, page(view))
+    return path
+
+
+def students_in(out: Path) -> list[str]:
+    """The students OUT/students/ holds a result, an error or an intake of, by name."""
+    folder = out / "students"
+    if not folder.is_dir():
+        raise GradeError(f"{out} holds no students/ folder: name the --out folder of a "
+                         "`grade batch` run.")
+    names = set()
+    for path in folder.iterdir():
+        ending = next((e for e in ENDINGS if path.name.endswith(e)), None)
+        if ending and path.is_file() and len(path.name) > len(ending):
+            names.add(path.name[:-len(ending)])
+    return sorted(names, key=str.lower)
+
+
+def student(out: Path, name: str) -> Student:
+    """One student as the report shows them; a result file that cannot be read is said so,
+    in the place of the result, rather than ending the report."""
+    feedback = out / "students" / f"{name}.md"
+    link = f"students/{name}.md" if feedback.is_file() else ""
+    try:
+        row = read_row(out, name)
+        report = Report.from_json(row.data) if row.data is not None else None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return Student(name, None, "", f"its result file could not be read ({exc})", link)
+    return Student(name, report, row.track, row.error, link)
+
+
+def column(stage: Stage) -> StageColumn:
+    """A stage's column, with its speed thresholds per backend: one line per distinct
+    speed-up, named with the GPU kinds it is set for."""
+    if stage.speed is None:
+        return StageColumn(stage.number, stage.id, stage.title, stage.points)
+    where: dict[str, dict[float, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for arch, backends in stage.speed.thresholds.items():
+        for backend, threshold in backends.items():
+            if threshold.min_speedup:
+                where[backend][threshold.min_speedup].append(arch)
+    lines = {backend: [SpeedLine(value, ", ".join(sorted(arches)))
+                       for value, arches in sorted(values.items())]
+             for backend, values in where.items()}
+    return StageColumn(stage.number, stage.id, stage.title, stage.points, stage.speed.points,
+                       lines)

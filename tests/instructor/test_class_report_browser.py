@@ -1,0 +1,132 @@
+"""The class report in a real browser: Debian's Chromium, headless, driven by Playwright
+(the `test` extra; it drives the system's Chromium, and downloads no browser of its own).
+
+The page loads from the file system with no console error and no request beyond itself,
+its gradebook sorts when a header is pressed (with the mouse or the keyboard), and its
+charts are drawn. A machine without Chromium or Playwright fails these tests with the fix:
+a check that cannot run is not a pass. The screenshot in docs/images/class-report.png is
+this test's: TILECOURSE_SCREENSHOTS=docs/images makes it write one there too.
+"""
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from class_fixture import NO_RESULT, write_class
+
+from grader.instructor.class_report import write_report
+
+pytestmark = pytest.mark.slow  # needs Debian's chromium package (.ci/run installs it)
+BROWSERS = ("chromium", "chromium-browser")
+SCREENSHOT = "class-report.png"
+VIEWPORT = {"width": 1280, "height": 1000}
+
+
+def chromium() -> str:
+    found = next((p for p in map(shutil.which, BROWSERS) if p), None)
+    if found is None:
+        pytest.fail("Chromium is not installed here (no chromium on PATH): `apt-get install "
+                    "chromium` (.ci/run does) to run the class report's browser tests")
+    return found
+
+
+@pytest.fixture(scope="module")
+def browser():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail("Playwright is not installed: `python -m grader.install test` installs the "
+                    "test extra, which has it")
+    executable = chromium()
+    with sync_playwright() as driver:
+        launched = driver.chromium.launch(executable_path=executable, headless=True)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture(scope="module")
+def report(course, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("class") / "out"
+    return write_report(out, course, write_class(out, course))
+
+
+@pytest.fixture
+def page(browser, report):
+    """The report open in a fresh page; `page.problems` collects what the browser said was
+    wrong (console errors, uncaught exceptions, requests beyond the page's own file)."""
+    opened = browser.new_page(viewport=VIEWPORT)
+    problems: list[str] = []
+    opened.on("console", lambda m: problems.append(f"console {m.type}: {m.text}")
+              if m.type in ("error", "warning") else None)
+    opened.on("pageerror", lambda exc: problems.append(f"uncaught: {exc}"))
+    opened.on("request", lambda r: problems.append(f"request: {r.url}")
+              if r.url != report.as_uri() else None)
+    opened.goto(report.as_uri())
+    opened.problems = problems
+    yield opened
+    opened.close()
+
+
+def _column(page, index: int) -> list[str]:
+    return page.eval_on_selector_all(
+        "#gradebook-table tbody tr",
+        f"rows => rows.map(r => r.cells[{index}].textContent.trim())")
+
+
+def _header(page, label: str):
+    return page.locator("#gradebook-table thead th", has_text=label)
+
+
+def test_the_page_loads_with_no_console_error(page, report):
+    assert page.title().endswith("class report")
+    assert page.locator("#gradebook-table tbody tr").count() > 1
+    assert page.problems == []
+
+
+def test_the_gradebook_sorts_by_the_header_pressed(page):
+    heads = page.eval_on_selector_all("#gradebook-table thead th",
+                                      "hs => hs.map(h => h.textContent.trim())")
+    total = heads.index("total")
+    _header(page, "total").locator("button").click()
+    shown = _column(page, total)
+    # Ascending, the student without a result (no total) first.
+    values = [float(v) if v else -1.0 for v in shown]
+    assert values == sorted(values) and values[0] == -1.0
+    assert _header(page, "total").get_attribute("aria-sort") == "ascending"
+    _header(page, "total").locator("button").click()
+    again = [float(v) if v else -1.0 for v in _column(page, total)]
+    assert again == sorted(values, reverse=True)
+    assert _header(page, "total").get_attribute("aria-sort") == "descending"
+    # The keyboard sorts too: the header's button, focused, pressed with Enter.
+    _header(page, "student").locator("button").focus()
+    page.keyboard.press("Enter")
+    names = _column(page, 0)
+    assert names == sorted(names, key=str.lower)
+    assert _header(page, "student").get_attribute("aria-sort") == "ascending"
+    assert _header(page, "total").get_attribute("aria-sort") is None
+    assert NO_RESULT in names and page.problems == []
+
+
+def test_the_charts_are_drawn(page):
+    charts = page.locator("svg.chart")
+    assert charts.count() > 5
+    for i in range(charts.count()):
+        box = charts.nth(i).bounding_box()
+        assert box and box["width"] > 100 and box["height"] > 100, i
+        bars = charts.nth(i).locator("rect.bar")
+        heights = [bars.nth(j).bounding_box()["height"] for j in range(bars.count())]
+        assert max(heights) > 10, i  # the tallest bin stands
+    marks = page.locator("svg line.mark")
+    assert marks.count() > 0 and marks.first.bounding_box()["height"] > 10
+
+
+def test_a_screenshot_of_the_report(page, tmp_path):
+    shot = tmp_path / SCREENSHOT
+    page.screenshot(path=str(shot), full_page=True,
+                    clip={"x": 0, "y": 0, "width": VIEWPORT["width"], "height": 1400})
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
+    if folder := os.environ.get("TILECOURSE_SCREENSHOTS"):
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, Path(folder) / SCREENSHOT)
