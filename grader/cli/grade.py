@@ -53,7 +53,8 @@ def _request(course: Course, stages: list[Stage], options: dict) -> GradingReque
         limits=Limits(options["timeout"], options["keep_going"]),
         outputs=Outputs(options["json_path"], options["junit_path"], options["gradescope_path"],
                         options["markdown_path"], options["picture_dir"],
-                        options["benchmark_json"], options["verbose"]))
+                        options["benchmark_json"], options["verbose"],
+                        options["so_far_path"]))
 
 
 def _grade(request: GradingRequest) -> int:
@@ -70,7 +71,7 @@ def _grade(request: GradingRequest) -> int:
                       + ("; no result files were written" if outputs.files() else ""),
                       soft_wrap=True)
         return EXIT_INTERRUPTED
-    written = write_results(report, outputs)
+    written = write_results(report, outputs, request.course.policy.hidden_cases)
     if outputs.picture:
         written.append(picture_html.write_picture(report, outputs.picture))
     render(report, console, outputs.verbose)
@@ -82,11 +83,13 @@ def _grade(request: GradingRequest) -> int:
     return EXIT_OK if report.passed else EXIT_FAILED
 
 
-def write_results(report: Report, outputs: Outputs) -> list[Path]:
+def write_results(report: Report, outputs: Outputs,
+                  hidden: str = gradescope.HIDDEN_DEFAULT) -> list[Path]:
     """Write the result files asked for, before anything is shown: whatever a submission's
-    text does to the display, its results are kept."""
+    text does to the display, its results are kept. `hidden`: when Gradescope shows students
+    the hidden cases' results (the class's policy)."""
     writers = [(outputs.json, lambda r, p: r.write_json(p)), (outputs.junit, junit.write_junit),
-               (outputs.gradescope, gradescope.write_gradescope),
+               (outputs.gradescope, lambda r, p: gradescope.write_gradescope(r, p, hidden)),
                (outputs.markdown, markdown.write_markdown)]
     for path, write in writers:
         if path:

@@ -42,6 +42,9 @@ class Outputs:
     picture: Path | None = None  # a folder: failures.html
     benchmark_json: Path | None = None  # pytest-benchmark's record of the timed cases
     verbose: bool = False
+    # The stages graded so far, rewritten after each one (`grade batch` keeps them when a
+    # submission runs out of its --limit before the last stage).
+    so_far: Path | None = None
 
     def files(self) -> list[Path]:
         """The files grading writes (the picture's folder is not one)."""
