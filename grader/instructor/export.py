@@ -100,13 +100,22 @@ def read_metadata(path: Path) -> dict[str, Metadata]:
         raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)  # noqa: S506 - safe
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ExportError(f"{path} cannot be read as Gradescope's submission metadata: "
-                          f"{exc}. Export the submissions again from Gradescope "
+                          f"{_why(exc)}. Export the submissions again from Gradescope "
                           "(Review Grades > Export Submissions).") from None
     if not isinstance(raw, dict):
         raise ExportError(f"{path} is not Gradescope's submission metadata (expected a "
                           "submission_NNNN: entry per submission folder).")
     return {str(folder): _metadata(entry) for folder, entry in raw.items()
             if isinstance(entry, dict)}
+
+
+def _why(exc: Exception) -> str:
+    """A YAML error in one line: what, and where."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None)
+    if problem and mark is not None:
+        return f"{problem} at line {mark.line + 1}, column {mark.column + 1}"
+    return " ".join(str(exc).split())
 
 
 def _metadata(entry: dict) -> Metadata:

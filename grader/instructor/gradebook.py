@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from grader.backends import selection as backends
-from grader.course import Course, Lateness
+from grader.course import Course
 from grader.grading.session import NEEDS_CORRECTNESS
 from grader.instructor.roster import Who, read_roster
 from grader.instructor.submissions import Entry, listed
@@ -170,6 +170,9 @@ def _cells(row: Row, course: Course, correctness_max: float, speed_max: float | 
              "submissions": count or "", "counted": counted if count else "",
              "over limit": (f"{count} of at most {limit}" if limit and count and count > limit
                             else ""), "error": row.error}
+    late = course.policy.lateness(who.when)
+    if course.policy.due is not None and who.when is not None:
+        cells.update({"days late": late.days, "late penalty %": late.percent})
     data = row.data
     if data is None:
         return {k: _text(v) for k, v in cells.items()}
@@ -178,14 +181,13 @@ def _cells(row: Row, course: Course, correctness_max: float, speed_max: float | 
     speed = round(sum((s.get("speed") or {}).get("points", 0) for s in stages), 2)
     total = correctness + (speed if speed_max is not None else 0)
     total_max = correctness_max + (speed_max or 0)
-    late = course.policy.lateness(who.when)
     cells.update({
         "stages": {s["id"]: s["total_points"] for s in stages},
         "correctness": correctness, "correctness max": correctness_max,
         "speed": NOT_TIMED if speed_max is None else speed,
         "speed max": NOT_TIMED if speed_max is None else speed_max,
         "total": round(total, 2), "total max": round(total_max, 2),
-        **_late_cells(late, total, course.policy.due is not None),
+        "total after penalty": round(total * (1 - late.percent / 100), 2),
         "graded on": row.machine, "seed": data["seed"],
         # A stage whose file was missing from the submission kept the skeleton.
         "not started": " ".join(s["id"] for s in stages if s["status"] == "NOT STARTED"),
@@ -196,19 +198,15 @@ def _cells(row: Row, course: Course, correctness_max: float, speed_max: float | 
     return {k: _text(v) for k, v in cells.items()}
 
 
-def _late_cells(late: Lateness, total: float, has_due: bool) -> dict:
-    if not has_due:
-        return {"total after penalty": round(total, 2)}
-    return {"days late": late.days, "late penalty %": late.percent,
-            "total after penalty": round(total * (1 - late.percent / 100), 2)}
-
-
 def _text(value):
-    """A cell as a spreadsheet must take it: text that would start a formula is quoted."""
+    """A cell as a spreadsheet must take it: text that would start a formula is quoted,
+    a number of points is written without a trailing .0."""
     if isinstance(value, dict):
         return {k: _text(v) for k, v in value.items()}
     if isinstance(value, str) and value.startswith(FORMULA_START):
         return "'" + value
+    if isinstance(value, float):  # points as people write them: 10, 12.5, 33.33
+        return format(round(value, 2), "g")
     return value
 
 

@@ -51,19 +51,24 @@ def who(entry: Entry) -> Who:
 
 
 def file_time(source: Path) -> datetime | None:
-    """When a submission's files were last changed: a folder's newest file (links and
-    __MACOSX/ aside), or a zip's own time."""
+    """When a submission's files were last changed: a folder's newest file (outside
+    __MACOSX/ and hidden folders such as .git/, which a later fetch touches), or a zip's own
+    time."""
     try:
         if source.is_file():
             newest = source.stat().st_mtime
         else:
             newest = max((os.lstat(Path(folder) / name).st_mtime
                           for folder, dirs, files in os.walk(source)
-                          if MACOS_FORKS not in Path(folder).parts
+                          if not _skipped(Path(folder).relative_to(source))
                           for name in files), default=None)
     except OSError:
         return None
     return None if newest is None else datetime.fromtimestamp(newest, timezone.utc)
+
+
+def _skipped(relative: Path) -> bool:
+    return any(part == MACOS_FORKS or part.startswith(".") for part in relative.parts)
 
 
 def read_roster(out: Path) -> dict[str, Who]:
