@@ -70,6 +70,15 @@ def submissions(folder: Path) -> list[tuple[str, Path, Metadata]]:
     return found
 
 
+def one_of(folder: Path) -> tuple[str, Metadata] | None:
+    """The name and metadata of `folder` when it is one submission of a bulk export (named
+    alone: a regrade of one student keeps their name and row)."""
+    if not (FOLDER.fullmatch(folder.name) and is_export(folder.parent)):
+        return None
+    meta = read_metadata(folder.parent / METADATA).get(folder.name, Metadata())
+    return stable_name(meta, folder.name), meta
+
+
 def stable_name(meta: Metadata, folder_name: str) -> str:
     """The submitters' SIDs (else emails), joined by '+' for a group, as a file name."""
     keys = [s.sid or s.email for s in meta.submitters]

@@ -40,6 +40,8 @@ class Intake:
     ignored: list[str] = field(default_factory=list)  # zip members not taken, and why
     digest: str = ""  # of the files graded (grader.instructor.submissions.digest)
     versions: int = 0  # different versions of the files graded so far (regrades of changes)
+    # Set when later files were not graded under the resubmission limit (cleared by grading).
+    not_graded_later: str = ""
 
 
 def write_intake(out: Path, name: str, intake: Intake) -> None:
@@ -169,7 +171,7 @@ def _cells(row: Row, course: Course, correctness_max: float, speed_max: float | 
              "submitted at": who.submitted_at, "submitted from": who.submitted_from,
              "submissions": count or "", "counted": counted if count else "",
              "over limit": (f"{count} of at most {limit}" if limit and count and count > limit
-                            else ""), "error": row.error}
+                            else row.intake.not_graded_later), "error": row.error}
     late = course.policy.lateness(who.when)
     if course.policy.due is not None and who.when is not None:
         cells.update({"days late": late.days, "late penalty %": late.percent})

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from grader.course import Course, Stage
 from grader.errors import GradeError
-from grader.instructor.gradebook import read_intake
+from grader.instructor.gradebook import read_intake, write_intake
 from grader.instructor.submissions import Entry, current_digest
 from grader.results import Report, StageResult, Status, write_file
 
@@ -46,7 +46,8 @@ def only(found: list[Entry], names: tuple[str, ...]) -> list[Entry]:
 
 
 def plan(course: Course, found: list[Entry], out: Path, force: bool) -> Plan:
-    """What to grade of `found` on this run (everything with `force`)."""
+    """What to grade of `found` on this run (everything with `force`). A change held back by
+    the resubmission limit is noted in the submission's intake, for the gradebook."""
     result = Plan()
     limit = course.policy.max_submissions
     for entry in found:
@@ -60,15 +61,21 @@ def plan(course: Course, found: list[Entry], out: Path, force: bool) -> Plan:
         exported = entry.meta is not None and entry.meta.submissions is not None
         if limit and intake.digest and intake.versions >= limit and not exported:
             result.held.append(entry.name)
+            intake.not_graded_later = f"changed after {versions(intake.versions)}; not graded again"
+            write_intake(out, entry.name, intake)
             continue
         result.changed.append(entry.name)
         result.todo.append(entry)
     return result
 
 
+def versions(count: int) -> str:
+    return f"{count} graded version{'' if count == 1 else 's'}"
+
+
 def held_note(name: str, limit: int) -> str:
-    return (f"{name}: changed after {limit} graded versions (the resubmission limit); not "
-            "graded again, the last result stands")
+    return (f"{name}: changed after {versions(limit)} (the resubmission limit); not graded "
+            "again, the last result stands")
 
 
 def keep_graded_stages(so_far: Path, result: Path, stages: tuple[Stage, ...], track: str,

@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 
 from grader.course import Course
 from grader.errors import GradeError
-from grader.instructor.export import ExportError, Metadata, is_export
+from grader.instructor.export import ExportError, Metadata, is_export, one_of
 from grader.instructor.export import submissions as export_submissions
 from grader.tracks import TRACKS
 
@@ -75,21 +75,24 @@ def not_a_submission(course: Course, ignored: list[str] | None = None) -> NotASu
 def entries(course: Course, paths: list[Path]) -> list[Entry]:
     """The students named on the command line: each folder or zip is one, unless it is a
     folder of submissions (it holds no stage file itself, and some of its entries are
-    submissions). A folder that is neither stays a student of its own name, so the
-    gradebook says it is not a submission rather than listing what it contains."""
-    found = []
-    for path in paths:
-        if path.is_dir() and is_export(path):
-            try:
-                found += [Entry(name, p, meta) for name, p, meta in export_submissions(path)]
-            except ExportError as exc:
-                raise GradeError(str(exc)) from None
-        elif path.is_dir() and not _has_stage_files(course, path) and _holds_submissions(course, path):
-            found += [Entry(_name(p), p) for p in sorted(path.iterdir())
-                      if (p.is_dir() and not p.name.startswith(".")) or p.suffix == ".zip"]
-        else:
-            found.append(Entry(_name(path), path))
-    return found
+    submissions) or a Gradescope bulk export. A folder that is neither stays a student of
+    its own name, so the gradebook says it is not a submission rather than listing what it
+    contains."""
+    try:
+        return [entry for path in paths for entry in _entries_of(course, path)]
+    except ExportError as exc:
+        raise GradeError(str(exc)) from None
+
+
+def _entries_of(course: Course, path: Path) -> list[Entry]:
+    if path.is_dir() and is_export(path):
+        return [Entry(name, p, meta) for name, p, meta in export_submissions(path)]
+    if path.is_dir() and (alone := one_of(path)):  # one submission of an export, named alone
+        return [Entry(alone[0], path, alone[1])]
+    if path.is_dir() and not _has_stage_files(course, path) and _holds_submissions(course, path):
+        return [Entry(_name(p), p) for p in sorted(path.iterdir())
+                if (p.is_dir() and not p.name.startswith(".")) or p.suffix == ".zip"]
+    return [Entry(_name(path), path)]
 
 
 def require_unique_names(found: list[Entry]) -> None:

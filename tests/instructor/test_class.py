@@ -82,6 +82,9 @@ def test_the_bulk_export_names_each_submission_by_its_submitters(tmp_path):
                                             tzinfo=timezone(timedelta(hours=-8)))
     assert jose.meta.submissions == 3  # two in its :history:, and this one
     assert by_name["34567+23456"].meta.submissions == 1
+    # One submission of the export named alone keeps its name and metadata.
+    [alone] = submissions.entries(course, [jose.source])
+    assert (alone.name, alone.meta) == ("12345", jose.meta)
 
 
 def test_unreadable_metadata_is_a_clear_error(tmp_path):
@@ -235,6 +238,10 @@ def test_a_change_past_the_resubmission_limit_is_not_graded(tmp_path, monkeypatc
     plan = regrade.plan(course, found, out, force=False)
     assert plan.todo == [] and plan.held == ["ada"]
     assert "the last result stands" in regrade.held_note("ada", 1)
+    gradebook.write_gradebook(course, out, found)
+    row = _rows(out)["ada"]
+    assert row["total"] == "10" and row["submissions"] == "1"
+    assert row["over limit"] == "changed after 1 graded version; not graded again"
 
 
 def test_two_submissions_of_one_name_are_refused_naming_both(tmp_path, run_grade):
