@@ -136,22 +136,39 @@ def speed_points(course: Course, rows: list[Row]) -> dict[str, float | None]:
                       if ids else None) for machine, ids in timed.items()}
 
 
-def write_gradebook(course: Course, out: Path, students: list[Entry]) -> Path:
-    """OUT/gradebook.csv: a row per submission OUT holds, a column per stage and the class's
-    totals, from the JSON files."""
-    path = out / "gradebook.csv"
+@dataclass
+class Gradebook:
+    """The class's gradebook as a table: what gradebook.csv holds, for any other view of it."""
+
+    columns: list[str]  # COLUMNS, with a column per stage after "track"
+    rows: list[Row]
+    cells: list[list]  # per row, in the columns' order: numbers as numbers, text as text
+
+
+def class_gradebook(course: Course, out: Path, students: list[Entry]) -> Gradebook:
+    """The gradebook of every submission OUT holds (and those listed now)."""
     stage_ids = [s.id for s in course.stages]
     rows = class_rows(out, students)
     speed_max = speed_points(course, rows)
     correctness_max = round(sum(s.points for s in course.stages), 2)
+    table = Gradebook(COLUMNS[:6] + stage_ids + COLUMNS[6:], rows, [])
+    for row in rows:
+        cells = _cells(row, course, correctness_max, speed_max.get(row.machine))
+        table.cells.append([cells.pop(c) for c in COLUMNS[:6]]
+                           + [cells["stages"].get(i, "") for i in stage_ids]
+                           + [cells.get(c, "") for c in COLUMNS[6:]])
+    return table
+
+
+def write_gradebook(course: Course, out: Path, students: list[Entry]) -> Path:
+    """OUT/gradebook.csv: a row per submission OUT holds, a column per stage and the class's
+    totals, from the JSON files."""
+    path = out / "gradebook.csv"
+    table = class_gradebook(course, out, students)
     with path.open("w", newline="", encoding="utf-8-sig") as handle:
         writer = csv.writer(handle)
-        writer.writerow(COLUMNS[:6] + stage_ids + COLUMNS[6:])
-        for row in rows:
-            cells = _cells(row, course, correctness_max, speed_max.get(row.machine))
-            writer.writerow([cells.pop(c) for c in COLUMNS[:6]]
-                            + [cells["stages"].get(i, "") for i in stage_ids]
-                            + [cells.get(c, "") for c in COLUMNS[6:]])
+        writer.writerow(table.columns)
+        writer.writerows([csv_cell(c) for c in cells] for cells in table.cells)
     return path
 
 
@@ -177,7 +194,7 @@ def _cells(row: Row, course: Course, correctness_max: float, speed_max: float | 
         cells.update({"days late": late.days, "late penalty %": late.percent})
     data = row.data
     if data is None:
-        return {k: _text(v) for k, v in cells.items()}
+        return cells
     stages = data["stages"]
     correctness = round(sum(s["points"] for s in stages), 2)
     speed = round(sum((s.get("speed") or {}).get("points", 0) for s in stages), 2)
@@ -197,14 +214,12 @@ def _cells(row: Row, course: Course, correctness_max: float, speed_max: float | 
         "error": "; ".join(f"{s['id']}: {headline(s['message'])}" for s in stages
                            if s["status"] == "ERROR"),
     })
-    return {k: _text(v) for k, v in cells.items()}
+    return cells
 
 
-def _text(value):
+def csv_cell(value):
     """A cell as a spreadsheet must take it: text that would start a formula is quoted,
     a number of points is written without a trailing .0."""
-    if isinstance(value, dict):
-        return {k: _text(v) for k, v in value.items()}
     if isinstance(value, str) and value.startswith(FORMULA_START):
         return "'" + value
     if isinstance(value, float):  # points as people write them: 10, 12.5, 33.33
