@@ -170,7 +170,7 @@ def _on_slurm(found, plan: regrade.Plan, request: GradingRequest, out: Path, lim
             graded = slurm.watch(course, runs, out, request.seed, options, on_update)
     except KeyboardInterrupt:
         batch.write_gradebook(course, out, found)
-        batch.write_feedback_files(out, found)
+        batch.write_feedback_files(out, found, course.policy.hidden_cases)
         console.print(f"interrupted (Ctrl-C): {slurm.cancel_hint(runs)}", markup=False)
         return EXIT_INTERRUPTED
     _finish(course, out, found, graded, console)
@@ -181,7 +181,7 @@ def _finish(course, out, found, graded, console) -> None:
     """What a class's grading leaves for people, rebuilt from every result in OUT (not only
     this run's): the gradebook and each student's feedback."""
     gradebook = batch.write_gradebook(course, out, found)
-    batch.write_feedback_files(out, found)
+    batch.write_feedback_files(out, found, course.policy.hidden_cases)
     for g in graded:
         if g.error:
             console.print(single_line(f"{g.name}: {g.error}", 600), markup=False, soft_wrap=True)

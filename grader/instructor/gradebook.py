@@ -227,14 +227,29 @@ def csv_cell(value):
     return value
 
 
-def write_feedback_files(out: Path, students: list[Entry]) -> list[Path]:
+def write_feedback_files(out: Path, students: list[Entry],
+                         hidden_cases: str = "after_published") -> list[Path]:
     """OUT/students/NAME.md for every submission OUT holds: what they can read of their
-    grading."""
+    grading. Under the class's policy `hidden_cases = "hidden"`, the hidden cases' results
+    are left out of it (their points still count), as Gradescope leaves them out."""
     written = []
     for row in class_rows(out, students):
         report = Report.from_json(row.data) if row.data is not None else None
         path = out / "students" / f"{row.name}.md"
         note = f"Graded on the {row.track} track ({row.intake.why})." if row.intake.why else ""
+        if report is not None and hidden_cases == "hidden":
+            note = " ".join(filter(None, [note, _without_hidden_cases(report)]))
         write_feedback(path, row.name, report, row.error, note, listed(row.intake.ignored))
         written.append(path)
     return written
+
+
+def _without_hidden_cases(report: Report) -> str:
+    """Take the hidden cases out of `report`; what the feedback says of them."""
+    count = 0
+    for stage in report.stages:
+        shown = [c for c in stage.cases if not c.hidden]
+        count += len(stage.cases) - len(shown)
+        stage.cases = shown
+    return (f"{count} hidden cases were graded too; their results are not shown (their points "
+            "are in the totals)." if count else "")

@@ -405,3 +405,22 @@ def test_grading_rewrites_the_stages_so_far_after_each_stage(tmp_path, run_grade
     data = json.loads(so_far.read_text(encoding="utf-8"))
     assert [s["id"] for s in data["stages"]] == ["vector_add", "fused_gelu"]
     assert {s["status"] for s in data["stages"]} == {"NOT STARTED"}
+
+
+@pytest.mark.parametrize("policy", ["after_published", "hidden"])
+def test_feedback_files_show_hidden_cases_as_the_policy_says(tmp_path, policy):
+    course = _course(tmp_path)
+    data = _result(course, {"vector_add": 10.0})
+    data["stages"][0]["cases"].append(
+        {**data["stages"][0]["cases"][0], "id": "hidden1-float32", "passed": False,
+         "hidden": True, "summary": "hidden case failed: wrong result"})
+    data["stages"][0]["status"] = "FAIL"
+    out = tmp_path / "out"
+    (out / "students").mkdir(parents=True)
+    (out / "students" / "ada.json").write_text(json.dumps(data))
+    [path] = gradebook.write_feedback_files(out, [], policy)
+    text = path.read_text(encoding="utf-8")
+    if policy == "hidden":
+        assert "hidden1" not in text and "1 hidden cases were graded too" in text
+    else:
+        assert "Case `hidden1-float32`" in text
