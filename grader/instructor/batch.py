@@ -79,7 +79,7 @@ def grade_one(entry: Entry, out: Path, request: GradingRequest, env: dict, limit
         stale.unlink(missing_ok=True)
     log = out / "logs" / f"{entry.name}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    intake = Intake()
+    intake = Intake(versions=earlier.versions)  # kept by a run that finds no submission
     course = request.course
     try:
         with scratch() as tmp:
@@ -229,9 +229,8 @@ def whole_json(path: Path) -> bool:
 
 
 def pending(students: list[Entry], out: Path, force: bool) -> list[Entry]:
-    """The submissions without a result yet (all of them with `force`); a Slurm array's
-    tasks in flight are not graded twice. `grade batch` on one host also regrades what
-    changed (grader.instructor.regrade.plan)."""
+    """The submissions without a result yet (all of them with `force`); `grade batch`
+    also grades again those whose files changed (grader.instructor.regrade.plan)."""
     return [e for e in students if force or not (out / "students" / f"{e.name}.json").is_file()]
 
 
