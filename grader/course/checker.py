@@ -75,8 +75,9 @@ class Checker:
             self.error("policy.late", "a late penalty counts from a due date: add policy.due "
                        "(due = 2026-12-18T23:59:00-08:00), or remove [policy.late]")
         if p.late is not None and p.late.percent_per_day == 0:
-            self.error("policy.late.percent_per_day", "missing: the percent of the total "
-                       "taken off per day late (percent_per_day = 10)")
+            self.error("policy.late.percent_per_day", "give the percent of the total taken "
+                       "off per day late (percent_per_day = 10); without a penalty, remove "
+                       "[policy.late]")
         late = LatePenalty(**p.late.model_dump()) if p.late else LatePenalty()
         return Policy(due=p.due, late=late, max_submissions=p.max_submissions,
                       hidden_cases=p.hidden_cases)

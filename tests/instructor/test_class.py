@@ -355,6 +355,8 @@ def test_lateness_counts_begun_days_after_the_grace_period_up_to_the_cap():
      "policy.due: 2026-12-18T23:59:00 has no time zone; add the offset"),
     ('[policy]\ndue = "2026-12-18"\n', "policy.due: expected a date and time with its offset"),
     ("[policy.late]\npercent_per_day = 10\n", "policy.late: a late penalty counts from a due"),
+    ("[policy]\ndue = 2026-12-18T23:59:00Z\n[policy.late]\ngrace_minutes = 5\n",
+     "policy.late.percent_per_day: give the percent of the total taken off per day late"),
     ('[policy]\nhidden_cases = "never"\n', "policy.hidden_cases: unknown hidden_cases 'never'; "
                                            "known: 'after_due_date', 'after_published', 'hidden'"),
     ("[policy]\nmax_submissions = 0\n", "policy.max_submissions: must be at least 1"),
