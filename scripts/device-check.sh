@@ -53,7 +53,7 @@ TMP=$(mktemp -d)  # each check's own log; $OUT keeps the few files worth keeping
 trap 'rm -rf "$TMP"' EXIT
 export PYTHONUNBUFFERED=1
 # The grader's dependencies that the GPU machine's Python lacks (staged by scripts/stage-device.sh).
-if ! "$PY" -c "import safetensors, pydantic" 2>/dev/null; then
+if ! "$PY" -c "import safetensors, pydantic, yaml" 2>/dev/null; then
   "$PY" -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .device/wheels/*.whl
 fi
 status=0

@@ -3,7 +3,7 @@
 # scripts/device-check.sh: the cuTile toolchain bundle (made by the script CUTILE_BUNDLER
 # names, which is not part of this repository) and the wheels of the grader's
 # dependencies that the GPU machine's Python lacks (safetensors, pydantic with its own
-# dependencies), all in the git-ignored .device/ folder. scripts/device-check.sh installs
+# dependencies, PyYAML), all in the git-ignored .device/ folder. scripts/device-check.sh installs
 # the wheels there.
 # Usage: scripts/stage-device.sh; copy the course's folder with .device/ to the GPU machine,
 #   and begin the command there with `source .device/env.sh;`.
@@ -23,5 +23,10 @@ if ! ls .device/wheels/pydantic-*.whl >/dev/null 2>&1; then
   python3 -m pip download -q --only-binary=:all: --python-version 3.12 \
     --implementation cp --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 \
     -d .device/wheels "pydantic>=2.6"
+fi
+if ! ls .device/wheels/[Pp]y[Yy][Aa][Mm][Ll]-*.whl >/dev/null 2>&1; then
+  python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+    --implementation cp --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 \
+    -d .device/wheels "pyyaml>=6"
 fi
 du -sh .device

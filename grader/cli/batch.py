@@ -13,8 +13,9 @@ from grader.backends import selection as backends
 from grader.cli.context import EXIT_INTERRUPTED, EXIT_OK, course_of
 from grader.errors import GradeError
 from grader.grading.request import GradingRequest, Limits
-from grader.instructor import batch, slurm
+from grader.instructor import batch, regrade, roster, slurm
 from grader.instructor.class_report import write_report
+from grader.instructor.submissions import require_unique_names
 from grader.quoting import single_line
 from grader.report.progress import batch_progress, slurm_progress
 from grader.report.scorecard import make_console, sandbox_line
@@ -49,7 +50,15 @@ SLURM_ONLY = ("partition", "gres", "minutes", "per_task", "extra", "allow_mixed_
                    "time_limit in course.toml).")
 @click.option("--limit", type=click.FloatRange(1), default=1800, show_default=True,
               help="Seconds one whole submission may take.")
-@click.option("--force", is_flag=True, help="Grade again submissions that already have a result.")
+@click.option("--force", is_flag=True,
+              help="Grade again every submission, even those whose files did not change "
+                   "since their result.")
+@click.option("--only", multiple=True, metavar="NAME",
+              help="Grade only this submission (repeatable), again even if unchanged; the "
+                   "gradebook keeps every other row.")
+@click.option("--keep-going", is_flag=True,
+              help="Run every case of a stage even after one timed out (each may cost the "
+                   "whole --timeout).")
 @click.option("--allow-weak-sandbox", is_flag=True,
               help="Grade even where the sandbox cannot hide the other submissions and results "
                    "from a submission, or end every process it starts (see `grade doctor`).")
@@ -97,18 +106,23 @@ def batch_command(ctx, submissions, **options) -> int:
         slurm.require_slurm()  # the login node needs no GPU: the backend runs on the nodes
     found = batch.entries(course, list(submissions))
     if not found:
-        raise GradeError("No submissions found: name folders or .zip files, or a folder of them.")
-    names = [e.name for e in found]
-    if len(set(names)) != len(names):
-        raise GradeError("Two submissions have the same name; rename one so results do not mix.")
+        raise GradeError("No submissions found: name folders or .zip files, a folder of them, "
+                         "or a Gradescope bulk export (its folder with submission_metadata.yml).")
+    require_unique_names(found)
+    chosen = regrade.only(found, options["only"])
+    roster.update_roster(out, found)
     # The class's one request: each student's submission fills it in (grader.instructor.batch).
     request = GradingRequest(course, tuple(course.stages), options["backend"], options["track"],
                              seed=batch.class_seed(out, options["seed"], force),
-                             limits=Limits(options["timeout"]))
+                             limits=Limits(options["timeout"], options["keep_going"]))
+    plan = regrade.plan(course, chosen, out, force or bool(options["only"]))
+    for name in plan.held:
+        console.print(single_line(regrade.held_note(name, course.policy.max_submissions), 600),
+                      markup=False, soft_wrap=True)
     if options["use_slurm"]:
         settings = slurm.Options(**cluster, poll=options["poll"],
                                  allow_weak_sandbox=options["allow_weak_sandbox"])
-        return _on_slurm(found, request, out, limit, force, settings, console)
+        return _on_slurm(found, plan, request, out, limit, force, settings, console)
     gpus = []
     if selection.backend.device == "cuda":
         import torch
@@ -119,17 +133,17 @@ def batch_command(ctx, submissions, **options) -> int:
     tracks = (f"every student with {selection.backend.name}"
               if request.backend != backends.AUTO or request.track
               else "each student on their own track")
-    console.print(f"grading {len(found)} submissions, {tracks}, seed {request.seed}, "
-                  f"{workers}; results in {out}", markup=False)
-    todo = batch.pending(found, out, force)
-    with batch_progress(console, len(todo)) as on_done:
-        graded = batch.run(todo, out, request, jobs, gpus, limit, on_done)
+    changed = f" ({len(plan.changed)} changed since their result)" if plan.changed else ""
+    console.print(f"grading {len(plan.todo)} of {len(found)} submissions{changed}, {tracks}, "
+                  f"seed {request.seed}, {workers}; results in {out}", markup=False)
+    with batch_progress(console, len(plan.todo)) as on_done:
+        graded = batch.run(plan.todo, out, request, jobs, gpus, limit, on_done)
     _finish(course, out, found, graded, console)
     return EXIT_OK
 
 
-def _on_slurm(found, request: GradingRequest, out: Path, limit: float, force: bool,
-              options: slurm.Options, console) -> int:
+def _on_slurm(found, plan: regrade.Plan, request: GradingRequest, out: Path, limit: float,
+              force: bool, options: slurm.Options, console) -> int:
     backend, course = request.backend, request.course
     on_cpu = backend in backends.BACKENDS and backends.BACKENDS[backend].device != "cuda"
     if options.gres is None and not on_cpu:  # (auto picks a GPU backend on a GPU node)
@@ -139,7 +153,7 @@ def _on_slurm(found, request: GradingRequest, out: Path, limit: float, force: bo
         raise GradeError(f"{slurm.cancel_hint(runs)}; --force grades everyone again, so "
                          "cancel it first.")
     busy = {e.name for r in runs for t in r.tasks for e in t}
-    todo = [e for e in batch.pending(found, out, force) if e.name not in busy]
+    todo = [e for e in plan.todo if e.name not in busy]
     (out / "students").mkdir(parents=True, exist_ok=True)
     if runs:
         console.print(f"following Slurm job {', '.join(r.job for r in runs)}, submitted "
@@ -157,7 +171,7 @@ def _on_slurm(found, request: GradingRequest, out: Path, limit: float, force: bo
             graded = slurm.watch(course, runs, out, request.seed, options, on_update)
     except KeyboardInterrupt:
         batch.write_gradebook(course, out, found)
-        batch.write_feedback_files(out, found)
+        batch.write_feedback_files(out, found, course.policy.hidden_cases)
         console.print(f"interrupted (Ctrl-C): {slurm.cancel_hint(runs)}", markup=False)
         return EXIT_INTERRUPTED
     _finish(course, out, found, graded, console)
@@ -165,9 +179,11 @@ def _on_slurm(found, request: GradingRequest, out: Path, limit: float, force: bo
 
 
 def _finish(course, out, found, graded, console) -> None:
+    """What a class's grading leaves for people, rebuilt from every result in OUT (not only
+    this run's): the gradebook and each student's feedback."""
     gradebook = batch.write_gradebook(course, out, found)
-    batch.write_feedback_files(out, found)
-    report = write_report(out, course, [e.name for e in found])  # OUT/report.html
+    batch.write_feedback_files(out, found, course.policy.hidden_cases)
+    report = write_report(out, course)  # OUT/report.html, of every result in OUT as the gradebook
     for g in graded:
         if g.error:
             console.print(single_line(f"{g.name}: {g.error}", 600), markup=False, soft_wrap=True)

@@ -54,7 +54,8 @@ def _request(course: Course, stages: list[Stage], options: dict) -> GradingReque
         limits=Limits(options["timeout"], options["keep_going"]),
         outputs=Outputs(options["json_path"], options["junit_path"], options["gradescope_path"],
                         options["markdown_path"], options["picture_dir"],
-                        options["benchmark_json"], options["verbose"], options["summary_path"]))
+                        options["benchmark_json"], options["verbose"],
+                        summary=options["summary_path"], so_far=options["so_far_path"]))
 
 
 def _grade(request: GradingRequest, fail_on: str = "unfinished") -> int:
@@ -71,7 +72,7 @@ def _grade(request: GradingRequest, fail_on: str = "unfinished") -> int:
                       + ("; no result files were written" if outputs.files() else ""),
                       soft_wrap=True)
         return EXIT_INTERRUPTED
-    written = write_results(report, outputs)
+    written = write_results(report, outputs, request.course.policy.hidden_cases)
     if outputs.picture:
         written.append(picture_html.write_picture(report, outputs.picture))
     render(report, console, outputs.verbose)
@@ -101,11 +102,13 @@ def _started_and_failing(stage: StageResult) -> bool:
     return stage.speed.graded and stage.speed.points < stage.speed.max_points
 
 
-def write_results(report: Report, outputs: Outputs) -> list[Path]:
+def write_results(report: Report, outputs: Outputs,
+                  hidden: str = gradescope.HIDDEN_DEFAULT) -> list[Path]:
     """Write the result files asked for, before anything is shown: whatever a submission's
-    text does to the display, its results are kept."""
+    text does to the display, its results are kept. `hidden`: when Gradescope shows students
+    the hidden cases' results (the class's policy)."""
     writers = [(outputs.json, lambda r, p: r.write_json(p)), (outputs.junit, junit.write_junit),
-               (outputs.gradescope, gradescope.write_gradescope),
+               (outputs.gradescope, lambda r, p: gradescope.write_gradescope(r, p, hidden)),
                (outputs.markdown, markdown.write_markdown),
                (outputs.summary, markdown.append_markdown)]
     for path, write in writers:

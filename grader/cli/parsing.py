@@ -215,6 +215,10 @@ def grading_options(command):
         click.option("--keep-going", is_flag=True,
                      help="Run every case of a stage even after one timed out (each may cost "
                           "the whole --timeout)."),
+        click.option("--json-so-far", "so_far_path", hidden=True,
+                     type=click.Path(dir_okay=False, path_type=Path),
+                     help="Rewrite this JSON file with the stages graded so far after each "
+                          "stage (grade batch: kept when a submission runs out of --limit)."),
         click.option("--benchmark-json", type=click.Path(dir_okay=False, path_type=Path),
                      help="Write pytest-benchmark's record of the timed speed cases (GPU only); "
                           "compare two with `pytest-benchmark compare A.json B.json`."),

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from grader.backends.selection import BACKENDS
 from grader.course import schema
+from grader.course.policy import LatePenalty, Policy
 from grader.course.model import (WHOLE_DIM, Case, Course, Hint, MemoryGrowth, Speed, Stage,
                                  SubmissionRules, Threshold, TimeLimit, Tolerance)
 from grader.errors import CourseError
@@ -60,7 +61,26 @@ class Checker:
         for dup in sorted({i for i in ids if ids.count(i) > 1}):
             self.error("stages", f"stage id '{dup}' appears more than once")
         return Course(path=self.path.resolve(), title=top.course.title, stages=stages,
-                      rules=rules, handout=top.course.handout)
+                      rules=rules, handout=top.course.handout, policy=self.policy(top.policy))
+
+    def policy(self, p) -> Policy:
+        """[policy], whose values must make sense together: a late penalty counts from a
+        due date, and a due date names its time zone (a class spans several)."""
+        if p is None:
+            return Policy()
+        if p.due is not None and p.due.utcoffset() is None:
+            self.error("policy.due", f"{p.due.isoformat()} has no time zone; add the offset "
+                       f"of the class's own time, as in {p.due.isoformat()}-08:00 (or Z for UTC)")
+        if p.late is not None and p.due is None:
+            self.error("policy.late", "a late penalty counts from a due date: add policy.due "
+                       "(due = 2026-12-18T23:59:00-08:00), or remove [policy.late]")
+        if p.late is not None and p.late.percent_per_day == 0:
+            self.error("policy.late.percent_per_day", "give the percent of the total taken "
+                       "off per day late (percent_per_day = 10); without a penalty, remove "
+                       "[policy.late]")
+        late = LatePenalty(**p.late.model_dump()) if p.late else LatePenalty()
+        return Policy(due=p.due, late=late, max_submissions=p.max_submissions,
+                      hidden_cases=p.hidden_cases)
 
     def stage(self, raw, index: int) -> Stage | None:
         where = f"stages[{index}]"

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from grader.course.policy import Policy
 from grader.errors import StageSelectionError
 from grader.problems import Problem
 from grader.results import Failure
@@ -189,6 +190,7 @@ class Course:
     rules: SubmissionRules
     hidden_file: Path | None = None  # course.hidden.toml, when the instructor has one
     handout: str = ""  # where students clone the handout from ([course] handout)
+    policy: Policy = Policy()  # the class's due date, late penalty, limits ([policy])
 
     @property
     def root(self) -> Path:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import typing
+from datetime import datetime
 from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, create_model,
@@ -124,10 +125,27 @@ def _stage_model(problem: Problem, gpu_backends: tuple[str, ...]) -> type[Table]
         "time_limit": (Optional[TimeLimits], None)})
 
 
+class Late(Table):
+    percent_per_day: Annotated[float, Field(ge=0, le=100)] = 0.0
+    max_percent: Annotated[float, Field(ge=0, le=100)] = 100.0
+    grace_minutes: Annotated[float, Field(ge=0)] = 0.0
+
+
+class Policy(Table):
+    """[policy]: the class's due date, late penalty, resubmission limit and when students
+    see the hidden cases (grader.course.policy)."""
+
+    due: Optional[datetime] = None
+    late: Optional[Late] = None
+    max_submissions: Optional[Annotated[int, Field(ge=1)]] = None
+    hidden_cases: Literal["after_due_date", "after_published", "hidden"] = "after_published"
+
+
 class CourseFile(Table):
     course: Head
     stages: list[dict[str, Any]]  # each checked against its problem's stage_model
     submissions: Optional[Rules] = None
+    policy: Optional[Policy] = None
 
 
 class HiddenFile(Table):
@@ -181,7 +199,9 @@ def _build_case_model(problem: Problem, with_dtypes: bool) -> type[Table]:
 
 _EXPECTED = {"float_type": "an integer or a number", "int_type": "an integer",
              "string_type": "a string", "bool_type": "true or false", "dict_type": "a table",
-             "model_type": "a table", "list_type": "an array"}
+             "model_type": "a table", "list_type": "an array",
+             "datetime_type": "a date and time with its offset, unquoted "
+                              "(due = 2026-12-18T23:59:00-08:00)"}
 
 
 def describe(error: dict, model: type[BaseModel], where: str = "") -> str:
@@ -221,7 +241,7 @@ def bound_names(error: dict) -> str:
 
 def kind_of(value) -> str:
     return {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
-            dict: "a table", list: "an array"}.get(type(value), type(value).__name__)
+            dict: "a table", list: "an array", datetime: "a date and time"}.get(type(value), type(value).__name__)
 
 
 def _model_at(model, loc) -> type[BaseModel] | None:

@@ -43,6 +43,9 @@ class Outputs:
     benchmark_json: Path | None = None  # pytest-benchmark's record of the timed cases
     verbose: bool = False
     summary: Path | None = None  # the Markdown scorecard, appended (a CI job's summary)
+    # The stages graded so far, rewritten after each one (`grade batch` keeps them when a
+    # submission runs out of its --limit before the last stage).
+    so_far: Path | None = None
 
     def files(self) -> list[Path]:
         """The files grading writes (the picture's folder is not one)."""

@@ -171,6 +171,9 @@ def grade(grading: Grading, progress: Progress = _silent) -> Report:
             raise Interrupted(report, label) from None
         result.seconds = round(time.perf_counter() - started, 2)
         report.stages.append(result)
+        if grading.outputs.so_far:  # whole stages only: one cut short leaves no trace
+            report.seconds = round(time.perf_counter() - start, 2)
+            report.write_json(grading.outputs.so_far)
     if grading.outputs.benchmark_json:
         speed.merge_benchmark_files(parts, grading.outputs.benchmark_json)
     report.seconds = round(time.perf_counter() - start, 2)

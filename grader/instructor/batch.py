@@ -15,8 +15,10 @@ Results, all naming the student's files by their own paths (exercises/triton/...
 the scratch folder: OUT/students/NAME.json (written by the grading process, renamed into
 place after it has ended), NAME.md (the student's feedback), NAME.intake.json (the track
 and why, the zip members not taken), NAME.error (why there is no result), OUT/logs/NAME.log,
-and OUT/gradebook.csv rebuilt from all of them. Graded students are skipped on the next
-run unless --force, so a batch can be resumed.
+and OUT/gradebook.csv rebuilt from all of them. A student whose files are unchanged since
+their result is skipped on the next run unless --force, so a batch can be resumed and run
+again on a newer copy of the class (grader.instructor.regrade). A submission that runs out of
+its --limit keeps the stages it finished.
 """
 
 from __future__ import annotations
@@ -40,9 +42,11 @@ from pathlib import Path
 
 from grader.backends import selection as backends
 from grader.errors import GradeError
-from grader.instructor.gradebook import (Intake, write_feedback_files,  # noqa: F401
-                                         write_gradebook, write_intake)
-from grader.instructor.submissions import Entry, NotASubmission, entries, unpack  # noqa: F401
+from grader.instructor.gradebook import (Intake, read_intake,  # noqa: F401
+                                         write_feedback_files, write_gradebook, write_intake)
+from grader.instructor.regrade import keep_graded_stages
+from grader.instructor.submissions import (Entry, NotASubmission, digest, entries,  # noqa: F401
+                                           unpack)
 from grader.grading.request import GradingRequest
 from grader.results import write_file
 from grader.sandbox.privileges import NEEDED_FOR_A_CLASS
@@ -69,11 +73,13 @@ def grade_one(entry: Entry, out: Path, request: GradingRequest, env: dict, limit
     # crashes or times out leaves no result (nor half of one). An earlier result (--force)
     # is removed first, so that it can never stand in for this run.
     fresh = result.with_name(f"{entry.name}.json.partial")
-    result.unlink(missing_ok=True)
-    fresh.unlink(missing_ok=True)
+    so_far = result.with_name(f"{entry.name}.json.so-far")  # the stages finished, as they end
+    earlier = read_intake(out, entry.name)
+    for stale in (result, fresh, so_far):
+        stale.unlink(missing_ok=True)
     log = out / "logs" / f"{entry.name}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    intake = Intake()
+    intake = Intake(versions=earlier.versions)  # kept by a run that finds no submission
     course = request.course
     try:
         with scratch() as tmp:
@@ -85,6 +91,11 @@ def grade_one(entry: Entry, out: Path, request: GradingRequest, env: dict, limit
             except (ValueError, OSError) as exc:
                 return _not_graded(entry, out, intake, str(exc))
             intake.ignored = unpacked.ignored
+            intake.digest = digest(unpacked.exercises)
+            # A version of the files not graded before counts once (a regrade of the same
+            # files, --force, does not).
+            same = earlier.digest == intake.digest
+            intake.versions = earlier.versions if same else earlier.versions + 1
             # The student's own request: the one `grade all --submission` would resolve.
             student = replace(request, submission=unpacked.exercises)
             choice = student.choose_track(student.folder())
@@ -99,6 +110,7 @@ def grade_one(entry: Entry, out: Path, request: GradingRequest, env: dict, limit
             # another track than the intake recorded.
             command = [sys.executable, "-m", "grader", "--course", str(course.path), "all",
                        "--submission", SUBMISSION, "--json", str(fresh),
+                       "--json-so-far", str(so_far),
                        *replace(request, backend=backend.name, track=None).child_options()]
             # Its own folder as the working folder and for temporary files (nothing is left
             # behind), and the submission named relative to it: what the grader prints and
@@ -107,18 +119,31 @@ def grade_one(entry: Entry, out: Path, request: GradingRequest, env: dict, limit
                 code = run_isolated(command, log, {**env, "TMPDIR": str(tmp)}, tmp, limit)
             except subprocess.TimeoutExpired:
                 fresh.unlink(missing_ok=True)
-                return Graded(entry.name, None, f"grading took longer than {limit:g} s")
+                return _out_of_time(entry.name, so_far, result, request, backend.track, limit)
             finally:
                 student_paths(log, tmp)
+                student_paths(so_far, tmp)
     except OSError as exc:  # the scratch folder itself (a full disk): a message, not a traceback
         return Graded(entry.name, None, f"not graded: the grader's temporary folder failed: {exc}")
     if code not in GRADED_EXIT_CODES or not whole_json(fresh):
         fresh.unlink(missing_ok=True)
         return Graded(entry.name, None, f"no result was written (exit code {code}); see "
                                         f"logs/{log.name}")
+    so_far.unlink(missing_ok=True)
     student_paths(fresh, tmp)
     os.replace(fresh, result)
     return Graded(entry.name, result)
+
+
+def _out_of_time(name: str, so_far: Path, result: Path, request: GradingRequest, track: str,
+                 limit: float) -> Graded:
+    """A submission that ran out of --limit: the stages it finished are its result."""
+    kept = keep_graded_stages(so_far, result, request.stages, track, limit)
+    so_far.unlink(missing_ok=True)
+    if not kept:
+        return Graded(name, None, f"grading took longer than {limit:g} s (--limit) before its "
+                                  "first stage finished")
+    return Graded(name, result)
 
 
 def _not_graded(entry: Entry, out: Path, intake: Intake, why: str) -> Graded:
@@ -204,7 +229,8 @@ def whole_json(path: Path) -> bool:
 
 
 def pending(students: list[Entry], out: Path, force: bool) -> list[Entry]:
-    """The submissions without a result yet (all of them with `force`)."""
+    """The submissions without a result yet (all of them with `force`); `grade batch`
+    also grades again those whose files changed (grader.instructor.regrade.plan)."""
     return [e for e in students if force or not (out / "students" / f"{e.name}.json").is_file()]
 
 

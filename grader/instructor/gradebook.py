@@ -1,6 +1,15 @@
 """What a class's grading leaves for people: OUT/gradebook.csv (a row per student) and each
-student's feedback, OUT/students/NAME.md, both rebuilt from what OUT/students/ holds: the
-result JSON, why there is none (NAME.error), and what the intake found (NAME.intake.json)."""
+student's feedback, OUT/students/NAME.md, both rebuilt from everything OUT holds: every
+result JSON in OUT/students/, why there is none (NAME.error), what the intake found
+(NAME.intake.json), and who each submission is (OUT/roster.json). A run that grades one
+student rewrites the whole gradebook, every other row as it was.
+
+The gradebook's denominators are the class's, not a student's: correctness out of the
+course's points, speed out of the speed points this class's GPU grades (a stage's speed counts
+wherever it could be timed on that GPU, whether or not a student's kernel got that far), and
+"not graded" where speed is not timed (a CPU host): never a 0, never a denominator that moves
+with what a student started. The file is UTF-8 with a byte-order mark, which spreadsheets
+need to read names such as "José Núñez 李", and no cell can start a formula."""
 
 from __future__ import annotations
 
@@ -11,10 +20,15 @@ from pathlib import Path
 
 from grader.backends import selection as backends
 from grader.course import Course
+from grader.grading.session import NEEDS_CORRECTNESS
+from grader.instructor.roster import Who, read_roster
 from grader.instructor.submissions import Entry, listed
 from grader.quoting import headline
 from grader.report.markdown import write_feedback
 from grader.results import Report, write_file
+
+NOT_TIMED = "not graded"  # the speed columns where this class's machine times no speed
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet reads as a formula
 
 
 @dataclass
@@ -24,6 +38,10 @@ class Intake:
     track: str = ""
     why: str = ""  # why that track
     ignored: list[str] = field(default_factory=list)  # zip members not taken, and why
+    digest: str = ""  # of the files graded (grader.instructor.submissions.digest)
+    versions: int = 0  # different versions of the files graded so far (regrades of changes)
+    # Set when later files were not graded under the resubmission limit (cleared by grading).
+    not_graded_later: str = ""
 
 
 def write_intake(out: Path, name: str, intake: Intake) -> None:
@@ -50,63 +68,188 @@ class Row:
     intake: Intake
     data: dict | None = None  # the result JSON, when graded
     error: str = ""
+    who: Who = field(default_factory=Who)
 
     @property
     def track(self) -> str:
         backend = backends.BACKENDS.get((self.data or {}).get("backend", ""))
         return backend.track if backend else self.intake.track
 
+    @property
+    def machine(self) -> str:
+        """The GPU it was graded on, or "CPU"."""
+        return ((self.data or {}).get("machine") or {}).get("gpu") or "CPU"
 
-def read_row(out: Path, name: str) -> Row:
+    @property
+    def submissions(self) -> tuple[int | None, str]:
+        """How many times it was submitted, and what counted."""
+        if self.who.submissions is not None:
+            return self.who.submissions, "Gradescope history"
+        return (self.intake.versions or None), "changed files graded"
+
+
+def read_row(out: Path, name: str, who: Who | None = None) -> Row:
     """One student's row from OUT/students/: the result, or why there is none."""
     result = out / "students" / f"{name}.json"
     error_file = out / "students" / f"{name}.error"
     intake = read_intake(out, name)
+    who = who or Who()
     if result.is_file():
-        return Row(name, GRADED, intake, json.loads(result.read_text(encoding="utf-8")))
+        return Row(name, GRADED, intake, json.loads(result.read_text(encoding="utf-8")), who=who)
     error = error_file.read_text().strip() if error_file.is_file() else NOT_GRADED
     status = NOT_A_SUBMISSION if error.startswith(NOT_A_SUBMISSION) else NOT_GRADED
-    return Row(name, status, intake, error=error)
+    return Row(name, status, intake, error=error, who=who)
+
+
+def class_names(out: Path, students: list[Entry]) -> list[str]:
+    """Every submission OUT knows of (a result, an error, an intake, the roster) and those
+    listed now, sorted: the gradebook is the class's, not this run's."""
+    names = {e.name for e in students} | set(read_roster(out))
+    folder = out / "students"
+    if folder.is_dir():
+        for path in folder.iterdir():
+            for suffix in (".intake.json", ".error", ".json"):
+                if path.name.endswith(suffix) and not path.name.startswith("."):
+                    names.add(path.name[: -len(suffix)])
+                    break
+    return sorted(names)
+
+
+def class_rows(out: Path, students: list[Entry]) -> list[Row]:
+    """A row for every submission of the class (what the gradebook and reports show)."""
+    roster = read_roster(out)
+    return [read_row(out, name, roster.get(name)) for name in class_names(out, students)]
+
+
+def speed_points(course: Course, rows: list[Row]) -> dict[str, float | None]:
+    """Per machine, the speed points its gradebook is out of (None: speed not timed there):
+    those of every stage whose speed some result on that machine graded or would have once
+    correct (the reason is the machine's, not the student's)."""
+    timed: dict[str, set[str]] = {}
+    for row in rows:
+        seen = timed.setdefault(row.machine, set())
+        for stage in (row.data or {}).get("stages", []):
+            speed = stage.get("speed") or {}
+            if speed.get("graded") or speed.get("reason") == NEEDS_CORRECTNESS:
+                seen.add(stage["id"])
+    return {machine: (sum(s.speed.points for s in course.stages if s.speed and s.id in ids)
+                      if ids else None) for machine, ids in timed.items()}
+
+
+@dataclass
+class Gradebook:
+    """The class's gradebook as a table: what gradebook.csv holds, for any other view of it."""
+
+    columns: list[str]  # COLUMNS, with a column per stage after "track"
+    rows: list[Row]
+    cells: list[list]  # per row, in the columns' order: numbers as numbers, text as text
+
+
+def class_gradebook(course: Course, out: Path, students: list[Entry]) -> Gradebook:
+    """The gradebook of every submission OUT holds (and those listed now)."""
+    stage_ids = [s.id for s in course.stages]
+    rows = class_rows(out, students)
+    speed_max = speed_points(course, rows)
+    correctness_max = round(sum(s.points for s in course.stages), 2)
+    table = Gradebook(COLUMNS[:6] + stage_ids + COLUMNS[6:], rows, [])
+    for row in rows:
+        cells = _cells(row, course, correctness_max, speed_max.get(row.machine))
+        table.cells.append([cells.pop(c) for c in COLUMNS[:6]]
+                           + [cells["stages"].get(i, "") for i in stage_ids]
+                           + [cells.get(c, "") for c in COLUMNS[6:]])
+    return table
 
 
 def write_gradebook(course: Course, out: Path, students: list[Entry]) -> Path:
-    """OUT/gradebook.csv: one row per student, one column per stage, from the JSON files."""
+    """OUT/gradebook.csv: a row per submission OUT holds, a column per stage and the class's
+    totals, from the JSON files."""
     path = out / "gradebook.csv"
-    stage_ids = [s.id for s in course.stages]
-    with path.open("w", newline="") as handle:
+    table = class_gradebook(course, out, students)
+    with path.open("w", newline="", encoding="utf-8-sig") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["student", "status", "track", *stage_ids, "total", "max",
-                         "speed graded on", "seed", "not started", "error"])
-        for entry in students:
-            row = read_row(out, entry.name)
-            if row.data is None:
-                writer.writerow([row.name, row.status, row.track, *[""] * len(stage_ids),
-                                 "", "", "", "", "", row.error])
-                continue
-            data = row.data
-            points = {s["id"]: s["total_points"] for s in data["stages"]}
-            speed = any(s["speed"]["graded"] for s in data["stages"])
-            # one line per stage: its message's headline (what it quotes, escaped, after it)
-            problems = "; ".join(f"{s['id']}: {headline(s['message'])}" for s in data["stages"]
-                                 if s["status"] == "ERROR")
-            # A stage whose file was missing from the submission kept the skeleton.
-            untouched = " ".join(s["id"] for s in data["stages"] if s["status"] == "NOT STARTED")
-            writer.writerow([row.name, row.status, row.track,
-                             *[points.get(i, "") for i in stage_ids], data["points"],
-                             data["max_points"], data["machine"]["gpu"] if speed else "",
-                             data["seed"], untouched, problems])
+        writer.writerow(table.columns)
+        writer.writerows([csv_cell(c) for c in cells] for cells in table.cells)
     return path
 
 
-def write_feedback_files(out: Path, students: list[Entry]) -> list[Path]:
-    """OUT/students/NAME.md for every student: what they can read of their grading."""
+COLUMNS = ["student", "name", "email", "sid", "status", "track",  # then a column per stage
+           "correctness", "correctness max", "speed", "speed max", "total", "total max",
+           "submitted at", "submitted from", "days late", "late penalty %",
+           "total after penalty", "submissions", "counted", "over limit", "graded on", "seed",
+           "not started", "error"]
+
+
+def _cells(row: Row, course: Course, correctness_max: float, speed_max: float | None) -> dict:
+    who = row.who
+    count, counted = row.submissions
+    limit = course.policy.max_submissions
+    cells = {"student": row.name, "name": "; ".join(who.names), "email": "; ".join(who.emails),
+             "sid": "; ".join(who.sids), "status": row.status, "track": row.track, "stages": {},
+             "submitted at": who.submitted_at, "submitted from": who.submitted_from,
+             "submissions": count or "", "counted": counted if count else "",
+             "over limit": (f"{count} of at most {limit}" if limit and count and count > limit
+                            else row.intake.not_graded_later), "error": row.error}
+    late = course.policy.lateness(who.when)
+    if course.policy.due is not None and who.when is not None:
+        cells.update({"days late": late.days, "late penalty %": late.percent})
+    data = row.data
+    if data is None:
+        return cells
+    stages = data["stages"]
+    correctness = round(sum(s["points"] for s in stages), 2)
+    speed = round(sum((s.get("speed") or {}).get("points", 0) for s in stages), 2)
+    total = correctness + (speed if speed_max is not None else 0)
+    total_max = correctness_max + (speed_max or 0)
+    cells.update({
+        "stages": {s["id"]: s["total_points"] for s in stages},
+        "correctness": correctness, "correctness max": correctness_max,
+        "speed": NOT_TIMED if speed_max is None else speed,
+        "speed max": NOT_TIMED if speed_max is None else speed_max,
+        "total": round(total, 2), "total max": round(total_max, 2),
+        "total after penalty": round(total * (1 - late.percent / 100), 2),
+        "graded on": row.machine, "seed": data["seed"],
+        # A stage whose file was missing from the submission kept the skeleton.
+        "not started": " ".join(s["id"] for s in stages if s["status"] == "NOT STARTED"),
+        # one line per stage: its message's headline (what it quotes, escaped, after it)
+        "error": "; ".join(f"{s['id']}: {headline(s['message'])}" for s in stages
+                           if s["status"] == "ERROR"),
+    })
+    return cells
+
+
+def csv_cell(value):
+    """A cell as a spreadsheet must take it: text that would start a formula is quoted,
+    a number of points is written without a trailing .0."""
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    if isinstance(value, float):  # points as people write them: 10, 12.5, 33.33
+        return format(round(value, 2), "g")
+    return value
+
+
+def write_feedback_files(out: Path, students: list[Entry],
+                         hidden_cases: str = "after_published") -> list[Path]:
+    """OUT/students/NAME.md for every submission OUT holds: what they can read of their
+    grading. Under the class's policy `hidden_cases = "hidden"`, the hidden cases' results
+    are left out of it (their points still count), as Gradescope leaves them out."""
     written = []
-    for entry in students:
-        row = read_row(out, entry.name)
+    for row in class_rows(out, students):
         report = Report.from_json(row.data) if row.data is not None else None
-        path = out / "students" / f"{entry.name}.md"
+        path = out / "students" / f"{row.name}.md"
         note = f"Graded on the {row.track} track ({row.intake.why})." if row.intake.why else ""
-        write_feedback(path, entry.name, report, row.error, note,
-                       listed(row.intake.ignored))
+        if report is not None and hidden_cases == "hidden":
+            note = " ".join(filter(None, [note, _without_hidden_cases(report)]))
+        write_feedback(path, row.name, report, row.error, note, listed(row.intake.ignored))
         written.append(path)
     return written
+
+
+def _without_hidden_cases(report: Report) -> str:
+    """Take the hidden cases out of `report`; what the feedback says of them."""
+    count = 0
+    for stage in report.stages:
+        shown = [c for c in stage.cases if not c.hidden]
+        count += len(stage.cases) - len(shown)
+        stage.cases = shown
+    return (f"{count} hidden cases were graded too; their results are not shown (their points "
+            "are in the totals)." if count else "")

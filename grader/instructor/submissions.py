@@ -6,20 +6,26 @@ a zip is only read, never extracted: of its members, only the stage files are ta
 paths course.toml names, below exercises/ or not, optionally inside one top folder, or the
 bare file names as Gradescope uploads arrive), each within a size limit and all of them
 within a total. Everything else is ignored and listed, so the student's feedback can say
-what was not graded and why.
+what was not graded and why. A Gradescope bulk export (grader.instructor.export) is a class
+whose submissions are named by who made them.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
 import stat
+import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from grader.course import Course
+from grader.errors import GradeError
+from grader.instructor.export import ExportError, Metadata, is_export, one_of
+from grader.instructor.export import submissions as export_submissions
 from grader.tracks import TRACKS
 
 MACOS_FORKS = "__MACOSX"  # a macOS zip's copies of file metadata, mirroring the real folders
@@ -39,8 +45,9 @@ class NotASubmission(ValueError):
 
 @dataclass(frozen=True)
 class Entry:
-    name: str  # the student, from the folder or zip name
+    name: str  # the student, from the folder or zip name (a bulk export: their SIDs)
     source: Path
+    meta: Metadata | None = None  # who and when, where a bulk export says
 
 
 @dataclass
@@ -68,16 +75,35 @@ def not_a_submission(course: Course, ignored: list[str] | None = None) -> NotASu
 def entries(course: Course, paths: list[Path]) -> list[Entry]:
     """The students named on the command line: each folder or zip is one, unless it is a
     folder of submissions (it holds no stage file itself, and some of its entries are
-    submissions). A folder that is neither stays a student of its own name, so the
-    gradebook says it is not a submission rather than listing what it contains."""
-    found = []
-    for path in paths:
-        if path.is_dir() and not _has_stage_files(course, path) and _holds_submissions(course, path):
-            found += [Entry(_name(p), p) for p in sorted(path.iterdir())
-                      if (p.is_dir() and not p.name.startswith(".")) or p.suffix == ".zip"]
-        else:
-            found.append(Entry(_name(path), path))
-    return found
+    submissions) or a Gradescope bulk export. A folder that is neither stays a student of
+    its own name, so the gradebook says it is not a submission rather than listing what it
+    contains."""
+    try:
+        return [entry for path in paths for entry in _entries_of(course, path)]
+    except ExportError as exc:
+        raise GradeError(str(exc)) from None
+
+
+def _entries_of(course: Course, path: Path) -> list[Entry]:
+    if path.is_dir() and is_export(path):
+        return [Entry(name, p, meta) for name, p, meta in export_submissions(path)]
+    if path.is_dir() and (alone := one_of(path)):  # one submission of an export, named alone
+        return [Entry(alone[0], path, alone[1])]
+    if path.is_dir() and not _has_stage_files(course, path) and _holds_submissions(course, path):
+        return [Entry(_name(p), p) for p in sorted(path.iterdir())
+                if (p.is_dir() and not p.name.startswith(".")) or p.suffix == ".zip"]
+    return [Entry(_name(path), path)]
+
+
+def require_unique_names(found: list[Entry]) -> None:
+    """Two submissions of one name would overwrite each other's results: name both."""
+    first: dict[str, Path] = {}
+    for entry in found:
+        if entry.name in first:
+            raise GradeError(f"Two submissions are both named '{entry.name}': {first[entry.name]} "
+                             f"and {entry.source}. Their results would overwrite each other; "
+                             "rename one (or grade them into different --out folders).")
+        first[entry.name] = entry.source
 
 
 def _has_stage_files(course: Course, folder: Path) -> bool:
@@ -253,3 +279,29 @@ def listed(ignored: list[str]) -> list[str]:
     """The ignored members to show: the first IGNORED_SHOWN, and how many more."""
     more = len(ignored) - IGNORED_SHOWN
     return ignored[:IGNORED_SHOWN] + ([f"... and {more} more"] if more > 0 else [])
+
+
+# --- what changed ----------------------------------------------------------------------------
+
+
+def digest(exercises: Path) -> str:
+    """A digest of what is graded of a submission: every file of its unpacked exercises
+    (the course's skeleton with the submission's files over it), by path and content."""
+    hashed = hashlib.sha256()
+    for path in sorted(p for p in exercises.rglob("*") if p.is_file() and not p.is_symlink()):
+        name = path.relative_to(exercises).as_posix()
+        if "__pycache__" in name:
+            continue
+        data = path.read_bytes()
+        hashed.update(f"{name}\0{len(data)}\0".encode())
+        hashed.update(data)
+    return hashed.hexdigest()
+
+
+def current_digest(entry: Entry, course: Course) -> str | None:
+    """The digest of `entry` as it is now (None: not a submission, or unreadable)."""
+    with tempfile.TemporaryDirectory(prefix="tilecourse-digest-") as tmp:
+        try:
+            return digest(unpack(entry, course, Path(tmp)).exercises)
+        except (ValueError, OSError):
+            return None

@@ -2,7 +2,9 @@
 (https://gradescope-autograders.readthedocs.io/en/latest/specs/). One test per case, speed
 case and graded check, carrying its share of the points, so that the tests add up to the
 grader's own total. What was not graded is left out of the scoring and named in the
-submission's output text."""
+submission's output text. Hidden cases' results are shown to students when the class's
+policy says ([policy] hidden_cases in course.toml: after_due_date, after_published, hidden);
+the grader passes it in, as a report reads no course."""
 
 from __future__ import annotations
 
@@ -15,11 +17,15 @@ from grader.report.text import (case_text, clean, is_hidden, not_graded, number,
                                 stage_name, versions, zeroed_by)
 
 
-def write_gradescope(report: Report, path: Path) -> None:
-    """Gradescope's results.json: the tests carry the points and add up to `score`."""
+HIDDEN_DEFAULT = "after_published"  # a course.toml without [policy] hidden_cases
+
+
+def write_gradescope(report: Report, path: Path, hidden: str = HIDDEN_DEFAULT) -> None:
+    """Gradescope's results.json: the tests carry the points and add up to `score`; the
+    tests of hidden cases have the visibility `hidden` (Gradescope's own word for it)."""
     tests = []
     for stage in report.stages:
-        stage_tests = _gradescope_stage(stage)
+        stage_tests = _gradescope_stage(stage, hidden)
         for index, test in enumerate(stage_tests, 1):
             test["number"] = f"{stage.number}.{index}"
         tests += stage_tests
@@ -38,7 +44,7 @@ def write_gradescope(report: Report, path: Path) -> None:
     write_file(path, json.dumps(results, indent=2, allow_nan=False) + "\n")
 
 
-def _gradescope_stage(stage: StageResult) -> list[dict[str, Any]]:
+def _gradescope_stage(stage: StageResult, hidden: str) -> list[dict[str, Any]]:
     name = stage_name(stage)
     tags = [f"stage{stage.number}", stage.id, stage.backend]
     if not ran(stage):
@@ -46,12 +52,13 @@ def _gradescope_stage(stage: StageResult) -> list[dict[str, Any]]:
         # total_points is 0 for these stages; using it keeps the tests' sum equal to score.
         return [_test(name, stage.total_points, stage.total_max_points, False,
                       clean(f"{label}: {stage.message}"), tags)]
-    cases = _correctness_tests(stage, name, tags)
+    cases = _correctness_tests(stage, name, tags, hidden)
     checks = [_check_test(check, name, tags) for check in stage.checks if check.graded]
-    return cases + checks + _speed_tests(stage, name, tags)
+    return cases + checks + _speed_tests(stage, name, tags, hidden)
 
 
-def _correctness_tests(stage: StageResult, name: str, tags: list[str]) -> list[dict[str, Any]]:
+def _correctness_tests(stage: StageResult, name: str, tags: list[str],
+                       visibility: str) -> list[dict[str, Any]]:
     """A test per case, with an equal share of the stage's correctness points."""
     share = stage.max_points / len(stage.cases) if stage.cases else 0.0
     zeroed = zeroed_by(stage)
@@ -66,7 +73,7 @@ def _correctness_tests(stage: StageResult, name: str, tags: list[str]) -> list[d
         earned = share if case.passed and not zeroed else 0.0
         tests.append(_test(f"{name}: {case.id}", earned, share, case.passed, output,
                            [*tags, "correctness", *(["hidden"] if hidden else [])],
-                           "after_published" if hidden else "visible"))
+                           visibility if hidden else "visible"))
     return _settle(tests, stage.points, stage.max_points)
 
 
@@ -78,7 +85,8 @@ def _check_test(check: CheckResult, name: str, tags: list[str]) -> dict[str, Any
     return _test(f"{name}: {check.name}", 0.0, 0.0, check.passed, output, [*tags, "check"])
 
 
-def _speed_tests(stage: StageResult, name: str, tags: list[str]) -> list[dict[str, Any]]:
+def _speed_tests(stage: StageResult, name: str, tags: list[str],
+                 visibility: str) -> list[dict[str, Any]]:
     speed = stage.speed
     if not speed.graded:
         return []  # listed in the submission's output instead
@@ -88,7 +96,7 @@ def _speed_tests(stage: StageResult, name: str, tags: list[str]) -> list[dict[st
                       clean(speed.reason or "no speed case was timed"), tags)]
     share = speed.max_points / len(speed.cases)
     tests = [_test(f"{name}: speed {c.id}", share if c.passed else 0.0, share, c.passed,
-                   speed_text(c), tags, "after_published" if is_hidden(c) else "visible")
+                   speed_text(c), tags, visibility if is_hidden(c) else "visible")
              for c in speed.cases]
     return _settle(tests, speed.points, speed.max_points)
 

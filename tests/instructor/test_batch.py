@@ -72,7 +72,8 @@ def test_a_class_is_graded_each_on_their_own_track(tmp_path, run_grade, small_co
     code, stdout, _ = run_grade("--course", str(small_course.path), "batch", str(subs),
                                 "--out", str(out), "--seed", "5", "--jobs", "2")
     assert code == 0, stdout
-    rows = {r["student"]: r for r in csv.DictReader((out / "gradebook.csv").open())}
+    rows = {r["student"]: r
+            for r in csv.DictReader((out / "gradebook.csv").open(encoding="utf-8-sig"))}
     assert set(rows) == {"tia", "cuong", "max", "emma", "nora"}  # never "notes"
     assert {n: rows[n]["track"] for n in rows if n != "nora"} == {
         "tia": "triton", "cuong": "cutile", "max": "cutile", "emma": "triton"}

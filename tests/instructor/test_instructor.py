@@ -234,7 +234,8 @@ def test_batch_grades_folders_and_zips_and_keeps_going(tmp_path, run_grade, cour
             "--backend", "triton-interpret", "--seed", "7", "--jobs", "2")
     code, stdout, _ = run_grade(*args)
     assert code == 0
-    rows = {r["student"]: r for r in csv.DictReader((out / "gradebook.csv").open())}
+    rows = {r["student"]: r
+            for r in csv.DictReader((out / "gradebook.csv").open(encoding="utf-8-sig"))}
     assert set(rows) == {"ada", "bob", "carol", "dan", "erin"}
     # one line: the grader's sentence, then what the student's process said, quoted
     assert ("vector_add: loading stage1_vector_add.py failed: ┆ stage1_vector_add.py has a "
@@ -244,7 +245,7 @@ def test_batch_grades_folders_and_zips_and_keeps_going(tmp_path, run_grade, cour
     assert "not a valid zip" in rows["carol"]["error"]
     assert rows["dan"]["error"].startswith("not a submission: no stage files found")
     assert rows["dan"]["status"] == "not a submission" and rows["ada"]["track"] == "triton"
-    assert rows["ada"]["seed"] == "7" and rows["ada"]["speed graded on"] == ""
+    assert rows["ada"]["seed"] == "7" and rows["ada"]["graded on"] == "CPU" and rows["ada"]["speed"] == "not graded"
     assert rows["ada"]["not started"] == "fused_gelu softmax matmul flash_attention"
     assert json.loads((out / "students/ada.json").read_text())["stages"][0]["status"] == "PASS"
 
@@ -401,7 +402,7 @@ def test_batch_force_never_keeps_an_old_result_for_a_failed_run(tmp_path, course
     assert not old.exists()
     assert sorted(p.name for p in (out / "students").iterdir()) == ["ada.error", "ada.intake.json"]
     batch.write_gradebook(course, out, [entry])
-    rows = list(csv.DictReader((out / "gradebook.csv").open()))
+    rows = list(csv.DictReader((out / "gradebook.csv").open(encoding="utf-8-sig")))
     assert rows[0]["student"] == "ada" and rows[0]["total"] == "" and rows[0]["error"]
 
     # A run that finishes replaces the result, and the error goes.

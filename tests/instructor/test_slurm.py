@@ -68,7 +68,7 @@ def _wait(what, seconds: float, why: str):
 
 
 def _rows(gradebook: Path) -> dict[str, dict]:
-    return {r["student"]: r for r in csv.DictReader(gradebook.open())}
+    return {r["student"]: r for r in csv.DictReader(gradebook.open(encoding="utf-8-sig"))}
 
 
 @pytest.mark.slow  # Slurm ends a task after its one-minute limit, twice

@@ -411,3 +411,13 @@ def test_the_scorecard_shows_a_submissions_text_as_text(report):
     assert "  stage2 | \\x1b[1A\\x1b[2K| 2 | fused_gelu | 10/10 | PASS |" in shown
     assert "graded subs/[/]mallory/" in shown
     assert re.search(r"│ 4 │ matmul .*│ ERROR\s*│", shown)
+
+
+@pytest.mark.parametrize("visibility", ["after_due_date", "after_published", "hidden"])
+def test_gradescope_hidden_cases_follow_the_class_policy(report, tmp_path, visibility):
+    path = tmp_path / "results.json"
+    gradescope_export.write_gradescope(report, path, visibility)
+    tests = json.loads(path.read_text(encoding="utf-8"))["tests"]
+    (hidden,) = [t for t in tests if HIDDEN_ID in t["name"]]
+    assert hidden["visibility"] == visibility
+    assert {t["visibility"] for t in tests if t is not hidden} == {"visible"}

@@ -1,0 +1,56 @@
+"""A class's policy ([policy] in course.toml): when work is due, what lateness costs, how
+many times a student may submit, and when students see the hidden cases' results.
+
+The course's own content (stages, cases) is the same for every class; the policy is the one
+part an instructor sets per term, so it is a table of its own, read by `grade batch` (late
+penalties, the resubmission limit) and the Gradescope results writer (hidden cases)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+# When a student sees the result of a hidden case, as Gradescope names it.
+HIDDEN_VISIBILITY = ("after_due_date", "after_published", "hidden")
+DAY = timedelta(days=1)
+
+
+@dataclass(frozen=True)
+class LatePenalty:
+    """What lateness costs: `percent_per_day` of the total for each day (or part of one)
+    past the due date, at most `max_percent`; nothing within `grace_minutes` of it."""
+
+    percent_per_day: float = 0.0
+    max_percent: float = 100.0
+    grace_minutes: float = 0.0
+
+
+@dataclass(frozen=True)
+class Lateness:
+    """How late one submission was, and what it costs."""
+
+    days: int  # started days past the due date (0: on time, or within the grace period)
+    percent: float  # of the total taken off
+
+
+ON_TIME = Lateness(0, 0.0)
+
+
+@dataclass(frozen=True)
+class Policy:
+    due: datetime | None = None  # with its time zone; None: no due date, nothing is late
+    late: LatePenalty = LatePenalty()
+    max_submissions: int | None = None  # None: any number
+    hidden_cases: str = "after_published"  # one of HIDDEN_VISIBILITY
+
+    def lateness(self, submitted: datetime | None) -> Lateness:
+        """How late a submission made at `submitted` is (unknown time: on time)."""
+        if self.due is None or submitted is None:
+            return ON_TIME
+        past = submitted - self.due
+        if past <= timedelta(minutes=self.late.grace_minutes):
+            return ON_TIME
+        # A day begun is a day late: one minute past the grace period costs a whole day.
+        days = math.ceil(past / DAY)
+        return Lateness(days, min(days * self.late.percent_per_day, self.late.max_percent))

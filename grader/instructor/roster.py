@@ -1,0 +1,90 @@
+"""OUT/roster.json: who each submission of a class is and when it was made, kept across
+runs of `grade batch` so that the gradebook, rebuilt from every result in OUT, still knows
+the names of students not listed this time (a one-student regrade).
+
+The time a submission was made comes from a Gradescope bulk export's :created_at:, else from
+its files: the newest modification time of a folder's files, or the zip's own. The roster
+says which (`submitted_from`), since file times are only as good as the copy that made them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from grader.instructor.submissions import MACOS_FORKS, Entry
+from grader.results import write_file
+
+FROM_METADATA, FROM_FILE_TIMES = "Gradescope metadata", "file times"
+
+
+@dataclass
+class Who:
+    """One submission in OUT/roster.json."""
+
+    source: str = ""  # the path it was listed from
+    names: list[str] = field(default_factory=list)  # the submitters' (a group has several)
+    emails: list[str] = field(default_factory=list)
+    sids: list[str] = field(default_factory=list)
+    submitted_at: str = ""  # ISO 8601 with its offset ("": not known)
+    submitted_from: str = ""  # FROM_METADATA or FROM_FILE_TIMES
+    submissions: int | None = None  # the bulk export's count (its :history: and this one)
+
+    @property
+    def when(self) -> datetime | None:
+        return datetime.fromisoformat(self.submitted_at) if self.submitted_at else None
+
+
+def who(entry: Entry) -> Who:
+    meta = entry.meta
+    if meta is not None and meta.created_at is not None:
+        when, source = meta.created_at, FROM_METADATA
+    else:
+        when, source = file_time(entry.source), FROM_FILE_TIMES
+    people = meta.submitters if meta else ()
+    return Who(str(entry.source), [p.name for p in people], [p.email for p in people],
+               [p.sid for p in people], when.isoformat(timespec="seconds") if when else "",
+               source if when else "", meta.submissions if meta else None)
+
+
+def file_time(source: Path) -> datetime | None:
+    """When a submission's files were last changed: a folder's newest file (outside
+    __MACOSX/ and hidden folders such as .git/, which a later fetch touches), or a zip's own
+    time."""
+    try:
+        if source.is_file():
+            newest = source.stat().st_mtime
+        else:
+            newest = max((os.lstat(Path(folder) / name).st_mtime
+                          for folder, dirs, files in os.walk(source)
+                          if not _skipped(Path(folder).relative_to(source))
+                          for name in files), default=None)
+    except OSError:
+        return None
+    return None if newest is None else datetime.fromtimestamp(newest, timezone.utc)
+
+
+def _skipped(relative: Path) -> bool:
+    return any(part == MACOS_FORKS or part.startswith(".") for part in relative.parts)
+
+
+def read_roster(out: Path) -> dict[str, Who]:
+    path = out / "roster.json"
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        return {name: Who(**row) for name, row in raw.items()}
+    except (OSError, ValueError, TypeError):
+        return {}
+
+
+def update_roster(out: Path, found: list[Entry]) -> dict[str, Who]:
+    """Add (or refresh) the submissions listed now to OUT/roster.json; the others stay."""
+    roster = read_roster(out)
+    roster.update({entry.name: who(entry) for entry in found})
+    out.mkdir(parents=True, exist_ok=True)
+    write_file(out / "roster.json", json.dumps({n: asdict(w) for n, w in sorted(roster.items())},
+                                               indent=2, ensure_ascii=False) + "\n")
+    return roster

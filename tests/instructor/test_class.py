@@ -1,0 +1,428 @@
+"""A term's class in `grade batch`: Gradescope's bulk export and its metadata, regrades that
+keep every other row, what changed graded again, --limit and --keep-going, the class's
+fixed denominators, and the class policy of course.toml (due date, late penalty,
+resubmission limit, hidden cases)."""
+
+import csv
+import json
+import shutil
+import subprocess
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, vector_add_course
+
+from grader.course import LatePenalty, Policy, load_course
+from grader.errors import CourseError, GradeError
+from grader.grading.request import GradingRequest
+from grader.grading.session import NEEDS_CORRECTNESS
+from grader.instructor import batch, export, gradebook, regrade, submissions
+from grader.results import CaseResult, Report, SpeedResult, StageResult, Status
+
+EXPORT = Path(__file__).parent / "gradescope_export"
+TRITON_ADD = "triton/stage1_vector_add.py"
+GELU = """
+[[stages]]
+id = "fused_gelu"
+title = "Fused GELU"
+points = 10
+modules = { triton = "triton/stage2_fused_gelu.py", cutile = "cutile/stage2_fused_gelu.py" }
+tolerance.float32 = { atol = 1e-5, rtol = 1e-5 }
+cases = [ { M = 3, N = 70, dtypes = ["float32"] } ]
+"""
+POLICY = """
+[policy]
+due = 2026-12-18T23:59:00-08:00
+max_submissions = 2
+hidden_cases = "after_due_date"
+
+[policy.late]
+percent_per_day = 10
+max_percent = 30
+grace_minutes = 15
+"""
+
+
+def _course(tmp_path: Path, extra: str = "") -> object:
+    root = tmp_path / "course"
+    root.mkdir()
+    shutil.copytree(ROOT / "exercises", root / "exercises",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (root / "course.toml").write_text(
+        vector_add_course('[ { n = 1000, dtypes = ["float32"] } ]', GELU + extra),
+        encoding="utf-8")
+    return load_course(root / "course.toml")
+
+
+def _rows(out: Path) -> dict[str, dict]:
+    with (out / "gradebook.csv").open(encoding="utf-8-sig", newline="") as handle:
+        return {r["student"]: r for r in csv.DictReader(handle)}
+
+
+def _export(tmp_path: Path) -> Path:
+    copy = tmp_path / "export"
+    shutil.copytree(EXPORT, copy)
+    return copy
+
+
+# --- Gradescope's bulk export ---------------------------------------------------------------
+
+
+def test_the_bulk_export_names_each_submission_by_its_submitters(tmp_path):
+    course = _course(tmp_path)
+    found = submissions.entries(course, [_export(tmp_path)])
+    by_name = {e.name: e for e in found}
+    # SIDs (a group's joined), else the email: the same across exports and resubmissions.
+    assert set(by_name) == {"12345", "34567+23456", "mika.virtanen@example.edu"}
+    jose = by_name["12345"]
+    assert jose.source.name == "submission_2571001"
+    assert jose.meta.submitters[0].name == "José Núñez 李"
+    assert jose.meta.created_at == datetime(2026, 12, 18, 23, 41, 7, 512093,
+                                            tzinfo=timezone(timedelta(hours=-8)))
+    assert jose.meta.submissions == 3  # two in its :history:, and this one
+    assert by_name["34567+23456"].meta.submissions == 1
+    # One submission of the export named alone keeps its name and metadata.
+    [alone] = submissions.entries(course, [jose.source])
+    assert (alone.name, alone.meta) == ("12345", jose.meta)
+
+
+def test_unreadable_metadata_is_a_clear_error(tmp_path):
+    copy = _export(tmp_path)
+    (copy / export.METADATA).write_text("submission_1: [unclosed\n", encoding="utf-8")
+    with pytest.raises(GradeError, match="submission_metadata.yml cannot be read as "
+                                         "Gradescope's submission metadata.*Export the"):
+        submissions.entries(_course(tmp_path), [copy])
+
+
+def test_a_bulk_export_yields_named_rows_with_late_work(tmp_path, run_grade, monkeypatch):
+    """Graded for real (the smallest stage, on the CPU): one student's own file, one not
+    started, one not a submission; names, emails and SIDs reach the gradebook."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(batch.tempfile, "tempdir", str(temp))
+    course = _course(tmp_path, POLICY)
+    copy = _export(tmp_path)
+    (copy / "submission_2571001" / TRITON_ADD).write_text(
+        (ROOT / "solutions" / TRITON_ADD).read_text(encoding="utf-8"), encoding="utf-8")
+    out = tmp_path / "out"
+    code, stdout, _ = run_grade("--course", str(course.path), "batch", str(copy), "--out",
+                                str(out), "--backend", "triton-interpret", "--seed", "3")
+    assert code == 0, stdout
+    raw = (out / "gradebook.csv").read_bytes()
+    assert raw.startswith(b"\xef\xbb\xbf") and "José Núñez 李".encode() in raw
+    rows = _rows(out)
+    assert set(rows) == {"12345", "34567+23456", "mika.virtanen@example.edu"}
+    jose = rows["12345"]
+    assert (jose["name"], jose["email"], jose["sid"]) == ("José Núñez 李", "jnunez@example.edu",
+                                                          "12345")
+    assert jose["status"] == "graded" and float(jose["vector_add"]) == 10
+    assert (jose["correctness"], jose["correctness max"]) == ("10", "20")
+    assert jose["speed"] == jose["speed max"] == "not graded" and jose["graded on"] == "CPU"
+    assert (jose["total"], jose["total max"]) == ("10", "20")
+    assert jose["submitted at"] == "2026-12-18T23:41:07-08:00"
+    assert jose["submitted from"] == "Gradescope metadata"
+    assert (jose["days late"], jose["late penalty %"], jose["total after penalty"]) == (
+        "0", "0", "10")
+    assert (jose["submissions"], jose["counted"]) == ("3", "Gradescope history")
+    assert jose["over limit"] == "3 of at most 2"
+    group = rows["34567+23456"]
+    # 32 hours late: two days begun, 10% each; a name that is a formula stays text.
+    assert (group["days late"], group["late penalty %"]) == ("2", "20")
+    assert group["name"].startswith("'=HYPERLINK(") and group["name"].endswith("; Ann Lee")
+    assert group["sid"] == "34567; 23456"
+    mika = rows["mika.virtanen@example.edu"]
+    assert mika["status"] == "not a submission" and mika["name"] == "Mika Virtanen"
+    assert mika["days late"] == "0"
+    roster = json.loads((out / "roster.json").read_text(encoding="utf-8"))
+    assert roster["12345"]["names"] == ["José Núñez 李"]
+
+
+# --- regrades -----------------------------------------------------------------------------
+
+
+def _result(course, points: dict[str, float], gpu: str | None = None,
+            speed: dict[str, SpeedResult] | None = None) -> dict:
+    """A result JSON as `grade all --json` writes one."""
+    stages = []
+    for stage in course.stages:
+        got = points.get(stage.id)
+        result = StageResult(stage.number, stage.id, stage.title, "triton-interpret",
+                             f"exercises/{stage.modules['triton']}", stage.points)
+        if got is None:
+            result.status, result.message = Status.NOT_STARTED, "not started"
+        else:
+            result.cases = [CaseResult("c", "float32", {}, 0, got == stage.points, "")]
+            result.conclude(1)
+        result.speed = (speed or {}).get(stage.id, SpeedResult(False, "not graded: no GPU"))
+        stages.append(result)
+    report = Report(course.title, "exercises", "triton-interpret", "", {"gpu": gpu}, "now",
+                    seed=3, stages=stages)
+    return report.to_json()
+
+
+def _fake_grader(course, scores: dict[str, dict], commands: list | None = None):
+    """A stand-in for the `grade all` process: writes the result `scores` gives the
+    submission whose folder is graded (by the word its stage file holds)."""
+    def fake_run(command, log, env, cwd, limit):
+        if commands is not None:
+            commands.append(command)
+        text = (cwd / "exercises" / TRITON_ADD).read_text()
+        word = text.split("#", 1)[1].split()[0] if "#" in text[:3] else "skeleton"
+        path = Path(command[command.index("--json") + 1])
+        path.write_text(json.dumps(_result(course, scores.get(word, {}))))
+        return 0
+
+    return fake_run
+
+
+def _class(tmp_path: Path, words: dict[str, str]) -> Path:
+    subs = tmp_path / "subs"
+    for name, word in words.items():
+        (subs / name / "triton").mkdir(parents=True, exist_ok=True)
+        (subs / name / TRITON_ADD).write_text(f"# {word}\nimport triton\n")
+    return subs
+
+
+def test_a_regrade_keeps_every_other_row_and_finds_what_changed(tmp_path, run_grade,
+                                                               monkeypatch):
+    course = _course(tmp_path)
+    scores = {"good": {"vector_add": 10.0, "fused_gelu": 10.0}, "half": {"vector_add": 10.0},
+              "worse": {"vector_add": 0.0}}
+    monkeypatch.setattr(batch, "run_isolated", _fake_grader(course, scores))
+    subs = _class(tmp_path, {"ada": "good", "bob": "half", "cy": "half"})
+    out = tmp_path / "out"
+    args = ("--course", str(course.path), "batch", "--out", str(out), "--backend",
+            "triton-interpret", "--seed", "3")
+    code, stdout, _ = run_grade(*args, str(subs))
+    assert code == 0 and "graded 3 now" in stdout
+    before = _rows(out)
+    assert before["ada"]["total"] == "20" and before["bob"]["total"] == "10"
+    assert before["ada"]["submitted from"] == "file times" and before["ada"]["submitted at"]
+
+    # One student named alone (a late upload, say): the other rows stay.
+    code, stdout, _ = run_grade(*args, str(subs / "bob"), "--force")
+    assert code == 0 and "graded 1 now" in stdout
+    assert _rows(out) == before
+
+    # --only regrades one, even unchanged; nothing else is graded.
+    code, stdout, _ = run_grade(*args, str(subs), "--only", "cy")
+    assert "graded 1 now (2 already had results)" in stdout
+    # Unchanged files are not graded again; a resubmission is.
+    code, stdout, _ = run_grade(*args, str(subs))
+    assert "graded 0 now (3 already had results)" in stdout
+    (subs / "bob" / TRITON_ADD).write_text("# worse\nimport triton\n")
+    code, stdout, _ = run_grade(*args, str(subs))
+    assert "grading 1 of 3 submissions (1 changed since their result)" in stdout
+    after = _rows(out)
+    assert after["bob"]["total"] == "0" and after["bob"]["submissions"] == "2"
+    assert after["bob"]["counted"] == "changed files graded"
+    assert {n: after[n] for n in ("ada", "cy")} == {n: before[n] for n in ("ada", "cy")}
+    intake = gradebook.read_intake(out, "bob")
+    assert len(intake.digest) == 64 and intake.versions == 2
+
+    code, _, err = run_grade(*args, str(subs), "--only", "nobody")
+    assert code == 2 and "--only nobody: no submission of that name" in err
+
+
+def test_a_change_past_the_resubmission_limit_is_not_graded(tmp_path, monkeypatch):
+    course = _course(tmp_path, "\n[policy]\nmax_submissions = 1\n")
+    scores = {"good": {"vector_add": 10.0}, "worse": {"vector_add": 0.0}}
+    monkeypatch.setattr(batch, "run_isolated", _fake_grader(course, scores))
+    subs = _class(tmp_path, {"ada": "good"})
+    out = tmp_path / "out"
+    found = submissions.entries(course, [subs])
+    request = GradingRequest(course, course.stages, "triton-interpret", seed=3)
+    batch.run(regrade.plan(course, found, out, force=False).todo, out, request, 1, [], 60)
+    (subs / "ada" / TRITON_ADD).write_text("# worse\nimport triton\n")
+    plan = regrade.plan(course, found, out, force=False)
+    assert plan.todo == [] and plan.held == ["ada"]
+    assert "the last result stands" in regrade.held_note("ada", 1)
+    gradebook.write_gradebook(course, out, found)
+    row = _rows(out)["ada"]
+    assert row["total"] == "10" and row["submissions"] == "1"
+    assert row["over limit"] == "changed after 1 graded version; not graded again"
+
+
+def test_two_submissions_of_one_name_are_refused_naming_both(tmp_path, run_grade):
+    course = _course(tmp_path)
+    for folder in ("a", "b"):
+        (tmp_path / folder / "ada" / "triton").mkdir(parents=True)
+        (tmp_path / folder / "ada" / TRITON_ADD).write_text("# x\n")
+    code, _, err = run_grade("--course", str(course.path), "batch", str(tmp_path / "a"),
+                             str(tmp_path / "b"), "--out", str(tmp_path / "out"))
+    assert code == 2 and "Two submissions are both named 'ada'" in err
+    assert str(tmp_path / "a" / "ada") in err and str(tmp_path / "b" / "ada") in err
+
+
+def test_limit_keeps_the_stages_graded_before_it(tmp_path, monkeypatch):
+    course = _course(tmp_path)
+
+    def slow(command, log, env, cwd, limit):  # the first stage finished, the second did not
+        data = _result(course, {"vector_add": 10.0})
+        data["stages"] = data["stages"][:1]
+        Path(command[command.index("--json-so-far") + 1]).write_text(json.dumps(data))
+        raise subprocess.TimeoutExpired(command, limit)
+
+    monkeypatch.setattr(batch, "run_isolated", slow)
+    subs = _class(tmp_path, {"ada": "good"})
+    out = tmp_path / "out"
+    request = GradingRequest(course, course.stages, "triton-interpret", seed=3)
+    [graded] = batch.run(submissions.entries(course, [subs]), out, request, 1, [], 30)
+    assert graded.json_path == out / "students" / "ada.json" and not graded.error
+    data = json.loads(graded.json_path.read_text())
+    first, second = data["stages"]
+    assert first["status"] == "PASS" and first["total_points"] == 10
+    assert second["status"] == "ERROR" and "(--limit 30 s) before this stage" in second["message"]
+    assert data["points"] == 10 and data["passed"] is False
+    assert not list((out / "students").glob("*.so-far"))
+    batch.write_gradebook(course, out, [])
+    row = _rows(out)["ada"]
+    assert row["total"] == "10" and row["total max"] == "20"
+    assert "fused_gelu: not graded: the submission's time ran out" in row["error"]
+
+    def nothing(command, log, env, cwd, limit):
+        raise subprocess.TimeoutExpired(command, limit)
+
+    monkeypatch.setattr(batch, "run_isolated", nothing)
+    [graded] = batch.run(submissions.entries(course, [subs]), out, request, 1, [], 30)
+    assert graded.json_path is None and "before its first stage finished" in graded.error
+
+
+def test_keep_going_reaches_each_grading_process(tmp_path, run_grade, monkeypatch):
+    course = _course(tmp_path)
+    commands: list = []
+    monkeypatch.setattr(batch, "run_isolated", _fake_grader(course, {}, commands))
+    subs = _class(tmp_path, {"ada": "good"})
+    code, _, _ = run_grade("--course", str(course.path), "batch", str(subs), "--out",
+                           str(tmp_path / "out"), "--backend", "triton-interpret",
+                           "--keep-going")
+    assert code == 0 and "--keep-going" in commands[0]
+
+
+# --- the gradebook's denominators -------------------------------------------------------------
+
+
+def test_every_student_on_one_gpu_has_the_same_denominators(tmp_path):
+    """Speed counts for every stage the class's GPU times, whatever a student started; on
+    the CPU it is "not graded", never 0."""
+    course = _course(tmp_path)
+    course = course.__class__(**{**course.__dict__, "stages": tuple(
+        s.__class__(**{**s.__dict__, "speed": _speed(5)}) for s in course.stages)})
+    out = tmp_path / "out"
+    (out / "students").mkdir(parents=True)
+    fast = {"vector_add": SpeedResult(True, "", 5.0, 5.0)}
+    waiting = {"vector_add": SpeedResult(False, NEEDS_CORRECTNESS),
+               "fused_gelu": SpeedResult(False, NEEDS_CORRECTNESS)}
+    results = {"ada": _result(course, {"vector_add": 10.0}, "H200", {**waiting, **fast}),
+               "bob": _result(course, {}, "H200", waiting),
+               "cy": _result(course, {"vector_add": 10.0})}
+    for name, data in results.items():
+        (out / "students" / f"{name}.json").write_text(json.dumps(data))
+    gradebook.write_gradebook(course, out, [])
+    rows = _rows(out)
+    assert [rows[n]["speed max"] for n in ("ada", "bob")] == ["10", "10"]
+    assert [rows[n]["total max"] for n in ("ada", "bob")] == ["30", "30"]
+    assert (rows["ada"]["speed"], rows["ada"]["total"]) == ("5", "15")
+    assert (rows["bob"]["speed"], rows["bob"]["total"]) == ("0", "0")
+    assert rows["bob"]["not started"] == "vector_add fused_gelu"
+    assert rows["ada"]["graded on"] == "H200" and rows["cy"]["graded on"] == "CPU"
+    assert rows["cy"]["speed"] == rows["cy"]["speed max"] == "not graded"
+    assert rows["cy"]["total max"] == "20"
+
+
+def _speed(points: float):
+    from grader.course import Speed
+
+    return Speed(points, "torch", 0.1, (), {})
+
+
+# --- class policy ---------------------------------------------------------------------------
+
+
+def test_lateness_counts_begun_days_after_the_grace_period_up_to_the_cap():
+    due = datetime(2026, 12, 18, 23, 59, tzinfo=timezone.utc)
+    policy = Policy(due, LatePenalty(percent_per_day=10, max_percent=25, grace_minutes=15))
+    assert policy.lateness(due + timedelta(minutes=15)).percent == 0
+    assert policy.lateness(due + timedelta(minutes=16)).days == 1
+    assert policy.lateness(due + timedelta(hours=25)).percent == 20
+    assert policy.lateness(due + timedelta(days=9)).percent == 25
+    assert policy.lateness(None).percent == 0 and Policy().lateness(due).days == 0
+
+
+@pytest.mark.parametrize("policy, message", [
+    ("[policy]\ndue = 2026-12-18T23:59:00\n",
+     "policy.due: 2026-12-18T23:59:00 has no time zone; add the offset"),
+    ('[policy]\ndue = "2026-12-18"\n', "policy.due: expected a date and time with its offset"),
+    ("[policy.late]\npercent_per_day = 10\n", "policy.late: a late penalty counts from a due"),
+    ("[policy]\ndue = 2026-12-18T23:59:00Z\n[policy.late]\ngrace_minutes = 5\n",
+     "policy.late.percent_per_day: give the percent of the total taken off per day late"),
+    ('[policy]\nhidden_cases = "never"\n', "policy.hidden_cases: unknown hidden_cases 'never'; "
+                                           "known: 'after_due_date', 'after_published', 'hidden'"),
+    ("[policy]\nmax_submissions = 0\n", "policy.max_submissions: must be at least 1"),
+    ("[policy]\ndue = 2026-12-18T23:59:00Z\n[policy.late]\npercent = 5\n",
+     "policy.late.percent: unknown key; expected one of: percent_per_day"),
+])
+def test_policy_errors_name_the_key_and_the_fix(tmp_path, policy, message):
+    with pytest.raises(CourseError) as caught:
+        _course(tmp_path, "\n" + policy)
+    assert message in str(caught.value)
+
+
+def test_the_policy_is_read(tmp_path):
+    policy = _course(tmp_path, POLICY).policy
+    assert policy.due == datetime(2026, 12, 18, 23, 59, tzinfo=timezone(timedelta(hours=-8)))
+    assert policy.late == LatePenalty(10, 30, 15) and policy.max_submissions == 2
+    assert policy.hidden_cases == "after_due_date"
+
+
+def test_grade_writes_hidden_cases_as_the_policy_says(tmp_path, run_grade, monkeypatch):
+    """The Gradescope autograder's results.json: a hidden case's test is shown when the
+    course's [policy] hidden_cases says."""
+    from grader.cli import grade as grade_cli
+
+    course = _course(tmp_path, '\n[policy]\nhidden_cases = "after_due_date"\n')
+    stage = StageResult(1, "vector_add", "Vector add", "triton-interpret",
+                        f"exercises/{TRITON_ADD}", 10,
+                        cases=[CaseResult("hidden1-float32", "float32", {}, 0, False, "wrong",
+                                          hidden=True)])
+    stage.conclude(1)
+    report = Report(course.title, "exercises", "triton-interpret", "", {"gpu": None}, "now",
+                    stages=[stage])
+    monkeypatch.setattr(grade_cli.grading, "grade", lambda grading, progress: report)
+    results = tmp_path / "results.json"
+    run_grade("--course", str(course.path), "all", "--backend", "triton-interpret",
+              "--gradescope", str(results))
+    (test,) = json.loads(results.read_text(encoding="utf-8"))["tests"]
+    assert test["visibility"] == "after_due_date"
+
+
+def test_grading_rewrites_the_stages_so_far_after_each_stage(tmp_path, run_grade):
+    """What `grade batch` keeps when --limit ends a submission: `grade all --json-so-far`
+    holds every stage finished, whole."""
+    course = _course(tmp_path)
+    so_far = tmp_path / "so-far.json"
+    code, _, _ = run_grade("--course", str(course.path), "all", "--backend", "triton-interpret",
+                           "--json-so-far", str(so_far))
+    data = json.loads(so_far.read_text(encoding="utf-8"))
+    assert [s["id"] for s in data["stages"]] == ["vector_add", "fused_gelu"]
+    assert {s["status"] for s in data["stages"]} == {"NOT STARTED"}
+
+
+@pytest.mark.parametrize("policy", ["after_published", "hidden"])
+def test_feedback_files_show_hidden_cases_as_the_policy_says(tmp_path, policy):
+    course = _course(tmp_path)
+    data = _result(course, {"vector_add": 10.0})
+    data["stages"][0]["cases"].append(
+        {**data["stages"][0]["cases"][0], "id": "hidden1-float32", "passed": False,
+         "hidden": True, "summary": "hidden case failed: wrong result"})
+    data["stages"][0]["status"] = "FAIL"
+    out = tmp_path / "out"
+    (out / "students").mkdir(parents=True)
+    (out / "students" / "ada.json").write_text(json.dumps(data))
+    [path] = gradebook.write_feedback_files(out, [], policy)
+    text = path.read_text(encoding="utf-8")
+    if policy == "hidden":
+        assert "hidden1" not in text and "1 hidden cases were graded too" in text
+    else:
+        assert "Case `hidden1-float32`" in text
