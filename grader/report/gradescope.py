@@ -15,8 +15,10 @@ from grader.report.text import (case_text, clean, is_hidden, not_graded, number,
                                 stage_name, versions, zeroed_by)
 
 
-def write_gradescope(report: Report, path: Path) -> None:
-    """Gradescope's results.json: the tests carry the points and add up to `score`."""
+def write_gradescope(report: Report, path: Path, notes: list[str] | tuple[str, ...] = ()
+                     ) -> None:
+    """Gradescope's results.json: the tests carry the points and add up to `score`. `notes`
+    say how the submission was read (a file graded under another name, what was not taken)."""
     tests = []
     for stage in report.stages:
         stage_tests = _gradescope_stage(stage)
@@ -26,7 +28,7 @@ def write_gradescope(report: Report, path: Path) -> None:
     results = {
         "score": report.points,
         "execution_time": round(report.seconds),
-        "output": _gradescope_output(report),
+        "output": _gradescope_output(report) + _notes_text(notes),
         # The grader's console output (the scorecard, what the submission printed) is for
         # instructors; students see what the tests' output fields say.
         "stdout_visibility": "hidden",
@@ -36,6 +38,21 @@ def write_gradescope(report: Report, path: Path) -> None:
     }
     # allow_nan=False: NaN is not JSON, and Gradescope would reject the whole file.
     write_file(path, json.dumps(results, indent=2, allow_nan=False) + "\n")
+
+
+def write_not_graded(path: Path, message: str, notes: list[str] | tuple[str, ...] = ()) -> None:
+    """results.json for a submission that could not be graded at all: no points, and why,
+    in words for the student (Gradescope shows a failed autograder run without one)."""
+    results = {"score": 0.0, "output": clean(f"Not graded: {message}") + _notes_text(notes),
+               "stdout_visibility": "hidden", "tests": []}
+    write_file(path, json.dumps(results, indent=2, allow_nan=False) + "\n")
+
+
+def _notes_text(notes: list[str] | tuple[str, ...]) -> str:
+    """The notes on how the submission was read, as a block of the output text."""
+    if not notes:
+        return ""
+    return clean("\n\nHow your submission was read:" + "".join(f"\n- {n}" for n in notes))
 
 
 def _gradescope_stage(stage: StageResult) -> list[dict[str, Any]]:
