@@ -83,6 +83,8 @@ def _needs_value(name: str, option: click.Option | None, graded: str = "1") -> s
 def _value_kind(option: click.Option | None) -> str:
     kind = option.type if option is not None else click.Path(dir_okay=False)
     if isinstance(kind, click.Path):
+        if kind.file_okay and kind.dir_okay:
+            return "a folder or a file"
         return "a folder" if not kind.file_okay else "a file path"
     if isinstance(kind, click.Choice):
         *others, last = map(str, kind.choices)

@@ -323,8 +323,9 @@ def lay_out(course: Course, source: Path, into: Path) -> Unpacked:
     `into`/exercises: a stage file the submission lacks stays the handout's skeleton."""
     upload = read_upload(course, source)
     exercises = into / SCRATCH
-    shutil.copytree(course.root / "exercises", exercises,
-                    ignore=shutil.ignore_patterns(*TOOLS_OWN))
+    if (course.root / "exercises").is_dir():  # a course of its solutions only has none
+        shutil.copytree(course.root / "exercises", exercises,
+                        ignore=shutil.ignore_patterns(*TOOLS_OWN))
     for target, data in upload.files.items():
         (exercises / target).parent.mkdir(parents=True, exist_ok=True)
         (exercises / target).write_bytes(data)

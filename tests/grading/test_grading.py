@@ -377,7 +377,7 @@ def test_an_exception_in_the_grader_is_that_stages_error_and_the_run_goes_on(
     monkeypatch.setenv("COLUMNS", "400")  # the scorecard's lines unwrapped
     submission = tmp_path / "exercises" / "triton"
     submission.mkdir(parents=True)
-    (submission / "stage1_vector_add.py").write_text(VECTOR_ADD)  # stage 2 is missing
+    (submission / "stage1_vector_add.py").write_text(VECTOR_ADD)  # stage 2 is not there
     result = tmp_path / "r.json"
     code, out, err = run_grade("--course", str(COURSE_FILE), "1", "2", "--backend",
                                "triton-interpret", f"--submission={tmp_path}",
@@ -388,7 +388,7 @@ def test_an_exception_in_the_grader_is_that_stages_error_and_the_run_goes_on(
     assert first["message"].startswith("the grader failed while grading ")
     assert "RuntimeError: hint table broke (test_grading.py, line" in first["message"]
     assert "second line" not in first["message"]
-    assert second["status"] == "ERROR" and "is missing" in second["message"]
+    assert second["status"] == "NOT STARTED" and "is not in the submission" in second["message"]
     assert "Traceback" not in out + err, out + err
     assert "RuntimeError: hint table broke" in out
 
