@@ -21,8 +21,8 @@ from grader.grading import stages as grading
 from grader.errors import GradeError
 from grader.grading.request import GradingRequest, Limits, Outputs
 from grader.instructor.submissions import listed
-from grader.intake.naming import as_submitted
-from grader.intake.upload import NotASubmission, Unpacked, laid_out
+from grader.intake.overlay import Unpacked, as_submitted, laid_out
+from grader.intake.upload import NotASubmission
 from grader.quoting import visible
 from grader.report import annotations, gradescope, junit, markdown, picture_html
 from grader.report.progress import stage_progress
@@ -71,7 +71,7 @@ def _grade(request: GradingRequest) -> int:
             return _grade_resolved(replace(request, submission=unpacked.exercises), unpacked,
                                    request.submission.name)
     except NotASubmission as exc:
-        _not_graded(request.outputs, f"{exc} {HOW_TO_SUBMIT}", exc.ignored)
+        _not_graded(request.outputs, f"{exc}. {HOW_TO_SUBMIT}", exc.ignored)
         raise
     except GradeError as exc:  # a corrupt zip: the submission could not be read
         _not_graded(request.outputs, str(exc))

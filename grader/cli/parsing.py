@@ -159,11 +159,12 @@ def grading_options(command):
         click.option("--solutions", is_flag=True,
                      help="Grade the reference solutions instead of exercises/ (instructors)."),
         click.option("--submission", type=click.Path(exists=True, path_type=Path),
-                     help="Grade a submission instead of exercises/: a folder or a .zip, its "
-                          "stage files laid out like exercises/ (inside one top folder or "
-                          "not) or bare at its top, as a drag-and-drop upload brings them "
-                          "(their track told by what they import). A stage file it lacks is "
-                          "graded as the handout's skeleton (NOT STARTED)."),
+                     help="Grade a submission instead of exercises/: a folder or a .zip "
+                          "whose stage files are laid out like exercises/ (inside one top "
+                          "folder or not) or bare at its top, as a drag-and-drop upload "
+                          "brings them (their track told by what they import), or one stage "
+                          "file. A stage file it lacks is graded as the handout's skeleton "
+                          "(NOT STARTED)."),
         click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
                      help="Also write the full result as JSON to this file."),
         click.option("--junit", "junit_path", type=click.Path(dir_okay=False, path_type=Path),

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.course import Course
+from grader.intake.overlay import Unpacked, lay_out
 from grader.intake.upload import (FILE_LIMIT, TOTAL_LIMIT, NotASubmission,  # noqa: F401
-                                  Unpacked, lay_out, not_a_submission, stage_paths)
+                                  not_a_submission, stage_paths)
 
 MACOS_FORKS = "__MACOSX"  # a macOS zip's copies of file metadata, mirroring the real folders
 IGNORED_SHOWN = 50  # ignored members listed per student; a zip may hold millions

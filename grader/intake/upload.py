@@ -1,5 +1,6 @@
 """One submission as it arrives, read by one rule wherever it arrives: a folder (a checkout,
-Gradescope's /autograder/submission, `grade --submission`), or a zip (`grade batch`).
+Gradescope's /autograder/submission), a zip, or one stage file, given to `grade
+--submission`, `grade batch` or the Gradescope autograder.
 
 A submission is hostile input. Nothing of it is extracted, followed or run here: its names
 are looked at, and only its stage files are read, each within a size limit and all of them
@@ -14,20 +15,19 @@ within a total. The rule:
   imports, then the shallowest, then the first by name; the others are listed as copies.
 - Everything else is not taken and listed with why (another name, a link or special file,
   an absolute name or `..`, too large, a track that cannot be told), except the tools' own
-  files: hidden ones (.git/, .DS_Store), __MACOSX/ and __pycache__/.
-- A stage file that the submission lacks is the handout's skeleton: NOT STARTED.
+  files (hidden ones such as .git/ and .DS_Store, __MACOSX/, __pycache__/) and the
+  handout's own (its README, the grader), which are not even listed.
+- A stage file that the submission lacks is the handout's skeleton, NOT STARTED
+  (grader.intake.overlay lays the files taken over the course's exercises).
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
 import stat
-import tempfile
 import zipfile
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -41,6 +41,7 @@ READ_LIMIT = 4 * TOTAL_LIMIT  # bytes read to tell tracks and sizes: many copies
 MEMBER_LIMIT = 20_000  # names looked at; a zip may hold millions
 LOOKED_FOR_SHOWN = 3  # stage paths named in "not a submission"
 TOOLS_OWN = ("__MACOSX", "__pycache__")  # a macOS zip's metadata, Python's caches
+NOT_A_STAGE_FILE = "not a stage file"
 SCRATCH = "exercises"  # the laid-out submission's folder, as messages name it
 
 
@@ -79,24 +80,6 @@ class Upload:
     files: dict[str, bytes] = field(default_factory=dict)  # target -> the file's bytes
     taken: list[Taken] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)  # "member: why"
-
-
-@dataclass
-class Unpacked:
-    """A submission laid over the course's exercises: what is graded, in `exercises`."""
-
-    exercises: Path  # the course's exercises with the submission's stage files over them
-    ignored: list[str] = field(default_factory=list)  # "member: why", for the feedback
-    taken: list[Taken] = field(default_factory=list)
-
-    def notes(self) -> list[str]:
-        """What a student should know of how their submission was read."""
-        return [n for n in (t.note() for t in self.taken) if n] + \
-               [f"{item} (not graded)" for item in self.ignored]
-
-    def absent(self, target: str) -> bool:
-        """Whether the stage file `target` came from the handout, not the submission."""
-        return all(t.target != target for t in self.taken)
 
 
 @dataclass(frozen=True)
@@ -178,6 +161,14 @@ class Candidate:
     rank: tuple
 
 
+def handout_has(course: Course, member: str, root: tuple[str, ...]) -> bool:
+    """Whether a file that is not a stage file is one of the handout's own (its README, the
+    grader): a student who hands in the whole handout is not told of each of them."""
+    relative = PurePosixPath(*PurePosixPath(member).parts[len(root):])
+    return any((folder / relative).is_file()
+               for folder in (course.root, course.root / "exercises"))
+
+
 def candidate(course: Course, member: str, root: tuple[str, ...]) -> Candidate | str:
     """What a member could be: a Candidate, or why it is not a stage file."""
     parts = PurePosixPath(member).parts
@@ -187,7 +178,7 @@ def candidate(course: Course, member: str, root: tuple[str, ...]) -> Candidate |
         usual = parts[:-2] in ((), ("exercises",), root, (*root, "exercises"))
         return Candidate(member, parts[-1], folder_tells, (0, not usual, len(parts), member))
     if parts[-1] not in {PurePosixPath(p).name for p in known}:
-        return "not a stage file"
+        return NOT_A_STAGE_FILE
     if parts[:-1] == root:
         return Candidate(member, parts[-1], "", (1, False, len(parts), member))
     tracks = " or ".join(f"{t}/" for t in TRACKS)
@@ -208,7 +199,8 @@ def take(course: Course, members: list[Member], read: Reader) -> Upload:
     for member in shown:
         kind = member.refused or candidate(course, member.name, root)
         if isinstance(kind, str):
-            upload.ignored.append(f"{member.name}: {kind}")
+            if not (kind == NOT_A_STAGE_FILE and handout_has(course, member.name, root)):
+                upload.ignored.append(f"{member.name}: {kind}")
         else:
             found.append(kind)
     _choose(course, sorted(found, key=lambda c: c.rank), read, upload)
@@ -253,16 +245,20 @@ def course_path(course: Course, track: str, name: str) -> str:
 
 
 def read_upload(course: Course, source: Path) -> Upload:
-    """One submission's stage files by the rule. Raises NotASubmission (no stage file) or
-    UploadError (a corrupt zip; neither a folder nor a zip)."""
+    """One submission's stage files by the rule, from a folder, a zip or one stage file.
+    Raises NotASubmission (no stage file) or UploadError (a corrupt zip)."""
     if source.is_dir() and not source.is_symlink():
         members = list(folder_members(source))
         upload = take(course, members, lambda name, limit: _read_file(source / name, limit))
     elif source.suffix == ".zip" and source.is_file():
         upload = _read_zip(course, source)
+    elif source.suffix == ".py" and source.is_file() and not source.is_symlink():
+        # One stage file alone: an upload of that one file.
+        upload = take(course, [Member(source.name)],
+                      lambda name, limit: _read_file(source.parent / name, limit))
     else:
-        raise NotASubmission(f"not a submission: {source.name} is neither a folder nor a "
-                             ".zip file")
+        raise NotASubmission(f"not a submission: {source.name} is neither a folder, a .zip "
+                             "file nor a stage file")
     if not upload.files:
         raise not_a_submission(course, upload.ignored)
     return upload
@@ -313,30 +309,3 @@ def _special(info: zipfile.ZipInfo) -> str:
     if mode and stat.S_IFMT(mode) and not stat.S_ISREG(mode):
         return "not a regular file"
     return ""
-
-
-# --- laid over the course's exercises --------------------------------------------------------
-
-
-def lay_out(course: Course, source: Path, into: Path) -> Unpacked:
-    """The course's exercises overlaid with the submission's stage files, in
-    `into`/exercises: a stage file the submission lacks stays the handout's skeleton."""
-    upload = read_upload(course, source)
-    exercises = into / SCRATCH
-    if (course.root / "exercises").is_dir():  # a course of its solutions only has none
-        shutil.copytree(course.root / "exercises", exercises,
-                        ignore=shutil.ignore_patterns(*TOOLS_OWN))
-    for target, data in upload.files.items():
-        (exercises / target).parent.mkdir(parents=True, exist_ok=True)
-        (exercises / target).write_bytes(data)
-    return Unpacked(exercises, upload.ignored, upload.taken)
-
-
-@contextmanager
-def laid_out(course: Course, source: Path) -> Iterator[Unpacked]:
-    """`lay_out` into a scratch folder of its own, removed afterwards."""
-    scratch = Path(tempfile.mkdtemp(prefix="tilecourse-submission-"))
-    try:
-        yield lay_out(course, source, scratch)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)

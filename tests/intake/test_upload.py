@@ -12,7 +12,7 @@ from conftest import ROOT
 
 from grader.course import load_course
 from grader.intake import upload
-from grader.intake.naming import as_submitted, student_text
+from grader.intake.overlay import as_submitted, laid_out, student_text
 from grader.results import Report, StageResult, Status
 
 TRITON_ADD, CUTILE_ADD = "triton/stage1_vector_add.py", "cutile/stage1_vector_add.py"
@@ -81,6 +81,13 @@ def test_every_layout_gives_the_same_stage_files_from_a_folder_and_from_its_zip(
         assert set(told.values()) == {""}  # the folder told it
 
 
+def test_one_stage_file_is_an_upload_of_that_file(tmp_path, course):
+    alone = _folder(tmp_path / "anywhere", {"stage1_vector_add.py": _solution(CUTILE_ADD),
+                                            "stage3_softmax.py": "import triton\n"})
+    got = upload.read_upload(course, alone / "stage1_vector_add.py")
+    assert got.files == {CUTILE_ADD: _solution(CUTILE_ADD)} and got.ignored == []
+
+
 def test_a_bare_file_whose_imports_do_not_tell_its_track_says_so(tmp_path, course):
     folder = _folder(tmp_path / "sub", {
         "stage1_vector_add.py": _solution(TRITON_ADD),
@@ -112,6 +119,15 @@ def test_a_file_in_its_tracks_folder_wins_over_a_bare_copy_and_the_copy_is_named
         "work/stage1_vector_add.py: a stage file's name, but neither at the submission's top nor "
         "in a triton/ or cutile/ folder; move it to one of them",
     ]
+
+
+def test_the_whole_handout_handed_in_lists_only_what_is_the_students_own(tmp_path, course):
+    folder = _folder(tmp_path / "sub", {f"repo/exercises/{TRITON_ADD}": _solution(TRITON_ADD),
+                                        "repo/exercises/README.md": "the handout's",
+                                        "repo/grader/cli/grade.py": "the grader",
+                                        "repo/notes.txt": "mine"})
+    got = upload.read_upload(course, folder)
+    assert list(got.files) == [TRITON_ADD] and got.ignored == ["repo/notes.txt: not a stage file"]
 
 
 def test_a_folder_gives_no_link_and_no_tools_files(tmp_path, course):
@@ -158,6 +174,10 @@ def test_nothing_to_take_is_not_a_submission_and_says_what_was_looked_for(tmp_pa
             upload.read_upload(course, source)
         assert str(caught.value).startswith("not a submission: no stage files found (looked "
                                             "for exercises/triton/stage1_vector_add.py")
+    (tmp_path / "notes.txt").write_text("later")
+    with pytest.raises(upload.NotASubmission, match="notes.txt is neither a folder, a .zip "
+                                                    "file nor a stage file"):
+        upload.read_upload(course, tmp_path / "notes.txt")
     (tmp_path / "bad.zip").write_bytes(b"PK\x03\x04 not really")
     with pytest.raises(upload.UploadError, match="bad.zip is not a valid zip file"):
         upload.read_upload(course, tmp_path / "bad.zip")
@@ -166,7 +186,7 @@ def test_nothing_to_take_is_not_a_submission_and_says_what_was_looked_for(tmp_pa
 def test_a_laid_out_submission_is_reported_in_its_students_names(tmp_path, course):
     folder = _folder(tmp_path / "sub", {"stage1_vector_add.py": _solution(TRITON_ADD),
                                         "stage2_fused_gelu.py": "import torch\n"})
-    with upload.laid_out(course, folder) as unpacked:
+    with laid_out(course, folder) as unpacked:
         scratch = unpacked.exercises.parent
         assert (unpacked.exercises / TRITON_ADD).read_bytes() == _solution(TRITON_ADD)
         assert (unpacked.exercises / TRITON_SOFTMAX).read_text() == \
