@@ -142,7 +142,7 @@ def track_of(source: bytes) -> tuple[str | None, str]:
     how it was told), or (None, why it cannot be told)."""
     if b"\0" in source:
         return None, "not a text file, so its track cannot be told"
-    text = source.decode("utf-8", errors="replace")
+    text = source.decode("utf-8", errors="replace").removeprefix("\ufeff")  # Windows' mark
     found = [name for name, track in TRACKS.items() if track.imports.search(text)]
     if len(found) == 1:
         return found[0], f"it imports {TRACKS[found[0]].module}"

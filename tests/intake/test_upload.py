@@ -94,9 +94,10 @@ def test_a_bare_file_whose_imports_do_not_tell_its_track_says_so(tmp_path, cours
         "stage2_fused_gelu.py": "import torch\n",
         "stage3_softmax.py": "import triton\nimport cuda.tile as ct\n",
         "stage4_matmul.py": b"\x89PNG\r\n\x1a\n\x00\x00",
+        "stage5_flash_attention.py": "\ufeffimport cuda.tile as ct\r\n",  # saved on Windows
     })
     got = upload.read_upload(course, folder)
-    assert list(got.files) == [TRITON_ADD]
+    assert list(got.files) == [TRITON_ADD, "cutile/stage5_flash_attention.py"]
     why = dict(item.split(": ", 1) for item in got.ignored)
     assert why["stage2_fused_gelu.py"].startswith(
         "could be either track's (triton/ or cutile/): it imports neither triton nor cuda.tile;")
