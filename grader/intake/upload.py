@@ -33,12 +33,14 @@ from pathlib import Path, PurePosixPath
 
 from grader.course import Course
 from grader.errors import GradeError
+from grader.quoting import single_line
 from grader.tracks import TRACKS
 
 FILE_LIMIT = 256 << 10  # bytes per stage file: the references are under 20 KiB
 TOTAL_LIMIT = 2 << 20  # bytes of stage files per submission
 READ_LIMIT = 4 * TOTAL_LIMIT  # bytes read to tell tracks and sizes: many copies cost no more
 MEMBER_LIMIT = 20_000  # names looked at; a zip may hold millions
+NAME_CHARS = 200  # of a member's name in a message
 LOOKED_FOR_SHOWN = 3  # stage paths named in "not a submission"
 TOOLS_OWN = ("__MACOSX", "__pycache__")  # a macOS zip's metadata, Python's caches
 NOT_A_STAGE_FILE = "not a stage file"
@@ -70,7 +72,7 @@ class Taken:
         if self.member in (self.target, f"{SCRATCH}/{self.target}") and not self.told_by:
             return ""
         how = f" ({self.told_by})" if self.told_by else ""
-        return f"{self.member}: graded as {SCRATCH}/{self.target}{how}"
+        return f"{shown(self.member)}: graded as {SCRATCH}/{self.target}{how}"
 
 
 @dataclass
@@ -107,6 +109,11 @@ def not_a_submission(course: Course, ignored: list[str] | None = None) -> NotASu
     more = " ..." if len(paths) > LOOKED_FOR_SHOWN else ""
     return NotASubmission(f"not a submission: no stage files found (looked for {shown}{more})",
                           ignored)
+
+
+def shown(name: str) -> str:
+    """A name from the submission in a message: one line, escaped, cut (grader.quoting)."""
+    return single_line(name, NAME_CHARS)
 
 
 def unsafe(name: str) -> str:
@@ -165,8 +172,11 @@ def handout_has(course: Course, member: str, root: tuple[str, ...]) -> bool:
     """Whether a file that is not a stage file is one of the handout's own (its README, the
     grader): a student who hands in the whole handout is not told of each of them."""
     relative = PurePosixPath(*PurePosixPath(member).parts[len(root):])
-    return any((folder / relative).is_file()
-               for folder in (course.root, course.root / "exercises"))
+    try:
+        return any((folder / relative).is_file()
+                   for folder in (course.root, course.root / "exercises"))
+    except (OSError, ValueError):  # a name no file system holds (a NUL, too long)
+        return False
 
 
 def candidate(course: Course, member: str, root: tuple[str, ...]) -> Candidate | str:
@@ -189,18 +199,18 @@ def candidate(course: Course, member: str, root: tuple[str, ...]) -> Candidate |
 def take(course: Course, members: list[Member], read: Reader) -> Upload:
     """The rule, over a submission's members; `read` reads one of them, bounded."""
     upload = Upload()
-    shown = [m for m in members if not tools_own(m.name)]
-    for member in shown[MEMBER_LIMIT:MEMBER_LIMIT + 1]:
-        upload.ignored.append(f"{member.name} and {len(shown) - MEMBER_LIMIT - 1} more: "
+    listed = [m for m in members if not tools_own(m.name)]
+    for member in listed[MEMBER_LIMIT:MEMBER_LIMIT + 1]:
+        upload.ignored.append(f"{shown(member.name)} and {len(listed) - MEMBER_LIMIT - 1} more: "
                               f"not looked at (over {MEMBER_LIMIT} files)")
-    shown = [m if m.refused else Member(m.name, unsafe(m.name)) for m in shown[:MEMBER_LIMIT]]
-    root = top([m.name for m in shown if not m.refused])
+    looked = [m if m.refused else Member(m.name, unsafe(m.name)) for m in listed[:MEMBER_LIMIT]]
+    root = top([m.name for m in looked if not m.refused])
     found: list[Candidate] = []
-    for member in shown:
+    for member in looked:
         kind = member.refused or candidate(course, member.name, root)
         if isinstance(kind, str):
             if not (kind == NOT_A_STAGE_FILE and handout_has(course, member.name, root)):
-                upload.ignored.append(f"{member.name}: {kind}")
+                upload.ignored.append(f"{shown(member.name)}: {kind}")
         else:
             found.append(kind)
     _choose(course, sorted(found, key=lambda c: c.rank), read, upload)
@@ -212,7 +222,7 @@ def _choose(course: Course, found: list[Candidate], read: Reader, upload: Upload
     total = spent = 0
     for cand in found:
         if spent > READ_LIMIT:
-            upload.ignored.append(f"{cand.member}: not read (the submission holds too many "
+            upload.ignored.append(f"{shown(cand.member)}: not read (the submission holds too many "
                                   "copies of stage files)")
             continue
         data = read(cand.member, FILE_LIMIT)
@@ -225,11 +235,11 @@ def _choose(course: Course, found: list[Candidate], read: Reader, upload: Upload
             why = "" if track else told
         if not why and target in upload.files:
             took = next(t.member for t in upload.taken if t.target == target)
-            why = f"a second copy of {SCRATCH}/{target} (took {took})"
+            why = f"a second copy of {SCRATCH}/{target} (took {shown(took)})"
         elif not why and total + len(data) > TOTAL_LIMIT:
             why = f"over the submission's {TOTAL_LIMIT >> 20} MiB of stage files"
         if why:
-            upload.ignored.append(f"{cand.member}: {why}")
+            upload.ignored.append(f"{shown(cand.member)}: {why}")
             continue
         total += len(data)
         upload.files[target] = data

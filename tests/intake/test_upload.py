@@ -159,6 +159,17 @@ def test_a_zip_bomb_member_is_never_inflated_past_the_limit(tmp_path, course):
     assert got.ignored == ["stage1_vector_add.py: larger than 256 KiB"]
 
 
+def test_a_members_name_is_shown_as_data(tmp_path, course):
+    archive = tmp_path / "odd.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr(f"exercises/{TRITON_ADD}", _solution(TRITON_ADD))
+        z.writestr("notes\x1b[2J\nforged: PASS" + "x" * 300 + ".txt", "x")
+    ignored = upload.read_upload(course, archive).ignored
+    assert len(ignored) == 1 and "\n" not in ignored[0] and "\x1b" not in ignored[0]
+    assert ignored[0].startswith("notes\\x1b[2J\\x0aforged: PASSxxx")
+    assert ignored[0].endswith("…: not a stage file") and len(ignored[0]) < 250
+
+
 def test_too_many_members_are_not_all_looked_at(tmp_path, course, monkeypatch):
     monkeypatch.setattr(upload, "MEMBER_LIMIT", 5)
     folder = _folder(tmp_path / "sub", {f"junk/{i:02}.txt": "x" for i in range(9)})
