@@ -27,6 +27,7 @@ import os
 import re
 import stat
 import zipfile
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -38,17 +39,23 @@ from grader.tracks import TRACKS
 
 FILE_LIMIT = 256 << 10  # bytes per stage file: the references are under 20 KiB
 TOTAL_LIMIT = 2 << 20  # bytes of stage files per submission
-READ_LIMIT = 4 * TOTAL_LIMIT  # bytes read to tell tracks and sizes: many copies cost no more
+# Bytes read in all, copies and files whose track is told by their imports included: a
+# submission of many copies of stage files costs no more than this.
+READ_LIMIT = 4 * TOTAL_LIMIT
 MEMBER_LIMIT = 20_000  # names looked at; a zip may hold millions
 NAME_CHARS = 200  # of a member's name in a message
 LOOKED_FOR_SHOWN = 3  # stage paths named in "not a submission"
 TOOLS_OWN = ("__MACOSX", "__pycache__")  # a macOS zip's metadata, Python's caches
 NOT_A_STAGE_FILE = "not a stage file"
 SCRATCH = "exercises"  # the laid-out submission's folder, as messages name it
+# What reading one file or zip member may raise: a file without permission, a member whose
+# data is corrupt (zlib), encrypted (RuntimeError) or compressed in a way Python lacks.
+UNREADABLE = (OSError, zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError,
+              RuntimeError)
 
 
 class UploadError(GradeError, ValueError):
-    """A submission that cannot be read (a corrupt zip, neither a folder nor a zip)."""
+    """A submission that cannot be read (a corrupt zip)."""
 
 
 class NotASubmission(UploadError):
@@ -105,9 +112,9 @@ def stage_paths(course: Course) -> list[str]:
 
 def not_a_submission(course: Course, ignored: list[str] | None = None) -> NotASubmission:
     paths = stage_paths(course)
-    shown = ", ".join(f"exercises/{p}" for p in paths[:LOOKED_FOR_SHOWN])
+    looked = ", ".join(f"exercises/{p}" for p in paths[:LOOKED_FOR_SHOWN])
     more = " ..." if len(paths) > LOOKED_FOR_SHOWN else ""
-    return NotASubmission(f"not a submission: no stage files found (looked for {shown}{more})",
+    return NotASubmission(f"not a submission: no stage files found (looked for {looked}{more})",
                           ignored)
 
 
@@ -155,7 +162,8 @@ def track_of(source: bytes) -> tuple[str | None, str]:
         return found[0], f"it imports {TRACKS[found[0]].module}"
     folders = " or ".join(f"{t}/" for t in TRACKS)
     modules = " and ".join(t.module for t in TRACKS.values())
-    what = f"it imports both {modules}" if found else f"it imports neither {modules.replace(' and ', ' nor ')}"
+    neither = modules.replace(" and ", " nor ")
+    what = f"it imports both {modules}" if found else f"it imports neither {neither}"
     return None, (f"could be either track's ({folders}): {what}; put it in the folder of its "
                   "track, or import only the language its kernels use")
 
@@ -225,7 +233,11 @@ def _choose(course: Course, found: list[Candidate], read: Reader, upload: Upload
             upload.ignored.append(f"{shown(cand.member)}: not read (the submission holds too many "
                                   "copies of stage files)")
             continue
-        data = read(cand.member, FILE_LIMIT)
+        try:
+            data = read(cand.member, FILE_LIMIT)
+        except UNREADABLE as exc:
+            upload.ignored.append(f"{shown(cand.member)}: cannot be read ({single_line(exc)})")
+            continue
         spent += FILE_LIMIT if data is None else len(data)
         target, told = cand.target, ""
         why = f"larger than {FILE_LIMIT >> 10} KiB" if data is None else ""

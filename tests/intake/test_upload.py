@@ -170,6 +170,23 @@ def test_a_members_name_is_shown_as_data(tmp_path, course):
     assert ignored[0].endswith("…: not a stage file") and len(ignored[0]) < 250
 
 
+def test_a_member_that_cannot_be_read_is_named_and_the_rest_is_taken(tmp_path, course):
+    archive = tmp_path / "damaged.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr(f"exercises/{TRITON_ADD}", _solution(TRITON_ADD))
+        z.writestr(f"exercises/{TRITON_SOFTMAX}", _solution(TRITON_SOFTMAX))
+    data = bytearray(archive.read_bytes())
+    with zipfile.ZipFile(archive) as z:  # damage the second member's compressed bytes
+        info = z.getinfo(f"exercises/{TRITON_SOFTMAX}")
+        start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+    data[start:start + 64] = bytes(64)
+    archive.write_bytes(bytes(data))
+    got = upload.read_upload(course, archive)
+    assert list(got.files) == [TRITON_ADD]
+    assert len(got.ignored) == 1 and got.ignored[0].startswith(
+        f"exercises/{TRITON_SOFTMAX}: cannot be read (")
+
+
 def test_too_many_members_are_not_all_looked_at(tmp_path, course, monkeypatch):
     monkeypatch.setattr(upload, "MEMBER_LIMIT", 5)
     folder = _folder(tmp_path / "sub", {f"junk/{i:02}.txt": "x" for i in range(9)})
