@@ -12,8 +12,10 @@ the same --seed, the verdicts are those `grade` gives.
   --stage NAME        the stage to check (`stage3`, `3` or `softmax`); required
   --backend NAME      as `grade --backend` (default auto); --track as `grade --track`
   --solutions         check the reference solutions instead of exercises/
-  --submission=DIR    check a student's copy of exercises/ (or a folder holding one);
-                      with `=`: a folder given apart would also count as a path to test
+  --submission=PATH   check a student's submission, read as `grade --submission` reads it
+                      (grader.intake.upload: a folder, a zip or one stage file, laid over
+                      the course's exercises); with `=`: a path given apart would also
+                      count as a path to test
   --seed N            the run seed `grade` printed (default: a fresh one, in the header)
 
 The speed items need a GPU and every correctness case passed first; otherwise each is
@@ -23,6 +25,8 @@ is not a test item here.
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -33,6 +37,7 @@ from grader.errors import GradeError
 from grader.grading.request import GradingRequest
 from grader.grading.session import StageSession
 from grader.intake import NotRun
+from grader.intake.overlay import lay_out
 from grader.judge.stage import StageCheck
 from grader.sandbox.submission import SubmissionError
 from grader.speed.check import SpeedCheck
@@ -46,7 +51,8 @@ def pytest_addoption(parser):
     group.addoption("--backend", default=backends.AUTO, help="as `grade --backend` (default auto)")
     group.addoption("--track", choices=list(TRACKS), help="as `grade --track`")
     group.addoption("--solutions", action="store_true", help="check the reference solutions")
-    group.addoption("--submission", help="a student's exercises/ folder, or one holding it")
+    group.addoption("--submission", help="a student's submission: a folder, a zip or one "
+                                         "stage file, read as `grade --submission` reads it")
     group.addoption("--seed", type=int, help="the run seed (default: a fresh one)")
 
 
@@ -68,12 +74,17 @@ class _StageUnderTest:
         try:
             course = load_course(Path(option("course")))
             submission = Path(option("submission")) if option("submission") else None
+            if submission is not None:  # the one rule of what a submission gives
+                self._scratch = Path(tempfile.mkdtemp(prefix="tilecourse-submission-"))
+                submission = lay_out(course, submission, self._scratch).exercises
             # The same request as `grade`'s, resolved the same way: the same track, backend,
             # file and seed.
             self.resolved = GradingRequest(
                 course, (course.select(option("stage")),), option("backend"), option("track"),
                 option("solutions"), submission, seed=option("seed")).resolve()
         except GradeError as exc:
+            if self._scratch is not None:
+                shutil.rmtree(self._scratch, ignore_errors=True)
             raise pytest.UsageError(str(exc)) from None
         self.stage = self.resolved.stages[0]
 
@@ -94,6 +105,7 @@ class _StageUnderTest:
     # new instance each time).
     _session: StageSession | None = None
     _refused: str | None = None
+    _scratch: Path | None = None  # where a --submission is laid out
 
     @pytest.fixture
     def grading(self) -> StageCheck:
@@ -125,6 +137,8 @@ class _StageUnderTest:
     def pytest_sessionfinish(self, session):
         if self._session is not None:
             self._session.close()  # every process of the submission ends with the session
+        if self._scratch is not None:  # only once no process uses the laid-out files
+            shutil.rmtree(self._scratch, ignore_errors=True)
 
     @pytest.fixture
     def speed(self, grading) -> SpeedCheck:

@@ -7,6 +7,7 @@ submission's text does to the display, its results are kept), then the scorecard
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -18,7 +19,11 @@ from grader.cli.context import (EXIT_CODES_HELP, EXIT_FAILED, EXIT_INTERRUPTED, 
 from grader.cli.parsing import GradingCommand, StageCommand, grading_options
 from grader.course import Course, Stage
 from grader.grading import stages as grading
+from grader.errors import GradeError
 from grader.grading.request import GradingRequest, Limits, Outputs
+from grader.instructor.submissions import listed
+from grader.intake.overlay import Unpacked, as_submitted, laid_out
+from grader.intake.upload import NotASubmission
 from grader.quoting import visible
 from grader.report import annotations, gradescope, junit, markdown, picture_html
 from grader.report.progress import stage_progress
@@ -59,8 +64,43 @@ def _request(course: Course, stages: list[Stage], options: dict) -> GradingReque
 
 
 def _grade(request: GradingRequest, fail_on: str = "unfinished") -> int:
+    """Grade the request; a submission is first read by the one rule of what a submission
+    gives (grader.intake.upload), into a scratch folder laid out like exercises/."""
+    if request.submission is None:
+        return _grade_resolved(request, fail_on)
+    try:
+        with laid_out(request.course, request.submission) as unpacked:
+            return _grade_resolved(replace(request, submission=unpacked.exercises), fail_on,
+                                   unpacked, request.submission.name)
+    except NotASubmission as exc:
+        _not_graded(request.outputs, f"{exc}. {HOW_TO_SUBMIT}", exc.ignored)
+        raise
+    except GradeError as exc:  # a corrupt zip: the submission could not be read
+        _not_graded(request.outputs, str(exc))
+        raise
+
+
+# What a student reads where nothing of their submission could be graded.
+HOW_TO_SUBMIT = ("Submit your stage files (stage1_vector_add.py, ...) as they are, or the "
+                 "exercises/ folder that holds them, or a zip of it.")
+
+
+def _not_graded(outputs: Outputs, message: str, notes: list[str] | None = None) -> None:
+    """Gradescope's results.json is written whenever it is asked for: without a result the
+    student would see only that the autograder failed."""
+    if outputs.gradescope:
+        gradescope.write_not_graded(outputs.gradescope, message, listed(notes or []))
+
+
+def _grade_resolved(request: GradingRequest, fail_on: str, unpacked: Unpacked | None = None,
+                    name: str = "") -> int:
     console = make_console()
-    resolved = request.resolve()
+    notes = listed(unpacked.notes()) if unpacked else []
+    try:
+        resolved = request.resolve()
+    except GradeError as exc:  # the backend cannot run here, say: nothing was graded
+        _not_graded(request.outputs, str(exc), notes)
+        raise
     outputs = request.outputs
     try:
         report = grading.grade(resolved, lambda label, n: stage_progress(console, label, n))
@@ -72,9 +112,15 @@ def _grade(request: GradingRequest, fail_on: str = "unfinished") -> int:
                       + ("; no result files were written" if outputs.files() else ""),
                       soft_wrap=True)
         return EXIT_INTERRUPTED
-    written = write_results(report, outputs, request.course.policy.hidden_cases)
+    if unpacked is not None:
+        report = as_submitted(report, unpacked, name)
+    written = write_results(report, outputs, request.course.policy.hidden_cases, notes)
     if outputs.picture:
         written.append(picture_html.write_picture(report, outputs.picture))
+    if notes:
+        console.print("How the submission was read:", markup=False)
+        for note in notes:
+            console.print(f"  - {visible(note)}", markup=False, soft_wrap=True)
     render(report, console, outputs.verbose)
     if annotations.enabled():  # GitHub Actions: each failing stage marked on its file
         for line in annotations.annotations(report):
@@ -102,13 +148,14 @@ def _started_and_failing(stage: StageResult) -> bool:
     return stage.speed.graded and stage.speed.points < stage.speed.max_points
 
 
-def write_results(report: Report, outputs: Outputs,
-                  hidden: str = gradescope.HIDDEN_DEFAULT) -> list[Path]:
+def write_results(report: Report, outputs: Outputs, hidden: str = gradescope.HIDDEN_DEFAULT,
+                  notes: list[str] | None = None) -> list[Path]:
     """Write the result files asked for, before anything is shown: whatever a submission's
     text does to the display, its results are kept. `hidden`: when Gradescope shows students
-    the hidden cases' results (the class's policy)."""
+    the hidden cases' results (the class's policy); `notes` (how the submission was read) go
+    into Gradescope's output, which is all a student sees there."""
     writers = [(outputs.json, lambda r, p: r.write_json(p)), (outputs.junit, junit.write_junit),
-               (outputs.gradescope, lambda r, p: gradescope.write_gradescope(r, p, hidden)),
+               (outputs.gradescope, lambda r, p: gradescope.write_gradescope(r, p, hidden, notes or [])),
                (outputs.markdown, markdown.write_markdown),
                (outputs.summary, markdown.append_markdown)]
     for path, write in writers:

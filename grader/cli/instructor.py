@@ -79,7 +79,9 @@ def autograder_command(ctx, zip_path: Path, force: bool) -> int:
     names = release.autograder(course, zip_path, force)
     hidden = "with the hidden cases" if course.hidden_file else "no hidden cases (no course.hidden.toml)"
     make_console().print(f"wrote the Gradescope autograder to {zip_path}: {len(names)} files, "
-                         f"{hidden}, no solutions/; upload it as the assignment's autograder",
+                         f"{hidden}, no solutions/; upload it as the autograder of a Programming "
+                         "Assignment on Gradescope's Ubuntu base image (docs/instructors.md, "
+                         "Gradescope)",
                          markup=False)
     return EXIT_OK
 

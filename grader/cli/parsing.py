@@ -84,6 +84,8 @@ def _needs_value(name: str, option: click.Option | None, graded: str = "1") -> s
 def _value_kind(option: click.Option | None) -> str:
     kind = option.type if option is not None else click.Path(dir_okay=False)
     if isinstance(kind, click.Path):
+        if kind.file_okay and kind.dir_okay:
+            return "a folder or a file"
         return "a folder" if not kind.file_okay else "a file path"
     if isinstance(kind, click.Choice):
         *others, last = map(str, kind.choices)
@@ -171,9 +173,13 @@ def grading_options(command):
                           "simulator."),
         click.option("--solutions", is_flag=True,
                      help="Grade the reference solutions instead of exercises/ (instructors)."),
-        click.option("--submission", type=click.Path(exists=True, file_okay=False, path_type=Path),
-                     help="Grade the exercises in this folder instead of exercises/ (a folder "
-                          "laid out like exercises/, or one that contains exercises/)."),
+        click.option("--submission", type=click.Path(exists=True, path_type=Path),
+                     help="Grade a submission instead of exercises/: a folder or a .zip "
+                          "whose stage files are laid out like exercises/ (inside one top "
+                          "folder or not) or bare at its top, as a drag-and-drop upload "
+                          "brings them (their track told by what they import), or one stage "
+                          "file. A stage file it lacks is graded as the handout's skeleton "
+                          "(NOT STARTED)."),
         click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
                      help="Also write the full result as JSON to this file."),
         click.option("--junit", "junit_path", type=click.Path(dir_okay=False, path_type=Path),

@@ -1,46 +1,30 @@
 """A class's submissions as `grade batch` finds them: which paths are students, and each
 student's stage files laid over the course's exercises.
 
-A class is hostile input. A folder (a git checkout) is taken as it is, minus symbolic links;
-a zip is only read, never extracted: of its members, only the stage files are taken (at the
-paths course.toml names, below exercises/ or not, optionally inside one top folder, or the
-bare file names as Gradescope uploads arrive), each within a size limit and all of them
-within a total. Everything else is ignored and listed, so the student's feedback can say
-what was not graded and why. A Gradescope bulk export (grader.instructor.export) is a class
-whose submissions are named by who made them.
+What one submission gives (a folder or a zip, the stage files at their places or bare at its
+top, inside one top folder or not, within size limits, everything else listed as not taken)
+is grader.intake.upload's rule, the one `grade --submission` and the Gradescope autograder
+use too; here it is applied to each student of a class. A Gradescope bulk export
+(grader.instructor.export) is a class whose submissions are named by who made them.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
-import re
-import shutil
-import stat
 import tempfile
-import zipfile
-from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from dataclasses import dataclass
+from pathlib import Path
 
 from grader.course import Course
 from grader.errors import GradeError
 from grader.instructor.export import ExportError, Metadata, is_export, one_of
 from grader.instructor.export import submissions as export_submissions
-from grader.tracks import TRACKS
+from grader.intake.overlay import Unpacked, lay_out
+from grader.intake.upload import (FILE_LIMIT, TOTAL_LIMIT, NotASubmission,  # noqa: F401
+                                  not_a_submission, stage_paths)
 
 MACOS_FORKS = "__MACOSX"  # a macOS zip's copies of file metadata, mirroring the real folders
-FILE_LIMIT = 256 << 10  # bytes per stage file: the references are under 20 KiB
-TOTAL_LIMIT = 2 << 20  # bytes of stage files per submission
-IGNORED_SHOWN = 50  # ignored zip members listed per student; a zip may hold millions
-LOOKED_FOR_SHOWN = 3  # stage paths named in "not a submission"
-
-
-class NotASubmission(ValueError):
-    """A path that holds no stage file: reported under its own name, never graded."""
-
-    def __init__(self, message: str, ignored: list[str] | None = None):
-        super().__init__(message)
-        self.ignored = ignored or []  # a zip's members that were not taken, for the feedback
+IGNORED_SHOWN = 50  # ignored members listed per student; a zip may hold millions
 
 
 @dataclass(frozen=True)
@@ -48,25 +32,6 @@ class Entry:
     name: str  # the student, from the folder or zip name (a bulk export: their SIDs)
     source: Path
     meta: Metadata | None = None  # who and when, where a bulk export says
-
-
-@dataclass
-class Unpacked:
-    exercises: Path  # the course's exercises with the submission's files over them
-    ignored: list[str] = field(default_factory=list)  # "member: why", for the feedback
-
-
-def stage_paths(course: Course) -> list[str]:
-    """Every stage file, as it sits below exercises/ ("triton/stage1_vector_add.py")."""
-    return [stage.modules[track] for stage in course.stages for track in TRACKS]
-
-
-def not_a_submission(course: Course, ignored: list[str] | None = None) -> NotASubmission:
-    paths = stage_paths(course)
-    shown = ", ".join(f"exercises/{p}" for p in paths[:LOOKED_FOR_SHOWN])
-    more = " ..." if len(paths) > LOOKED_FOR_SHOWN else ""
-    return NotASubmission(f"not a submission: no stage files found (looked for {shown}{more})",
-                          ignored)
 
 
 # --- which paths are students ------------------------------------------------------------
@@ -121,7 +86,7 @@ def _name(path: Path) -> str:
     return path.stem if path.suffix == ".zip" else path.name
 
 
-# --- a folder --------------------------------------------------------------------------------
+# --- one student or a class: the folders laid out like exercises/ ---------------------
 
 
 def _exercise_root(course: Course, source: Path) -> Path | None:
@@ -141,138 +106,14 @@ def _exercise_root(course: Course, source: Path) -> Path | None:
     return None
 
 
-def _python_files(root: Path) -> list[Path]:
-    """The submission's .py files (outside __MACOSX/); raises ValueError for a link."""
-    found = []
-    for folder, dirs, files in os.walk(root):  # never into linked folders
-        here = Path(folder)
-        if MACOS_FORKS in here.relative_to(root).parts:
-            continue
-        for name in dirs + files:
-            if (here / name).is_symlink() and (name in dirs or name.endswith(".py")):
-                raise ValueError(f"{(here / name).relative_to(root)} is a symbolic link; "
-                                 "submit the files themselves")
-        found += [here / name for name in files if name.endswith(".py")]
-    return sorted(found)
-
-
-def _overlay_folder(course: Course, source: Path, exercises: Path) -> None:
-    root = _exercise_root(course, source)
-    if root is None:
-        raise not_a_submission(course)
-    for file in _python_files(root):
-        target = exercises / file.relative_to(root)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(file, target, follow_symlinks=False)
-
-
-# --- a zip -----------------------------------------------------------------------------------
-
-
-def _classify(course: Course, name: str) -> tuple[str, str]:
-    """What a member's name stands for: ("stage", its stage path), ("bare", "") for a
-    stage file's name alone (its track is told by its content), or ("ignored", why)."""
-    if name.startswith("/") or re.match(r"^[A-Za-z]:", name) or "\\" in name:
-        return "ignored", "an absolute path"
-    parts = PurePosixPath(name).parts
-    if ".." in parts:
-        return "ignored", "a path outside the submission (..)"
-    known = set(stage_paths(course))
-    for start in (0, 1):  # the paths themselves, or inside one top folder (a zipped folder)
-        rest = parts[start:]
-        rest = rest[1:] if rest[:1] == ("exercises",) else rest
-        if "/".join(rest) in known:
-            return "stage", "/".join(rest)
-    if len(parts) <= 2 and parts[-1] in {PurePosixPath(p).name for p in known}:
-        return "bare", ""
-    return "ignored", "not a stage file"
-
-
-def _bare_track(source: bytes) -> str | None:
-    """The track of a bare stage file, from what it imports (both tracks share names)."""
-    text = source.decode("utf-8", errors="replace")
-    found = [name for name, track in TRACKS.items() if track.imports.search(text)]
-    return found[0] if len(found) == 1 else None
-
-
-def _is_link_or_special(info: zipfile.ZipInfo) -> str:
-    mode = info.external_attr >> 16
-    if stat.S_ISLNK(mode):
-        return "a symbolic link"
-    if mode and stat.S_IFMT(mode) and not stat.S_ISREG(mode):
-        return "not a regular file"
-    return ""
-
-
-def _read_bounded(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> bytes | None:
-    """The member's bytes, or None past `limit`: read, not trusted from the header (a zip
-    can claim any size), and never more than limit + 1 bytes decompressed."""
-    with archive.open(info) as handle:
-        data = handle.read(limit + 1)
-    return data if len(data) <= limit else None
-
-
-def _overlay_zip(course: Course, source: Path, exercises: Path) -> list[str]:
-    """Write the zip's stage files over `exercises`; returns the ignored members."""
-    ignored: list[str] = []
-    taken: dict[str, str] = {}  # stage path -> the member it came from
-    total = 0
-    try:
-        with zipfile.ZipFile(source) as archive:
-            for info in archive.infolist():
-                name = info.filename
-                if info.is_dir() or MACOS_FORKS in PurePosixPath(name).parts:
-                    continue  # folders carry no code; __MACOSX/ is metadata the OS added
-                kind, target = _classify(course, name)
-                why = _is_link_or_special(info) or (target if kind == "ignored" else "")
-                data = None if why else _read_bounded(archive, info, FILE_LIMIT)
-                if not why and data is None:
-                    why = f"larger than {FILE_LIMIT >> 10} KiB"
-                elif not why and total + len(data) > TOTAL_LIMIT:
-                    why = f"over the submission's {TOTAL_LIMIT >> 20} MiB of stage files"
-                elif not why and kind == "bare":
-                    target, why = _bare_target(course, name, data)
-                if not why and target in taken:
-                    why = f"a second copy of {target} (took {taken[target]})"
-                if why:
-                    ignored.append(f"{name}: {why}")
-                    continue
-                taken[target] = name
-                total += len(data)
-                (exercises / target).parent.mkdir(parents=True, exist_ok=True)
-                (exercises / target).write_bytes(data)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError) as exc:
-        raise ValueError(f"{source.name} is not a valid zip file ({exc})") from None
-    if not taken:
-        raise not_a_submission(course, ignored)
-    return ignored
-
-
-def _bare_target(course: Course, name: str, data: bytes) -> tuple[str | None, str]:
-    track = _bare_track(data)
-    if track is None:
-        return None, "a stage file name, but it imports neither triton nor cuda.tile"
-    bare = PurePosixPath(name).name
-    target = next(p for p in stage_paths(course)
-                  if p.startswith(f"{track}/") and PurePosixPath(p).name == bare)
-    return target, ""
-
-
-# --- both ------------------------------------------------------------------------------------
+# --- one student ------------------------------------------------------------------------
 
 
 def unpack(entry: Entry, course: Course, into: Path) -> Unpacked:
-    """The course's exercises overlaid with the submission's files, in `into`/exercises.
-    Raises NotASubmission (no stage file) or ValueError (a corrupt zip, a link)."""
-    exercises = into / "exercises"
-    shutil.copytree(course.root / "exercises", exercises)
-    if entry.source.suffix == ".zip" and entry.source.is_file():
-        return Unpacked(exercises, _overlay_zip(course, entry.source, exercises))
-    if entry.source.is_dir():
-        _overlay_folder(course, entry.source, exercises)
-        return Unpacked(exercises)
-    raise NotASubmission(f"not a submission: {entry.source.name} is neither a folder nor a "
-                         ".zip file")
+    """The course's exercises overlaid with the submission's files, in `into`/exercises
+    (grader.intake.upload's rule). Raises NotASubmission (no stage file) or ValueError (a
+    corrupt zip)."""
+    return lay_out(course, entry.source, into)
 
 
 def listed(ignored: list[str]) -> list[str]:

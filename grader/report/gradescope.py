@@ -20,9 +20,12 @@ from grader.report.text import (case_text, clean, is_hidden, not_graded, number,
 HIDDEN_DEFAULT = "after_published"  # a course.toml without [policy] hidden_cases
 
 
-def write_gradescope(report: Report, path: Path, hidden: str = HIDDEN_DEFAULT) -> None:
+def write_gradescope(report: Report, path: Path, hidden: str = HIDDEN_DEFAULT,
+                     notes: list[str] | tuple[str, ...] = ()) -> None:
     """Gradescope's results.json: the tests carry the points and add up to `score`; the
-    tests of hidden cases have the visibility `hidden` (Gradescope's own word for it)."""
+    tests of hidden cases have the visibility `hidden` (Gradescope's own word for it).
+    `notes` say how the submission was read (a file graded under another name, what was not
+    taken)."""
     tests = []
     for stage in report.stages:
         stage_tests = _gradescope_stage(stage, hidden)
@@ -32,7 +35,7 @@ def write_gradescope(report: Report, path: Path, hidden: str = HIDDEN_DEFAULT) -
     results = {
         "score": report.points,
         "execution_time": round(report.seconds),
-        "output": _gradescope_output(report),
+        "output": _gradescope_output(report) + _notes_text(notes),
         # The grader's console output (the scorecard, what the submission printed) is for
         # instructors; students see what the tests' output fields say.
         "stdout_visibility": "hidden",
@@ -42,6 +45,21 @@ def write_gradescope(report: Report, path: Path, hidden: str = HIDDEN_DEFAULT) -
     }
     # allow_nan=False: NaN is not JSON, and Gradescope would reject the whole file.
     write_file(path, json.dumps(results, indent=2, allow_nan=False) + "\n")
+
+
+def write_not_graded(path: Path, message: str, notes: list[str] | tuple[str, ...] = ()) -> None:
+    """results.json for a submission that could not be graded at all: no points, and why,
+    in words for the student (Gradescope shows a failed autograder run without one)."""
+    results = {"score": 0.0, "output": clean(f"Not graded: {message}") + _notes_text(notes),
+               "stdout_visibility": "hidden", "tests": []}
+    write_file(path, json.dumps(results, indent=2, allow_nan=False) + "\n")
+
+
+def _notes_text(notes: list[str] | tuple[str, ...]) -> str:
+    """The notes on how the submission was read, as a block of the output text."""
+    if not notes:
+        return ""
+    return clean("\n\nHow your submission was read:" + "".join(f"\n- {n}" for n in notes))
 
 
 def _gradescope_stage(stage: StageResult, hidden: str) -> list[dict[str, Any]]:

@@ -249,6 +249,26 @@ def test_the_checks_run_as_plain_pytest_with_the_verdicts_grade_gives(tmp_path):
             assert verdicts[name][0].startswith(f"AssertionError: {case.summary}"), name
 
 
+def test_plain_pytest_reads_a_submission_as_grade_does(tmp_path):
+    """A drag-and-drop upload (the stage file alone, its track told by its imports) is read
+    by grader.intake.upload's rule here too; its scratch copy is gone afterwards."""
+    upload = tmp_path / "upload"
+    upload.mkdir()
+    (upload / "stage1_vector_add.py").write_text(
+        (ROOT / "solutions/cutile/stage1_vector_add.py").read_text())
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    run = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "grader.checks",
+                          "-p", "no:cacheprovider", "--course", str(COURSE_FILE), "--stage",
+                          "1", f"--submission={upload}", "--seed", "3"], cwd=tmp_path,
+                         env={**env, "TMPDIR": str(temp)}, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "backend cutile-sim" in run.stdout and " 7 passed" in run.stdout
+    assert not list(temp.glob("tilecourse-submission-*"))
+
+
 @pytest.mark.parametrize("args, message", [
     ((), "name the stage to check"),
     (("--stage", "9"), "There is no stage '9'"),
@@ -377,7 +397,7 @@ def test_an_exception_in_the_grader_is_that_stages_error_and_the_run_goes_on(
     monkeypatch.setenv("COLUMNS", "400")  # the scorecard's lines unwrapped
     submission = tmp_path / "exercises" / "triton"
     submission.mkdir(parents=True)
-    (submission / "stage1_vector_add.py").write_text(VECTOR_ADD)  # stage 2 is missing
+    (submission / "stage1_vector_add.py").write_text(VECTOR_ADD)  # stage 2 is not there
     result = tmp_path / "r.json"
     code, out, err = run_grade("--course", str(COURSE_FILE), "1", "2", "--backend",
                                "triton-interpret", f"--submission={tmp_path}",
@@ -388,7 +408,7 @@ def test_an_exception_in_the_grader_is_that_stages_error_and_the_run_goes_on(
     assert first["message"].startswith("the grader failed while grading ")
     assert "RuntimeError: hint table broke (test_grading.py, line" in first["message"]
     assert "second line" not in first["message"]
-    assert second["status"] == "ERROR" and "is missing" in second["message"]
+    assert second["status"] == "NOT STARTED" and "is not in the submission" in second["message"]
     assert "Traceback" not in out + err, out + err
     assert "RuntimeError: hint table broke" in out
 

@@ -12,6 +12,7 @@ from conftest import ROOT, vector_add_course
 
 from grader.course import load_course
 from grader.instructor import batch, submissions
+from grader.intake import upload
 
 GELU = """
 [[stages]]
@@ -152,12 +153,14 @@ def test_gradescope_style_bare_files_find_their_track_by_what_they_import(tmp_pa
     })
     unpacked = submissions.unpack(submissions.Entry("gus", archive), small_course, tmp_path / "w")
     assert (unpacked.exercises / CUTILE_ADD).read_text() == _solution(CUTILE_ADD)
-    assert unpacked.ignored == ["stage2_fused_gelu.py: a stage file name, but it imports "
-                                "neither triton nor cuda.tile"]
+    assert unpacked.ignored == ["stage2_fused_gelu.py: could be either track's (triton/ or "
+                                "cutile/): it imports neither triton nor cuda.tile; put it in "
+                                "the folder of its track, or import only the language its "
+                                "kernels use"]
 
 
 def test_a_zip_beyond_the_total_limit_keeps_what_fits(tmp_path, small_course, monkeypatch):
-    monkeypatch.setattr(submissions, "TOTAL_LIMIT", 100)
+    monkeypatch.setattr(upload, "TOTAL_LIMIT", 100)
     archive = _zip(tmp_path / "big.zip", {f"exercises/{TRITON_ADD}": "a" * 80,
                                           f"exercises/{TRITON_GELU}": "b" * 80})
     unpacked = submissions.unpack(submissions.Entry("big", archive), small_course, tmp_path / "w")

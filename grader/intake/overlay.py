@@ -1,0 +1,99 @@
+"""A submission laid over the course's exercises, and its report in the names its student
+knows.
+
+What the rule of grader.intake.upload takes is written over a copy of the course's
+exercises in a scratch folder: a stage file the submission lacks stays the handout's
+skeleton (NOT STARTED). The report of that folder then names the stage files as the
+student's exercises/<track>/<file>, never the scratch folder nor a path outside the
+submission, and says of a stage graded from the skeleton why its file was not there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from grader.course import Course
+from grader.intake.upload import SCRATCH, TOOLS_OWN, Taken, read_upload
+from grader.results import Report, Status
+
+
+@dataclass
+class Unpacked:
+    """A submission laid over the course's exercises: what is graded, in `exercises`."""
+
+    exercises: Path  # the course's exercises with the submission's stage files over them
+    ignored: list[str] = field(default_factory=list)  # "member: why", for the feedback
+    taken: list[Taken] = field(default_factory=list)
+
+    def notes(self) -> list[str]:
+        """What a student should know of how their submission was read."""
+        return [n for n in (t.note() for t in self.taken) if n] + \
+               [f"{item} (not graded)" for item in self.ignored]
+
+    def absent(self, target: str) -> bool:
+        """Whether the stage file `target` came from the handout, not the submission."""
+        return all(t.target != target for t in self.taken)
+
+
+def lay_out(course: Course, source: Path, into: Path) -> Unpacked:
+    """The course's exercises overlaid with the submission's stage files, in
+    `into`/exercises: a stage file the submission lacks stays the handout's skeleton."""
+    upload = read_upload(course, source)
+    exercises = into / SCRATCH
+    if (course.root / "exercises").is_dir():  # a course of its solutions only has none
+        shutil.copytree(course.root / "exercises", exercises,
+                        ignore=shutil.ignore_patterns(*TOOLS_OWN))
+    for target, data in upload.files.items():
+        (exercises / target).parent.mkdir(parents=True, exist_ok=True)
+        (exercises / target).write_bytes(data)
+    return Unpacked(exercises, upload.ignored, upload.taken)
+
+
+@contextmanager
+def laid_out(course: Course, source: Path) -> Iterator[Unpacked]:
+    """`lay_out` into a scratch folder of its own, removed afterwards."""
+    scratch = Path(tempfile.mkdtemp(prefix="tilecourse-submission-"))
+    try:
+        yield lay_out(course, source, scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def student_text(text: str, unpacked: Unpacked) -> str:
+    """`text` with the scratch folder taken out of every path: the laid-out files are named
+    as the student's exercises/ ("exercises/triton/stage1_vector_add.py"), anything else
+    below the scratch folder as <tmp>/..."""
+    scratch = unpacked.exercises.parent
+    for root in dict.fromkeys((str(scratch), os.path.realpath(scratch))):
+        text = text.replace(f"{root}/{SCRATCH}/", f"{SCRATCH}/").replace(root, "<tmp>")
+    return text
+
+
+def as_submitted(report: Report, unpacked: Unpacked, name: str) -> Report:
+    """`report` (graded from `unpacked`) as the student knows their submission, `name`."""
+    data = json.loads(student_text(json.dumps(report.to_json()), unpacked))
+    shown = Report.from_json({**data, "target": name})
+    for stage, graded in zip(shown.stages, report.stages):
+        stage.sandbox = graded.sandbox  # records of protections, not kept by from_json
+        target = stage.module.removeprefix(f"{SCRATCH}/")
+        if stage.status is Status.NOT_STARTED and unpacked.absent(target):
+            stage.message = _absent(PurePosixPath(target).name, unpacked.ignored)
+    return shown
+
+
+def _absent(file: str, ignored: list[str]) -> str:
+    """Why a stage was graded from the handout's skeleton: its file was not in the
+    submission, or it was and could not be taken (the first reason)."""
+    graded = "so the handout's untouched skeleton was graded"
+    for item in ignored:
+        member, _, why = item.partition(": ")
+        if PurePosixPath(member).name == file:
+            return f"{member} was not taken ({why}), {graded}"
+    return f"{file} is not in the submission, {graded}: fill in its TODOs and submit it"
