@@ -90,7 +90,7 @@ def grade_one(entry: Entry, out: Path, request: GradingRequest, env: dict, limit
                 return _not_graded(entry, out, intake, str(exc))
             except (ValueError, OSError) as exc:
                 return _not_graded(entry, out, intake, str(exc))
-            intake.ignored = unpacked.ignored
+            intake.ignored, intake.read_as = unpacked.ignored, unpacked.read_as()
             intake.digest = digest(unpacked.exercises)
             # A version of the files not graded before counts once (a regrade of the same
             # files, --force, does not).

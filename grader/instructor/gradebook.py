@@ -38,6 +38,7 @@ class Intake:
     track: str = ""
     why: str = ""  # why that track
     ignored: list[str] = field(default_factory=list)  # zip members not taken, and why
+    read_as: list[str] = field(default_factory=list)  # stage files taken from elsewhere, and where
     digest: str = ""  # of the files graded (grader.instructor.submissions.digest)
     versions: int = 0  # different versions of the files graded so far (regrades of changes)
     # Set when later files were not graded under the resubmission limit (cleared by grading).
@@ -239,7 +240,8 @@ def write_feedback_files(out: Path, students: list[Entry],
         note = f"Graded on the {row.track} track ({row.intake.why})." if row.intake.why else ""
         if report is not None and hidden_cases == "hidden":
             note = " ".join(filter(None, [note, _without_hidden_cases(report)]))
-        write_feedback(path, row.name, report, row.error, note, listed(row.intake.ignored))
+        write_feedback(path, row.name, report, row.error, note, listed(row.intake.ignored),
+                       row.intake.read_as)
         written.append(path)
     return written
 

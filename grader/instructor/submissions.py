@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import tempfile
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from grader.course import Course
 from grader.errors import GradeError
@@ -72,9 +72,11 @@ def require_unique_names(found: list[Entry]) -> None:
 
 
 def _has_stage_files(course: Course, folder: Path) -> bool:
-    """Whether `folder` is laid out like exercises/ (or holds exercises/) with a stage file."""
+    """Whether `folder` is laid out like exercises/ (or holds exercises/) with a stage file,
+    or holds one bare at its top, as a drag-and-drop upload brings it."""
+    paths = stage_paths(course)
     return any((candidate / p).is_file() for candidate in (folder / "exercises", folder)
-               for p in stage_paths(course))
+               for p in paths) or any((folder / PurePosixPath(p).name).is_file() for p in paths)
 
 
 def _holds_submissions(course: Course, folder: Path) -> bool:

@@ -32,10 +32,14 @@ class Unpacked:
     ignored: list[str] = field(default_factory=list)  # "member: why", for the feedback
     taken: list[Taken] = field(default_factory=list)
 
+    def read_as(self) -> list[str]:
+        """Each stage file taken from another place than its own (a bare file, a nested
+        folder), and where it was graded."""
+        return [n for n in (t.note() for t in self.taken) if n]
+
     def notes(self) -> list[str]:
         """What a student should know of how their submission was read."""
-        return [n for n in (t.note() for t in self.taken) if n] + \
-               [f"{item} (not graded)" for item in self.ignored]
+        return self.read_as() + [f"{item} (not graded)" for item in self.ignored]
 
     def absent(self, target: str) -> bool:
         """Whether the stage file `target` came from the handout, not the submission."""

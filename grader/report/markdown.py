@@ -99,10 +99,11 @@ def _said(text: object) -> str:
 
 
 def write_feedback(path: Path, student: str, report: Report | None, problem: str = "",
-                   note: str = "", ignored: list[str] = ()) -> None:
+                   note: str = "", ignored: list[str] = (), read_as: list[str] = ()) -> None:
     """A student's feedback: the scorecard, each failure's message in full, the hints; or,
     for a submission that could not be graded, why. `ignored` lists what of the submission
-    was not taken (zip members), `note` how it was graded (its track)."""
+    was not taken (zip members), `read_as` the stage files taken from another place than
+    their own and where they were graded, `note` how it was graded (its track)."""
     if report is None:
         lines = [f"## {_cell(student)}: not graded", "", _cell(problem or "not graded")]
     else:
@@ -115,6 +116,9 @@ def write_feedback(path: Path, student: str, report: Report | None, problem: str
                       "inputs (hidden cases excepted)."]
     if note:
         lines += ["", _cell(note)]
+    if read_as:
+        lines += ["", "**How the submission was read:**", "",
+                  *(f"- `{_code(item)}`" for item in read_as)]
     if ignored:
         lines += ["", "**Not taken from the submission** (only the stage files are graded):", "",
                   *(f"- `{_code(item)}`" for item in ignored)]

@@ -68,6 +68,9 @@ def test_a_class_is_graded_each_on_their_own_track(tmp_path, run_grade, small_co
     _student(subs / "emma/exercises", {TRITON_ADD: (ROOT / "exercises" / TRITON_ADD).read_text()})
     (subs / "nora/notes").mkdir(parents=True)
     (subs / "nora/notes/todo.md").write_text("start the course\n")
+    # Dragged and dropped: a bare stage file, its track told by its imports.
+    (subs / "bree").mkdir()
+    (subs / "bree" / Path(TRITON_ADD).name).write_text(_solution(TRITON_ADD))
     out = tmp_path / "grades"
 
     code, stdout, _ = run_grade("--course", str(small_course.path), "batch", str(subs),
@@ -75,9 +78,10 @@ def test_a_class_is_graded_each_on_their_own_track(tmp_path, run_grade, small_co
     assert code == 0, stdout
     rows = {r["student"]: r
             for r in csv.DictReader((out / "gradebook.csv").open(encoding="utf-8-sig"))}
-    assert set(rows) == {"tia", "cuong", "max", "emma", "nora"}  # never "notes"
+    assert set(rows) == {"tia", "cuong", "max", "emma", "nora", "bree"}  # never "notes"
     assert {n: rows[n]["track"] for n in rows if n != "nora"} == {
-        "tia": "triton", "cuong": "cutile", "max": "cutile", "emma": "triton"}
+        "tia": "triton", "cuong": "cutile", "max": "cutile", "emma": "triton", "bree": "triton"}
+    assert float(rows["bree"]["vector_add"]) == 10
     assert float(rows["tia"]["vector_add"]) == 10 and float(rows["tia"]["total"]) == 10
     assert float(rows["cuong"]["vector_add"]) == 10 and float(rows["cuong"]["fused_gelu"]) == 0
     assert float(rows["max"]["total"]) == 20
@@ -98,6 +102,10 @@ def test_a_class_is_graded_each_on_their_own_track(tmp_path, run_grade, small_co
     assert "also started, not graded: triton: vector_add" in feedback["max"]
     assert "not a submission: no stage files found" in feedback["nora"]
     assert "20/20 points, PASS" in feedback["max"]
+    assert "**How the submission was read:**" in feedback["bree"]
+    assert ("stage1_vector_add.py: graded as exercises/triton/stage1_vector_add.py (it imports "
+            "triton)") in feedback["bree"]
+    assert "How the submission was read" not in feedback["tia"]  # in its place: nothing to say
     # The class report beside the gradebook, from the same results, linking each feedback.
     report = (out / "report.html").read_text(encoding="utf-8")
     assert all(f"href='students/{n}.md'" in report for n in rows) and "class report:" in stdout
@@ -185,6 +193,19 @@ def test_a_folder_named_alone_is_its_own_student_even_when_it_is_not_a_submissio
     _student(tmp_path / "class/ann/exercises", {TRITON_ADD: "x"})
     (tmp_path / "class/bo").mkdir()
     assert [e.name for e in submissions.entries(small_course, [tmp_path / "class"])] == ["ann", "bo"]
+
+
+def test_a_folder_of_drag_and_drop_uploads_is_a_class(tmp_path, small_course):
+    """Students who uploaded their stage files bare (as Gradescope's drag-and-drop brings
+    them) are each a submission of a class folder; a folder with bare files of its own is
+    one student."""
+    for name in ("ann", "bo"):
+        (tmp_path / "class" / name).mkdir(parents=True)
+        (tmp_path / "class" / name / Path(TRITON_ADD).name).write_text(_solution(TRITON_ADD))
+    assert [e.name for e in submissions.entries(small_course, [tmp_path / "class"])] == \
+        ["ann", "bo"]
+    assert submissions.entries(small_course, [tmp_path / "class/ann"]) == [
+        submissions.Entry("ann", tmp_path / "class/ann")]
 
 
 def test_a_straggler_is_ended_before_its_scratch_folder_goes(tmp_path):
