@@ -170,20 +170,23 @@ def _on_slurm(found, plan: regrade.Plan, request: GradingRequest, out: Path, lim
         with slurm_progress(console, len(todo) + len(busy)) as on_update:
             graded = slurm.watch(course, runs, out, request.seed, options, on_update)
     except KeyboardInterrupt:
-        batch.write_gradebook(course, out, found)
-        batch.write_feedback_files(out, found, course.policy.hidden_cases)
+        _write_class_files(course, out, found)
         console.print(f"interrupted (Ctrl-C): {slurm.cancel_hint(runs)}", markup=False)
         return EXIT_INTERRUPTED
     _finish(course, out, found, graded, console)
     return EXIT_OK
 
 
-def _finish(course, out, found, graded, console) -> None:
+def _write_class_files(course, out, found) -> tuple[Path, Path]:
     """What a class's grading leaves for people, rebuilt from every result in OUT (not only
-    this run's): the gradebook and each student's feedback."""
+    this run's): the gradebook, each student's feedback and the class report."""
     gradebook = batch.write_gradebook(course, out, found)
     batch.write_feedback_files(out, found, course.policy.hidden_cases)
-    report = write_report(out, course)  # OUT/report.html, of every result in OUT as the gradebook
+    return gradebook, write_report(out, course)
+
+
+def _finish(course, out, found, graded, console) -> None:
+    gradebook, report = _write_class_files(course, out, found)
     for g in graded:
         if g.error:
             console.print(single_line(f"{g.name}: {g.error}", 600), markup=False, soft_wrap=True)

@@ -104,6 +104,7 @@ def test_a_class_is_graded_on_a_real_slurm_cluster(tmp_path, cluster, course, ru
         said, _ = first.communicate(timeout=60)
         assert first.returncode == 130, said
         assert "keeps running on the cluster" in said and f"scancel {job}" in said
+        assert (out / "report.html").is_file()  # the class so far: gradebook, feedback, report
     finally:
         if first.poll() is None:
             first.kill()
