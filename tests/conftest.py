@@ -154,6 +154,18 @@ def copy_course(dest: Path, parts=COURSE_PARTS) -> Path:
     return dest / "course.toml"
 
 
+# A second stage for a small course's `extra`: fused GELU, one small case.
+GELU_STAGE = """
+[[stages]]
+id = "fused_gelu"
+title = "Fused GELU"
+points = 10
+modules = { triton = "triton/stage2_fused_gelu.py", cutile = "cutile/stage2_fused_gelu.py" }
+tolerance.float32 = { atol = 1e-5, rtol = 1e-5 }
+cases = [ { M = 3, N = 70, dtypes = ["float32"] } ]
+"""
+
+
 def vector_add_course(cases: str, extra: str = "", rules: str = RULES) -> str:
     """A one-stage course.toml: vector add in float32 with these cases, then `extra`."""
     return f"""

@@ -8,21 +8,12 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, vector_add_course
+from conftest import GELU_STAGE, ROOT, vector_add_course
 
 from grader.course import load_course
 from grader.instructor import batch, submissions
 from grader.intake import upload
 
-GELU = """
-[[stages]]
-id = "fused_gelu"
-title = "Fused GELU"
-points = 10
-modules = { triton = "triton/stage2_fused_gelu.py", cutile = "cutile/stage2_fused_gelu.py" }
-tolerance.float32 = { atol = 1e-5, rtol = 1e-5 }
-cases = [ { M = 3, N = 70, dtypes = ["float32"] } ]
-"""
 TRITON_ADD, CUTILE_ADD = "triton/stage1_vector_add.py", "cutile/stage1_vector_add.py"
 TRITON_GELU, CUTILE_GELU = "triton/stage2_fused_gelu.py", "cutile/stage2_fused_gelu.py"
 
@@ -39,7 +30,8 @@ def small_course(tmp_path):
     shutil.copytree(ROOT / "exercises", root / "exercises",
                     ignore=shutil.ignore_patterns("__pycache__"))
     (root / "course.toml").write_text(
-        vector_add_course('[ { n = 1000, dtypes = ["float32"] } ]', GELU), encoding="utf-8")
+        vector_add_course('[ { n = 1000, dtypes = ["float32"] } ]', GELU_STAGE),
+        encoding="utf-8")
     return load_course(root / "course.toml")
 
 

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, vector_add_course
+from conftest import GELU_STAGE, ROOT, vector_add_course
 
 from grader.course import LatePenalty, Policy, load_course
 from grader.errors import CourseError, GradeError
@@ -22,15 +22,6 @@ from grader.results import CaseResult, Report, SpeedResult, StageResult, Status
 
 EXPORT = Path(__file__).parent / "gradescope_export"
 TRITON_ADD = "triton/stage1_vector_add.py"
-GELU = """
-[[stages]]
-id = "fused_gelu"
-title = "Fused GELU"
-points = 10
-modules = { triton = "triton/stage2_fused_gelu.py", cutile = "cutile/stage2_fused_gelu.py" }
-tolerance.float32 = { atol = 1e-5, rtol = 1e-5 }
-cases = [ { M = 3, N = 70, dtypes = ["float32"] } ]
-"""
 POLICY = """
 [policy]
 due = 2026-12-18T23:59:00-08:00
@@ -50,7 +41,7 @@ def _course(tmp_path: Path, extra: str = "") -> object:
     shutil.copytree(ROOT / "exercises", root / "exercises",
                     ignore=shutil.ignore_patterns("__pycache__"))
     (root / "course.toml").write_text(
-        vector_add_course('[ { n = 1000, dtypes = ["float32"] } ]', GELU + extra),
+        vector_add_course('[ { n = 1000, dtypes = ["float32"] } ]', GELU_STAGE + extra),
         encoding="utf-8")
     return load_course(root / "course.toml")
 
