@@ -13,7 +13,7 @@ from pathlib import Path
 
 from grader.course import Course, Stage
 from grader.errors import GradeError
-from grader.instructor.gradebook import read_row
+from grader.instructor.gradebook import Row, read_row, speed_points
 from grader.report.class_page import page
 from grader.report.class_view import ClassView, SpeedLine, StageColumn, Student
 from grader.results import Report, write_file
@@ -28,8 +28,17 @@ def write_report(out: Path, course: Course, names: list[str] | None = None) -> P
     holds a file of); returns its path."""
     if names is None:
         names = students_in(out)
+    students = [student(out, name) for name in names]
+    # Out of what the gradebook counts: the same total for every student graded on one
+    # machine, whatever they started (grader.instructor.gradebook.speed_points).
+    rows = [row for _, row in students if row is not None]
+    speed_max = speed_points(course, rows)
+    correctness_max = sum(stage.points for stage in course.stages)
+    for shown, row in students:
+        if row is not None and shown.report is not None:
+            shown.out_of = round(correctness_max + (speed_max.get(row.machine) or 0), 2)
     view = ClassView(course.title, [column(stage) for stage in course.stages],
-                     [student(out, name) for name in names])
+                     [shown for shown, _ in students])
     path = out / REPORT
     write_file(path, page(view))
     return path
@@ -49,17 +58,17 @@ def students_in(out: Path) -> list[str]:
     return sorted(names, key=str.lower)
 
 
-def student(out: Path, name: str) -> Student:
-    """One student as the report shows them; a result file that cannot be read is said so,
-    in the place of the result, rather than ending the report."""
+def student(out: Path, name: str) -> tuple[Student, Row | None]:
+    """One student as the report shows them, and their gradebook row; a result file that
+    cannot be read is said so, in the place of the result, rather than ending the report."""
     feedback = out / "students" / f"{name}.md"
     link = f"students/{name}.md" if feedback.is_file() else ""
     try:
         row = read_row(out, name)
         report = Report.from_json(row.data) if row.data is not None else None
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        return Student(name, None, "", f"its result file could not be read ({exc})", link)
-    return Student(name, report, row.track, row.error, link)
+        return Student(name, None, "", f"its result file could not be read ({exc})", link), None
+    return Student(name, report, row.track, row.error, link), row
 
 
 def column(stage: Stage) -> StageColumn:

@@ -143,7 +143,8 @@ def _row(view: ClassView, student: Student) -> str:
         result = ", ".join(f"{n} {status.value}" for status, n in counted.items()
                            if status is not Status.PASS)
         result = "passed" if report.passed else (result or "speed below threshold")
+        out_of = report.max_points if student.out_of is None else student.out_of
         cells += [f"<td class='num' data-sort='{report.points:g}'>{report.points:g}</td>",
-                  f"<td class='num' data-sort='{report.max_points:g}'>{report.max_points:g}</td>",
+                  f"<td class='num' data-sort='{out_of:g}'>{out_of:g}</td>",
                   f"<td>{html.escape(result)}</td>"]
     return "<tr>" + "".join(cells) + "</tr>"

@@ -37,6 +37,7 @@ class Student:
     track: str = ""
     error: str = ""  # why there is no result
     feedback: str = ""  # the feedback file, relative to the page ("" when there is none)
+    out_of: float | None = None  # the gradebook's denominator (None: the result's own maximum)
 
 
 @dataclass
