@@ -125,6 +125,9 @@ class StageResult:
     cases: list[CaseResult] = field(default_factory=list)
     speed: SpeedResult = field(default_factory=lambda: SpeedResult(False, ""))
     seconds: float = 0.0  # wall time of grading this stage, speed included
+    # Where those seconds went, by phase ("correctness cases", "speed / timed batches", ...),
+    # by the grader's clock (grade --profile shows them).
+    phases: dict[str, float] = field(default_factory=dict)
     checks: list[CheckResult] = field(default_factory=list)
     output: str = ""  # what the submission printed while it was graded
     hints: list[str] = field(default_factory=list)  # the stage's hints its failures match

@@ -28,6 +28,7 @@ from grader.quoting import visible
 from grader.report import annotations, gradescope, junit, markdown, picture_html
 from grader.report.progress import stage_progress
 from grader.results import Report, StageResult, Status
+from grader.report.profile import profile_table
 from grader.report.scorecard import make_console, render
 from grader.tracks import TRACKS
 
@@ -60,7 +61,8 @@ def _request(course: Course, stages: list[Stage], options: dict) -> GradingReque
         outputs=Outputs(options["json_path"], options["junit_path"], options["gradescope_path"],
                         options["markdown_path"], options["picture_dir"],
                         options["benchmark_json"], options["verbose"],
-                        summary=options["summary_path"], so_far=options["so_far_path"]))
+                        summary=options["summary_path"], so_far=options["so_far_path"],
+                        profile=options["profile"]))
 
 
 def _grade(request: GradingRequest, fail_on: str = "unfinished") -> int:
@@ -122,6 +124,8 @@ def _grade_resolved(request: GradingRequest, fail_on: str, unpacked: Unpacked | 
         for note in notes:
             console.print(f"  - {visible(note)}", markup=False, soft_wrap=True)
     render(report, console, outputs.verbose)
+    if outputs.profile:
+        console.print(profile_table(report))
     if annotations.enabled():  # GitHub Actions: each failing stage marked on its file
         for line in annotations.annotations(report):
             click.echo(line)

@@ -207,6 +207,10 @@ def grading_options(command):
                      help="Also draw each failing case's output by tile (wrong, never "
                           "written, written twice, read out of bounds) as a page, "
                           "DIR/failures.html, to open in a browser."),
+        click.option("--profile", is_flag=True,
+                     help="Also show where the grading's time went, stage by stage: starting "
+                          "and loading the processes, the correctness cases, the checks, each "
+                          "phase of the speed trials (by the grader's clock; also in --json)."),
         click.option("-v", "--verbose", is_flag=True,
                      help="Show every failing case, every line the submission printed, and "
                           "the versions and sandbox protections it was graded with."),

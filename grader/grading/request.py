@@ -42,6 +42,7 @@ class Outputs:
     picture: Path | None = None  # a folder: failures.html
     benchmark_json: Path | None = None  # pytest-benchmark's record of the timed cases
     verbose: bool = False
+    profile: bool = False  # show where the time went (each stage's phases)
     summary: Path | None = None  # the Markdown scorecard, appended (a CI job's summary)
     # The stages graded so far, rewritten after each one (`grade batch` keeps them when a
     # submission runs out of its --limit before the last stage).

@@ -27,6 +27,7 @@ from grader.results import Report, SpeedResult, StageResult, Status
 from grader.sandbox import keep_warm
 from grader.sandbox.submission import SubmissionError
 from grader.speed import check as speed
+from grader.timing import phase
 
 
 class Interrupted(Exception):
@@ -64,7 +65,8 @@ def _graded(session: StageSession, result: StageResult, progress: CaseProgress |
             ) -> StageResult:
     result.speed = SpeedResult(False, session.no_speed or NEEDS_CORRECTNESS)
     try:
-        todos = session.open()
+        with phase(result.phases, "start processes, load"):
+            todos = session.open()
         return _grade_loaded(session, result, todos, progress)
     except NotRun as exc:
         result.status, result.message = exc.status, exc.message
@@ -73,7 +75,8 @@ def _graded(session: StageSession, result: StageResult, progress: CaseProgress |
         result.message = str(exc)
         return result
     finally:
-        session.close()  # every process of the submission is gone before a result is kept
+        with phase(result.phases, "end processes"):
+            session.close()  # every process of the submission is gone before a result is kept
         if session.child is not None:
             result.sandbox = session.child.protections
             result.output = session.child.output()
@@ -85,19 +88,24 @@ def _grade_loaded(session: StageSession, result: StageResult, todos: TodoState,
     if todos.unfilled:
         result.message = f"{result.module} {todos.describe()}"
     plugin = CorrectnessPlugin(check, progress)
-    broken = run_checks("test_correctness.py", plugin)
+    with phase(result.phases, "correctness cases"):
+        broken = run_checks("test_correctness.py", plugin)
     result.cases = plugin.results()
     # Processes that saw the hidden cases' inputs could print or say them at any later
     # call: what follows (memory, speed) runs in fresh ones.
-    check.forget_hidden()
+    with phase(result.phases, "end processes"):
+        check.forget_hidden()
     if broken:
         result.message, result.status = broken, Status.ERROR
         return result
-    if compiles := check.compile_check():
+    with phase(result.phases, "compile check"):
+        compiles = check.compile_check()
+    if compiles:
         result.checks.append(compiles)
     if stage.memory_growth:
-        result.checks.append(memory_check(stage, session.grading.selection, session.child,
-                                          session.grading.seed))
+        with phase(result.phases, "memory check"):
+            result.checks.append(memory_check(stage, session.grading.selection, session.child,
+                                              session.grading.seed))
     result.hints = matching_hints(stage.hints, result.cases)
     result.conclude(len(stage.cases))
     if session.not_timed(result.cases, result.checks):
@@ -108,7 +116,9 @@ def _grade_loaded(session: StageSession, result: StageResult, todos: TodoState,
     if part := _benchmark_part(session.grading, stage):
         extra.append(f"--benchmark-json={part}")
     plugin = SpeedPlugin(timer, progress)
-    broken = run_checks("test_speed.py", plugin, extra, quiet=True)
+    with phase(result.phases, "speed"):
+        broken = run_checks("test_speed.py", plugin, extra, quiet=True)
+    result.phases.update({f"speed / {name}": seconds for name, seconds in timer.phases.items()})
     result.speed = timer.summary(plugin.results())
     if broken:
         result.speed.reason = broken

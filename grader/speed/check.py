@@ -89,13 +89,14 @@ class SpeedCheck:
         self._alone: dict[str, float] | None = None  # case id -> baseline ms, timed alone
         self.results: dict[str, SpeedCase] = {}  # case id -> its verdict, once timed
         self._proposed: dict[str, Proposed] = {}  # case id -> the wrapper's proposal
+        self.phases: dict[str, float] = {}  # where the trials' seconds went (grade --profile)
 
     def _trial(self, case: Case) -> Trial:
         problem = self.stage.problem
         timed = TimedCase(problem, dict(case.params), case.dtype, problem.baselines[self.baseline],
                           self.stage.tolerance[case.dtype], self.device)
         return Trial(timed, self.child, timing.Budget(seconds=self.speed.seconds),
-                     self._proposed.get(case.id))
+                     self._proposed.get(case.id), self.phases)
 
     def baselines_alone(self) -> dict[str, float]:
         """Before any of the stage's speed cases: the wrapper's proposal for each, recorded
@@ -103,12 +104,14 @@ class SpeedCheck:
         with it) for good; then each baseline is timed once, the replay alone beside it."""
         if self._alone is None:
             cases = [c for c in self.speed.cases if not dtype_unsupported(c.dtype, self.device)]
-            for case in cases:
-                self._proposed[case.id] = self.child.record(
-                    self.stage.problem.id, dict(case.params), case.dtype,
-                    case.seed_in_run(self.run_seed))
-            self.child.end()
-            self._alone = {case.id: self._trial(case).baseline_alone() for case in cases}
+            with timing.phase(self.phases, "record the calls"):
+                for case in cases:
+                    self._proposed[case.id] = self.child.record(
+                        self.stage.problem.id, dict(case.params), case.dtype,
+                        case.seed_in_run(self.run_seed))
+                self.child.end()
+            with timing.phase(self.phases, "baselines alone"):
+                self._alone = {case.id: self._trial(case).baseline_alone() for case in cases}
         return self._alone
 
     def time(self, case: Case) -> Timed:

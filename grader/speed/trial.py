@@ -137,11 +137,12 @@ class TimedCase:
 
 class Trial:
     def __init__(self, case: TimedCase, child: ChildProcess, budget: timing.Budget,
-                 proposed: Proposed | None = None):
+                 proposed: Proposed | None = None, phases: dict[str, float] | None = None):
         self.problem, self.params, self.dtype = case.problem, case.params, case.dtype
         self.baseline, self.tolerance, self.device = case.baseline, case.tolerance, case.device
         self.child, self.budget = child, budget
         self.proposed = proposed  # the wrapper's launches at this size, if recorded already
+        self.phases = {} if phases is None else phases  # where its seconds go, by phase
 
     def draw(self, seed: int) -> Call:
         return self.problem.draw(self.params, self.dtype, seed, device=self.device)
@@ -197,16 +198,25 @@ class Trial:
     def run(self) -> TrialResult:
         result = TrialResult()
         try:
-            self._propose()
-            self._warm(self.budget.warmup)
+            with timing.phase(self.phases, "record the call"):
+                self._propose()
+            with timing.phase(self.phases, "build, warm up"):
+                self._warm(self.budget.warmup)
         except TimingFailed as exc:
             result.failed = str(exc)
             return result
-        sample = self._warm_baseline()
+        with timing.phase(self.phases, "baseline warm-up"):
+            sample = self._warm_baseline()
         key = secrets.randbits(62)
         size = sample.nbytes
         count = self._count(size)
         deadline = self.clock() + self.budget.seconds
+        with timing.phase(self.phases, "timed batches"):
+            return self._batches(result, key, size, count, deadline)
+
+    def _batches(self, result: TrialResult, key: int, size: int, count: int,
+                 deadline: float) -> TrialResult:
+        """The timed batches, each side in turn, until the figures settle or time is up."""
         try:
             # One batch on each side first, not counted: the memory the batches need is
             # allocated there, and what has not run before is loaded.

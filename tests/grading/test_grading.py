@@ -65,6 +65,19 @@ def test_json_result_follows_the_schema(solutions_run):
     assert speed["graded"] is False and speed["reason"] == "needs a GPU" and speed["points"] == 0
 
 
+def test_each_stage_says_where_its_time_went(solutions_run):
+    """The phases of a stage (grade --profile) are in the JSON, by the grader's clock, and
+    they add up to no more than the stage's own time."""
+    _, data = solutions_run
+    for stage in data["stages"]:
+        phases = stage["phases"]
+        assert {"start processes, load", "correctness cases", "end processes"} <= set(phases)
+        assert all(v >= 0 for v in phases.values())
+        assert sum(v for k, v in phases.items() if not k.startswith("speed / ")) <= \
+            stage["seconds"] + 0.05
+        assert phases["correctness cases"] >= sum(c["seconds"] for c in stage["cases"]) * 0.9
+
+
 def test_schema_check_catches_a_broken_result(solutions_run):
     _, data = solutions_run
     schema = json.loads(SCHEMA_FILE.read_text())

@@ -1,0 +1,54 @@
+"""`grade --profile`: where a grading's time went, stage by stage, by the grader's clock.
+
+Each stage's phases (grader.results.StageResult.phases): starting the submission's
+processes and loading it, the correctness cases, the compile and memory checks, the speed
+trials and, below them, their parts (recording the calls, the baselines timed alone,
+building and warming up, the baseline's warm-up, the timed batches), ending the processes.
+What no phase holds is the rest of the stage (pytest's own work, the results).
+"""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from grader.results import Report
+
+ORDER = ("start processes, load", "correctness cases", "compile check", "memory check",
+         "speed", "end processes")
+SPEED = "speed / "
+
+
+def phase_names(report: Report) -> list[str]:
+    """The phases any stage has, in the order grading goes through them."""
+    seen = {name for stage in report.stages for name in stage.phases}
+    top = [name for name in ORDER if name in seen]
+    parts = sorted(name for name in seen if name.startswith(SPEED))
+    speed_at = top.index("speed") + 1 if "speed" in top else len(top)
+    rest = sorted(seen - set(top) - set(parts))
+    return top[:speed_at] + parts + top[speed_at:] + rest
+
+
+def profile_table(report: Report) -> Table:
+    """Seconds per phase (rows) and stage (columns), with each stage's whole and the run's."""
+    table = Table(title="where the time went (seconds, the grader's clock)", title_justify="left")
+    table.add_column("phase")
+    for stage in report.stages:
+        table.add_column(f"{stage.number} {stage.id}", justify="right")
+    table.add_column("all", justify="right")
+    for name in phase_names(report):
+        shown = f"  {name[len(SPEED):]}" if name.startswith(SPEED) else name
+        values = [stage.phases.get(name) for stage in report.stages]
+        table.add_row(shown, *(_seconds(v) for v in values),
+                      _seconds(sum(v for v in values if v is not None)))
+    counted = [sum(v for k, v in s.phases.items() if not k.startswith(SPEED)) for s in report.stages]
+    table.add_row("rest of the stage", *(_seconds(max(0.0, s.seconds - c))
+                                         for s, c in zip(report.stages, counted)),
+                  _seconds(sum(max(0.0, s.seconds - c) for s, c in zip(report.stages, counted))))
+    table.add_row("stage", *(_seconds(s.seconds) for s in report.stages),
+                  _seconds(sum(s.seconds for s in report.stages)), style="bold")
+    table.caption = f"the whole run: {report.seconds:.1f} s"
+    return table
+
+
+def _seconds(value: float | None) -> str:
+    return "" if value is None else f"{value:.2f}"

@@ -1,0 +1,34 @@
+"""`grade --profile`: where a grading's time went, as the table shows it."""
+
+from rich.console import Console
+
+from grader.report.profile import phase_names, profile_table
+from grader.results import Report, StageResult
+
+
+def _stage(number: int, seconds: float, phases: dict) -> StageResult:
+    return StageResult(number=number, id=f"s{number}", title="", backend="b", module="m",
+                       max_points=10, seconds=seconds, phases=phases)
+
+
+def test_the_phases_show_in_grading_order_with_the_speed_trials_parts_below_speed():
+    report = Report(course="c", target="t", backend="b", backend_reason="", machine={},
+                    started_at="", seconds=9.0, stages=[
+        _stage(1, 4.0, {"end processes": 0.5, "correctness cases": 2.0,
+                        "start processes, load": 1.0}),
+        _stage(2, 5.0, {"speed": 3.0, "speed / timed batches": 2.0,
+                        "speed / build, warm up": 0.5, "correctness cases": 1.0}),
+    ])
+    assert phase_names(report) == ["start processes, load", "correctness cases", "speed",
+                                   "speed / build, warm up", "speed / timed batches",
+                                   "end processes"]
+    console = Console(width=120, record=True)
+    console.print(profile_table(report))
+    text = console.export_text()
+    rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:-1]]
+            for line in text.splitlines() if line.startswith("│")}
+    assert rows["correctness cases"] == ["2.00", "1.00", "3.00"]
+    assert rows["timed batches"] == ["", "2.00", "2.00"]  # a part of speed, indented
+    assert rows["rest of the stage"] == ["0.50", "1.00", "1.50"]  # what no phase holds
+    assert rows["stage"] == ["4.00", "5.00", "9.00"]
+    assert "the whole run: 9.0 s" in text
