@@ -132,6 +132,26 @@ def test_grading_options_stand_before_or_after_the_stage(run_grade, course, tmp_
     assert result["backend"] == "triton-interpret"
 
 
+def test_profile_shows_where_the_time_went_after_the_scorecard(run_grade, course, monkeypatch):
+    def stand_in(session, progress):  # a stage whose phases are known
+        stage = session.stage
+        return StageResult(stage.number, stage.id, stage.title,
+                           session.grading.selection.backend.name, "stand-in.py", stage.points,
+                           Status.PASS, stage.points,
+                           phases={"start processes, load": 1.25, "correctness cases": 1.5})
+
+    monkeypatch.setattr(grading, "grade_session", stand_in)
+    code, stdout, _ = run_grade("--course", str(course.path), "1", "--solutions",
+                                "--backend", "triton-interpret", "--profile")
+    assert code == 0
+    table = stdout[stdout.index("where the time went"):]
+    assert "start processes, load" in table and "1.25" in table and "1.50" in table
+    assert "rest of the stage" in table and "the whole run:" in table
+    code, stdout, _ = run_grade("--course", str(course.path), "1", "--solutions",
+                                "--backend", "triton-interpret")
+    assert "where the time went" not in stdout  # only when asked
+
+
 def test_the_help_lists_the_grading_options_and_says_what_auto_does(run_grade):
     code, stdout, _ = run_grade("--help")
     assert code == 0
