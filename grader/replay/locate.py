@@ -24,6 +24,9 @@ from pathlib import Path
 from grader.tracks import TRACKS, wing
 
 
+_CALLS = 5  # the most lines of calls shown under an error's line
+
+
 def describe(exc: BaseException, path: Path, max_lines: int = 25) -> str:
     """`Type (at file, line N: its source): message`, at the kernel line a compile error
     names, else at the deepest frame in the student's file over the chain of causes; below
@@ -37,7 +40,9 @@ def describe(exc: BaseException, path: Path, max_lines: int = 25) -> str:
         frames = _frames(exc, path)
         place, calls = (frames[-1], frames[-2::-1]) if frames else (None, [])
     called = "".join(f"\n  called from line {lineno} of {path.name}"
-                     + (f": {source}" if source else "") for lineno, source in calls)
+                     + (f": {source}" if source else "") for lineno, source in calls[:_CALLS])
+    if len(calls) > _CALLS:  # a recursion, say: the nearest calls tell where
+        called += f"\n  ... and {len(calls) - _CALLS} calls before those"
     where = ""
     if place is not None:
         lineno, source = place

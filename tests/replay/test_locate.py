@@ -111,3 +111,16 @@ def test_a_run_error_in_a_helper_names_the_helper_line_and_its_call(tmp_path):
     assert text == ("ValueError (at k.py, line 2: raise ValueError('shapes (4,) and (8,) "
                     "differ')): shapes (4,) and (8,) differ\n"
                     "  called from line 6 of k.py: return helper(t)")
+
+
+def test_a_deep_recursion_shows_its_nearest_calls_only(tmp_path):
+    path = tmp_path / "k.py"
+    path.write_text("def down(n):\n    return down(n + 1)\n", encoding="utf-8")
+    scope: dict = {}
+    exec(compile(path.read_text(), str(path), "exec"), scope)  # noqa: S102
+    try:
+        scope["down"](0)
+    except RecursionError as exc:
+        text = describe(exc, path)
+    assert text.count("called from line 2 of k.py") == 5
+    assert text.splitlines()[-1].startswith("  ... and ") and len(text.splitlines()) < 12
