@@ -126,11 +126,17 @@ class GradingRequest:
         if not any(counts.values()):
             return TrackChoice(None, "no stage started")
         best = max(TRACKS, key=lambda t: counts[t])
-        others = [f"{t}: {' '.join(started[t])}" for t in TRACKS if t != best and started[t]]
+        others = [t for t in TRACKS if t != best and started[t]]
         if not others:
             return TrackChoice(best, "the only track whose exercises are started")
-        return TrackChoice(best, "the track with more stages started; also started, not "
-                                 f"graded: {'; '.join(others)}")
+        tied = any(counts[t] == counts[best] for t in others)
+        # Say how to grade the other: a student who started both must not take the one
+        # graded for the only one there is.
+        return TrackChoice(best, ("as many stages started as the other, and first in the "
+                                  "course's order" if tied else "the track with more stages "
+                                  "started") + "; also started, not graded: "
+                           + "; ".join(f"{t}: {' '.join(started[t])} (`--track {t}` grades "
+                                       "it)" for t in others))
 
     def child_options(self) -> list[str]:
         """This request's backend, track, seed and limits as `grade` options, for a

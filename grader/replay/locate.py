@@ -9,6 +9,11 @@ Two kinds of error carry that place differently:
   but names the kernel line itself. That line is the one to show. Triton's carries the
   kernel's source and the AST node that failed, numbered from the kernel's `def`; cuTile's
   (TileError) a `loc` with the file and line.
+
+An error inside a helper the kernel calls (a `@triton.jit` function, a cuTile tile
+function) is shown at the helper's line, with its own reason, and the lines that called it
+below: Triton wraps a helper's compile error in one at the call site that has no reason of
+its own, and a traceback through a helper holds the call's frame above the helper's.
 """
 
 from __future__ import annotations
@@ -19,10 +24,25 @@ from pathlib import Path
 from grader.tracks import TRACKS, wing
 
 
+_CALLS = 5  # the most lines of calls shown under an error's line
+
+
 def describe(exc: BaseException, path: Path, max_lines: int = 25) -> str:
     """`Type (at file, line N: its source): message`, at the kernel line a compile error
-    names, else at the deepest frame in the student's file over the chain of causes."""
-    place = compiled_line(exc, path) or _deepest_frame(exc, path)
+    names, else at the deepest frame in the student's file over the chain of causes; below
+    it, the lines of the file that called the function holding that line."""
+    located = _compiled(exc, path)
+    if located:
+        place, calls = located[-1][0], [found for found, _ in reversed(located[:-1])]
+        if len(located) > 1:  # the call sites' errors say where, the helper's says why
+            exc = located[-1][1]
+    else:
+        frames = _frames(exc, path)
+        place, calls = (frames[-1], frames[-2::-1]) if frames else (None, [])
+    called = "".join(f"\n  called from line {lineno} of {path.name}"
+                     + (f": {source}" if source else "") for lineno, source in calls[:_CALLS])
+    if len(calls) > _CALLS:  # a recursion, say: the nearest calls tell where
+        called += f"\n  ... and {len(calls) - _CALLS} calls before those"
     where = ""
     if place is not None:
         lineno, source = place
@@ -38,12 +58,23 @@ def describe(exc: BaseException, path: Path, max_lines: int = 25) -> str:
         return (f"{line} could not be run: an operation on it was given values of a kind or "
                 "shape it does not take (check the tiles, arrays, indices and constants that "
                 f"line passes; {type(exc).__name__} in the "
-                f"{_runtime(exc) or 'kernel language'})")
-    text = str(exc).strip()
+                f"{_runtime(exc) or 'kernel language'}){called}")
+    text = _reason(exc) if located else str(exc).strip()
     lines = text.splitlines()
     if len(lines) > max_lines:
         text = "\n".join(lines[:max_lines] + [f"... ({len(lines) - max_lines} more lines)"])
-    return f"{type(exc).__name__}{where}: {text}" if text else f"{type(exc).__name__}{where}"
+    return (f"{type(exc).__name__}{where}: {text}" if text else f"{type(exc).__name__}{where}") \
+        + called
+
+
+def _reason(exc: BaseException) -> str:
+    """A compile error's message without the places this module words itself: cuTile's
+    TileError prints its `loc` and call sites, with the paths of the grader's scratch
+    folder, after its `message`."""
+    bare = getattr(exc, "message", None)
+    if getattr(exc, "loc", None) is not None and isinstance(bare, str) and bare.strip():
+        return bare.strip()
+    return str(exc).strip()
 
 
 def message(exc: BaseException, limit: int = 3000) -> str:
@@ -86,24 +117,36 @@ def _runtime(exc: BaseException) -> str | None:
                  if (named := wing(track).runtime(deepest)) is not None), None)
 
 
-def compiled_line(exc: BaseException, path: Path) -> tuple[int, str] | None:
-    """(line, source) in `path` of the kernel line a compile error in `exc`'s chain names
-    (cuTile's `loc`, Triton's `node` within `src`), if it is in that file."""
-    seen = set()
+def _compiled(exc: BaseException, path: Path) -> list[tuple[tuple[int, str], BaseException]]:
+    """Each line of `path` that the errors of `exc`'s chain name, with the error naming it,
+    from the outermost (the kernel's call of a helper) to the innermost (the line that
+    failed)."""
+    found, seen = [], set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
-        loc = getattr(exc, "loc", None)  # cuTile
+        for place in _named_lines(exc, path):
+            if not found or found[-1][0] != place:
+                found.append((place, exc))
+        exc = exc.__cause__ or exc.__context__
+    return found
+
+
+def _named_lines(exc: BaseException, path: Path) -> list[tuple[int, str]]:
+    """The lines of `path` one compile error names, outermost first: cuTile's `loc` and the
+    call sites it came through; Triton's `node` within `src` (a helper's error is a cause
+    of its call site's)."""
+    places, loc = [], getattr(exc, "loc", None)  # cuTile
+    while loc is not None and len(places) < 64:
         line = getattr(loc, "line", None)
         if isinstance(line, int) and Path(str(getattr(loc, "filename", ""))) == path:
-            return line, _source_line(path, line)
-        node, src = getattr(exc, "node", None), getattr(exc, "src", None)  # Triton
-        lineno = getattr(node, "lineno", None)
-        if isinstance(src, str) and isinstance(lineno, int):
-            found = _in_file(src, lineno, path)
-            if found:
-                return found
-        exc = exc.__cause__ or exc.__context__
-    return None
+            places.insert(0, (line, _source_line(path, line)))
+        loc = getattr(loc, "call_site", None)
+    node, src = getattr(exc, "node", None), getattr(exc, "src", None)  # Triton
+    lineno = getattr(node, "lineno", None)
+    if isinstance(src, str) and isinstance(lineno, int):
+        found = _in_file(src, lineno, path)
+        places += [found] if found else []
+    return places
 
 
 def _in_file(src: str, lineno: int, path: Path) -> tuple[int, str] | None:
@@ -133,11 +176,14 @@ def _source_line(path: Path, lineno: int) -> str:
     return lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""
 
 
-def _deepest_frame(exc: BaseException, path: Path) -> tuple[int, str] | None:
-    found, seen = None, set()
+def _frames(exc: BaseException, path: Path) -> list[tuple[int, str]]:
+    """The frames in `path` of the innermost error of the chain that has any, outermost
+    first: the last is the line that failed, those above it the calls that led there."""
+    found, seen = [], set()
     while exc is not None and id(exc) not in seen:  # from the outermost error to its causes
         seen.add(id(exc))
-        frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == path]
-        found = (frames[-1].lineno, (frames[-1].line or "").strip()) if frames else found
+        frames = [(f.lineno, (f.line or "").strip())
+                  for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == path]
+        found = frames or found
         exc = exc.__cause__ or exc.__context__
     return found

@@ -35,14 +35,24 @@ class Session:
 
     def propose(self, language: str, kernel: Any, grid: Any, args: tuple, kwargs: dict,
                 configs: list | None = None) -> None:
+        with self._launching(language, kernel, args, kwargs):
+            if self.recorder is not None:
+                self.recorder.launch(language, kernel, grid, args, kwargs, configs)
+
+    def refuse(self, language: str, kernel: Any, args: tuple, kwargs: dict, why: str) -> None:
+        """A launch its language itself refuses (a grid that is not a tuple): the call is
+        refused at the student's launch line, `why`, and the host watch still sees the
+        tensors the launch was given, so that it does not also say no kernel had them."""
+        with self._launching(language, kernel, args, kwargs):
+            if self.recorder is not None:
+                self.recorder.refuse(why, launch=True)
+
+    def _launching(self, language: str, kernel: Any, args: tuple, kwargs: dict):
         self.count += 1
         tensors = [v for v in [*args, *kwargs.values()] if isinstance(v, torch.Tensor)]
         name = (getattr(getattr(kernel, "fn", None), "__name__", None)
                 or f"a {TRACKS[language].title} kernel")
-        watch = self.host.launching(name, tensors) if self.host else contextlib.nullcontext()
-        with watch:
-            if self.recorder is not None:
-                self.recorder.launch(language, kernel, grid, args, kwargs, configs)
+        return self.host.launching(name, tensors) if self.host else contextlib.nullcontext()
 
 
 _session: Session | None = None

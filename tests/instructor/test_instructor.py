@@ -94,58 +94,6 @@ def test_the_handout_readme_is_the_students_and_its_quick_start_works(tmp_path, 
             assert "NOT STARTED" in run.stdout and "Traceback" not in run.stdout + run.stderr
 
 
-def test_the_handout_notebook_runs_top_to_bottom_on_a_cpu(tmp_path, run_grade, course,
-                                                           monkeypatch):
-    """tilecourse.ipynb, as Colab would run it but here on a CPU: the setup cell (no clone
-    outside Colab) and one cell per stage, each grading its stage: NOT STARTED."""
-    import nbclient
-    import nbformat
-
-    out = tmp_path / "handout"
-    assert run_grade("--course", str(course.path), "release", str(out))[0] == 0
-    book = nbformat.read(out / "tilecourse.ipynb", as_version=4)
-    nbformat.validate(book)
-    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    for name in [k for k in os.environ if k.startswith("PYTEST_")]:
-        monkeypatch.delenv(name)
-    nbclient.NotebookClient(book, timeout=600, kernel_name="python3",
-                            resources={"metadata": {"path": str(out)}}).execute()
-    code = [c for c in book.cells if c.cell_type == "code"]
-    assert len(code) == 1 + len(course.stages)
-    assert "backend" in _text(code[0]).lower()  # grade doctor ran
-    for stage, cell in zip(course.stages, code[1:]):
-        assert cell.source == f"!grade {stage.number}"
-        assert f"stage{stage.number} {stage.id}" in _text(cell) and "NOT STARTED" in _text(cell)
-        assert "Traceback" not in _text(cell)
-
-
-def test_the_courses_notebook_is_the_one_release_writes(course):
-    """exercises/tilecourse.ipynb is in the repository for students who start from it; it
-    must be what `grade release` writes, so that a new stage is in it too."""
-    from grader.instructor.notebook import notebook
-
-    kept = json.loads((ROOT / "exercises/tilecourse.ipynb").read_text(encoding="utf-8"))
-    assert kept == notebook(course), "regenerate it: grader.instructor.notebook.write_notebook"
-
-
-def test_the_notebooks_colab_setup_is_valid_ipython_and_keeps_work_on_drive(course):
-    """The setup cell's Colab branch never runs in CI: it must at least be valid code once
-    IPython has turned its ! and % lines into calls, and keep the course on Drive."""
-    from IPython.core.inputtransformer2 import TransformerManager
-
-    from grader.instructor.notebook import notebook
-
-    setup = notebook(course)["cells"][1]["source"]
-    compile(TransformerManager().transform_cell(setup), "setup cell", "exec")
-    assert "drive.mount" in setup and "MyDrive/tilecourse" in setup
-    assert "grader.install cutile" in setup  # the simulator for the cuTile track
-    assert "Upload the handout" in setup or "git clone" in setup
-
-
-def _text(cell) -> str:
-    return "".join(o.get("text", "") for o in cell.outputs)
-
-
 def test_release_never_overwrites_without_force(tmp_path, run_grade, course):
     out = tmp_path / "handout"
     out.mkdir()

@@ -29,14 +29,14 @@ def _hooked(original):
         for what, value, says in (("grid", grid, "Grid must be a tuple"),
                                   ("kernel arguments", kernel_args,
                                    "launch expects a tuple as the fourth argument")):
-            if not isinstance(value, tuple) and session.recorder is not None:
-                session.count += 1
-                session.recorder.refuse(
-                    f"ct.launch takes its {what} as a tuple, and cuTile refuses a "
-                    f"{type(value).__name__} there (\"{says}\"): write "
+            if not isinstance(value, tuple):
+                given = type(value).__name__
+                session.refuse(
+                    "cutile", kernel, tuple(kernel_args) if isinstance(kernel_args, (tuple, list)) else (),
+                    {}, f"ct.launch takes its {what} as a tuple, and cuTile refuses "
+                    f"{'an' if given[:1] in 'aeiou' else 'a'} {given} there (\"{says}\"): write "
                     f"({'n' if what == 'grid' else 'a, b'},) with the trailing comma for one "
-                    "element",
-                    launch=True)
+                    "element")
                 return None
         session.propose("cutile", kernel, grid, kernel_args, {})
         return None

@@ -23,10 +23,43 @@ def _hooked(original):
             return original(self, *args, **kwargs)
         grid = kwargs.pop("grid", None)
         kwargs.pop("warmup", None)
+        if not callable(grid) and not isinstance(grid, (tuple, list)):
+            # Triton's launch takes len(grid): a number of programs is refused on a GPU, so
+            # a proposal holds what Triton accepts, and the student reads why at the launch.
+            session.refuse("triton", self, args, kwargs, not_a_tuple(grid, "is"))
+            return None
+        if callable(grid):
+            grid = _returning_a_tuple(grid)
         session.propose("triton", self, grid, args, kwargs, getattr(self, "configs", None))
         return None
 
     return run
+
+
+def not_a_tuple(grid, verb: str) -> str:
+    """Why a grid that is not a tuple is refused, and the fix: `verb` says whether it "is"
+    the grid or what the grid function "returns"."""
+    what = type(grid).__name__
+    article = "an" if what[:1] in "aeiou" else "a"
+    given = "the launch's grid is" if verb == "is" else "the launch's grid function returns"
+    fix = "(n,)" if verb == "is" else "return (n,)"
+    return (f"{given} {article} {what}, not a tuple: Triton takes the grid as a tuple of "
+            f"program counts, one per axis, and refuses {article} {what} on a GPU "
+            f"(\"object of type '{what}' has no len()\"); write {fix} with the trailing comma "
+            "for a 1-D grid")
+
+
+def _returning_a_tuple(grid):
+    """A grid function whose result the recorder takes only as a tuple (or list)."""
+    from grader.replay.proposal import ProposalError
+
+    def checked(meta):
+        found = grid(meta)
+        if not isinstance(found, (tuple, list)):
+            raise ProposalError(not_a_tuple(found, "returns"))
+        return found
+
+    return checked
 
 
 def dtype_name(value) -> str | None:
