@@ -2,7 +2,7 @@
 happened to it.
 
     .  every element right          X  some element wrong
-    _  some element never written   2  some element written by two programs
+    _  some element never written   2  some element written by more than one program
     R  written by a program that read or wrote out of bounds
 
 The terminal gets a compact character map, one mark per tile (at most MAX_ROWS x MAX_COLS
@@ -27,7 +27,8 @@ from grader.tracks import Words
 
 MAX_ROWS, MAX_COLS = 12, 64
 MARKS = ".X_2R"  # in order of precedence
-LEGEND = ". right  X wrong  _ never written  2 written twice  R read or wrote out of bounds"
+LEGEND = (". right  X wrong  _ never written  2 written by several programs  "
+          "R by a program that read or wrote out of bounds")
 # The page's grid: at most this many cells down and across (a cell per element below both).
 DRAW_ROWS, DRAW_COLS = 64, 128
 EMPTY = " "  # a cell past the last element of a wrapped vector
@@ -142,7 +143,7 @@ def draw(seen: Seen) -> dict:
         "shape": list(seen.bad.shape), "cols": layout.cols, "cell": list(layout.cell),
         "grid": list(layout.grid), "tile": seen.extents, "marks": marks,
         "edges": _edges(seen, layout),
-        # [wrong, never written, written twice, by an out-of-bounds program] of each cell
+        # [wrong, never written, written more than once, by an out-of-bounds program] of a cell
         # that is not all right
         "counts": {str(i): table[i] for i, m in enumerate(marks) if m not in (".", EMPTY)},
         "word": seen.words.program if seen.words else "program",

@@ -21,7 +21,7 @@ from grader.results import CaseResult, Report
 KINDS = {".": ("ok", "#cfeccf", "right", "right"),
          "X": ("bad", "#e8504a", "wrong", "wrong"),
          "_": ("unw", "#ffffff", "never written", "never written"),
-         "2": ("two", "#f0a830", "written by two programs", "written twice"),
+         "2": ("two", "#f0a830", "written by more than one program", "written more than once"),
          "R": ("oob", "#7b4bc4", "written by a program that read or wrote out of bounds",
                "by a program that went out of bounds")}
 COUNTED = ["X", "_", "2", "R"]  # the order of a cell's counts in the record
@@ -100,11 +100,19 @@ def _case(case: CaseResult, number: int) -> str:
     about = _about(picture)
     return (f"<section aria-labelledby='case-{number}'>"
             f"<h3 id='case-{number}'>{html.escape(case.id)}</h3>"
-            f"<pre>{html.escape(_said(case))}</pre><p>{html.escape(about)}</p>"
+            f"<pre>{html.escape(_said(case))}</pre><p>{html.escape(about)}</p>{_present(picture)}"
             f"<div class='scroll'>{_grid(picture, info, about)}</div>"
             f"<p class='info' id='{info}' aria-live='polite'>Hover over or focus a cell.</p>"
             "<details><summary>the case's report</summary><pre>"
             + html.escape("\n".join([case.summary, *case.details])) + "</pre></details></section>")
+
+
+def _present(picture: dict) -> str:
+    """The key of one grid: the kinds drawn there, with how many cells each."""
+    marks = picture["marks"]
+    return ("<p class='key'>" + "".join(
+        f"<span class='{c}'></span>{html.escape(name)}: {_many(marks.count(m), 'cell')}"
+        for m, (c, _, name, _) in KINDS.items() if m in marks) + "</p>")
 
 
 def _about(picture: dict) -> str:

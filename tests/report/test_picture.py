@@ -4,6 +4,7 @@ outcomes as the replay would report them; nothing is graded here. The page in a 
 browser: test_picture_browser.py."""
 
 import re
+from pathlib import Path
 
 import torch
 
@@ -13,7 +14,7 @@ from grader.replay.execute import LaunchRecord
 from grader.replay.poison import poison_
 from grader.replay.traffic import NOBODY, OOB_READER, SEVERAL, SHARED, WRITTEN
 from grader.report.picture_html import page
-from grader.results import CaseResult, Report, StageResult
+from grader.results import CaseResult, Failure, Report, StageResult
 from grader.sandbox.outcomes import Outcome
 from grader.tracks import TRACKS
 
@@ -122,7 +123,7 @@ def test_a_small_output_is_drawn_one_cell_per_element_with_its_values_and_progra
     assert [i for i, r in enumerate(rows) if "t" in r[0].split()] == [4]
     texts = labels(html)
     assert texts[1] == "out[0, 1]: wrong: got 100, expected 1; stored by program (0, 0)"
-    assert texts[23] == "out[2, 3]: written twice: got 23, expected 23; stored by several programs"
+    assert texts[23] == "out[2, 3]: written more than once: got 23, expected 23; stored by several programs"
     assert texts[12] == "out[1, 2]: right: got 12, expected 12; stored by program (0, 0)"
     assert texts[16] == "out[1, 6]: right: got 16, expected 16; stored by program (1, 0)"
     assert texts[58] == "out[5, 8]: right: got 58, expected 58; stored by program (2, 1)"
@@ -164,3 +165,14 @@ def test_every_string_on_the_page_is_escaped():
 def test_a_page_with_no_failing_case_says_so():
     html = page(report_of(CaseResult("n=1", "float32", {}, 0, True, "all 1 elements match")))
     assert "No failing case has a picture." in html
+
+
+def test_a_case_failed_on_its_traffic_keeps_its_picture(grade_source):
+    """Graded for real: the cases fail on the loads past the end before their numbers are
+    judged, and the picture still marks what the straying program stored."""
+    fault = Path(__file__).resolve().parents[1] / "faults" / "triton" / "stage1_load_without_mask.py"
+    result = grade_source("vector_add", fault.read_text(encoding="utf-8"))
+    strays = [c for c in result.cases if c.failure is Failure.OUT_OF_BOUNDS]
+    assert strays and all("R" in c.stats["picture"]["marks"] for c in strays)
+    html = page(report_of(*strays))
+    assert html.count("<table class='pic'") == len(strays) and "<td class='oob" in html
