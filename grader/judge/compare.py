@@ -34,6 +34,7 @@ class Verdict:
     details: list[str] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
     kind: Failure = Failure.WRONG_RESULT  # of a failure: all a hidden case reveals
+    picture: dict[str, Any] | None = None  # the output drawn (grader.judge.picture.draw)
 
     @property
     def report(self) -> str:
@@ -138,8 +139,8 @@ def compare(outcome: Outcome, expected: Expected) -> Verdict:
         details += ownership.report(writers, extents, expected.track.words_for(launch.grid))
     if extents:
         details += picture.shown(picture.tile_map(bad, unwritten, traffic_map, extents))
-    stats["picture"] = picture.draw(_seen(outcome, expected, (got, want, unwritten, bad)))
-    return Verdict(False, summary, details, stats)
+    drawing = picture.draw(_seen(outcome, expected, (got, want, unwritten, bad)))
+    return Verdict(False, summary, details, stats, picture=drawing)
 
 
 def drawn(outcome: Outcome, expected: Expected) -> dict | None:

@@ -84,6 +84,7 @@ class StageCheck:
             summary=verdict.summary,
             details=verdict.details,
             stats=verdict.stats,
+            picture=verdict.picture,
             # a hidden case's time is withheld too: a call that sleeps for n milliseconds
             # would tell its inputs by it
             seconds=0.0 if case.hidden else round(time.perf_counter() - start, 3),
@@ -138,7 +139,7 @@ class StageCheck:
         if verdict is None:
             verdict = compare(outcome, judged)
         elif verdict.kind in DRAWN and (picture := drawn(outcome, judged)):
-            verdict.stats["picture"] = picture  # what the strays did to the output
+            verdict.picture = picture  # what the strays did to the output
         if not verdict.passed and proposed.host:
             # What the host watch saw is a fact about the wrapper; it explains, never decides.
             # It was seen in the submission's own process: quoted, as what the watch said.
@@ -146,7 +147,7 @@ class StageCheck:
                                                  f"the replay's result: {verdict.summary}",
                                                  *verdict.details], verdict.stats,
                               Failure.HOST_WORK if verdict.kind is Failure.WRONG_RESULT
-                              else verdict.kind)
+                              else verdict.kind, verdict.picture)
         return verdict
 
     def _misconduct(self, call: Call, outcome: Outcome) -> Verdict | None:

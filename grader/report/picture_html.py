@@ -1,8 +1,8 @@
 """`grade --picture DIR`: each failing case's output drawn on one self-contained page.
 
-The judge's record of a failing case (grader.judge.picture.draw, `stats["picture"]`) drawn as
-a grid at the output's own shape: one cell per element where the output is small, else one
-per block of elements, coloured by the worst kind inside it, the stage's tiles outlined.
+The judge's record of a failing case (grader.judge.picture.draw, `CaseResult.picture`)
+drawn as a grid at the output's own shape: one cell per element where the output is small,
+else one per block of elements, coloured by the worst kind inside it, the tiles outlined.
 Hovering over a cell, or focusing it (the grid takes the keyboard focus; the arrow keys move
 it), shows which program stored it, its index, and the value got against the one expected
 (or the block's counts). Nothing comes from the network; the one script is inline; every
@@ -70,7 +70,7 @@ def page(report: Report) -> str:
     parts = [f"<h1>{html.escape(report.course)}: failures, drawn</h1>", _key()]
     number = 0
     for stage in report.stages:
-        failed = [c for c in stage.cases if not c.passed and isinstance(c.stats.get("picture"), dict)]
+        failed = [c for c in stage.cases if not c.passed and c.picture]
         if not failed:
             continue
         parts.append(f"<h2>stage {stage.number}: {html.escape(stage.title)}</h2>")
@@ -95,7 +95,7 @@ def _key() -> str:
 
 
 def _case(case: CaseResult, number: int) -> str:
-    picture = case.stats["picture"]
+    picture = case.picture
     info = f"info-{number}"
     about = _about(picture)
     return (f"<section aria-labelledby='case-{number}'>"

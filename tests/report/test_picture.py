@@ -3,10 +3,12 @@ way of grader.judge.compare) and the page that draws it (grader.report.picture_h
 outcomes as the replay would report them; nothing is graded here. The page in a real
 browser: test_picture_browser.py."""
 
+import json
 import re
 from pathlib import Path
 
 import torch
+from conftest import vector_add_course
 
 from grader.course import Tolerance
 from grader.judge.compare import Expected, compare, drawn
@@ -19,6 +21,7 @@ from grader.sandbox.outcomes import Outcome
 from grader.tracks import TRACKS
 
 EXACT = Tolerance(1e-5, 1e-5)
+FAULTS = Path(__file__).resolve().parents[1] / "faults" / "triton"
 
 
 def expected(reference, tiles=("BLOCK_M", "BLOCK_N")) -> Expected:
@@ -44,8 +47,7 @@ def report_of(*cases: CaseResult) -> Report:
 
 
 def failed(picture: dict, case_id="M=45,N=301", summary="wrong") -> CaseResult:
-    return CaseResult(case_id, "float32", {}, 0, False, summary, ["detail"],
-                      stats={"picture": picture})
+    return CaseResult(case_id, "float32", {}, 0, False, summary, ["detail"], picture=picture)
 
 
 def rows_of(html: str) -> list[list[str]]:
@@ -85,7 +87,7 @@ def test_every_element_wrong_at_45_x_301_is_45_rows_of_blocks_with_the_tiles_out
                       traffic_map=torch.full((45, 301), WRITTEN, dtype=torch.uint8),
                       writers=tiled_writers((45, 301), (64, 64), grid), writer_launch=0)
     verdict = compare(outcome, expected(want))
-    picture = verdict.stats["picture"]
+    picture = verdict.picture
     assert picture["shape"] == [45, 301] and picture["grid"] == [45, 76]
     assert picture["cell"] == [1, 4]  # 4 divides the tile: tile edges fall on cell edges
     html = page(report_of(failed(picture)))
@@ -113,7 +115,7 @@ def test_a_small_output_is_drawn_one_cell_per_element_with_its_values_and_progra
     writers[2, 3], writers[5, 9] = SEVERAL, NOBODY
     outcome = Outcome(output=got, launches=launched((4, 4), (3, 2)), traffic_map=traffic,
                       writers=writers, writer_launch=0)
-    picture = compare(outcome, expected(want)).stats["picture"]
+    picture = compare(outcome, expected(want)).picture
     assert picture["cell"] == [1, 1] and picture["grid"] == [6, 10]
     assert picture["marks"][1] == "X" and picture["marks"][23] == "2"
     html = page(report_of(failed(picture)))
@@ -136,7 +138,7 @@ def test_a_vector_is_wrapped_into_rows_of_whole_tiles():
     got[-10:] = -1
     outcome = Outcome(output=got, launches=[LaunchRecord("k", (4,), {"BLOCK_SIZE": 256},
                                                          language="triton")])
-    picture = compare(outcome, expected(want, ("BLOCK_SIZE",))).stats["picture"]
+    picture = compare(outcome, expected(want, ("BLOCK_SIZE",))).picture
     assert picture["cols"] == 128 and picture["grid"] == [8, 128] and picture["cell"] == [1, 1]
     html = page(report_of(failed(picture)))
     rows = rows_of(html)
@@ -150,7 +152,7 @@ def test_every_string_on_the_page_is_escaped():
     want = torch.zeros(2, 2)
     outcome = Outcome(output=want + 1, launches=launched((2, 2), (1, 1)),
                       writers=torch.zeros(2, 2, dtype=torch.int32), writer_launch=0)
-    picture = compare(outcome, expected(want)).stats["picture"]
+    picture = compare(outcome, expected(want)).picture
     picture["names"] = {"0": "<img src=x onerror=alert(1)>'"}
     case = failed(picture, case_id="<b>id</b>", summary="<script>alert(1)</script>")
     case.details = ["┆ '\"><svg onload=alert(1)>"]
@@ -167,12 +169,26 @@ def test_a_page_with_no_failing_case_says_so():
     assert "No failing case has a picture." in html
 
 
-def test_a_case_failed_on_its_traffic_keeps_its_picture(grade_source):
-    """Graded for real: the cases fail on the loads past the end before their numbers are
-    judged, and the picture still marks what the straying program stored."""
-    fault = Path(__file__).resolve().parents[1] / "faults" / "triton" / "stage1_load_without_mask.py"
-    result = grade_source("vector_add", fault.read_text(encoding="utf-8"))
-    strays = [c for c in result.cases if c.failure is Failure.OUT_OF_BOUNDS]
-    assert strays and all("R" in c.stats["picture"]["marks"] for c in strays)
-    html = page(report_of(*strays))
-    assert html.count("<table class='pic'") == len(strays) and "<td class='oob" in html
+def test_grade_picture_draws_a_case_failed_on_its_traffic_and_keeps_it_out_of_the_json(
+        run_grade, tmp_path):
+    """`grade --submission FILE --picture DIR`, for real: the case fails on the loads past
+    the vector's end before its numbers are judged, and the page still draws what the
+    straying program stored; the JSON has the verdict, not the drawing."""
+    course_file = tmp_path / "course.toml"
+    course_file.write_text(vector_add_course('[ { n = 1000, dtypes = ["float32"] } ]'),
+                           encoding="utf-8")
+    submission = tmp_path / "stage1_vector_add.py"
+    submission.write_text((FAULTS / "stage1_load_without_mask.py").read_text(encoding="utf-8"),
+                          encoding="utf-8")
+    code, out, err = run_grade("--course", str(course_file), "1", "--submission", str(submission),
+                               "--backend", "triton-interpret", "--picture", str(tmp_path / "pic"),
+                               "--json", str(tmp_path / "r.json"))
+    assert code == 1, out + err
+    case = json.loads((tmp_path / "r.json").read_text())["stages"][0]["cases"][0]
+    assert case["failure"] == Failure.OUT_OF_BOUNDS.value and "picture" not in case
+    assert "picture" not in case["stats"]
+    html = (tmp_path / "pic" / "failures.html").read_text(encoding="utf-8")
+    rows = rows_of(html)
+    assert len(rows) == 8 and rows[0][0] == "ok"  # 1000 elements: 8 rows of 128
+    assert rows[-1][0].startswith("oob")  # the last program, 768:1000, read past the end
+    assert "out[999]: by a program that went out of bounds: got " in html
