@@ -70,13 +70,19 @@ def page(report: Report) -> str:
     parts = [f"<h1>{html.escape(report.course)}: failures, drawn</h1>", _key()]
     number = 0
     for stage in report.stages:
-        failed = [c for c in stage.cases if not c.passed and c.picture]
+        failed = [c for c in stage.cases if not c.passed]
         if not failed:
             continue
         parts.append(f"<h2>stage {stage.number}: {html.escape(stage.title)}</h2>")
         for case in failed:
-            number += 1
-            parts.append(_case(case, number))
+            if case.picture:
+                number += 1
+                parts.append(_case(case, number))
+        if undrawn := [c for c in failed if not c.picture]:
+            # no output came back to draw (it raised, timed out, returned something else)
+            parts.append("<p>Failed with no output to draw:</p><ul>" + "".join(
+                f"<li>{html.escape(c.id)}: {html.escape(c.summary)}</li>" for c in undrawn)
+                + "</ul>")
     if not number:
         parts.append("<p>No failing case has a picture.</p>")
     return ("<!doctype html><html lang='en'><head><meta charset='utf-8'>"

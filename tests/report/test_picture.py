@@ -125,7 +125,8 @@ def test_a_small_output_is_drawn_one_cell_per_element_with_its_values_and_progra
     assert [i for i, r in enumerate(rows) if "t" in r[0].split()] == [4]
     texts = labels(html)
     assert texts[1] == "out[0, 1]: wrong: got 100, expected 1; stored by program (0, 0)"
-    assert texts[23] == "out[2, 3]: written more than once: got 23, expected 23; stored by several programs"
+    assert texts[23] == ("out[2, 3]: written more than once: got 23, expected 23; "
+                         "stored by several programs")
     assert texts[12] == "out[1, 2]: right: got 12, expected 12; stored by program (0, 0)"
     assert texts[16] == "out[1, 6]: right: got 16, expected 16; stored by program (1, 0)"
     assert texts[58] == "out[5, 8]: right: got 58, expected 58; stored by program (2, 1)"
@@ -192,3 +193,11 @@ def test_grade_picture_draws_a_case_failed_on_its_traffic_and_keeps_it_out_of_th
     assert len(rows) == 8 and rows[0][0] == "ok"  # 1000 elements: 8 rows of 128
     assert rows[-1][0].startswith("oob")  # the last program, 768:1000, read past the end
     assert "out[999]: by a program that went out of bounds: got " in html
+
+
+def test_a_failing_case_with_no_output_is_listed_with_its_verdict():
+    raised = CaseResult("n=7", "float32", {}, 0, False, "the wrapper raised <an> exception:",
+                        failure=Failure.RAISED)
+    html = page(report_of(raised))
+    assert "No failing case has a picture." in html
+    assert "<li>n=7: the wrapper raised &lt;an&gt; exception:</li>" in html

@@ -128,7 +128,8 @@ def test_hover_and_keyboard_tell_which_program_stored_a_cell(opened):
 def test_a_large_output_is_drawn_by_blocks_with_their_counts(opened):
     section = case(opened(SHARED), LARGE)
     grid = section.locator("table.pic")
-    assert grid.locator("tr").count() == 64 and grid.locator("tr").first.locator("td").count() == 128
+    assert grid.locator("tr").count() == 64
+    assert grid.locator("tr").first.locator("td").count() == 128
     # the tile column repeats the tile row: the diagonal's 4 tiles are stored by all the programs
     # of their row (16 x 8 cells of 4 x 8 elements a tile), the others by none
     assert grid.locator("td.two").count() == 4 * 16 * 8
