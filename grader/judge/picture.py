@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from grader.replay.traffic import NOBODY, OOB_READER, SEVERAL, SHARED
 from grader.tracks import Words
@@ -112,15 +113,22 @@ class _Layout:
     def grid(self) -> tuple[int, int]:
         return -(-self.rows // self.cell[0]), -(-self.cols // self.cell[1])
 
+    def cells(self, flat: torch.Tensor, fill) -> torch.Tensor:
+        """(cell rows, h, cell columns, w): each cell's elements, `fill` where there is
+        none; one copy at most (an output on a GPU may be large)."""
+        (h, w), (n_rows, n_cols) = self.cell, self.grid
+        missing = self.rows * self.cols - flat.numel()
+        if missing:
+            flat = torch.cat([flat, flat.new_full((missing,), fill)])
+        grid = flat.view(self.rows, self.cols)
+        if n_rows * h > self.rows or n_cols * w > self.cols:
+            grid = F.pad(grid, (0, n_cols * w - self.cols, 0, n_rows * h - self.rows), value=fill)
+        return grid.view(n_rows, h, n_cols, w)
+
     def blocks(self, flat: torch.Tensor, fill) -> torch.Tensor:
         """(cells, elements per cell): each cell's elements, `fill` where there is none."""
         (h, w), (n_rows, n_cols) = self.cell, self.grid
-        padded = torch.full((n_rows * h * n_cols * w,), fill, dtype=flat.dtype)
-        grid = padded.view(n_rows * h, n_cols * w)
-        whole = torch.full((self.rows * self.cols,), fill, dtype=flat.dtype)
-        whole[:flat.numel()] = flat
-        grid[:self.rows, :self.cols] = whole.view(self.rows, self.cols)
-        return grid.view(n_rows, h, n_cols, w).permute(0, 2, 1, 3).reshape(n_rows * n_cols, h * w)
+        return self.cells(flat, fill).permute(0, 2, 1, 3).reshape(n_rows * n_cols, h * w)
 
 
 def draw(seen: Seen) -> dict:
@@ -128,16 +136,18 @@ def draw(seen: Seen) -> dict:
     the layout, one mark per cell, tile edges, per-cell counts of each kind, the programs
     that stored each cell and, at one element per cell, the values."""
     layout = _layout(list(seen.bad.shape), seen.extents)
-    present = layout.blocks(torch.ones(seen.bad.numel(), dtype=torch.bool), False)
-    kinds = _kinds(seen)
-    level = torch.zeros_like(present, dtype=torch.uint8)
+    present = layout.cells(torch.ones(seen.bad.numel(), dtype=torch.uint8), 0).amax((1, 3))
+    level = torch.zeros_like(present)
     counts = []
-    for value, kind in enumerate(kinds, start=1):
-        block = layout.blocks(kind.reshape(-1), False)
-        level = torch.maximum(level, block.to(torch.uint8) * value)
-        counts.append(block.sum(1))
+    for value, kind in enumerate(_kinds(seen), start=1):
+        if not bool(kind.any()):  # most kinds are absent from most failures: no pass over it
+            counts.append(torch.zeros(present.numel(), dtype=torch.int64))
+            continue
+        cells = layout.cells(kind.reshape(-1).to(torch.uint8), 0)
+        level = torch.maximum(level, cells.amax((1, 3)) * value)
+        counts.append(cells.sum((1, 3), dtype=torch.int64).reshape(-1))
     marks = "".join(MARKS[int(v)] if p else EMPTY
-                    for v, p in zip(level.amax(1).tolist(), present.any(1).tolist()))
+                    for v, p in zip(level.reshape(-1).tolist(), present.reshape(-1).tolist()))
     table = torch.stack(counts, 1).tolist()
     record = {
         "shape": list(seen.bad.shape), "cols": layout.cols, "cell": list(layout.cell),
