@@ -66,6 +66,9 @@ class CaseResult:
     seconds: float = 0.0
     hidden: bool = False  # an instructor-only case: inputs and diagnostics are withheld
     failure: Failure | None = None  # set when it failed
+    # A failing output drawn (grader.judge.picture.draw) for `grade --picture`: large, and a
+    # drawing, so it stays out of the JSON (to_json), where the diagnostics say it in words.
+    picture: dict[str, Any] | None = field(default=None, repr=False)
 
 
 @dataclass
@@ -198,6 +201,8 @@ class Report:
         data["sandbox"] = [asdict(p) for p in self.sandbox]
         for stage, result in zip(data["stages"], self.stages):
             del stage["sandbox"]
+            for case in stage["cases"]:
+                del case["picture"]
             stage["status"] = result.status.value
             stage["cases_passed"] = result.cases_passed
             stage["total_points"] = result.total_points

@@ -204,9 +204,11 @@ def grading_options(command):
                           "(for CI: green until a started stage fails). never: 0 whenever "
                           "grading finished (the result files say how it went)."),
         click.option("--picture", "picture_dir", type=click.Path(file_okay=False, path_type=Path),
-                     help="Also draw each failing case's output by tile (wrong, never "
-                          "written, written twice, read out of bounds) as a page, "
-                          "DIR/failures.html, to open in a browser."),
+                     help="Also draw each failing case's output, element by element (or "
+                          "by blocks where it is large: wrong, never written, written by "
+                          "several programs, by a program out of bounds; hover for which "
+                          "program stored it) as a page, DIR/failures.html, to open in a "
+                          "browser."),
         click.option("--profile", is_flag=True,
                      help="Also show where the grading's time went, stage by stage: starting "
                           "and loading the processes, the correctness cases, the checks, each "

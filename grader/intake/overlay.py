@@ -86,6 +86,8 @@ def as_submitted(report: Report, unpacked: Unpacked, name: str) -> Report:
     shown = Report.from_json({**data, "target": name})
     for stage, graded in zip(shown.stages, report.stages):
         stage.sandbox = graded.sandbox  # records of protections, not kept by from_json
+        for case, judged in zip(stage.cases, graded.cases):
+            case.picture = judged.picture  # a drawing of numbers, kept out of the JSON
         target = stage.module.removeprefix(f"{SCRATCH}/")
         if stage.status is Status.NOT_STARTED and unpacked.absent(target):
             stage.message = _absent(PurePosixPath(target).name, unpacked.ignored)

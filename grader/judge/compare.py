@@ -34,6 +34,7 @@ class Verdict:
     details: list[str] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
     kind: Failure = Failure.WRONG_RESULT  # of a failure: all a hidden case reveals
+    picture: dict[str, Any] | None = None  # the output drawn (grader.judge.picture.draw)
 
     @property
     def report(self) -> str:
@@ -65,15 +66,8 @@ def compare(outcome: Outcome, expected: Expected) -> Verdict:
     if problem:
         return Verdict(False, problem)
 
-    # Elementwise work stays on the output's device: GPU outputs can be large.
-    unwritten = never_written(output)
     poisoned = computed_from_poison(output)
-    got = output.detach().to(torch.float32)
-    want = expected.reference.detach().to(device=got.device, dtype=torch.float32)
-    unwritten = torch.zeros_like(got, dtype=torch.bool) if unwritten is None else unwritten
-    err = (got - want).abs()
-    # `<=` is False for NaN, so a NaN never counts as a match, whatever the reference says.
-    bad = ~(err <= tolerance.atol + tolerance.rtol * want.abs())
+    got, want, unwritten, err, bad = _mismatch(output, expected)
     n_bad, total = int(bad.sum()), got.numel()
 
     both_finite = torch.isfinite(got) & torch.isfinite(want)
@@ -144,9 +138,46 @@ def compare(outcome: Outcome, expected: Expected) -> Verdict:
         launch = launches[writer_launch]
         details += ownership.report(writers, extents, expected.track.words_for(launch.grid))
     if extents:
-        stats["picture"] = picture.tile_map(bad, unwritten, traffic_map, extents)
-        details += picture.shown(stats["picture"])
-    return Verdict(False, summary, details, stats)
+        details += picture.shown(picture.tile_map(bad, unwritten, traffic_map, extents))
+    drawing = picture.draw(_seen(outcome, expected, (got, want, unwritten, bad)))
+    return Verdict(False, summary, details, stats, picture=drawing)
+
+
+def drawn(outcome: Outcome, expected: Expected) -> dict | None:
+    """The picture of an output whose case failed before its numbers were judged (a load or
+    store outside its tensor): what it got right and wrong, and who stored where."""
+    output = outcome.output
+    if _wrong_kind(output, expected.reference, expected.dtype, expected.device):
+        return None
+    got, want, unwritten, _, bad = _mismatch(output, expected)
+    return picture.draw(_seen(outcome, expected, (got, want, unwritten, bad)))
+
+
+def _mismatch(output: torch.Tensor, expected: Expected) -> tuple[torch.Tensor, ...]:
+    """got and want in float32, the elements never written, the error, the bad elements."""
+    # Elementwise work stays on the output's device: GPU outputs can be large.
+    unwritten = never_written(output)
+    got = output.detach().to(torch.float32)
+    want = expected.reference.detach().to(device=got.device, dtype=torch.float32)
+    unwritten = torch.zeros_like(got, dtype=torch.bool) if unwritten is None else unwritten
+    err = (got - want).abs()
+    tolerance = expected.tolerance
+    # `<=` is False for NaN, so a NaN never counts as a match, whatever the reference says.
+    bad = ~(err <= tolerance.atol + tolerance.rtol * want.abs())
+    return got, want, unwritten, err, bad
+
+
+def _seen(outcome: Outcome, expected: Expected, judged: tuple) -> picture.Seen:
+    """What the picture draws of one output: the judged elements, the replay's traffic and
+    writers (the latter named in the words of the launch they belong to)."""
+    got, want, unwritten, bad = (t.cpu() for t in judged)
+    launches, words = outcome.launches, None
+    launch = outcome.writer_launch
+    if expected.track is not None and launch is not None and launch < len(launches):
+        words = expected.track.words_for(launches[launch].grid)
+    return picture.Seen(bad, unwritten, got, want, outcome.traffic_map,
+                        outcome.writers if words is not None else None,
+                        _extents(expected.tiles, bad, launches), words)
 
 
 def _extents(spec, bad: torch.Tensor, launches) -> list[int] | None:

@@ -20,7 +20,7 @@ import torch
 
 from grader.backends.selection import Selection, dtype_unsupported
 from grader.course import Case, Stage
-from grader.judge.compare import Expected, Verdict, compare
+from grader.judge.compare import Expected, Verdict, compare, drawn
 from grader.problems import DTYPES, Call
 from grader.quoting import inline, quoted, said
 from grader.results import CaseResult, CheckResult, Failure
@@ -32,6 +32,9 @@ from grader.tracks import TRACKS
 # saw of the inputs it was given cannot be what the grader judges.
 REPLAY_DRAW = 0x5EED
 COMPILES = "compiles for a GPU"  # the stage-wide check that a GPU compiler saw the kernels
+# Failures decided before the numbers whose output is still worth a picture: the loads and
+# stores that left their tensor, or wrote an input, mark the elements their programs stored.
+DRAWN = (Failure.OUT_OF_BOUNDS, Failure.MODIFIED_INPUTS)
 
 
 class StageCheck:
@@ -81,6 +84,7 @@ class StageCheck:
             summary=verdict.summary,
             details=verdict.details,
             stats=verdict.stats,
+            picture=verdict.picture,
             # a hidden case's time is withheld too: a call that sleeps for n milliseconds
             # would tell its inputs by it
             seconds=0.0 if case.hidden else round(time.perf_counter() - start, 3),
@@ -129,9 +133,13 @@ class StageCheck:
             self.unchecked = self.unchecked or outcome.unchecked
         track = self.backend.track
         # The replay's output comes back to the grader on its CPU, wherever it ran.
-        verdict = self._misconduct(call, outcome) or compare(outcome, Expected(
-            expected, DTYPES[case.dtype], "cpu", self.stage.tolerance[case.dtype],
-            TRACKS.get(track), self.stage.tiles.get(track), problem.explain, call))
+        judged = Expected(expected, DTYPES[case.dtype], "cpu", self.stage.tolerance[case.dtype],
+                          TRACKS.get(track), self.stage.tiles.get(track), problem.explain, call)
+        verdict = self._misconduct(call, outcome)
+        if verdict is None:
+            verdict = compare(outcome, judged)
+        elif verdict.kind in DRAWN and (picture := drawn(outcome, judged)):
+            verdict.picture = picture  # what the strays did to the output
         if not verdict.passed and proposed.host:
             # What the host watch saw is a fact about the wrapper; it explains, never decides.
             # It was seen in the submission's own process: quoted, as what the watch said.
@@ -139,7 +147,7 @@ class StageCheck:
                                                  f"the replay's result: {verdict.summary}",
                                                  *verdict.details], verdict.stats,
                               Failure.HOST_WORK if verdict.kind is Failure.WRONG_RESULT
-                              else verdict.kind)
+                              else verdict.kind, verdict.picture)
         return verdict
 
     def _misconduct(self, call: Call, outcome: Outcome) -> Verdict | None:

@@ -1,8 +1,12 @@
-"""`grade --picture DIR`: each failing case's output map as one self-contained page.
+"""`grade --picture DIR`: each failing case's output drawn on one self-contained page.
 
-The same tiles the terminal shows under a failing case (grader.judge.picture), drawn as
-coloured cells with the case's message; no script, no font or style from the network, every
-string from a submission escaped.
+The judge's record of a failing case (grader.judge.picture.draw, `CaseResult.picture`)
+drawn as a grid at the output's own shape: one cell per element where the output is small,
+else one per block of elements, coloured by the worst kind inside it, the tiles outlined.
+Hovering over a cell, or focusing it (the grid takes the keyboard focus; the arrow keys move
+it), shows which program stored it, its index, and the value got against the one expected
+(or the block's counts). Nothing comes from the network; the one script is inline; every
+string from a submission is escaped (the case's report below the grid is quoted text).
 """
 
 from __future__ import annotations
@@ -10,48 +14,246 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from grader.results import Report
+from grader.results import CaseResult, Report
 
-COLOURS = {".": ("#d8f0d8", "right"), "X": ("#e8504a", "wrong"),
-           "_": ("#ffffff", "never written"), "2": ("#f0a830", "written by two programs"),
-           "R": ("#8050c0", "written by a program that read out of bounds")}
-STYLE = ("body{font-family:sans-serif;margin:2em;max-width:70em}"
-         "table.map{border-collapse:collapse;margin:.5em 0}"
-         "table.map td{width:14px;height:14px;border:1px solid #999;padding:0}"
-         "pre{white-space:pre-wrap;background:#f4f4f4;padding:.5em}"
-         ".key span{display:inline-block;width:12px;height:12px;border:1px solid #999;"
-         "margin:0 .3em 0 1em;vertical-align:middle}")
+# mark -> (CSS class, colour, what it means, said short in a cell's text); in the judge's
+# order of precedence
+KINDS = {".": ("ok", "#cfeccf", "right", "right"),
+         "X": ("bad", "#e8504a", "wrong", "wrong"),
+         "_": ("unw", "#ffffff", "never written", "never written"),
+         "2": ("two", "#f0a830", "written by more than one program", "written more than once"),
+         "R": ("oob", "#7b4bc4", "written by a program that read or wrote out of bounds",
+               "by a program that went out of bounds")}
+COUNTED = ["X", "_", "2", "R"]  # the order of a cell's counts in the record
+NEVER = "repeating-linear-gradient(45deg,#fff 0 3px,#aaa 3px 4px)"  # never written: hatched
+CELL_PX = (6, 22)  # the smallest and largest cell drawn, in CSS pixels
+WIDTH_PX = 1000  # the widest a grid is drawn
+STYLE = (
+    "body{font-family:sans-serif;margin:2em;max-width:76em;color:#111}"
+    "table.pic{border-collapse:collapse;margin:.4em 0;border:2px solid #222}"
+    "table.pic td{width:var(--s);height:var(--s);min-width:var(--s);padding:0;"
+    "border:1px solid rgba(0,0,0,.12);box-sizing:border-box}"
+    "table.pic td.l{border-left:2px solid #222}table.pic td.t{border-top:2px solid #222}"
+    "table.pic td:hover,table.pic td:focus{outline:2px solid #06c;outline-offset:-1px}"
+    "table.pic:focus-within{box-shadow:0 0 0 3px #9cf}"
+    ".scroll{overflow:auto;max-width:100%}"
+    ".info{min-height:1.4em;font-family:monospace;background:#f4f4f4;padding:.3em .5em}"
+    "pre{white-space:pre-wrap;background:#f4f4f4;padding:.5em}"
+    ".key span{display:inline-block;width:14px;height:14px;border:1px solid #777;"
+    "margin:0 .3em 0 1em;vertical-align:middle}"
+    + "".join(f"td.{c},.key span.{c}{{background:{colour}}}" for c, colour, *_ in KINDS.values())
+    + f"td.unw,.key span.unw{{background:{NEVER}}}td.none{{background:#eee}}")
+# Hover and keyboard focus show a cell's text under its grid; the arrow keys move the focus.
+SCRIPT = """
+document.querySelectorAll('table.pic').forEach(function (grid) {
+  var info = document.getElementById(grid.dataset.info);
+  function show(cell) {
+    if (cell && cell.hasAttribute('aria-label')) info.textContent = cell.getAttribute('aria-label');
+  }
+  grid.addEventListener('mouseover', function (e) { show(e.target.closest('td')); });
+  grid.addEventListener('focusin', function (e) { show(e.target.closest('td')); });
+  grid.addEventListener('keydown', function (e) {
+    var step = {ArrowLeft: [0, -1], ArrowRight: [0, 1], ArrowUp: [-1, 0], ArrowDown: [1, 0]}[e.key];
+    var cell = e.target.closest('td');
+    if (!step || !cell) return;
+    var row = grid.rows[cell.parentElement.rowIndex + step[0]];
+    var next = row && row.cells[cell.cellIndex + step[1]];
+    if (next && next.hasAttribute('aria-label')) {
+      e.preventDefault(); cell.tabIndex = -1; next.tabIndex = 0; next.focus();
+    }
+  });
+});
+"""
 
 
 def page(report: Report) -> str:
-    parts = [f"<h1>{html.escape(report.course)}: failures by tile</h1>", _key()]
+    parts = [f"<h1>{html.escape(report.course)}: failures, drawn</h1>", _key()]
+    number = 0
     for stage in report.stages:
-        failed = [c for c in stage.cases if not c.passed and c.stats.get("picture")]
+        failed = [c for c in stage.cases if not c.passed]
         if not failed:
             continue
         parts.append(f"<h2>stage {stage.number}: {html.escape(stage.title)}</h2>")
         for case in failed:
-            parts.append(f"<h3>{html.escape(case.id)}</h3>")
-            parts.append(_map(case.stats["picture"]))
-            parts.append("<pre>" + html.escape("\n".join([case.summary, *case.details])) + "</pre>")
-    if len(parts) == 2:
+            if case.picture:
+                number += 1
+                parts.append(_case(case, number))
+        if undrawn := [c for c in failed if not c.picture]:
+            # no output came back to draw (it raised, timed out, returned something else)
+            parts.append("<p>Failed with no output to draw:</p><ul>" + "".join(
+                f"<li>{html.escape(c.id)}: {html.escape(c.summary)}</li>" for c in undrawn)
+                + "</ul>")
+    if not number:
         parts.append("<p>No failing case has a picture.</p>")
-    return ("<!doctype html><html><head><meta charset='utf-8'><title>failures by tile</title>"
-            f"<style>{STYLE}</style></head><body>{''.join(parts)}</body></html>")
+    return ("<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+            "<meta name='viewport' content='width=device-width'>"
+            "<title>failures, drawn</title>"
+            f"<style>{STYLE}</style></head><body><main>{''.join(parts)}</main>"
+            f"<script>{SCRIPT}</script></body></html>")
 
 
 def _key() -> str:
-    return "<p class='key'>" + "".join(
-        f"<span style='background:{c}'></span>{html.escape(name)}"
-        for c, name in COLOURS.values()) + "</p>"
+    return ("<p class='key'>" + "".join(
+        f"<span class='{c}'></span>{html.escape(name)}" for c, _, name, _ in KINDS.values())
+        + "</p><p>Hover over a cell, or focus a grid with Tab and move with the arrow keys: "
+        "the text under the grid says which program stored the cell, where it is in the "
+        "output, and what it holds. Thick lines outline the stage's tiles.</p>")
 
 
-def _map(rows: list[str]) -> str:
-    cells = "".join("<tr>" + "".join(
-        f"<td style='background:{COLOURS.get(mark, ('#000', ''))[0]}' "
-        f"title='{html.escape(COLOURS.get(mark, ('', '?'))[1])}'></td>" for mark in row) + "</tr>"
-        for row in rows)
-    return f"<table class='map'>{cells}</table>"
+def _case(case: CaseResult, number: int) -> str:
+    picture = case.picture
+    info = f"info-{number}"
+    about = _about(picture)
+    return (f"<section aria-labelledby='case-{number}'>"
+            f"<h3 id='case-{number}'>{html.escape(case.id)}</h3>"
+            f"<pre>{html.escape(_said(case))}</pre><p>{html.escape(about)}</p>{_present(picture)}"
+            f"<div class='scroll'>{_grid(picture, info, about)}</div>"
+            f"<p class='info' id='{info}' aria-live='polite'>Hover over or focus a cell.</p>"
+            "<details><summary>the case's report</summary><pre>"
+            + html.escape("\n".join([case.summary, *case.details])) + "</pre></details></section>")
+
+
+def _present(picture: dict) -> str:
+    """The key of one grid: the kinds drawn there, with how many cells each."""
+    marks = picture["marks"]
+    return ("<p class='key'>" + "".join(
+        f"<span class='{c}'></span>{html.escape(name)}: {_many(marks.count(m), 'cell')}"
+        for m, (c, _, name, _) in KINDS.items() if m in marks) + "</p>")
+
+
+def _about(picture: dict) -> str:
+    shape = " x ".join(map(str, picture["shape"])) or "a scalar"
+    rows, cols = picture["grid"]
+    h, w = picture["cell"]
+    drawn = f"wrapped into rows of {picture['cols']} elements, " \
+        if len(picture["shape"]) < 2 and rows > 1 else ""
+    per = "one cell per element" if (h, w) == (1, 1) else \
+        f"each cell a block of {h} x {w} elements, coloured by the worst inside it"
+    tiles = (f"; tiles of {' x '.join(map(str, picture['tile']))} elements outlined"
+             if picture.get("tile") else "")
+    return f"The output, {shape}: {drawn}{_many(rows, 'row')} of {_many(cols, 'cell')}, " \
+        f"{per}{tiles}."
+
+
+def _many(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _said(case: CaseResult) -> str:
+    """The verdict's sentence, and the line it introduces (a finding, quoted) if it ends
+    in a colon: the rest of the report is one click away."""
+    lines = [case.summary]
+    if case.summary.endswith(":") and case.details:
+        lines.append(case.details[0])
+    return "\n".join(lines)
+
+
+def _grid(picture: dict, info: str, about: str) -> str:
+    rows, cols = picture["grid"]
+    size = max(CELL_PX[0], min(CELL_PX[1], WIDTH_PX // max(cols, 1)))
+    marks, edges = picture["marks"], picture.get("edges") or ""
+    focus = next((i for i, m in enumerate(marks) if m != " "), -1)
+    body = []
+    for r in range(rows):
+        cells = []
+        for c in range(cols):
+            i = r * cols + c
+            mark = marks[i]
+            edge = int(edges[i]) if i < len(edges) else 0
+            kind = KINDS[mark][0] if mark in KINDS else "none"
+            classes = " ".join([kind] + ["l"] * (edge & 1) + ["t"] * (edge >> 1 & 1))
+            if mark not in KINDS:
+                cells.append(f"<td class='{classes}'></td>")
+                continue
+            label = html.escape(_label(picture, i), quote=True)
+            # a td of a grid is a gridcell; only one cell at a time takes the Tab key (the
+            # script moves it with the arrow keys), the others are reached by the arrows
+            tab = " tabindex='0'" if i == focus else ""
+            cells.append(f"<td class='{classes}'{tab} aria-label='{label}'></td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return (f"<table class='pic' role='grid' data-info='{info}' style='--s:{size}px' "
+            f"aria-label='{html.escape(about, quote=True)}'>{''.join(body)}</table>")
+
+
+def _label(picture: dict, i: int) -> str:
+    """A cell's text: where it is, what it holds (or its counts), who stored it."""
+    where, count = _where(picture, i)
+    mark = picture["marks"][i]
+    values = picture.get("values")
+    if count == 1:
+        what = KINDS[mark][3]
+        if values and values[i]:
+            got, want = values[i]
+            if got is None:  # never written: no value to show
+                what += f", expected {want}" if mark == "_" else f": never written, expected {want}"
+            else:
+                what += f": got {got}, expected {want}"
+        parts = [f"{where}: {what}"]
+    else:
+        counts = picture["counts"].get(str(i))
+        told = [f"{n} {KINDS[m][3]}" for m, n in zip(COUNTED, counts or []) if n]
+        parts = [f"{where} ({count} elements): " + ("; ".join(told) if told else "all right")]
+    parts.append(_stored(picture, i))
+    return "; ".join(p for p in parts if p)
+
+
+def _stored(picture: dict, i: int) -> str:
+    writers = picture.get("writers")
+    if not writers:
+        return ""
+    total, *shown = writers[i]
+    word, names = picture.get("word", "program"), picture.get("names") or {}
+    alone = [names.get(str(p), str(p)) for p in shown if p >= 0]
+    said = []
+    if alone:
+        said.append(f"stored by {word}{'s' if len(alone) > 1 else ''} " + ", ".join(alone))
+    if picture.get("several") in shown:
+        said.append(f"{'some ' if total > 1 else ''}stored by several {word}s")
+    if picture.get("nobody") in shown:
+        said.append(f"{'some ' if total > 1 else ''}stored by no {word}")
+    more = total - len(shown)
+    return "; ".join(said) + (f" and {more} more" if more > 0 else "")
+
+
+def _where(picture: dict, i: int) -> tuple[str, int]:
+    """The cell's place in the output (an index, or a range per dimension) and how many
+    elements it holds."""
+    shape, width, cols = picture["shape"], picture["cols"], picture["grid"][1]
+    h, w = picture["cell"]
+    numel = 1
+    for s in shape:
+        numel *= s
+    r, c = divmod(i, cols)
+    first_row, first_col = r * h, c * w
+    last_row = min(first_row + h, -(-numel // width)) - 1
+    last_col = min(first_col + w, width) - 1
+    across = last_col - first_col + 1
+    count, last = (last_row - first_row + 1) * across, last_row * width + last_col
+    left = numel - last_row * width  # elements in the grid's last row (a wrapped vector's)
+    if left < width:  # this cell reaches into that row: only part of it is there
+        there = max(0, min(last_col + 1, left) - first_col)
+        count -= across - there
+        last = last_row * width + first_col + there - 1 if there else \
+            (last_row - 1) * width + last_col
+    flats = [first_row * width + first_col, last]
+    first, last = _index(flats[0], shape), _index(flats[1], shape)
+    if count == 1:
+        return f"out[{', '.join(map(str, first))}]", 1
+    spans = [a if a == b else f"{a}:{b + 1}" for a, b in zip(first, last)]
+    size = 1
+    for a, b in zip(first, last):
+        size *= b - a + 1
+    if size == count:
+        return f"out[{', '.join(map(str, spans))}]", count
+    return f"out[{', '.join(map(str, first))}] to out[{', '.join(map(str, last))}]", count
+
+
+def _index(flat: int, shape: list[int]) -> list[int]:
+    index = []
+    for size in reversed(shape):
+        flat, at = divmod(flat, max(size, 1))
+        index.append(at)
+    return index[::-1]
 
 
 def write_picture(report: Report, folder: Path) -> Path:

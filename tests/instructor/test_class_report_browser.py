@@ -14,35 +14,19 @@ from pathlib import Path
 
 import pytest
 from class_fixture import NO_RESULT, write_class
+from headless import launched, watched
 
 from grader.instructor.class_report import write_report
 
 pytestmark = pytest.mark.slow  # needs Debian's chromium package (.ci/run installs it)
-BROWSERS = ("chromium", "chromium-browser")
 SCREENSHOT = "class-report.png"
 VIEWPORT = {"width": 1280, "height": 1000}
 
 
-def chromium() -> str:
-    found = next((p for p in map(shutil.which, BROWSERS) if p), None)
-    if found is None:
-        pytest.fail("Chromium is not installed here (no chromium on PATH): `apt-get install "
-                    "chromium` (.ci/run does) to run the class report's browser tests")
-    return found
-
-
 @pytest.fixture(scope="module")
 def browser():
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.fail("Playwright is not installed: `python -m grader.install test` installs the "
-                    "test extra, which has it")
-    executable = chromium()
-    with sync_playwright() as driver:
-        launched = driver.chromium.launch(executable_path=executable, headless=True)
-        yield launched
-        launched.close()
+    with launched() as opened:
+        yield opened
 
 
 @pytest.fixture(scope="module")
@@ -55,15 +39,7 @@ def report(course, tmp_path_factory) -> Path:
 def page(browser, report):
     """The report open in a fresh page; `page.problems` collects what the browser said was
     wrong (console errors, uncaught exceptions, requests beyond the page's own file)."""
-    opened = browser.new_page(viewport=VIEWPORT)
-    problems: list[str] = []
-    opened.on("console", lambda m: problems.append(f"console {m.type}: {m.text}")
-              if m.type in ("error", "warning") else None)
-    opened.on("pageerror", lambda exc: problems.append(f"uncaught: {exc}"))
-    opened.on("request", lambda r: problems.append(f"request: {r.url}")
-              if r.url != report.as_uri() else None)
-    opened.goto(report.as_uri())
-    opened.problems = problems
+    opened = watched(browser, report.as_uri(), VIEWPORT)
     yield opened
     opened.close()
 

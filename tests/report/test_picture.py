@@ -1,0 +1,203 @@
+"""`grade --picture`: the judge's record of a failing output (grader.judge.picture.draw, by
+way of grader.judge.compare) and the page that draws it (grader.report.picture_html), fed
+outcomes as the replay would report them; nothing is graded here. The page in a real
+browser: test_picture_browser.py."""
+
+import json
+import re
+from pathlib import Path
+
+import torch
+from conftest import vector_add_course
+
+from grader.course import Tolerance
+from grader.judge.compare import Expected, compare, drawn
+from grader.replay.execute import LaunchRecord
+from grader.replay.poison import poison_
+from grader.replay.traffic import NOBODY, OOB_READER, SEVERAL, SHARED, WRITTEN
+from grader.report.picture_html import page
+from grader.results import CaseResult, Failure, Report, StageResult
+from grader.sandbox.outcomes import Outcome
+from grader.tracks import TRACKS
+
+EXACT = Tolerance(1e-5, 1e-5)
+FAULTS = Path(__file__).resolve().parents[1] / "faults" / "triton"
+
+
+def expected(reference, tiles=("BLOCK_M", "BLOCK_N")) -> Expected:
+    return Expected(reference, torch.float32, "cpu", EXACT, TRACKS["triton"], list(tiles))
+
+
+def tiled_writers(shape, block, grid) -> torch.Tensor:
+    """The program (numbered x fastest over `grid`, x along the columns) that owns each
+    element, as the traffic's writers map has it when every program stores its own tile."""
+    rows = torch.arange(shape[0])[:, None] // block[0]
+    cols = torch.arange(shape[1])[None, :] // block[1]
+    return (rows * grid[0] + cols).to(torch.int32).expand(shape).contiguous()
+
+
+def launched(block, grid) -> list[LaunchRecord]:
+    return [LaunchRecord("k", grid, {"BLOCK_M": block[0], "BLOCK_N": block[1]},
+                         language="triton")]
+
+
+def report_of(*cases: CaseResult) -> Report:
+    stage = StageResult(2, "s", "Fused <GELU>", "cpu", "m.py", 10, cases=list(cases))
+    return Report("c", "exercises", "triton-interpret", "", {}, "", stages=[stage])
+
+
+def failed(picture: dict, case_id="M=45,N=301", summary="wrong") -> CaseResult:
+    return CaseResult(case_id, "float32", {}, 0, False, summary, ["detail"], picture=picture)
+
+
+def rows_of(html: str) -> list[list[str]]:
+    """Each drawn row's cells, as the class lists of its <td>s."""
+    table = re.search(r"<table class='pic'.*?</table>", html, re.S).group(0)
+    return [re.findall(r"<td class='([^']*)'", row) for row in table.split("<tr>")[1:]]
+
+
+def labels(html: str) -> list[str]:
+    return re.findall(r"aria-label='([^']*)'></td>", html)
+
+
+def test_a_kernel_whose_loads_leave_the_tensor_is_drawn_though_every_value_is_right():
+    # 1 x 8 output, two programs of 4; program 1 read past the end: its elements are marked
+    want = torch.arange(8, dtype=torch.float32).view(1, 8)
+    traffic = torch.full((1, 8), WRITTEN, dtype=torch.uint8)
+    traffic[0, 4:] |= OOB_READER
+    outcome = Outcome(output=want.clone(), launches=launched((1, 4), (2, 1)),
+                      traffic=[{"kind": "load_out_of_bounds", "text": "line 3", "line": 3,
+                                "fails": True}],
+                      traffic_map=traffic, writers=tiled_writers((1, 8), (1, 4), (2, 1)),
+                      writer_launch=0)
+    picture = drawn(outcome, expected(want))
+    assert picture["marks"] == "....RRRR" and picture["cell"] == [1, 1]
+    assert picture["counts"]["4"] == [0, 0, 0, 1]
+    html = page(report_of(failed(picture, summary="read or wrote outside a tensor:")))
+    assert "No failing case has a picture" not in html
+    assert rows_of(html) == [["ok"] * 4 + ["oob l"] + ["oob"] * 3]
+    assert labels(html)[5] == ("out[0, 5]: by a program that went out of bounds: got 5, "
+                               "expected 5; stored by program 1")
+
+
+def test_every_element_wrong_at_45_x_301_is_45_rows_of_blocks_with_the_tiles_outlined():
+    want = torch.rand(45, 301)
+    grid = (5, 1)  # 64 x 64 tiles: one row of five
+    outcome = Outcome(output=want + 1, launches=launched((64, 64), grid),
+                      traffic_map=torch.full((45, 301), WRITTEN, dtype=torch.uint8),
+                      writers=tiled_writers((45, 301), (64, 64), grid), writer_launch=0)
+    verdict = compare(outcome, expected(want))
+    picture = verdict.picture
+    assert picture["shape"] == [45, 301] and picture["grid"] == [45, 76]
+    assert picture["cell"] == [1, 4]  # 4 divides the tile: tile edges fall on cell edges
+    html = page(report_of(failed(picture)))
+    rows = rows_of(html)
+    assert len(rows) == 45 and {len(r) for r in rows} == {76}
+    assert all(c.split()[0] == "bad" for r in rows for c in r)
+    # the tiles' left edges at columns 64, 128, 192, 256: cells 16, 32, 48, 64
+    assert [i for i, c in enumerate(rows[0]) if "l" in c.split()] == [16, 32, 48, 64]
+    texts = labels(html)
+    assert texts[0] == "out[0, 0:4] (4 elements): 4 wrong; stored by program 0"
+    assert texts[75] == "out[0, 300]: wrong; stored by program 4"  # 301 = 75 * 4 + 1
+    assert texts[-1].startswith("out[44, 300]")
+    assert "45 x 301" in html and "each cell a block of 1 x 4 elements" in html
+
+
+def test_a_small_output_is_drawn_one_cell_per_element_with_its_values_and_programs():
+    want = torch.arange(60, dtype=torch.float32).view(6, 10)
+    got = want.clone()
+    got[0, 1] = 100.0
+    poison_(got[5:, 9:])  # never written: it still holds the grader's poison
+    traffic = torch.full((6, 10), WRITTEN, dtype=torch.uint8)
+    traffic[2, 3] |= SHARED
+    traffic[5, 9] = 0
+    writers = tiled_writers((6, 10), (4, 4), (3, 2))
+    writers[2, 3], writers[5, 9] = SEVERAL, NOBODY
+    outcome = Outcome(output=got, launches=launched((4, 4), (3, 2)), traffic_map=traffic,
+                      writers=writers, writer_launch=0)
+    picture = compare(outcome, expected(want)).picture
+    assert picture["cell"] == [1, 1] and picture["grid"] == [6, 10]
+    assert picture["marks"][1] == "X" and picture["marks"][23] == "2"
+    html = page(report_of(failed(picture)))
+    rows = rows_of(html)
+    assert len(rows) == 6 and {len(r) for r in rows} == {10}
+    assert [i for i, c in enumerate(rows[0]) if "l" in c.split()] == [4, 8]
+    assert [i for i, r in enumerate(rows) if "t" in r[0].split()] == [4]
+    texts = labels(html)
+    assert texts[1] == "out[0, 1]: wrong: got 100, expected 1; stored by program (0, 0)"
+    assert texts[23] == ("out[2, 3]: written more than once: got 23, expected 23; "
+                         "stored by several programs")
+    assert texts[12] == "out[1, 2]: right: got 12, expected 12; stored by program (0, 0)"
+    assert texts[16] == "out[1, 6]: right: got 16, expected 16; stored by program (1, 0)"
+    assert texts[58] == "out[5, 8]: right: got 58, expected 58; stored by program (2, 1)"
+    assert texts[59] == "out[5, 9]: never written, expected 59; stored by no program"
+
+
+def test_a_vector_is_wrapped_into_rows_of_whole_tiles():
+    want = torch.arange(1000, dtype=torch.float32)
+    got = want.clone()
+    got[-10:] = -1
+    outcome = Outcome(output=got, launches=[LaunchRecord("k", (4,), {"BLOCK_SIZE": 256},
+                                                         language="triton")])
+    picture = compare(outcome, expected(want, ("BLOCK_SIZE",))).picture
+    assert picture["cols"] == 128 and picture["grid"] == [8, 128] and picture["cell"] == [1, 1]
+    html = page(report_of(failed(picture)))
+    rows = rows_of(html)
+    assert [i for i, r in enumerate(rows) if "t" in r[0].split()] == [2, 4, 6]  # a tile: 2 rows
+    # 1000 = 7 * 128 + 104: the last row holds 104 elements, its last ten wrong
+    assert rows[-1][104] == "none" and rows[-1][94] == "bad" and rows[-1][93] == "ok"
+    assert labels(html)[999] == "out[999]: wrong: got -1, expected 999"
+
+
+def test_every_string_on_the_page_is_escaped():
+    want = torch.zeros(2, 2)
+    outcome = Outcome(output=want + 1, launches=launched((2, 2), (1, 1)),
+                      writers=torch.zeros(2, 2, dtype=torch.int32), writer_launch=0)
+    picture = compare(outcome, expected(want)).picture
+    picture["names"] = {"0": "<img src=x onerror=alert(1)>'"}
+    case = failed(picture, case_id="<b>id</b>", summary="<script>alert(1)</script>")
+    case.details = ["┆ '\"><svg onload=alert(1)>"]
+    html = page(report_of(case))
+    assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;&#x27;" in html
+    assert "<svg" not in html and "<b>" not in html and "Fused &lt;GELU&gt;" in html
+    assert "http" not in html and "src=" not in html.replace("src=x", "")
+    assert html.count("<script>") == 1  # the page's own, inline
+
+
+def test_a_page_with_no_failing_case_says_so():
+    html = page(report_of(CaseResult("n=1", "float32", {}, 0, True, "all 1 elements match")))
+    assert "No failing case has a picture." in html
+
+
+def test_grade_picture_draws_a_case_failed_on_its_traffic_and_keeps_it_out_of_the_json(
+        run_grade, tmp_path):
+    """`grade --submission FILE --picture DIR`, for real: the case fails on the loads past
+    the vector's end before its numbers are judged, and the page still draws what the
+    straying program stored; the JSON has the verdict, not the drawing."""
+    course_file = tmp_path / "course.toml"
+    course_file.write_text(vector_add_course('[ { n = 1000, dtypes = ["float32"] } ]'),
+                           encoding="utf-8")
+    submission = tmp_path / "stage1_vector_add.py"
+    submission.write_text((FAULTS / "stage1_load_without_mask.py").read_text(encoding="utf-8"),
+                          encoding="utf-8")
+    code, out, err = run_grade("--course", str(course_file), "1", "--submission", str(submission),
+                               "--backend", "triton-interpret", "--picture", str(tmp_path / "pic"),
+                               "--json", str(tmp_path / "r.json"))
+    assert code == 1, out + err
+    case = json.loads((tmp_path / "r.json").read_text())["stages"][0]["cases"][0]
+    assert case["failure"] == Failure.OUT_OF_BOUNDS.value and "picture" not in case
+    assert "picture" not in case["stats"]
+    html = (tmp_path / "pic" / "failures.html").read_text(encoding="utf-8")
+    rows = rows_of(html)
+    assert len(rows) == 8 and rows[0][0] == "ok"  # 1000 elements: 8 rows of 128
+    assert rows[-1][0].startswith("oob")  # the last program, 768:1000, read past the end
+    assert "out[999]: by a program that went out of bounds: got " in html
+
+
+def test_a_failing_case_with_no_output_is_listed_with_its_verdict():
+    raised = CaseResult("n=7", "float32", {}, 0, False, "the wrapper raised <an> exception:",
+                        failure=Failure.RAISED)
+    html = page(report_of(raised))
+    assert "No failing case has a picture." in html
+    assert "<li>n=7: the wrapper raised &lt;an&gt; exception:</li>" in html
