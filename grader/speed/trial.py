@@ -17,9 +17,9 @@ nothing: it times nothing. The grader still checks what it is told:
 - the baseline is timed here, in batches interleaved with the replay's, so a drifting GPU
   moves both.
 
-The figure reported is the median over batches of each batch's mean call time. Batches go
-on until the speed-up is known to PRECISION (judged by the spread of the batches' own
-speed-ups) or the case's time budget is spent.
+The figure reported is the median over batches of each batch's mean call time. Batches go on
+until the speed-up is known to PRECISION (by the spread of the batches' own speed-ups) or the
+case's time budget is spent.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from grader.sandbox.outcomes import Outcome, Proposed, TimingFailed
 from grader.sandbox.child import ChildProcess
 from grader.sandbox.replayer import ReplayProcess
 
-MEMORY_KEPT = 4 << 30  # bytes of outputs the child keeps per batch, for the grader to fetch
+MEMORY_KEPT = 4 << 30  # bytes of outputs the replay keeps per batch, for the grader to fetch
 BATCH = 10  # timed calls per batch, fewer for outputs that large
 MIN_BATCHES = 5
 MAX_BATCHES = 200
@@ -206,17 +206,14 @@ class Trial:
             result.failed = str(exc)
             return result
         with timing.phase(self.phases, "baseline warm-up"):
-            sample = self._warm_baseline()
-        key = secrets.randbits(62)
-        size = sample.nbytes
-        count = self._count(size)
-        deadline = self.clock() + self.budget.seconds
+            size = self._warm_baseline().nbytes
         with timing.phase(self.phases, "timed batches"):
-            return self._batches(result, key, size, count, deadline)
+            return self._batches(result, size)
 
-    def _batches(self, result: TrialResult, key: int, size: int, count: int,
-                 deadline: float) -> TrialResult:
+    def _batches(self, result: TrialResult, size: int) -> TrialResult:
         """The timed batches, each side in turn, until the figures settle or time is up."""
+        key, count = secrets.randbits(62), self._count(size)
+        deadline = self.clock() + self.budget.seconds
         try:
             # One batch on each side first, not counted: the memory the batches need is
             # allocated there, and what has not run before is loaded.
