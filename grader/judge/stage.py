@@ -79,7 +79,7 @@ class StageCheck:
             seed=0 if case.hidden else seed,  # the run's --seed reproduces it for instructors
             passed=verdict.passed,
             summary=verdict.summary,
-            details=verdict.details,
+            details=self._with_claims(case, verdict),
             stats=verdict.stats,
             # a hidden case's time is withheld too: a call that sleeps for n milliseconds
             # would tell its inputs by it
@@ -88,6 +88,15 @@ class StageCheck:
             failure=None if verdict.passed else verdict.kind,
         )
         return verdict
+
+    def _with_claims(self, case: Case, verdict: Verdict) -> list[str]:
+        """A failed case's details, led by what the lesson promised that this case tests:
+        the student learns which promise their kernel breaks. Hidden cases say nothing more."""
+        tested = self.stage.tested_by(case)
+        if (verdict.passed or case.hidden or not tested
+                or verdict.kind in (Failure.NOT_RUN, Failure.NOT_GRADED)):
+            return verdict.details
+        return [f"this case tests: {'; '.join(tested)}", *verdict.details]
 
     def forget_hidden(self) -> None:
         """End the processes if they were given a hidden case: they could tell its inputs in

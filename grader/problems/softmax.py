@@ -1,9 +1,20 @@
-"""Stage problem: softmax over the last axis of an M x N matrix; read once, written once."""
+"""Stage problem: softmax over the last axis of an M x N matrix; read once, written once.
+The lesson promises rows wider than one tile and any layout: `rows = "falling_max"` draws
+rows whose later tiles have a much lower maximum than the first, and `layout` draws x
+transposed or sliced."""
 
 import torch
 
 from grader.problems.evidence import Cause, Evidence, observed, row_factor
-from grader.problems.base import Call, Param, Problem, Work, compiled, element_size, in_f32, randn
+from grader.problems.base import (Call, Param, Problem, Work, compiled, element_size, in_f32,
+                                  laid_out, layout_check, layout_param, randn)
+
+ROWS = ("random", "falling_max")
+# A falling row runs from +FALL to -FALL (plus its random values): whatever the tile width,
+# the first tile's maximum is at least FALL above the last tile's, and exp(FALL) overflows
+# float32 (exp(89) does), so a kernel that takes a later tile's lower maximum as the row's
+# rescales its sum by inf.
+FALL = 120.0
 
 
 def _softmax_last(x):
@@ -11,7 +22,11 @@ def _softmax_last(x):
 
 
 def _call(p, dtype, gen):
-    return Call((randn((p["M"], p["N"]), dtype, gen, scale=p["scale"]),))
+    m, n = p["M"], p["N"]
+    x = randn((m, n), torch.float32 if p["rows"] != "random" else dtype, gen, scale=p["scale"])
+    if p["rows"] == "falling_max":  # drawn as before, then moved: same draws, other values
+        x = (x + torch.linspace(FALL, -FALL, n, device=x.device)).to(dtype)
+    return Call((laid_out(x, p["layout"]),))
 
 
 def _explain(ev: Evidence) -> list[Cause]:
@@ -84,10 +99,15 @@ PROBLEM = Problem(
         Param("M", int, doc="rows"),
         Param("N", int, doc="columns (the softmax axis)"),
         Param("scale", float, 1.0, doc="standard deviation of the inputs"),
+        layout_param(),
+        Param("rows", str, "random", choices=ROWS,
+              doc="random: normal values; falling_max: each row also falls linearly from "
+                  f"+{FALL:g} to -{FALL:g}, so its later tiles have a much lower maximum"),
     ),
     make_call=_call,
     reference=lambda call: _softmax_last(*in_f32(call).args),
     work=lambda p, dt: Work(2 * p["M"] * p["N"] * element_size(dt)),
     baselines={"torch": lambda c: _softmax_last(*c.args), "torch.compile": compiled(_softmax_last)},
+    check=layout_check(("M", "N")),
     explain=_explain,
 )
