@@ -22,7 +22,7 @@ from grader.backends.selection import Selection, dtype_unsupported
 from grader.course import Case, Stage
 from grader.judge.compare import Expected, Verdict, compare
 from grader.problems import DTYPES, Call
-from grader.quoting import inline, quoted, said
+from grader.quoting import inline, is_quoted, quoted, said
 from grader.results import CaseResult, CheckResult, Failure
 from grader.sandbox import Outcome, ChildProcess
 from grader.sandbox.outcomes import Proposed
@@ -96,7 +96,11 @@ class StageCheck:
         if (verdict.passed or case.hidden or not tested
                 or verdict.kind in (Failure.NOT_RUN, Failure.NOT_GRADED)):
             return verdict.details
-        return [f"this case tests: {'; '.join(tested)}", *verdict.details]
+        # After the quoted text that finishes the summary's sentence, before the analysis.
+        lead = next((i for i, line in enumerate(verdict.details) if not is_quoted(line)),
+                    len(verdict.details))
+        return [*verdict.details[:lead], f"this case tests: {'; '.join(tested)}",
+                *verdict.details[lead:]]
 
     def forget_hidden(self) -> None:
         """End the processes if they were given a hidden case: they could tell its inputs in

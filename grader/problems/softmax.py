@@ -50,9 +50,9 @@ def _explain(ev: Evidence) -> list[Cause]:
                       f"in its last tile of {tile} count as 0 in the max and the sum: pad the "
                       "masked lanes with -inf, which changes neither")]
     raw = ev.call.args[0] if ev.call is not None else None
-    if raw is not None and raw.shape[0] > 1 and ev.matches(_softmax_last(
-            raw.as_strided(raw.shape, (raw.stride(1), raw.stride(1)), raw.storage_offset())
-            .float())):
+    one_apart = (raw.stride(1), raw.stride(1)) if raw is not None else None
+    if raw is not None and raw.shape[0] > 1 and _within(raw, one_apart) and ev.matches(
+            _softmax_last(raw.as_strided(raw.shape, one_apart, raw.storage_offset()).float())):
         return [Cause("strides", "the output is the softmax of rows that start one element "
                       "apart: each row's start must step by the row stride")]
     factor = row_factor(ev)
@@ -67,6 +67,13 @@ def _explain(ev: Evidence) -> list[Cause]:
     row = int(off.nonzero()[0])
     return [Cause("", f"observed: {int(off.sum())} of {ev.got.shape[0]} rows do not sum to 1 "
                       f"(row {row} sums to {float(sums[row]):.4g})")]
+
+
+def _within(x: torch.Tensor, strides: tuple[int, int]) -> bool:
+    """Whether x's shape read with `strides` stays in x's storage (a transposed x read with
+    rows one element apart would not)."""
+    storage = x.untyped_storage().nbytes() // x.element_size() - x.storage_offset()
+    return (x.shape[0] - 1) * strides[0] + (x.shape[1] - 1) * strides[1] < storage
 
 
 def _no_max(x: torch.Tensor) -> torch.Tensor:
