@@ -6,8 +6,8 @@ message: this case tests: safe at the extremes
 
 The same function as z / (1 + exp(-2u)) on paper, and right for most inputs of unit size;
 but where u passes 44, exp(2u) overflows float32 and the quotient is NaN: every large
-element of the course's inputs in the hundreds, and now and then one of the others. The lesson's form
-divides by 1 + exp(-2u), which overflows only where the right answer is 0 anyway.
+element of the course's inputs in the hundreds, and now and then one of the others. The
+lesson's form divides by 1 + exp(-2u), which overflows only where the answer is 0 anyway.
 """
 
 import cuda.tile as ct
