@@ -33,7 +33,11 @@ def _explain(ev: Evidence) -> list[Cause]:
             (_gelu_bias(x32, w32, torch.zeros_like(b32)), "bias_missing",
              "the output is GELU(x * weight): the bias is never added"),
             (_gelu_bias(x32, torch.ones_like(w32), b32), "weight_missing",
-             "the output is GELU(x + bias): x is never multiplied by the weight")):
+             "the output is GELU(x + bias): x is never multiplied by the weight"),
+            (_sigmoid_overflowing(x32 * w32 + b32), "sigmoid_overflow",
+             "the output is GELU with its sigmoid written exp(2u) / (1 + exp(2u)): where u "
+             "passes 44, exp(2u) is inf and inf / inf is NaN; 1 / (1 + exp(-2u)) is the same "
+             "function, and overflows only where the answer is 0")):
         if ev.matches(hypothesis):
             return [Cause(key, text)]
     for strides in _misread(x):
@@ -43,6 +47,13 @@ def _explain(ev: Evidence) -> list[Cause]:
                           f" instead of its own {tuple(x.stride())}: the kernel's addresses must "
                           "use the strides it is given, in the order of x's dimensions")]
     return observed(ev)
+
+
+def _sigmoid_overflowing(z: torch.Tensor) -> torch.Tensor:
+    """GELU_tanh(z) in float32 as z * e / (1 + e) with e = exp(2u): NaN where e overflows."""
+    u = 0.7978845608028654 * (z + 0.044715 * z * z * z)
+    e = torch.exp(2 * u)
+    return z * e / (1 + e)
 
 
 def _misread(x: torch.Tensor) -> list[tuple[int, int]]:

@@ -45,6 +45,13 @@ def _explain(ev: Evidence) -> list[Cause]:
         return [Cause("online_rescale", f"the output is what a loop over column tiles of {tile} "
                       "gives when the running sum is not rescaled as a later tile raises the "
                       "row maximum (the online softmax)")]
+    if x is not None and tile and tile < x.shape[-1] and torch.isnan(ev.got).any() and \
+            ev.matches(_block_max(x, tile)):
+        return [Cause("running_max", f"the output is what a loop over column tiles of {tile} "
+                      "gives when the running maximum is replaced by each tile's own: a later "
+                      "tile with a much lower maximum rescales the sum by exp of a large "
+                      "number, inf, and the row becomes NaN; the running max is the maximum "
+                      "of the old one and the tile's")]
     if x is not None and tile and ev.matches(_zero_padded(x, tile)):
         return [Cause("padding", f"the output is what the row gives when the lanes past its end "
                       f"in its last tile of {tile} count as 0 in the max and the sum: pad the "
@@ -55,6 +62,13 @@ def _explain(ev: Evidence) -> list[Cause]:
             _softmax_last(raw.as_strided(raw.shape, one_apart, raw.storage_offset()).float())):
         return [Cause("strides", "the output is the softmax of rows that start one element "
                       "apart: each row's start must step by the row stride")]
+    for strides in _rows_of_n(raw):
+        if ev.matches(_softmax_last(raw.as_strided(raw.shape, strides,
+                                                   raw.storage_offset()).float())):
+            return [Cause("strides", f"the output is the softmax of x read with the strides "
+                          f"{strides}, rows {strides[0]} elements apart, instead of its own "
+                          f"{tuple(raw.stride())}: each row starts at row * the row stride, "
+                          "not row * the number of columns")]
     factor = row_factor(ev)
     if factor is not None:
         return [Cause("row_normalisation", "each row is the right answer times a factor of its "
@@ -74,6 +88,28 @@ def _within(x: torch.Tensor, strides: tuple[int, int]) -> bool:
     rows one element apart would not)."""
     storage = x.untyped_storage().nbytes() // x.element_size() - x.storage_offset()
     return (x.shape[0] - 1) * strides[0] + (x.shape[1] - 1) * strides[1] < storage
+
+
+def _rows_of_n(x: torch.Tensor | None) -> list[tuple[int, int]]:
+    """Strides a kernel may wrongly read x with when it steps rows by the number of
+    columns: (N, x's column stride) or (N, 1), where they differ from x's and stay in it."""
+    if x is None or x.shape[0] < 2:
+        return []
+    n = x.shape[1]
+    found = dict.fromkeys([(n, x.stride(1)), (n, 1)])
+    return [s for s in found if s != tuple(x.stride()) and _within(x, s)]
+
+
+def _block_max(x: torch.Tensor, tile: int) -> torch.Tensor:
+    """The online softmax in float32 with the running max replaced by each tile's own."""
+    m = torch.full(x.shape[:-1] + (1,), -torch.inf)
+    total = torch.zeros_like(m)
+    for start in range(0, x.shape[-1], tile):
+        part = x[..., start:start + tile]
+        new = part.amax(-1, keepdim=True)
+        total = total * torch.exp(m - new) + torch.exp(part - new).sum(-1, keepdim=True)
+        m = new
+    return torch.exp(x - m) / total
 
 
 def _no_max(x: torch.Tensor) -> torch.Tensor:

@@ -3,6 +3,7 @@
 expect: FAIL
 message: scale=100.0
 message: this case tests: safe at the extremes
+cause: sigmoid_overflow
 
 The same function as z / (1 + exp(-2u)) on paper, and right for most inputs of unit size;
 but where u passes 44, exp(2u) overflows float32 and the quotient is NaN: every large

@@ -5,6 +5,7 @@ message: layout=sliced
 message: layout=transposed
 message: this case tests: each row starts at its row stride
 passes: layout=contiguous
+cause: strides
 
 `x.as_strided((M, N), (N, 1))`: the array the kernel loads from steps rows by the number
 of columns, which is x only when x is contiguous. A sliced x (some columns of a wider

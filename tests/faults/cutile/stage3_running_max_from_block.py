@@ -4,6 +4,7 @@ expect: FAIL
 message: rows=falling_max
 message: this case tests: the running max is the max over all the blocks seen so far
 passes: rows=random
+cause: running_max
 
 `m_new = ct.max(xt, ...)` instead of the maximum of the running max and the tile's. The sum
 is still rescaled to each new maximum, so the result is right as long as no later tile has

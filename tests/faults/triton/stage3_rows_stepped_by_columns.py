@@ -5,6 +5,7 @@ message: layout=sliced
 message: layout=transposed
 message: this case tests: each row starts at its row stride
 passes: layout=contiguous
+cause: strides
 
 `x_row = x_ptr + row * n_cols`: right only when x's rows are exactly N elements apart, as
 in a contiguous x. A sliced x (some columns of a wider matrix) has rows further apart, a
