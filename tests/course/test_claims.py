@@ -12,6 +12,7 @@ from grader.errors import CourseError
 from grader.judge.compare import Verdict
 from grader.judge.stage import StageCheck
 from grader.problems import PROBLEMS
+from grader.problems.evidence import Evidence
 from grader.problems.base import randn
 from grader.results import Failure
 
@@ -150,3 +151,51 @@ def test_the_earlier_softmax_cases_draw_what_they_drew_before():
     (x,) = PROBLEMS["softmax"].draw(params, "float16", 11).args
     before = randn((3, 70), torch.float16, torch.Generator().manual_seed(11), scale=100.0)
     assert torch.equal(x, before)
+
+
+def _evidence(problem: str, params: dict, got_from, constants=None):
+    """What `explain` is given when a kernel returned `got_from(x)` on a case's inputs."""
+    call = PROBLEMS[problem].draw(params, "float32", 5)
+    want = PROBLEMS[problem].reference(call)
+    return Evidence(got=got_from(call), want=want, call=call, atol=1e-6, rtol=1e-5,
+                    constants=constants or {})
+
+
+def test_a_running_max_taken_from_each_tile_is_named_on_falling_rows():
+    def block_max(call, tile=1024):  # the faulty loop, in float32
+        x = call.args[0].float()
+        m, total = torch.full((x.shape[0], 1), -torch.inf), torch.zeros(x.shape[0], 1)
+        for start in range(0, x.shape[1], tile):
+            part = x[:, start:start + tile]
+            new = part.amax(-1, keepdim=True)
+            total = total * torch.exp(m - new) + torch.exp(part - new).sum(-1, keepdim=True)
+            m = new
+        return torch.exp(x - m) / total
+
+    params = {"M": 2, "N": 5000, "scale": 1.0, "layout": "contiguous", "rows": "falling_max"}
+    ev = _evidence("softmax", params, block_max, {"BLOCK_N": 1024})
+    assert torch.isnan(ev.got).any()
+    assert [c.key for c in PROBLEMS["softmax"].explain(ev)] == ["running_max"]
+
+
+def test_rows_stepped_by_the_number_of_columns_are_named_on_a_sliced_x():
+    def rows_of_n(call):
+        x = call.args[0]
+        return torch.softmax(x.as_strided(x.shape, (x.shape[1], 1), x.storage_offset()).float(), -1)
+
+    params = {"M": 9, "N": 301, "scale": 1.0, "layout": "sliced", "rows": "random"}
+    (cause,) = PROBLEMS["softmax"].explain(_evidence("softmax", params, rows_of_n))
+    assert cause.key == "strides" and "(301, 1)" in cause.text and "(308, 1)" in cause.text
+
+
+def test_a_sigmoid_that_overflows_is_named_at_gelus_extremes():
+    def overflowing(call):
+        x, w, b = (t.float() for t in call.args)
+        z = x * w + b
+        e = torch.exp(2 * 0.7978845608028654 * (z + 0.044715 * z ** 3))
+        return z * e / (1 + e)
+
+    params = {"M": 33, "N": 70, "layout": "contiguous", "scale": 100.0}
+    ev = _evidence("fused_gelu", params, overflowing)
+    assert torch.isnan(ev.got).any()
+    assert [c.key for c in PROBLEMS["fused_gelu"].explain(ev)] == ["sigmoid_overflow"]
