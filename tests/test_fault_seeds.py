@@ -27,7 +27,8 @@ TRITON = {
         "softmax", "stage3_softmax.py",
         "l_i = l_i * tl.exp(m_i - m_new) + tl.sum(tl.exp(x - m_new), axis=0)",
         "l_i = l_i + tl.sum(tl.exp(x - m_new), axis=0)",
-        lambda c: c.params["N"] > 4096),
+        # A falling row has its max in its first block: nothing to rescale (and slow here).
+        lambda c: c.params["N"] > 4096 and c.params["rows"] == "random"),
     "softmax without the max subtraction": (
         "softmax", "stage3_softmax.py", "m_new = tl.maximum(m_i, tl.max(x, axis=0))",
         "m_new = tl.full((), 0.0, dtype=tl.float32)", lambda c: c.params["scale"] > 1),
@@ -54,7 +55,7 @@ CUTILE = {
     # Rows above 32768 columns take the reference's tiled, online path.
     "softmax without the online rescale": (
         "softmax", "stage3_softmax.py", "l_i = (l_i * ct.exp2((m_i - m_new) * LOG2E)",
-        "l_i = (l_i", lambda c: c.params["N"] > 32768),
+        "l_i = (l_i", lambda c: c.params["N"] > 32768 and c.params["rows"] == "random"),
     "softmax without the max subtraction": (
         "softmax", "stage3_softmax.py",
         "p = ct.exp2((xt - ct.max(xt, axis=1, keepdims=True)) * LOG2E)",

@@ -1,9 +1,10 @@
 """Stage 3: row softmax, softmax(x)_j = exp(x_j - max(x)) / sum_k exp(x_k - max(x)).
 
-One program instance owns one whole row (grid = M). Subtracting the row maximum
-before exp is what makes softmax numerically stable: exp(x_j - max) is at most 1, so
-it cannot overflow, even when the inputs are in the hundreds (exp(100) overflows
-fp16 and exp(89) already overflows fp32).
+One program instance owns one whole row (grid = M), which starts at row * stride_xm and
+steps along by stride_xn: x's own strides, so a sliced or transposed x works as it is.
+Subtracting the row maximum before exp is what makes softmax numerically stable:
+exp(x_j - max) is at most 1, so it cannot overflow, even when the inputs are in the
+hundreds (exp(100) overflows fp16 and exp(89) already overflows fp32).
 
 A row may be wider than one tile, so the program walks it in column blocks of
 BLOCK_N, in two passes:

@@ -99,6 +99,7 @@ class Checker:
         cases = self.cases(s.cases, f"{where}.cases", problem, tolerance, s.id)
         if not s.cases:
             self.error(f"{where}.cases", "a stage needs at least one case")
+        self.claims(s, where)
         speed = self.speed(s.speed, f"{where}.speed", problem, tolerance, s.id) if s.speed else None
         growth = self.memory_growth(s.memory_growth, f"{where}.memory_growth", tolerance,
                                     s.id) if s.memory_growth else None
@@ -106,7 +107,38 @@ class Checker:
         return Stage(number=index + 1, id=s.id, title=s.title, points=s.points, problem=problem,
                      modules=dict(s.modules), tiles=tiles, tolerance=tolerance,
                      cases=tuple(cases), speed=speed, memory_growth=growth, hints=hints,
-                     time_limit=_time_limit(s.time_limit))
+                     time_limit=_time_limit(s.time_limit), claims=dict(s.claims))
+
+    def claims(self, s, where: str) -> None:
+        """A stage with a `claims` table: every case names the claims it tests, each one of
+        the table's, and every claim has a case (a claim no case tests is a promise the
+        grader does not hold a kernel to)."""
+        known = ", ".join(s.claims) or "none"
+        for j, case in enumerate(s.cases):
+            at = f"{where}.cases[{j}]"
+            if s.claims and not case.claims:
+                self.error(at, f"stage '{s.id}': the case names no claim; say which of the "
+                           f"lesson's claims it tests (claims = [\"...\"]; known: {known})")
+            for name in case.claims or ():
+                if name not in s.claims:
+                    self.error(f"{at}.claims", f"stage '{s.id}': unknown claim {name!r}; "
+                               f"known: {known} (a claim is added to the stage's claims "
+                               "table with the lesson's words for it)")
+        named = {name for case in s.cases for name in case.claims or ()}
+        for name in s.claims:
+            if name not in named:
+                self.error(f"{where}.claims.{name}", f"stage '{s.id}': no case tests the claim "
+                           f"{name!r} ({s.claims[name]}); add a case with "
+                           f"claims = [\"{name}\"] or remove the claim")
+
+    def hidden_claims(self, cases, where: str, stage: Stage) -> None:
+        """A hidden case may name claims too; each must be one of its stage's."""
+        known = ", ".join(stage.claims) or "none"
+        for j, case in enumerate(cases):
+            for name in case.claims or ():
+                if name not in stage.claims:
+                    self.error(f"{where}[{j}].claims", f"stage '{stage.id}': unknown claim "
+                               f"{name!r}; known: {known}")
 
     def hint(self, h, where: str, tolerance) -> Hint:
         when = h.when
@@ -174,7 +206,9 @@ class Checker:
             for message in (problem.check(values) if problem.check else []):
                 self.error(f"{where}[{j}]", message)
             seed = c.seed if c.seed is not None else zlib.crc32(f"{stage_id}/{j}".encode())
-            out += [Case(params=values, dtype=d, seed=seed) for d in c.dtypes if d in DTYPES]
+            claims = tuple(getattr(c, "claims", None) or ())
+            out += [Case(params=values, dtype=d, seed=seed, claims=claims)
+                    for d in c.dtypes if d in DTYPES]
         ids = [c.id for c in out]
         for dup in sorted({i for i in ids if ids.count(i) > 1}):
             self.error(where, f"case {dup} appears more than once")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,8 @@ class Case:
     dtype: str
     seed: int
     hidden: int = 0  # instructor-only cases are numbered from 1; their inputs stay secret
+    # The names of the stage's lesson claims this case tests (Stage.claims); not part of id.
+    claims: tuple[str, ...] = ()
 
     def seed_in_run(self, run_seed: int) -> int:
         """The seed this case's inputs are drawn from in a run (run seed 0: the course's own)."""
@@ -176,10 +178,17 @@ class Stage:
     memory_growth: MemoryGrowth | None = None
     hints: tuple[Hint, ...] = ()
     time_limit: TimeLimit = TimeLimit()
+    # What the stage's lesson promises a kernel handles (name -> the claim in the lesson's
+    # words): each case names the claims it tests, and each claim has a case.
+    claims: dict[str, str] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
         return f"stage{self.number}"
+
+    def tested_by(self, case: Case) -> list[str]:
+        """The claims a case tests, in the lesson's words."""
+        return [self.claims[name] for name in case.claims if name in self.claims]
 
 
 @dataclass(frozen=True)

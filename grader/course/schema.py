@@ -97,6 +97,7 @@ def stage_model(problem: Problem, gpu_backends: tuple[str, ...]) -> type[Table]:
 
 def _stage_model(problem: Problem, gpu_backends: tuple[str, ...]) -> type[Table]:
     case, sizes = _case_model(problem, with_dtypes=True), _case_model(problem, with_dtypes=False)
+    graded = _case_model(problem, with_dtypes=True, with_claims=True)
     backends = _table("thresholds", {name: (Optional[Threshold], None) for name in gpu_backends})
     thresholds = Annotated[dict[str, backends], BeforeValidator(_per_arch)]
     baseline = Literal[tuple(problem.baselines)] if problem.baselines else str
@@ -119,7 +120,8 @@ def _stage_model(problem: Problem, gpu_backends: tuple[str, ...]) -> type[Table]
         "max_growth": (Annotated[float, Field(gt=1)], ...)})
     return _table("stage", {
         "id": (str, ...), "title": (str, ...), "points": (Annotated[float, Field(ge=0)], ...),
-        "modules": (Modules, ...), "tolerance": (Tolerances, ...), "cases": (list[case], ...),
+        "modules": (Modules, ...), "tolerance": (Tolerances, ...), "cases": (list[graded], ...),
+        "claims": (dict[str, Text], {}),
         "tiles": (Optional[Tiles], None), "speed": (Optional[speed], None),
         "memory_growth": (Optional[growth], None), "hints": (list[hint], []),
         "time_limit": (Optional[TimeLimits], None)})
@@ -157,7 +159,8 @@ class HiddenFile(Table):
 
 def hidden_stage(problem: Problem) -> type[Table]:
     return _cached(("hidden", _problem_key(problem)), lambda: _table("hidden stage", {
-        "id": (str, ...), "cases": (list[_case_model(problem, with_dtypes=True)], ...)}))
+        "id": (str, ...),
+        "cases": (list[_case_model(problem, with_dtypes=True, with_claims=True)], ...)}))
 
 
 # Models are built once per problem (and list of GPU backends): pydantic compiles each.
@@ -174,18 +177,20 @@ def _problem_key(problem: Problem) -> tuple:
     return problem.id, tuple((p.name, p.type, repr(p.default), p.doc) for p in problem.params)
 
 
-def _case_model(problem: Problem, with_dtypes: bool) -> type[Table]:
+def _case_model(problem: Problem, with_dtypes: bool, with_claims: bool = False) -> type[Table]:
     """One case of `problem`: its parameters (ints at least 1, one of a parameter's choices
     where it has them), and unless only the sizes are asked for, its dtypes and an optional
-    seed."""
-    return _cached(("case", _problem_key(problem), with_dtypes),
-                   lambda: _build_case_model(problem, with_dtypes))
+    seed; a graded case (not a timed one) also the lesson claims it tests."""
+    return _cached(("case", _problem_key(problem), with_dtypes, with_claims),
+                   lambda: _build_case_model(problem, with_dtypes, with_claims))
 
 
-def _build_case_model(problem: Problem, with_dtypes: bool) -> type[Table]:
+def _build_case_model(problem: Problem, with_dtypes: bool, with_claims: bool) -> type[Table]:
     fields: dict[str, Any] = {}
     if with_dtypes:
         fields = {"dtypes": (list[str], ...), "seed": (Optional[int], None)}
+    if with_claims:  # the names of the stage's claims this case tests ([stages] claims)
+        fields["claims"] = (Optional[list[Text]], None)
     for p in problem.params:
         kind = Annotated[int, Field(ge=1)] if p.type is int else p.type
         if p.choices:  # an unknown value gets pydantic's literal_error: `describe` lists them

@@ -22,7 +22,7 @@ from grader.backends.selection import Selection, dtype_unsupported
 from grader.course import Case, Stage
 from grader.judge.compare import Expected, Verdict, compare, drawn
 from grader.problems import DTYPES, Call
-from grader.quoting import inline, quoted, said
+from grader.quoting import inline, is_quoted, quoted, said
 from grader.results import CaseResult, CheckResult, Failure
 from grader.sandbox import Outcome, ChildProcess
 from grader.sandbox.outcomes import Proposed
@@ -82,7 +82,7 @@ class StageCheck:
             seed=0 if case.hidden else seed,  # the run's --seed reproduces it for instructors
             passed=verdict.passed,
             summary=verdict.summary,
-            details=verdict.details,
+            details=self._with_claims(case, verdict),
             stats=verdict.stats,
             picture=verdict.picture,
             # a hidden case's time is withheld too: a call that sleeps for n milliseconds
@@ -92,6 +92,19 @@ class StageCheck:
             failure=None if verdict.passed else verdict.kind,
         )
         return verdict
+
+    def _with_claims(self, case: Case, verdict: Verdict) -> list[str]:
+        """A failed case's details, led by what the lesson promised that this case tests:
+        the student learns which promise their kernel breaks. Hidden cases say nothing more."""
+        tested = self.stage.tested_by(case)
+        if (verdict.passed or case.hidden or not tested
+                or verdict.kind in (Failure.NOT_RUN, Failure.NOT_GRADED)):
+            return verdict.details
+        # After the quoted text that finishes the summary's sentence, before the analysis.
+        lead = next((i for i, line in enumerate(verdict.details) if not is_quoted(line)),
+                    len(verdict.details))
+        return [*verdict.details[:lead], f"this case tests: {'; '.join(tested)}",
+                *verdict.details[lead:]]
 
     def forget_hidden(self) -> None:
         """End the processes if they were given a hidden case: they could tell its inputs in

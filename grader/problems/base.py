@@ -122,17 +122,34 @@ def layout_param() -> "Param":
     return Param("layout", str, "contiguous", doc=LAYOUT_DOC, choices=LAYOUTS)
 
 
-def randn_2d(rows: int, cols: int, layout: str, dtype, gen) -> torch.Tensor:
+def randn_2d(rows: int, cols: int, layout: str, dtype, gen, scale: float = 1.0) -> torch.Tensor:
     """A rows x cols input in `layout`. Transposed: the transpose of a contiguous cols x rows
     tensor (strides (1, rows)); sliced: columns of a wider contiguous one (strides
     (cols + SLICE_EXTRA, 1), storage offset SLICE_START)."""
     if layout == "transposed":
-        return randn((cols, rows), dtype, gen).t()
+        return randn((cols, rows), dtype, gen, scale).t()
     if layout == "sliced":
-        return randn((rows, cols + SLICE_EXTRA), dtype, gen)[:, SLICE_START:SLICE_START + cols]
+        wide = randn((rows, cols + SLICE_EXTRA), dtype, gen, scale)
+        return wide[:, SLICE_START:SLICE_START + cols]
     if layout != "contiguous":
         raise ValueError(f"unknown layout {layout!r}; known: {', '.join(LAYOUTS)}")
-    return randn((rows, cols), dtype, gen)
+    return randn((rows, cols), dtype, gen, scale)
+
+
+def laid_out(x: torch.Tensor, layout: str) -> torch.Tensor:
+    """The values of the 2-D `x` in `layout`, as randn_2d lays its inputs out (a sliced
+    view's neighbouring columns hold zeros): for inputs whose values are drawn first and
+    placed after."""
+    if layout == "transposed":
+        return x.t().contiguous().t()
+    if layout == "sliced":
+        rows, cols = x.shape
+        wide = torch.zeros((rows, cols + SLICE_EXTRA), dtype=x.dtype, device=x.device)
+        wide[:, SLICE_START:SLICE_START + cols] = x
+        return wide[:, SLICE_START:SLICE_START + cols]
+    if layout != "contiguous":
+        raise ValueError(f"unknown layout {layout!r}; known: {', '.join(LAYOUTS)}")
+    return x.contiguous()
 
 
 def layout_check(*dims: tuple[str, str]):

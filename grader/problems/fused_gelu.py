@@ -1,7 +1,7 @@
 """Stage problem: gelu(x * weight + bias) (tanh form), weight and bias broadcast over rows.
 The least traffic: x read and the result written once (2MN), weight and bias once (2N).
 The lesson promises that any layout of x works (the kernel follows its strides): `layout`
-draws x transposed or sliced."""
+draws x transposed or sliced, and `scale` draws x large enough to reach GELU's extremes."""
 
 import torch
 import torch.nn.functional as F
@@ -17,7 +17,7 @@ def _gelu_bias(x, w, b):
 
 def _call(p, dtype, gen):
     m, n = p["M"], p["N"]
-    x = randn_2d(m, n, p["layout"], dtype, gen)
+    x = randn_2d(m, n, p["layout"], dtype, gen, p["scale"])
     return Call((x, randn(n, dtype, gen), randn(n, dtype, gen)))
 
 
@@ -33,7 +33,11 @@ def _explain(ev: Evidence) -> list[Cause]:
             (_gelu_bias(x32, w32, torch.zeros_like(b32)), "bias_missing",
              "the output is GELU(x * weight): the bias is never added"),
             (_gelu_bias(x32, torch.ones_like(w32), b32), "weight_missing",
-             "the output is GELU(x + bias): x is never multiplied by the weight")):
+             "the output is GELU(x + bias): x is never multiplied by the weight"),
+            (_sigmoid_overflowing(x32 * w32 + b32), "sigmoid_overflow",
+             "the output is GELU with its sigmoid written exp(2u) / (1 + exp(2u)): where u "
+             "passes 44, exp(2u) is inf and inf / inf is NaN; 1 / (1 + exp(-2u)) is the same "
+             "function, and overflows only where the answer is 0")):
         if ev.matches(hypothesis):
             return [Cause(key, text)]
     for strides in _misread(x):
@@ -43,6 +47,13 @@ def _explain(ev: Evidence) -> list[Cause]:
                           f" instead of its own {tuple(x.stride())}: the kernel's addresses must "
                           "use the strides it is given, in the order of x's dimensions")]
     return observed(ev)
+
+
+def _sigmoid_overflowing(z: torch.Tensor) -> torch.Tensor:
+    """GELU_tanh(z) in float32 as z * e / (1 + e) with e = exp(2u): NaN where e overflows."""
+    u = 0.7978845608028654 * (z + 0.044715 * z * z * z)
+    e = torch.exp(2 * u)
+    return z * e / (1 + e)
 
 
 def _misread(x: torch.Tensor) -> list[tuple[int, int]]:
@@ -58,7 +69,10 @@ PROBLEM = Problem(
     id="fused_gelu",
     function="fused_gelu",
     signature="fused_gelu(x, weight, bias) -> Tensor",
-    params=(Param("M", int, doc="rows of x"), Param("N", int, doc="columns of x"), layout_param()),
+    params=(Param("M", int, doc="rows of x"), Param("N", int, doc="columns of x"), layout_param(),
+            # Large x reaches GELU's extremes, where exp(-2u) overflows: the lesson promises
+            # the result is still right there (0 for very negative u, z for very positive).
+            Param("scale", float, 1.0, doc="standard deviation of x")),
     make_call=_call,
     reference=lambda call: _gelu_bias(*in_f32(call).args),  # the baseline's ops, in float32
     work=lambda p, dt: Work((2 * p["M"] * p["N"] + 2 * p["N"]) * element_size(dt)),

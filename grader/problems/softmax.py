@@ -1,9 +1,20 @@
-"""Stage problem: softmax over the last axis of an M x N matrix; read once, written once."""
+"""Stage problem: softmax over the last axis of an M x N matrix; read once, written once.
+The lesson promises rows wider than one tile and any layout: `rows = "falling_max"` draws
+rows whose later tiles have a much lower maximum than the first, and `layout` draws x
+transposed or sliced."""
 
 import torch
 
 from grader.problems.evidence import Cause, Evidence, observed, row_factor
-from grader.problems.base import Call, Param, Problem, Work, compiled, element_size, in_f32, randn
+from grader.problems.base import (Call, Param, Problem, Work, compiled, element_size, in_f32,
+                                  laid_out, layout_check, layout_param, randn)
+
+ROWS = ("random", "falling_max")
+# A falling row runs from +FALL to -FALL (plus its random values): whatever the tile width,
+# the first tile's maximum is at least FALL above the last tile's, and exp(FALL) overflows
+# float32 (exp(89) does), so a kernel that takes a later tile's lower maximum as the row's
+# rescales its sum by inf.
+FALL = 120.0
 
 
 def _softmax_last(x):
@@ -11,7 +22,11 @@ def _softmax_last(x):
 
 
 def _call(p, dtype, gen):
-    return Call((randn((p["M"], p["N"]), dtype, gen, scale=p["scale"]),))
+    m, n = p["M"], p["N"]
+    x = randn((m, n), torch.float32 if p["rows"] != "random" else dtype, gen, scale=p["scale"])
+    if p["rows"] == "falling_max":  # drawn as before, then moved: same draws, other values
+        x = (x + torch.linspace(FALL, -FALL, n, device=x.device)).to(dtype)
+    return Call((laid_out(x, p["layout"]),))
 
 
 def _explain(ev: Evidence) -> list[Cause]:
@@ -30,16 +45,30 @@ def _explain(ev: Evidence) -> list[Cause]:
         return [Cause("online_rescale", f"the output is what a loop over column tiles of {tile} "
                       "gives when the running sum is not rescaled as a later tile raises the "
                       "row maximum (the online softmax)")]
+    if x is not None and tile and tile < x.shape[-1] and torch.isnan(ev.got).any() and \
+            ev.matches(_block_max(x, tile)):
+        return [Cause("running_max", f"the output is what a loop over column tiles of {tile} "
+                      "gives when the running maximum is replaced by each tile's own: a later "
+                      "tile with a much lower maximum rescales the sum by exp of a large "
+                      "number, inf, and the row becomes NaN; the running max is the maximum "
+                      "of the old one and the tile's")]
     if x is not None and tile and ev.matches(_zero_padded(x, tile)):
         return [Cause("padding", f"the output is what the row gives when the lanes past its end "
                       f"in its last tile of {tile} count as 0 in the max and the sum: pad the "
                       "masked lanes with -inf, which changes neither")]
     raw = ev.call.args[0] if ev.call is not None else None
-    if raw is not None and raw.shape[0] > 1 and ev.matches(_softmax_last(
-            raw.as_strided(raw.shape, (raw.stride(1), raw.stride(1)), raw.storage_offset())
-            .float())):
+    one_apart = (raw.stride(1), raw.stride(1)) if raw is not None else None
+    if raw is not None and raw.shape[0] > 1 and _within(raw, one_apart) and ev.matches(
+            _softmax_last(raw.as_strided(raw.shape, one_apart, raw.storage_offset()).float())):
         return [Cause("strides", "the output is the softmax of rows that start one element "
                       "apart: each row's start must step by the row stride")]
+    for strides in _rows_of_n(raw):
+        if ev.matches(_softmax_last(raw.as_strided(raw.shape, strides,
+                                                   raw.storage_offset()).float())):
+            return [Cause("strides", f"the output is the softmax of x read with the strides "
+                          f"{strides}, rows {strides[0]} elements apart, instead of its own "
+                          f"{tuple(raw.stride())}: each row starts at row * the row stride, "
+                          "not row * the number of columns")]
     factor = row_factor(ev)
     if factor is not None:
         return [Cause("row_normalisation", "each row is the right answer times a factor of its "
@@ -52,6 +81,35 @@ def _explain(ev: Evidence) -> list[Cause]:
     row = int(off.nonzero()[0])
     return [Cause("", f"observed: {int(off.sum())} of {ev.got.shape[0]} rows do not sum to 1 "
                       f"(row {row} sums to {float(sums[row]):.4g})")]
+
+
+def _within(x: torch.Tensor, strides: tuple[int, int]) -> bool:
+    """Whether x's shape read with `strides` stays in x's storage (a transposed x read with
+    rows one element apart would not)."""
+    storage = x.untyped_storage().nbytes() // x.element_size() - x.storage_offset()
+    return (x.shape[0] - 1) * strides[0] + (x.shape[1] - 1) * strides[1] < storage
+
+
+def _rows_of_n(x: torch.Tensor | None) -> list[tuple[int, int]]:
+    """Strides a kernel may wrongly read x with when it steps rows by the number of
+    columns: (N, x's column stride) or (N, 1), where they differ from x's and stay in it."""
+    if x is None or x.shape[0] < 2:
+        return []
+    n = x.shape[1]
+    found = dict.fromkeys([(n, x.stride(1)), (n, 1)])
+    return [s for s in found if s != tuple(x.stride()) and _within(x, s)]
+
+
+def _block_max(x: torch.Tensor, tile: int) -> torch.Tensor:
+    """The online softmax in float32 with the running max replaced by each tile's own."""
+    m = torch.full(x.shape[:-1] + (1,), -torch.inf)
+    total = torch.zeros_like(m)
+    for start in range(0, x.shape[-1], tile):
+        part = x[..., start:start + tile]
+        new = part.amax(-1, keepdim=True)
+        total = total * torch.exp(m - new) + torch.exp(part - new).sum(-1, keepdim=True)
+        m = new
+    return torch.exp(x - m) / total
 
 
 def _no_max(x: torch.Tensor) -> torch.Tensor:
@@ -84,10 +142,15 @@ PROBLEM = Problem(
         Param("M", int, doc="rows"),
         Param("N", int, doc="columns (the softmax axis)"),
         Param("scale", float, 1.0, doc="standard deviation of the inputs"),
+        layout_param(),
+        Param("rows", str, "random", choices=ROWS,
+              doc="random: normal values; falling_max: each row also falls linearly from "
+                  f"+{FALL:g} to -{FALL:g}, so its later tiles have a much lower maximum"),
     ),
     make_call=_call,
     reference=lambda call: _softmax_last(*in_f32(call).args),
     work=lambda p, dt: Work(2 * p["M"] * p["N"] * element_size(dt)),
     baselines={"torch": lambda c: _softmax_last(*c.args), "torch.compile": compiled(_softmax_last)},
+    check=layout_check(("M", "N")),
     explain=_explain,
 )

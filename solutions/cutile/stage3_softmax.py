@@ -7,7 +7,8 @@ exp(89) already overflows fp32).
 
 The block views its row as 1 x TILE_N tiles: tile (row, j) of x, loaded with shape
 (1, TILE_N), holds columns [j * TILE_N, (j + 1) * TILE_N) of that row, and there are
-cdiv(N, TILE_N) of them (ct.num_tiles).
+cdiv(N, TILE_N) of them (ct.num_tiles). A load follows the array's own strides, so a
+sliced or transposed x works as it is: hand the kernel x itself.
 
 When the whole row fits in one tile (ONE_TILE), the block reads it once, keeps it in
 registers, and writes the result: one read and one write per element, the least memory
