@@ -114,6 +114,11 @@ def _stage_model(problem: Problem, gpu_backends: tuple[str, ...]) -> type[Table]
                                               if p.type in (int, float)})], None),
         "dtypes": (Optional[list[str]], None), "cause": (Optional[str], None)})
     hint = _table("hint", {"when": (when, ...), "hint": (Text, ...)})
+    experiment = Literal[tuple(problem.experiments)] if problem.experiments else type(None)
+    hypothesis = _table("hypothesis", {
+        "cause": (str, ...), "says": (Text, ...),
+        "experiment": (Optional[experiment], None),
+        "probe": (Optional[_table("probe", params)], None)})
     growth = _table("memory_growth", {
         "small": (sizes, ...), "large": (sizes, ...), "dtype": (str, ...),
         "max_growth": (Annotated[float, Field(gt=1)], ...)})
@@ -122,6 +127,7 @@ def _stage_model(problem: Problem, gpu_backends: tuple[str, ...]) -> type[Table]
         "modules": (Modules, ...), "tolerance": (Tolerances, ...), "cases": (list[case], ...),
         "tiles": (Optional[Tiles], None), "speed": (Optional[speed], None),
         "memory_growth": (Optional[growth], None), "hints": (list[hint], []),
+        "hypotheses": (list[hypothesis], []),
         "time_limit": (Optional[TimeLimits], None)})
 
 

@@ -6,7 +6,7 @@ draws x transposed or sliced."""
 import torch
 import torch.nn.functional as F
 
-from grader.problems.evidence import Cause, Evidence, observed
+from grader.problems.evidence import Cause, Evidence, observed, recomputed
 from grader.problems.base import (Call, Param, Problem, Work, compiled, element_size, in_f32,
                                   layout_check, layout_param, randn, randn_2d)
 
@@ -35,14 +35,26 @@ def _explain(ev: Evidence) -> list[Cause]:
             (_gelu_bias(x32, torch.ones_like(w32), b32), "weight_missing",
              "the output is GELU(x + bias): x is never multiplied by the weight")):
         if ev.matches(hypothesis):
-            return [Cause(key, text)]
+            return [recomputed(key, text)]
     for strides in _misread(x):
         seen = x.as_strided(x.shape, strides, x.storage_offset()).float()
         if ev.matches(_gelu_bias(seen, w.float(), b.float())):
-            return [Cause("strides", f"the output is what x gives read with the strides {strides}"
+            return [recomputed("strides", f"the output is what x gives read with the strides {strides}"
                           f" instead of its own {tuple(x.stride())}: the kernel's addresses must "
                           "use the strides it is given, in the order of x's dimensions")]
     return observed(ev)
+
+
+def _bias_by_row(ev: Evidence) -> torch.Tensor | None:
+    """The bias indexed by the row, not the column: row i adds bias[i] (a case with no more
+    rows than columns; the first bias element where there is one row)."""
+    if ev.call is None:
+        return None
+    x, w, b = (t.float() for t in ev.call.args)
+    m, n = x.shape
+    if m > n or m == n == 1:
+        return None
+    return _gelu_bias(x, w, b[:m, None])
 
 
 def _misread(x: torch.Tensor) -> list[tuple[int, int]]:
@@ -65,4 +77,5 @@ PROBLEM = Problem(
     baselines={"torch": lambda c: _gelu_bias(*c.args), "torch.compile": compiled(_gelu_bias)},
     check=layout_check(("M", "N")),
     explain=_explain,
+    experiments={"bias_by_row": _bias_by_row},
 )
