@@ -141,16 +141,9 @@ def _scaled(times: int):
     return recompute
 
 
-def _mask_inverted(ev: Evidence) -> torch.Tensor | None:
-    if ev.call is None or not ev.call.kwargs["causal"]:
-        return None
-    q, k, v, scale, _ = _inputs(ev)
-    return _attention(q, k, v, scale, True, None)
-
-
-def _mask_tile_local(ev: Evidence) -> torch.Tensor | None:
-    """The causal mask compares the query's position with the key's offset within its key
-    tile (0 .. BLOCK_N - 1), not its position; the loop still stops after the query tile."""
+def _causal_variant(ev: Evidence, kept) -> torch.Tensor | None:
+    """Attention whose causal mask keeps the keys `kept(i, j, key tile)` says, within the key
+    tiles the online loop visits (those that start before its query tile's end)."""
     rows, cols = ev.constant("BLOCK_M", "TILE_M"), ev.constant("BLOCK_N", "TILE_N")
     if ev.call is None or not ev.call.kwargs["causal"] or not rows or not cols:
         return None
@@ -158,8 +151,23 @@ def _mask_tile_local(ev: Evidence) -> torch.Tensor | None:
     s = (q @ k.transpose(-1, -2)) * scale
     n = s.shape[-1]
     i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
-    hidden = (j % cols > i) | (j >= (i // rows + 1) * rows)
-    return torch.softmax(s.masked_fill(hidden, -torch.inf), -1) @ v
+    seen = (j < -(-(i // rows + 1) * rows // cols) * cols) & kept(i, j, cols)
+    out = torch.softmax(s.masked_fill(~seen, -torch.inf), -1) @ v
+    # The loop starts at key tile 0: a row with no key kept there has a running maximum of
+    # -inf, and -inf - (-inf) makes it NaN for good.
+    lost = ~seen[:, :cols].any(-1)
+    return out.masked_fill(lost[:, None], torch.nan)
+
+
+def _mask_inverted(ev: Evidence) -> torch.Tensor | None:
+    """The causal comparison reversed: keys at and after the query."""
+    return _causal_variant(ev, lambda i, j, cols: j >= i)
+
+
+def _mask_tile_local(ev: Evidence) -> torch.Tensor | None:
+    """The causal mask compares the query's position with the key's offset within its key
+    tile (0 .. BLOCK_N - 1), not its position."""
+    return _causal_variant(ev, lambda i, j, cols: j % cols <= i)
 
 
 PROBLEM = Problem(

@@ -57,6 +57,20 @@ def _bias_by_row(ev: Evidence) -> torch.Tensor | None:
     return _gelu_bias(x, w, b[:m, None])
 
 
+def _bias_across_tile(ev: Evidence) -> torch.Tensor | None:
+    """The tile's slice of the bias broadcast down the columns instead of along the rows:
+    element (i, j) adds the bias of the tile's column i (square tiles; 0 past the end)."""
+    rows, cols = ev.constant("BLOCK_M", "TILE_M"), ev.constant("BLOCK_N", "TILE_N")
+    if ev.call is None or not rows or rows != cols:
+        return None
+    x, w, b = (t.float() for t in ev.call.args)
+    m, n = x.shape
+    i, j = torch.arange(m)[:, None], torch.arange(n)[None, :]
+    index = j // cols * cols + i % rows
+    bias = torch.where(index < n, b[index.clamp(max=n - 1)], torch.zeros(()))
+    return _gelu_bias(x, w, bias)
+
+
 def _misread(x: torch.Tensor) -> list[tuple[int, int]]:
     """Strides a kernel may wrongly use for x: row-major contiguous, or x's own swapped."""
     m, n = x.shape
@@ -77,5 +91,5 @@ PROBLEM = Problem(
     baselines={"torch": lambda c: _gelu_bias(*c.args), "torch.compile": compiled(_gelu_bias)},
     check=layout_check(("M", "N")),
     explain=_explain,
-    experiments={"bias_by_row": _bias_by_row},
+    experiments={"bias_by_row": _bias_by_row, "bias_across_tile": _bias_across_tile},
 )
