@@ -120,7 +120,11 @@ class Checker:
 
     def hypothesis(self, h, where: str, problem: Problem) -> Hypothesis:
         probe = _given(h.probe)
-        if h.experiment is None and not probe:
+        if h.experiment is not None and h.experiment not in problem.experiments:
+            known = ", ".join(problem.experiments) or \
+                f"none (the problem {problem.id} defines no recompute; give a probe)"
+            self.error(f"{where}.experiment", f"unknown experiment {h.experiment!r}; known: {known}")
+        elif h.experiment is None and not probe:
             self.error(where, "give an `experiment` or a `probe` (or both): a hypothesis is "
                        "named only when an experiment confirms it")
         return Hypothesis(cause=h.cause, says=h.says, experiment=h.experiment, probe=probe)

@@ -114,10 +114,9 @@ def _stage_model(problem: Problem, gpu_backends: tuple[str, ...]) -> type[Table]
                                               if p.type in (int, float)})], None),
         "dtypes": (Optional[list[str]], None), "cause": (Optional[str], None)})
     hint = _table("hint", {"when": (when, ...), "hint": (Text, ...)})
-    experiment = Literal[tuple(problem.experiments)] if problem.experiments else type(None)
     hypothesis = _table("hypothesis", {
         "cause": (str, ...), "says": (Text, ...),
-        "experiment": (Optional[experiment], None),
+        "experiment": (Optional[str], None),
         "probe": (Optional[_table("probe", params)], None)})
     growth = _table("memory_growth", {
         "small": (sizes, ...), "large": (sizes, ...), "dtype": (str, ...),

@@ -219,7 +219,7 @@ class LaunchWatch:
                                f"({self.words.program} {self.words.name(program)} reaches "
                                f"{past} past its last element). On a GPU that reads memory that "
                                "belongs to something else, even where the value is later "
-                               f"discarded: {self._load_fix(line)}", line, fails=True))
+                               f"discarded: {self._fix(line, self.words.bound_load)}", line, fails=True))
         if access.hole:
             out.append(Finding("load_between_rows", f"{self.source.at(line)}: reads "
                                f"{access.hole} elements of the memory under {region.name} that "
@@ -227,12 +227,13 @@ class LaunchWatch:
                                "ignore the tensor's strides", line))
         return out
 
-    def _load_fix(self, line) -> str:
-        """How to keep a load inside its tensor: where the load has a mask that switched
-        lanes off, the mask is there and lets the wrong lanes through."""
+    def _fix(self, line, missing: str) -> str:
+        """How to keep a load or store inside its tensor: `missing` (the track's words for a
+        mask to add), unless the line has a mask that switched lanes off: then the mask is
+        there and lets the wrong lanes through."""
         if not self.masked_off.get(line):
-            return self.words.bound_load
-        return (f"this load has a mask ({self.masked_off[line]} lanes switched off), but it "
+            return missing
+        return (f"this line has a mask ({self.masked_off[line]} lanes switched off), but it "
                 "lets lanes past the end through: compare each offset with the bound of its "
                 "own dimension")
 
@@ -241,7 +242,7 @@ class LaunchWatch:
             return []
         return [Finding("store_out_of_bounds", f"{self.source.at(line)}: writes "
                         f"{_count(access.outside)} past the end of {region.name}: "
-                        f"{self.words.bound_store}", line, fails=True)]
+                        f"{self._fix(line, self.words.bound_store)}", line, fails=True)]
 
     def _idle(self) -> list[Finding]:
         idle = np.nonzero(~self.stored_any)[0]
