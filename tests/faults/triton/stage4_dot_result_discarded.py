@@ -1,7 +1,7 @@
 """Computes the dot but never assigns its result: tl.dot(a, b, acc) on a line of its own.
 
 expect: FAIL
-message: no product reaches the accumulator
+message: no product reaches the accumulator that is stored
 cause: product_discarded
 """
 
