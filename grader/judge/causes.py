@@ -46,6 +46,12 @@ def from_traffic(ev: Evidence, written: torch.Tensor | None, block: int | None,
                           f"blocks of {block}, and nothing after: the grid has too few programs "
                           f"({programs} of {block}; it rounds the element count down to whole "
                           "blocks, not up)", GRID)]
+        if "overlap" in kinds:  # the watch saw several programs store the same elements
+            return [Cause("programs_overlap", f"the programs wrote the first {done} elements "
+                          f"and nothing after, though the grid has {programs} programs of "
+                          f"{block}: several programs stored the same elements, so the blocks "
+                          "they take overlap and the last blocks are reached by none; each "
+                          "program's offsets must start at its own block", WATCH)]
         return [Cause("", f"observed (no single cause confirmed): the programs wrote the first "
                       f"{done} elements and nothing after, though the grid has "
                       f"{programs} programs of {block}: some write where another one does")]

@@ -83,6 +83,10 @@ def test_a_short_prefix_is_a_short_grid_only_where_the_grid_is_short():
     # five programs of 2 cover the ten elements: they overlap, the grid is not short
     overlapping = causes.from_traffic(ev, written, 2, [(5,)])
     assert [c.key for c in overlapping] == [""] and "observed" in overlapping[0].text
+    # where the watch saw programs store the same elements, that is the cause it confirms
+    seen = evidence(torch.zeros(10), torch.ones(10),
+                    traffic=[{"kind": "overlap", "text": "stored by more than one program"}])
+    assert [c.key for c in causes.from_traffic(seen, written, 2, [(5,)])] == ["programs_overlap"]
 
 
 def test_inputs_never_read_at_all_name_no_pointer():

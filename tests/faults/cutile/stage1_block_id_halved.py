@@ -1,7 +1,8 @@
 """Halves the block id: blocks 2i and 2i + 1 take the same tile, and the later tiles are never reached.
 
 expect: FAIL
-message: some write where another one does
+message: several programs stored the same elements
+cause: programs_overlap
 """
 
 import cuda.tile as ct

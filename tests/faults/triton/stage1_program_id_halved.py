@@ -1,7 +1,8 @@
 """Halves the program id: programs 2i and 2i + 1 take the same block, and the later blocks are never reached.
 
 expect: FAIL
-message: some write where another one does
+message: several programs stored the same elements
+cause: programs_overlap
 """
 
 import torch
