@@ -11,8 +11,11 @@ A fault file starts with a module docstring: its first line says what the mistak
     cause: <key>                     (optional, one or more) the causes the output may confirm
                                      (grader.problems.evidence); no other may be named
 
-Over the whole corpus (`test_the_corpus_*`): every fault fails, at least NAMED of the
-reports name the faulty line or the cause, and no report names a cause its header does not.
+Every named cause carries the experiment that confirmed it in the case's result
+(stats.experiments: a recompute the output matched, a probe replay that passed, the watch's
+traffic), checked for each fault graded. Over the whole corpus (`test_the_corpus_*`): every
+fault fails, at least NAMED of the reports name the faulty line or the cause, and no report
+names a cause its header does not.
 The default suite grades one file per track and stage; `pytest -m slow` grades them all.
 
 Files of tests/faults/triton are graded on Triton's interpreter, tests/faults/cutile on the
@@ -121,6 +124,10 @@ def test_the_fault_is_graded_as_its_header_says(fault, grade_source, course):
     assert result.status is fault.expect, f"{fault.id} ({fault.mistake}): {result.status}\n{text}"
     for message in fault.messages:
         assert message in text, f"{fault.id}: no failing case reports {message!r}:\n{text}"
+    for case in result.cases:  # every cause named carries what confirmed it
+        named, confirmed_by = case.stats.get("causes", []), case.stats.get("experiments", {})
+        assert set(named) == set(confirmed_by), (fault.id, case.id, named, confirmed_by)
+        assert all(confirmed_by.values()), (fault.id, case.id, confirmed_by)
     for part in fault.passes:
         matching = [case for case in result.cases if part in case.id]
         assert matching, f"{fault.id}: no case's id contains {part!r}"

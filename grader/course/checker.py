@@ -15,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 from grader.backends.selection import BACKENDS
 from grader.course import schema
 from grader.course.policy import LatePenalty, Policy
-from grader.course.model import (WHOLE_DIM, Case, Course, Hint, MemoryGrowth, Speed, Stage,
+from grader.course.model import (WHOLE_DIM, Case, Course, Hint, Hypothesis, MemoryGrowth, Speed, Stage,
                                  SubmissionRules, Threshold, TimeLimit, Tolerance)
 from grader.errors import CourseError
 from grader.problems import DTYPES, PROBLEMS, Problem
@@ -104,10 +104,13 @@ class Checker:
         growth = self.memory_growth(s.memory_growth, f"{where}.memory_growth", tolerance,
                                     s.id) if s.memory_growth else None
         hints = tuple(self.hint(h, f"{where}.hints[{j}]", tolerance) for j, h in enumerate(s.hints))
+        hypotheses = tuple(self.hypothesis(h, f"{where}.hypotheses[{j}]", problem)
+                           for j, h in enumerate(s.hypotheses))
         return Stage(number=index + 1, id=s.id, title=s.title, points=s.points, problem=problem,
                      modules=dict(s.modules), tiles=tiles, tolerance=tolerance,
                      cases=tuple(cases), speed=speed, memory_growth=growth, hints=hints,
-                     time_limit=_time_limit(s.time_limit), claims=dict(s.claims))
+                     hypotheses=hypotheses, time_limit=_time_limit(s.time_limit),
+                     claims=dict(s.claims))
 
     def claims(self, s, where: str) -> None:
         """A stage with a `claims` table: every case names the claims it tests, each one of
@@ -147,6 +150,17 @@ class Checker:
                     stats=tuple(k for k in ("never_written", "nan", "inf") if getattr(when, k)),
                     params=_given(when.params), larger=_given(when.larger),
                     dtypes=tuple(when.dtypes or ()), cause=when.cause)
+
+    def hypothesis(self, h, where: str, problem: Problem) -> Hypothesis:
+        probe = _given(h.probe)
+        if h.experiment is not None and h.experiment not in problem.experiments:
+            known = ", ".join(problem.experiments) or \
+                f"none (the problem {problem.id} defines no recompute; give a probe)"
+            self.error(f"{where}.experiment", f"unknown experiment {h.experiment!r}; known: {known}")
+        elif h.experiment is None and not probe:
+            self.error(where, "give an `experiment` or a `probe` (or both): a hypothesis is "
+                       "named only when an experiment confirms it")
+        return Hypothesis(cause=h.cause, says=h.says, experiment=h.experiment, probe=probe)
 
     def problem(self, raw, where: str, known: dict | None = None,
                 course_file: str | None = None) -> Problem | None:

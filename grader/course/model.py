@@ -138,6 +138,21 @@ class Hint:
                 and (self.cause is None or self.cause in case.stats.get("causes", ())))
 
 
+@dataclass(frozen=True)
+class Hypothesis:
+    """A mistake of the stage that an experiment can confirm ([[stages.hypotheses]]): course
+    content, evaluated by grader.judge.experiments when a case fails. It is named (its
+    `cause`, in its `says`) only when every experiment it gives holds: the output matches the
+    reference recomputed under the mistake (`experiment`, a recompute the stage's problem
+    defines), and a replay of the same kernel on the failing case's inputs changed by
+    `probe` passes."""
+
+    cause: str
+    says: str
+    experiment: str | None = None
+    probe: tuple[tuple[str, Any], ...] = ()
+
+
 def matching_hints(hints, cases) -> list[str]:
     """The hints whose signature every failing case shows (of those whose inputs are shown);
     of several, the most specific: the one that covers the fewest cases. A float16-only
@@ -177,6 +192,7 @@ class Stage:
     speed: Speed | None = None
     memory_growth: MemoryGrowth | None = None
     hints: tuple[Hint, ...] = ()
+    hypotheses: tuple[Hypothesis, ...] = ()
     time_limit: TimeLimit = TimeLimit()
     # What the stage's lesson promises a kernel handles (name -> the claim in the lesson's
     # words): each case names the claims it tests, and each claim has a case.

@@ -115,6 +115,10 @@ def _stage_model(problem: Problem, gpu_backends: tuple[str, ...]) -> type[Table]
                                               if p.type in (int, float)})], None),
         "dtypes": (Optional[list[str]], None), "cause": (Optional[str], None)})
     hint = _table("hint", {"when": (when, ...), "hint": (Text, ...)})
+    hypothesis = _table("hypothesis", {
+        "cause": (str, ...), "says": (Text, ...),
+        "experiment": (Optional[str], None),
+        "probe": (Optional[_table("probe", params)], None)})
     growth = _table("memory_growth", {
         "small": (sizes, ...), "large": (sizes, ...), "dtype": (str, ...),
         "max_growth": (Annotated[float, Field(gt=1)], ...)})
@@ -124,6 +128,7 @@ def _stage_model(problem: Problem, gpu_backends: tuple[str, ...]) -> type[Table]
         "claims": (dict[str, Text], {}),
         "tiles": (Optional[Tiles], None), "speed": (Optional[speed], None),
         "memory_growth": (Optional[growth], None), "hints": (list[hint], []),
+        "hypotheses": (list[hypothesis], []),
         "time_limit": (Optional[TimeLimits], None)})
 
 

@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from grader.course import WHOLE_DIM, Tolerance
-from grader.judge import causes, ownership, picture
+from grader.judge import causes, experiments, ownership, picture
 from grader.problems.evidence import Cause, Evidence
 from grader.quoting import quoted
 from grader.results import Failure
@@ -55,6 +55,11 @@ class Expected:
     tiles: Sequence | None = None
     explain: Callable[[Evidence], list[Cause]] | None = None
     call: Any = None
+    # The stage's hypotheses (grader.course.Hypothesis), the problem's recomputes they name,
+    # and the replay of a probe (grader.judge.experiments)
+    hypotheses: Sequence = ()
+    experiments: dict = field(default_factory=dict)
+    probe: Callable[[dict], str | None] | None = None
 
 
 def compare(outcome: Outcome, expected: Expected) -> Verdict:
@@ -120,11 +125,16 @@ def compare(outcome: Outcome, expected: Expected) -> Verdict:
     tiles = expected.tiles
     found = causes.from_traffic(ev, written, _block(tiles, constants),
                                 [tuple(la.grid) for la in launches])
+    found = found or experiments.confirmed(ev, expected.hypotheses, expected.experiments,
+                                           expected.probe)
     found = found or (expected.explain(ev) if expected.explain is not None else [])
     if not found:
         details += _same_factor(got, want, bad, both_finite, tolerance)
-    details += [f"cause: {c.text}" if c.key else c.text for c in found]
+    for c in found:
+        details += [f"cause: {c.text}", f"  confirmed: {c.experiment}"] if c.key else [c.text]
     stats["causes"] = [c.key for c in found if c.key]
+    # what confirmed each named cause, for the result record (and the corpus's test)
+    stats["experiments"] = {c.key: c.experiment for c in found if c.key}
     details.append("first mismatches:")
     for idx in bad.nonzero()[:SHOW_INDICES]:
         i = tuple(idx.tolist())

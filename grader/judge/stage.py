@@ -31,6 +31,9 @@ from grader.tracks import TRACKS
 # The replay draws its inputs from another seed than the recorded call: what the wrapper
 # saw of the inputs it was given cannot be what the grader judges.
 REPLAY_DRAW = 0x5EED
+# The most probe replays (grader.judge.experiments) one stage may run for its failing cases:
+# each costs a recorded and a replayed call.
+PROBES = 3
 COMPILES = "compiles for a GPU"  # the stage-wide check that a GPU compiler saw the kernels
 # Failures decided before the numbers whose output is still worth a picture: the loads and
 # stores that left their tensor, or wrote an input, mark the elements their programs stored.
@@ -52,6 +55,8 @@ class StageCheck:
         self.unchecked: str | None = None  # why no front end saw a shown case's kernels
         self.unchecked_hidden = False  # a hidden case's kernels went unchecked (why: withheld)
         self.saw_hidden = False  # the processes were given a hidden case's inputs
+        # (changes, dtype) -> the probed parameters, in words, where the probe passed
+        self.probes: dict[tuple, str | None] = {}
 
     def check(self, case: Case) -> Verdict:
         start = time.perf_counter()
@@ -128,26 +133,57 @@ class StageCheck:
         return None
 
     def _judged(self, case: Case, seed: int) -> Verdict:
-        """The wrapper's proposal, recorded in the child on inputs drawn from `seed`, then
-        replayed by the grader on fresh inputs: only the replay's output is judged."""
+        return self._replayed(dict(case.params), case.dtype, seed, case)
+
+    def _probe(self, case: Case, seed: int):
+        """The probe replays a failing case's hypotheses may ask for: the case's parameters
+        changed, the same seed, judged like a case: the parameters in words where it passed,
+        None where it failed or was not run (a hidden case, the stage's probes spent,
+        parameters the problem refuses). One probe a dtype serves every case."""
         problem = self.stage.problem
-        proposed = self.child.record(problem.id, dict(case.params), case.dtype, seed)
+
+        def run(changes: dict) -> str | None:
+            defaults = {p.name: p.default for p in problem.params if not p.required}
+            params = {**defaults, **case.params, **changes}
+            key = (tuple(sorted(changes.items())), case.dtype)
+            if key not in self.probes:
+                if case.hidden or len(self.probes) >= PROBES or \
+                        (problem.check is not None and problem.check(params)):
+                    return None
+                passed = self._replayed(params, case.dtype, seed, None).passed
+                words = ", ".join(f"{k}={v}" for k, v in params.items() if v is not None)
+                self.probes[key] = f"{words}, {case.dtype}" if passed else None
+            return self.probes[key]
+
+        return run
+
+    def _replayed(self, params: dict, dtype: str, seed: int, case: Case | None) -> Verdict:
+        """The wrapper's proposal, recorded in the child on inputs drawn from `seed`, then
+        replayed by the grader on fresh inputs: only the replay's output is judged. A failing
+        `case` is explained (its hypotheses may ask for probes); a probe (no case) is not."""
+        problem = self.stage.problem
+        proposed = self.child.record(problem.id, dict(params), dtype, seed)
         refused = proposal_misconduct(proposed, self.backend.track)
         if refused:
             return refused
         replay_seed = seed ^ REPLAY_DRAW
-        call = problem.draw(case.params, case.dtype, replay_seed)
+        call = problem.draw(params, dtype, replay_seed)
         expected = problem.reference(call.to(self.backend.device))
-        outcome = self.child.replay_process.call(problem.id, dict(case.params), case.dtype, replay_seed,
-                                          call.tensors(), expected.nbytes, proposed.proposal)
-        if outcome.unchecked and case.hidden:
+        outcome = self.child.replay_process.call(problem.id, dict(params), dtype, replay_seed,
+                                                 call.tensors(), expected.nbytes,
+                                                 proposed.proposal)
+        if outcome.unchecked and case is not None and case.hidden:
             self.unchecked_hidden = True
         elif outcome.unchecked:
             self.unchecked = self.unchecked or outcome.unchecked
         track = self.backend.track
         # The replay's output comes back to the grader on its CPU, wherever it ran.
-        judged = Expected(expected, DTYPES[case.dtype], "cpu", self.stage.tolerance[case.dtype],
-                          TRACKS.get(track), self.stage.tiles.get(track), problem.explain, call)
+        explained = case is not None
+        judged = Expected(expected, DTYPES[dtype], "cpu", self.stage.tolerance[dtype],
+                          TRACKS.get(track), self.stage.tiles.get(track),
+                          problem.explain if explained else None, call,
+                          self.stage.hypotheses if explained else (), problem.experiments,
+                          self._probe(case, seed) if explained else None)
         verdict = self._misconduct(call, outcome)
         if verdict is None:
             verdict = compare(outcome, judged)

@@ -75,6 +75,10 @@ class Problem:
     # reference, the inputs and what the kernels' traffic showed; a cause is named only when
     # a check confirms it, else what was observed.
     explain: Callable[[Any], list[Any]] | None = None
+    # Recomputes of the reference under a mistake, by name (course.toml's hypotheses name
+    # them): given the Evidence, the output the mistake gives, or None where the case cannot
+    # tell it (its K fits one tile, it is not causal, ...).
+    experiments: dict[str, Callable[[Any], Any]] = field(default_factory=dict)
     # What is wrong with a case's parameters beyond their types (course.toml's checker
     # reports each message under the case): given the parameters, defaults filled in.
     check: Callable[[dict], list[str]] | None = None

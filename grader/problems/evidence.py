@@ -22,6 +22,9 @@ class Cause:
 
     key: str
     text: str
+    # What confirmed it, in words (a recompute under the hypothesis the output matched, the
+    # traffic the watch saw, a probe replay that passed): recorded with the case's result.
+    experiment: str = ""
 
 
 @dataclass
@@ -59,6 +62,17 @@ class Evidence:
     def constant(self, *names: str) -> int | None:
         return next((self.constants[n] for n in names if isinstance(self.constants.get(n), int)),
                     None)
+
+
+# The experiment behind a cause the output matched when recomputed under the mistake.
+RECOMPUTED = ("the reference recomputed with this mistake matches your output (within the "
+              "tolerance); the correct one does not")
+# The experiment behind a cause shown by a pattern of the output's rows.
+ROW_RATIO = "divided your output by the reference: each row's ratio is one constant, not 1"
+
+
+def recomputed(key: str, text: str) -> "Cause":
+    return Cause(key, text, RECOMPUTED)
 
 
 Explain = Callable[[Evidence], list[Cause]]

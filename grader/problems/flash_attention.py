@@ -5,7 +5,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from grader.problems.evidence import Cause, Evidence, observed, row_factor
+from grader.problems.evidence import Cause, Evidence, observed, recomputed, row_factor
 from grader.problems.base import Call, Param, Problem, Work, element_size, in_f32, randn
 
 
@@ -73,12 +73,8 @@ def _explain(ev: Evidence) -> list[Cause]:
     q, k, v = (t.float() for t in ev.call.args)
     causal = ev.call.kwargs["causal"]
     scale = ev.call.kwargs.get("sm_scale") or 1 / math.sqrt(q.shape[-1])
-    tried = [(_attention(q, k, v, scale * scale, causal), "sm_scale_twice",
-              f"the output is attention with the scores scaled by sm_scale twice ({scale:.4g}"
-              "^2): the scale is applied once, to Q K^T (or folded into the exponent once)"),
-             (_attention(q, k, v, 1.0, causal), "sm_scale_missing",
-              "the output is attention with the scores not scaled at all: multiply Q K^T by "
-              f"sm_scale ({scale:.4g}) before the softmax")]
+    # (the scale twice or missing, the mask inverted: course.toml's hypotheses, with probes)
+    tried = []
     if causal:
         rows = ev.constant("BLOCK_M", "TILE_M")
         tried += [(_attention(q, k, v, scale, True, tile=rows), "causal_mask",
@@ -90,10 +86,7 @@ def _explain(ev: Evidence) -> list[Cause]:
                    "mask must keep key positions <= the query's, the diagonal included"),
                   (_attention(q, k, v, scale, True, 1), "causal_mask",
                    "the output is attention where a query also sees the next key: the causal "
-                   "mask must keep key positions <= the query's, not one more"),
-                  (_attention(q, k, v, scale, True, None), "causal_mask",
-                   "the output is attention over the keys at and after each query: the causal "
-                   "mask points the wrong way (keys at and before the query are the ones kept)")]
+                   "mask must keep key positions <= the query's, not one more")]
     tile = ev.constant("BLOCK_N", "TILE_N")
     if tile and tile < k.shape[-2] and not causal:
         tried += [(_online(q, k, v, scale, tile, False, True), "online_rescale",
@@ -104,13 +97,77 @@ def _explain(ev: Evidence) -> list[Cause]:
                    "not rescaled as a later tile raises a row's maximum")]
     for hypothesis, key, text in tried:
         if ev.matches(hypothesis):
-            return [Cause(key, text)]
+            return [recomputed(key, text)]
+    if ev.matches(_undivided(q, k, v, scale, causal)):
+        return [recomputed("final_division", "the output is the accumulator as it stands "
+                           "before the division: it is not divided by the running sum at the end")]
     factor = row_factor(ev)
-    if factor is not None:
-        return [Cause("final_division", "each output row is the right answer times a factor "
-                      f"of its own (median {factor:.4g}): the accumulator is not divided by the "
-                      "running sum at the end, or divided by the wrong one")]
+    if factor is not None:  # a pattern only: several mistakes scale whole rows
+        return [Cause("", "observed (no single cause confirmed): each output row is the right "
+                      f"answer times a factor of its own (median {factor:.4g})")]
     return observed(ev)
+
+
+def _undivided(q, k, v, scale: float, causal: bool) -> torch.Tensor:
+    """The sum of exp(score - the row's maximum) times v, never divided by the row's sum."""
+    s = (q @ k.transpose(-1, -2)) * scale
+    if causal:
+        n = s.shape[-1]
+        s = s.masked_fill(torch.arange(n)[None, :] > torch.arange(n)[:, None], -torch.inf)
+    p = torch.exp(s - s.amax(-1, keepdim=True))
+    return p @ v
+
+
+def _inputs(ev: Evidence):
+    q, k, v = (t.float() for t in ev.call.args)
+    scale = ev.call.kwargs.get("sm_scale") or 1 / math.sqrt(q.shape[-1])
+    return q, k, v, scale, ev.call.kwargs["causal"]
+
+
+def _exp2_without_log2e(ev: Evidence) -> torch.Tensor | None:
+    """exp2 of scores that do not hold log2(e): every exponent is ln 2 times too small."""
+    if ev.call is None:
+        return None
+    q, k, v, scale, causal = _inputs(ev)
+    return _attention(q, k, v, scale * math.log(2), causal)
+
+
+def _scaled(times: int):
+    def recompute(ev: Evidence) -> torch.Tensor | None:
+        if ev.call is None:
+            return None
+        q, k, v, scale, causal = _inputs(ev)
+        return _attention(q, k, v, scale ** times, causal)
+    return recompute
+
+
+def _causal_variant(ev: Evidence, kept) -> torch.Tensor | None:
+    """Attention whose causal mask keeps the keys `kept(i, j, key tile)` says, within the key
+    tiles the online loop visits (those that start before its query tile's end)."""
+    rows, cols = ev.constant("BLOCK_M", "TILE_M"), ev.constant("BLOCK_N", "TILE_N")
+    if ev.call is None or not ev.call.kwargs["causal"] or not rows or not cols:
+        return None
+    q, k, v, scale, _ = _inputs(ev)
+    s = (q @ k.transpose(-1, -2)) * scale
+    n = s.shape[-1]
+    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    seen = (j < -(-(i // rows + 1) * rows // cols) * cols) & kept(i, j, cols)
+    out = torch.softmax(s.masked_fill(~seen, -torch.inf), -1) @ v
+    # The loop starts at key tile 0: a row with no key kept there has a running maximum of
+    # -inf, and -inf - (-inf) makes it NaN for good.
+    lost = ~seen[:, :cols].any(-1)
+    return out.masked_fill(lost[:, None], torch.nan)
+
+
+def _mask_inverted(ev: Evidence) -> torch.Tensor | None:
+    """The causal comparison reversed: keys at and after the query."""
+    return _causal_variant(ev, lambda i, j, cols: j >= i)
+
+
+def _mask_tile_local(ev: Evidence) -> torch.Tensor | None:
+    """The causal mask compares the query's position with the key's offset within its key
+    tile (0 .. BLOCK_N - 1), not its position."""
+    return _causal_variant(ev, lambda i, j, cols: j % cols <= i)
 
 
 PROBLEM = Problem(
@@ -130,4 +187,7 @@ PROBLEM = Problem(
     work=_work,
     baselines={"torch": _sdpa, "sdpa-flash": lambda c: _sdpa(c, "FLASH_ATTENTION")},
     explain=_explain,
+    experiments={"exp2_without_log2e": _exp2_without_log2e, "scale_twice": _scaled(2),
+                 "scale_missing": _scaled(0), "causal_mask_inverted": _mask_inverted,
+                 "causal_mask_tile_local": _mask_tile_local},
 )

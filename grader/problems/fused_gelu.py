@@ -6,7 +6,7 @@ draws x transposed or sliced, and `scale` draws x large enough to reach GELU's e
 import torch
 import torch.nn.functional as F
 
-from grader.problems.evidence import Cause, Evidence, observed
+from grader.problems.evidence import Cause, Evidence, observed, recomputed
 from grader.problems.base import (Call, Param, Problem, Work, compiled, element_size, in_f32,
                                   layout_check, layout_param, randn, randn_2d)
 
@@ -39,13 +39,15 @@ def _explain(ev: Evidence) -> list[Cause]:
              "passes 44, exp(2u) is inf and inf / inf is NaN; 1 / (1 + exp(-2u)) is the same "
              "function, and overflows only where the answer is 0")):
         if ev.matches(hypothesis):
-            return [Cause(key, text)]
+            return [recomputed(key, text)]
     for strides in _misread(x):
         seen = x.as_strided(x.shape, strides, x.storage_offset()).float()
         if ev.matches(_gelu_bias(seen, w.float(), b.float())):
-            return [Cause("strides", f"the output is what x gives read with the strides {strides}"
-                          f" instead of its own {tuple(x.stride())}: the kernel's addresses must "
-                          "use the strides it is given, in the order of x's dimensions")]
+            return [recomputed(
+                "strides",
+                f"the output is what x gives read with the strides {strides}"
+                f" instead of its own {tuple(x.stride())}: the kernel's addresses must "
+                "use the strides it is given, in the order of x's dimensions")]
     return observed(ev)
 
 
@@ -54,6 +56,32 @@ def _sigmoid_overflowing(z: torch.Tensor) -> torch.Tensor:
     u = 0.7978845608028654 * (z + 0.044715 * z * z * z)
     e = torch.exp(2 * u)
     return z * e / (1 + e)
+
+
+def _bias_by_row(ev: Evidence) -> torch.Tensor | None:
+    """The bias indexed by the row, not the column: row i adds bias[i] (a case with no more
+    rows than columns; the first bias element where there is one row)."""
+    if ev.call is None:
+        return None
+    x, w, b = (t.float() for t in ev.call.args)
+    m, n = x.shape
+    if m > n or m == n == 1:
+        return None
+    return _gelu_bias(x, w, b[:m, None])
+
+
+def _bias_across_tile(ev: Evidence) -> torch.Tensor | None:
+    """The tile's slice of the bias broadcast down the columns instead of along the rows:
+    element (i, j) adds the bias of the tile's column i (square tiles; 0 past the end)."""
+    rows, cols = ev.constant("BLOCK_M", "TILE_M"), ev.constant("BLOCK_N", "TILE_N")
+    if ev.call is None or not rows or rows != cols:
+        return None
+    x, w, b = (t.float() for t in ev.call.args)
+    m, n = x.shape
+    i, j = torch.arange(m)[:, None], torch.arange(n)[None, :]
+    index = j // cols * cols + i % rows
+    bias = torch.where(index < n, b[index.clamp(max=n - 1)], torch.zeros(()))
+    return _gelu_bias(x, w, bias)
 
 
 def _misread(x: torch.Tensor) -> list[tuple[int, int]]:
@@ -79,4 +107,5 @@ PROBLEM = Problem(
     baselines={"torch": lambda c: _gelu_bias(*c.args), "torch.compile": compiled(_gelu_bias)},
     check=layout_check(("M", "N")),
     explain=_explain,
+    experiments={"bias_by_row": _bias_by_row, "bias_across_tile": _bias_across_tile},
 )

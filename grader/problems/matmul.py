@@ -4,7 +4,7 @@ B so."""
 
 import torch
 
-from grader.problems.evidence import Cause, Evidence, observed
+from grader.problems.evidence import Cause, Evidence, observed, recomputed
 from grader.problems.base import (Call, Param, Problem, Work, element_size, f32, layout_check,
                                   layout_param, randn_2d)
 
@@ -37,25 +37,63 @@ def _explain(ev: Evidence) -> list[Cause]:
     if tile and tile < k:
         first = a[:, :tile] @ b[:tile]
         if ev.matches(first * -(-k // tile)):
-            return [Cause("k_loop", f"the output is the first K tile's product ({tile} "
+            return [recomputed("k_loop", f"the output is the first K tile's product ({tile} "
                           f"wide) added {-(-k // tile)} times: the loop over K loads the same "
                           "tiles every step; advance along K in both inputs")]
         tiles = -(-k // tile)
         for done in range(1, tiles):
             if ev.matches(a[:, :done * tile] @ b[:done * tile]):
-                return [Cause("k_loop", f"the output is the product of the first {done} of the "
+                return [recomputed("k_loop", f"the output is the product of the first {done} of the "
                               f"{tiles} K tiles ({tile} wide) alone: the loop over K stops early")]
     if tile and ev.dtype in (torch.float16, torch.bfloat16) and any(
             ev.matches(_half_accumulator(a, b, tile, ev.dtype, rounded)) for rounded in (0, 1)):
-        return [Cause("accumulator_dtype", f"the output is what a running sum kept in "
+        return [recomputed("accumulator_dtype", f"the output is what a running sum kept in "
                       f"{str(ev.dtype).removeprefix('torch.')} gives: every K tile's partial sum "
                       "is rounded to 16 bits; accumulate in float32 and convert once, at the store")]
     misread = [f["text"] for f in ev.traffic if f.get("kind") in MISREAD]
     if misread and bool(ev.bad.all()):
         return [Cause("strides", "wrong from the first K tile, and the loads do not cover the "
                       f"inputs ({misread[0]}): check the strides each pointer uses along M, N "
-                      "and K, in the order the inputs give them")]
+                      "and K, in the order the inputs give them",
+                      "the watch of the loads saw them miss parts of the inputs, and every "
+                      "element is wrong")]
     return observed(ev)
+
+
+def _k_tiles(ev: Evidence):
+    """(a, b, K tile) in float32 where the case has more than one K tile, else None."""
+    tile = ev.constant("BLOCK_K", "TILE_K")
+    if ev.call is None or not tile:
+        return None
+    a, b = (f32(t) for t in ev.call.args)
+    return (a, b, tile) if tile < a.shape[1] else None
+
+
+def _added_twice(ev: Evidence) -> torch.Tensor | None:
+    """Each step adds the accumulator to itself as well as the product: acc = 2 acc + A_t B_t."""
+    tiles = _k_tiles(ev)
+    if tiles is None:
+        return None
+    a, b, tile = tiles
+    acc = torch.zeros(a.shape[0], b.shape[1])
+    for start in range(0, a.shape[1], tile):
+        acc = 2 * acc + a[:, start:start + tile] @ b[start:start + tile]
+    return acc
+
+
+def _last_k_tile(ev: Evidence) -> torch.Tensor | None:
+    """Each step replaces the accumulator by its product: only the last K tile's is left."""
+    tiles = _k_tiles(ev)
+    if tiles is None:
+        return None
+    a, b, tile = tiles
+    last = (a.shape[1] - 1) // tile * tile
+    return a[:, last:] @ b[last:]
+
+
+def _zeros(ev: Evidence) -> torch.Tensor:
+    """The accumulator as it was made: no product ever added to it."""
+    return torch.zeros_like(ev.want)
 
 
 def _half_accumulator(a, b, tile: int, dtype, rounded: bool) -> torch.Tensor:
@@ -78,4 +116,6 @@ PROBLEM = Problem(
     baselines={"torch": lambda c: torch.matmul(*c.args)},
     check=layout_check(("M", "K"), ("K", "N")),
     explain=_explain,
+    experiments={"accumulator_added_twice": _added_twice, "last_k_tile_only": _last_k_tile,
+                 "accumulator_unchanged": _zeros},
 )

@@ -3,9 +3,12 @@ The lesson promises rows wider than one tile and any layout: `rows = "falling_ma
 rows whose later tiles have a much lower maximum than the first, and `layout` draws x
 transposed or sliced."""
 
+import math
+
 import torch
 
-from grader.problems.evidence import Cause, Evidence, observed, row_factor
+from grader.problems.evidence import (ROW_RATIO, Cause, Evidence, observed, recomputed,
+                                     row_factor)
 from grader.problems.base import (Call, Param, Problem, Work, compiled, element_size, in_f32,
                                   laid_out, layout_check, layout_param, randn)
 
@@ -33,47 +36,54 @@ def _explain(ev: Evidence) -> list[Cause]:
     """Causes the output confirms, tried from the most specific; else what was observed."""
     x = ev.call.args[0].float() if ev.call is not None else None
     if x is not None and torch.isnan(ev.got).any() and ev.matches(_no_max(x)):
-        return [Cause("no_max_subtraction", "the output is exactly exp(x) / sum(exp(x)) without "
-                      "the row maximum subtracted: exp overflows to inf for large inputs, and "
-                      "inf / inf is NaN; subtract each row's maximum before exponentiating")]
+        return [recomputed(
+            "no_max_subtraction",
+            "the output is exactly exp(x) / sum(exp(x)) without "
+            "the row maximum subtracted: exp overflows to inf for large inputs, and "
+            "inf / inf is NaN; subtract each row's maximum before exponentiating")]
     if bool((ev.got == 1).all()) and ev.got.shape[-1] > 1:
         return [Cause("wrong_axis", "every element is exactly 1: each element was divided by "
                       "itself, so the max and the sum were taken over a dimension of length 1 "
-                      "(the tile's rows), not along each row")]
+                      "(the tile's rows), not along each row",
+                      "read the output: every element is exactly 1")]
     tile = ev.constant("BLOCK_N", "TILE_N", "BLOCK_SIZE")
     if x is not None and tile and tile < x.shape[-1] and ev.matches(_sum_not_rescaled(x, tile)):
-        return [Cause("online_rescale", f"the output is what a loop over column tiles of {tile} "
-                      "gives when the running sum is not rescaled as a later tile raises the "
-                      "row maximum (the online softmax)")]
+        return [recomputed(
+            "online_rescale",
+            f"the output is what a loop over column tiles of {tile} "
+            "gives when the running sum is not rescaled as a later tile raises the "
+            "row maximum (the online softmax)")]
     if x is not None and tile and tile < x.shape[-1] and torch.isnan(ev.got).any() and \
             ev.matches(_block_max(x, tile)):
-        return [Cause("running_max", f"the output is what a loop over column tiles of {tile} "
-                      "gives when the running maximum is replaced by each tile's own: a later "
-                      "tile with a much lower maximum rescales the sum by exp of a large "
-                      "number, inf, and the row becomes NaN; the running max is the maximum "
-                      "of the old one and the tile's")]
+        return [recomputed("running_max", f"the output is what a loop over column tiles of {tile} "
+                           "gives when the running maximum is replaced by each tile's own: a later "
+                           "tile with a much lower maximum rescales the sum by exp of a large "
+                           "number, inf, and the row becomes NaN; the running max is the maximum "
+                           "of the old one and the tile's")]
     if x is not None and tile and ev.matches(_zero_padded(x, tile)):
-        return [Cause("padding", f"the output is what the row gives when the lanes past its end "
-                      f"in its last tile of {tile} count as 0 in the max and the sum: pad the "
-                      "masked lanes with -inf, which changes neither")]
+        return [recomputed(
+            "padding",
+            f"the output is what the row gives when the lanes past its end "
+            f"in its last tile of {tile} count as 0 in the max and the sum: pad the "
+            "masked lanes with -inf, which changes neither")]
     raw = ev.call.args[0] if ev.call is not None else None
     one_apart = (raw.stride(1), raw.stride(1)) if raw is not None else None
     if raw is not None and raw.shape[0] > 1 and _within(raw, one_apart) and ev.matches(
             _softmax_last(raw.as_strided(raw.shape, one_apart, raw.storage_offset()).float())):
-        return [Cause("strides", "the output is the softmax of rows that start one element "
-                      "apart: each row's start must step by the row stride")]
+        return [recomputed("strides", "the output is the softmax of rows that start one element "
+                           "apart: each row's start must step by the row stride")]
     for strides in _rows_of_n(raw):
         if ev.matches(_softmax_last(raw.as_strided(raw.shape, strides,
                                                    raw.storage_offset()).float())):
-            return [Cause("strides", f"the output is the softmax of x read with the strides "
-                          f"{strides}, rows {strides[0]} elements apart, instead of its own "
-                          f"{tuple(raw.stride())}: each row starts at row * the row stride, "
-                          "not row * the number of columns")]
+            return [recomputed("strides", f"the output is the softmax of x read with the strides "
+                               f"{strides}, rows {strides[0]} elements apart, instead of its own "
+                               f"{tuple(raw.stride())}: each row starts at row * the row stride, "
+                               "not row * the number of columns")]
     factor = row_factor(ev)
     if factor is not None:
         return [Cause("row_normalisation", "each row is the right answer times a factor of its "
                       f"own (median {factor:.4g}): the exponentials are not divided by the sum of "
-                      "the whole row's")]
+                      "the whole row's", ROW_RATIO)]
     sums = ev.got.sum(dim=-1)
     off = torch.isfinite(sums) & ((sums - 1).abs() > 1e-2)
     if not off.any():
@@ -134,6 +144,20 @@ def _sum_not_rescaled(x: torch.Tensor, tile: int) -> torch.Tensor:
     return torch.exp(x - m) / total
 
 
+def _exp2_everywhere(ev: Evidence) -> torch.Tensor | None:
+    """exp2 with no log2(e) in every exponent: the softmax of x * ln 2."""
+    return None if ev.call is None else _softmax_last(ev.call.args[0].float() * math.log(2))
+
+
+def _exp2_in_second_pass(ev: Evidence) -> torch.Tensor | None:
+    """The sum taken with exp, the stored values with exp2 and no log2(e): 2^(x - m) / l."""
+    if ev.call is None:
+        return None
+    x = ev.call.args[0].float()
+    m = x.amax(-1, keepdim=True)
+    return torch.exp2(x - m) / torch.exp(x - m).sum(-1, keepdim=True)
+
+
 PROBLEM = Problem(
     id="softmax",
     function="softmax",
@@ -153,4 +177,6 @@ PROBLEM = Problem(
     baselines={"torch": lambda c: _softmax_last(*c.args), "torch.compile": compiled(_softmax_last)},
     check=layout_check(("M", "N")),
     explain=_explain,
+    experiments={"exp2_without_log2e": _exp2_everywhere,
+                 "exp2_without_log2e_when_storing": _exp2_in_second_pass},
 )

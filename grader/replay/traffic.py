@@ -132,6 +132,9 @@ class LaunchWatch:
         self.unknown: dict[int | None, int] = {}  # line -> lanes in no tensor at all
         self.out_line: int | None = None  # the first line that stored to the output
         self.input_stores: dict[tuple[int | None, str], bool] = {}
+        # line -> lanes its mask switched off: a line with any has a mask (a wrong one, where
+        # its lanes still leave the tensor), not a missing one
+        self.masked_off: dict[int | None, int] = {}
 
     def access(self, store: bool, addresses: np.ndarray, mask: np.ndarray, program: int,
                line: int | None) -> None:
@@ -140,6 +143,9 @@ class LaunchWatch:
                                                         .reshape(-1).astype(bool)]
         if store and active.size:
             self.stored_any[program] = True
+        off = int(addresses.size - active.size)
+        if off:
+            self.masked_off[line] = self.masked_off.get(line, 0) + off
         if not active.size:
             return
         which = np.searchsorted(self.starts, active, side="right") - 1
@@ -213,7 +219,7 @@ class LaunchWatch:
                                f"({self.words.program} {self.words.name(program)} reaches "
                                f"{past} past its last element). On a GPU that reads memory that "
                                "belongs to something else, even where the value is later "
-                               f"discarded: {self.words.bound_load}", line, fails=True))
+                               f"discarded: {self._fix(line, self.words.bound_load)}", line, fails=True))
         if access.hole:
             out.append(Finding("load_between_rows", f"{self.source.at(line)}: reads "
                                f"{access.hole} elements of the memory under {region.name} that "
@@ -221,12 +227,22 @@ class LaunchWatch:
                                "ignore the tensor's strides", line))
         return out
 
+    def _fix(self, line, missing: str) -> str:
+        """How to keep a load or store inside its tensor: `missing` (the track's words for a
+        mask to add), unless the line has a mask that switched lanes off: then the mask is
+        there and lets the wrong lanes through."""
+        if not self.masked_off.get(line):
+            return missing
+        return (f"this line has a mask ({self.masked_off[line]} lanes switched off), but it "
+                "lets lanes past the end through: compare each offset with the bound of its "
+                "own dimension")
+
     def _store_findings(self, line, region: Region, access: _Access) -> list[Finding]:
         if not access.outside:
             return []
         return [Finding("store_out_of_bounds", f"{self.source.at(line)}: writes "
                         f"{_count(access.outside)} past the end of {region.name}: "
-                        f"{self.words.bound_store}", line, fails=True)]
+                        f"{self._fix(line, self.words.bound_store)}", line, fails=True)]
 
     def _idle(self) -> list[Finding]:
         idle = np.nonzero(~self.stored_any)[0]

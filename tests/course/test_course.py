@@ -182,6 +182,32 @@ hint = "x"
     assert "stages[0].hints[0].when.failure: unknown failure 'exploded'; known: 'wrong result'" in message
 
 
+def test_a_hypothesis_names_an_experiment_of_its_problem_or_a_probe(tmp_path):
+    """The catalogue of hypotheses is course content checked like the rest: a recompute the
+    problem does not define, a probe of parameters it does not have, or neither, is named."""
+    text = MINIMAL + '''
+[[stages.hypotheses]]
+cause = "a"
+experiment = "no_such_recompute"
+says = "x"
+
+[[stages.hypotheses]]
+cause = "b"
+probe = { m = 1 }
+says = "x"
+
+[[stages.hypotheses]]
+cause = "c"
+says = "x"
+'''
+    message = error_for(tmp_path, text)
+    assert "stages[0].hypotheses[1].probe.m: unknown key" in message
+    message = error_for(tmp_path, text.replace("probe = { m = 1 }", "probe = { n = 1 }"))
+    assert ("stages[0].hypotheses[0].experiment: unknown experiment 'no_such_recompute'; "
+            "known: none") in message
+    assert "stages[0].hypotheses[2]: give an `experiment` or a `probe`" in message
+
+
 GELU = """
 [course]
 title = "mini"

@@ -213,3 +213,16 @@ def test_hints_name_causes_not_code(course):
         assert stage.hints, stage.id
         for h in stage.hints:
             assert not re.search(r"\b(tl|ct|torch)\.\w+\(|=\s*\w+\(", h.text), (stage.id, h.text)
+
+
+def test_a_load_whose_mask_lets_lanes_past_the_end_is_not_told_to_get_a_mask(grade_source):
+    """A load with a mask that is one lane too loose has a mask: the finding says so, and
+    does not ask for one."""
+    source = broken("triton", "stage1_vector_add.py", "mask = offsets < n_elements",
+                    "mask = offsets <= n_elements")
+    result = grade_source("vector_add", source)
+    bad = [c for c in failing(result) if c.failure is Failure.OUT_OF_BOUNDS]
+    assert bad
+    for case in bad:
+        assert "this line has a mask" in case_text(case)
+        assert "give this tl.load a mask" not in case_text(case)

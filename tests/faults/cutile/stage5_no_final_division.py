@@ -1,7 +1,7 @@
 """Never divides the accumulator by the running sum.
 
 expect: FAIL
-message: a factor of its own
+message: not divided by the running sum at the end
 cause: final_division
 """
 

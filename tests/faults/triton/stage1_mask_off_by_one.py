@@ -1,8 +1,9 @@
 """Masks with `offsets <= n_elements`: one lane too many reads and writes past the end.
 
 expect: FAIL
-message: line 27
-line: 27
+message: line 28
+message: this line has a mask
+line: 28
 """
 
 import torch

@@ -1,0 +1,49 @@
+"""Causes confirmed by experiment: the stage's hypotheses (course.toml's
+[[stages.hypotheses]], grader.course.Hypothesis) tried on a failing case.
+
+A hypothesis is named only when every experiment it gives holds: the output matches the
+reference recomputed under the mistake (a recompute the problem defines, by name), and a
+replay of the same kernel on the case's inputs changed as the hypothesis says (`probe`: K = 1,
+not causal, a unit scale) passes. The cause carries the experiments that confirmed it, and
+the case's result records them. A probe is run by whoever replays the case (Probe): it may
+refuse (a hidden case, the stage's budget of probes spent), and a hypothesis whose probe
+did not run is not named. One probe serves every case of its dtype: the kernel right on
+one set of changed parameters is what it shows.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, Sequence
+
+from grader.problems.evidence import RECOMPUTED, Cause, Evidence
+
+# Given a probe's parameter changes: the parameters of the replay, in words, where it passed;
+# None where it failed or was not run.
+Probe = Callable[[dict], "str | None"]
+
+
+def confirmed(ev: Evidence, hypotheses: Sequence, experiments: Mapping[str, Callable],
+              probe: Probe | None) -> list[Cause]:
+    """The first hypothesis whose experiments all hold, as a Cause; else nothing."""
+    for hypothesis in hypotheses:
+        done = []
+        if hypothesis.experiment:
+            recompute = experiments.get(hypothesis.experiment)
+            expected = recompute(ev) if recompute is not None else None
+            if expected is None or not ev.matches(expected):
+                continue
+            done.append(RECOMPUTED)
+        if hypothesis.probe:
+            passed = probe(dict(hypothesis.probe)) if probe is not None else None
+            if not passed:
+                continue
+            done.append(f"your kernel replayed with {shown(dict(hypothesis.probe))} ({passed}) "
+                        "is right")
+        return [Cause(hypothesis.cause, hypothesis.says, "; ".join(done))]
+    return []
+
+
+def shown(changes: Mapping[str, Any]) -> str:
+    """A probe's parameter changes in words: `K = 1, layout = contiguous`."""
+    return ", ".join(f"{name} = {str(value).lower() if isinstance(value, bool) else value}"
+                     for name, value in changes.items())
