@@ -106,7 +106,10 @@ def test_a_load_past_the_end_of_an_input_is_named_with_its_fix(grade_source):
                     "x = tl.load(x_row + cols * stride_xn)")
     result = grade_source("softmax", without_shortcuts("triton", "stage3_softmax.py", source))
     assert result.status is Status.FAIL
-    bad = [c for c in failing(result) if c.failure is Failure.OUT_OF_BOUNDS]
+    # Where n is one short of a whole number of tiles, `offsets <= n` switches no lane off at
+    # all: the watch sees what it would see of no mask, and says what a missing mask needs.
+    bad = [c for c in failing(result) if c.failure is Failure.OUT_OF_BOUNDS
+           and c.params["n"] % 1024 != 1023]
     assert bad
     for case in bad:
         assert "(`x = tl.load(x_row + cols * stride_xn)`): reads" in case_text(case)
@@ -221,7 +224,10 @@ def test_a_load_whose_mask_lets_lanes_past_the_end_is_not_told_to_get_a_mask(gra
     source = broken("triton", "stage1_vector_add.py", "mask = offsets < n_elements",
                     "mask = offsets <= n_elements")
     result = grade_source("vector_add", source)
-    bad = [c for c in failing(result) if c.failure is Failure.OUT_OF_BOUNDS]
+    # Where n is one short of a whole number of tiles, `offsets <= n` switches no lane off at
+    # all: the watch sees what it would see of no mask, and says what a missing mask needs.
+    bad = [c for c in failing(result) if c.failure is Failure.OUT_OF_BOUNDS
+           and c.params["n"] % 1024 != 1023]
     assert bad
     for case in bad:
         assert "this line has a mask" in case_text(case)
