@@ -126,6 +126,9 @@ def shell(tmp_path, monkeypatch):
         raise importlib.metadata.PackageNotFoundError(name)
 
     monkeypatch.chdir(tmp_path)
+    # IPython's `!` and `system()` start $SHELL, else the `sh` on PATH: with PATH emptied
+    # below, a machine whose environment sets no SHELL (CI's) would find no shell at all.
+    monkeypatch.setenv("SHELL", shutil.which("sh") or "/bin/sh")
     monkeypatch.setenv("PATH", str(tmp_path / "bin"))
     monkeypatch.setattr(sysconfig, "get_path", lambda *a, **k: str(tmp_path / "bin"))
     monkeypatch.setattr(sys, "executable", str(tmp_path / "bin" / "python3"))
