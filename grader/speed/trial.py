@@ -18,8 +18,9 @@ nothing: it times nothing. The grader still checks what it is told:
   moves both.
 
 The figure reported is the median over batches of each batch's mean call time. Batches go on
-until the speed-up is known to PRECISION (by the spread of the batches' own speed-ups) or the
-case's time budget is spent.
+until the speed-up is known to PRECISION (by the spread of the batches' own speed-ups), until
+the case's verdict is certain (its `certain` rule, from its thresholds), or until the case's
+time budget is spent.
 """
 
 from __future__ import annotations
@@ -53,6 +54,10 @@ MAX_BATCHES = 200
 # (BENCHMARKS.md): the median of five batches moves by the noise of one. The range of five
 # figures is about 2.3 standard errors, so this aims at runs within 0.5% of each other.
 PRECISION = 0.002
+# A trial whose verdict is already certain stops sooner (TimedCase.certain), but never before
+# this many batches: the error of a median is estimated from the batches' own spread, and
+# five batches can look steadier than the kernel is.
+CERTAIN_MIN_BATCHES = 8
 # Every one of the first MIN_BATCHES batches has an output fetched and checked, and one in
 # CHECKED after them: the median over batches moves only if most batches are faked.
 CHECKED = 3
@@ -133,6 +138,9 @@ class TimedCase:
     baseline: Callable[[Call], torch.Tensor]
     tolerance: Tolerance | None
     device: str = "cuda"
+    # Whether the batches so far already decide the case's verdict (grader.speed.check
+    # knows its thresholds); None: time to the precision alone (calibration).
+    certain: Callable[["TrialResult"], bool] | None = None
 
 
 class Trial:
@@ -140,6 +148,7 @@ class Trial:
                  proposed: Proposed | None = None, phases: dict[str, float] | None = None):
         self.problem, self.params, self.dtype = case.problem, case.params, case.dtype
         self.baseline, self.tolerance, self.device = case.baseline, case.tolerance, case.device
+        self.certain = case.certain
         self.child, self.budget = child, budget
         self.proposed = proposed  # the wrapper's launches at this size, if recorded already
         self.phases = {} if phases is None else phases  # where its seconds go, by phase
@@ -211,7 +220,8 @@ class Trial:
             return self._batches(result, size)
 
     def _batches(self, result: TrialResult, size: int) -> TrialResult:
-        """The timed batches, each side in turn, until the figures settle or time is up."""
+        """The timed batches, each side in turn, until the figures settle, the verdict is
+        certain, or time is up."""
         key, count = secrets.randbits(62), self._count(size)
         deadline = self.clock() + self.budget.seconds
         try:
@@ -228,6 +238,8 @@ class Trial:
                     for s in (result.student, result.baseline))
                 if done >= MAX_BATCHES or (done >= MIN_BATCHES and
                                            (settled or self.clock() > deadline)):
+                    break
+                if done >= CERTAIN_MIN_BATCHES and self.certain and self.certain(result):
                     break
             _judge_median(result)
         except TimingFailed as exc:
@@ -318,16 +330,25 @@ class Trial:
 
 
 def precise(student: list[float], baseline: list[float]) -> bool:
-    """Whether the speed-up is known to PRECISION, judged by the batches' own speed-ups (each
-    baseline batch over the student batch timed next to it, so that drift common to both
-    cancels): the standard error of their median, 1.2533 sigma / sqrt(n) for normal noise,
-    with sigma estimated robustly as IQR / 1.349 (one wild batch does not hold a trial up)."""
-    ratios = [b / s for s, b in zip(student, baseline)]
-    if len(ratios) < 4:
-        return False
-    q1, median, q3 = statistics.quantiles(ratios, n=4)
-    error = 1.2533 * (q3 - q1) / 1.349 / math.sqrt(len(ratios))
-    return error <= PRECISION * median
+    """Whether the speed-up is known to PRECISION (see speedup_error)."""
+    return speedup_error(student, baseline) <= PRECISION
+
+
+def speedup_error(student: list[float], baseline: list[float]) -> float:
+    """The relative standard error of the speed-up, judged by the batches' own speed-ups
+    (each baseline batch over the student batch timed next to it, so that drift common to
+    both cancels); infinite below four batches."""
+    return median_error([b / s for s, b in zip(student, baseline)])
+
+
+def median_error(values: list[float]) -> float:
+    """The standard error of the median of `values` relative to it: 1.2533 sigma / sqrt(n)
+    for normal noise, with sigma estimated robustly as IQR / 1.349 (one wild batch does not
+    hold a trial up); infinite below four values."""
+    if len(values) < 4:
+        return math.inf
+    q1, median, q3 = statistics.quantiles(values, n=4)
+    return 1.2533 * (q3 - q1) / 1.349 / math.sqrt(len(values)) / median
 
 
 def _judge_median(result: TrialResult) -> None:

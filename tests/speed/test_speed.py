@@ -769,8 +769,10 @@ def test_noisy_batches_are_timed_until_the_speed_up_is_precise(grade, monkeypatc
 
     monkeypatch.setattr(ReplayProcess, "time_batch", noisy)
     # The budget's clock stands still: on a loaded machine the wall-clock budget would end
-    # the trial before the speed-up is precise, and this test is about precision alone.
+    # the trial before the speed-up is precise, and this test is about precision alone (no
+    # stop for a certain verdict either: as in calibration).
     monkeypatch.setattr(Trial, "clock", staticmethod(lambda: 0.0))
+    monkeypatch.setattr(speed.SpeedCheck, "_certainty", lambda self, alone, roofline: None)
     ran = []
     real = trial.precise
     monkeypatch.setattr(trial, "precise", lambda s, b: ran.append(real(s, b)) or ran[-1])
@@ -779,6 +781,80 @@ def test_noisy_batches_are_timed_until_the_speed_up_is_precise(grade, monkeypatc
     assert case.passed and case.repeats > trial.MIN_BATCHES, case.summary
     assert ran[case.repeats - 1] and not any(ran[trial.MIN_BATCHES - 1:case.repeats - 1])
     assert case.speedup == pytest.approx(2.0, rel=0.02)
+
+
+def _noisy_batches(monkeypatch, noise):
+    """The fake replay's batches scaled in turn by `noise`; the budget's clock stands still."""
+    fake = ReplayProcess.time_batch
+    batches = iter(range(10**6))
+
+    def noisy(self, *args):
+        batch = fake(self, *args)
+        scale = noise[next(batches) % len(noise)]
+        return Batch([t * scale for t in batch.times_ms], batch.digests, batch.wall_ms * scale)
+
+    monkeypatch.setattr(ReplayProcess, "time_batch", noisy)
+    monkeypatch.setattr(Trial, "clock", staticmethod(lambda: 0.0))
+
+
+# Batches within 0.7% of their median: the speed-up is known to about 0.4% after eight (to
+# 0.2% only after about thirty), so only a certain verdict stops a trial at eight.
+JITTER = [1.0, 1.007, 0.993, 1.0035, 0.9965, 1.0, 1.007, 0.993]
+
+
+def test_a_trial_far_from_its_threshold_stops_once_its_verdict_is_certain(grade, monkeypatch):
+    """Speed-up 2 against a threshold of 1.5 (and of 2.7, missed by as far): after
+    CERTAIN_MIN_BATCHES the verdict cannot change, so the trial stops there, though the
+    speed-up is not yet known to the full precision."""
+    _noisy_batches(monkeypatch, JITTER)
+    first = JITTER * (trial.CERTAIN_MIN_BATCHES // len(JITTER))
+    assert not trial.precise([0.01 * n for n in first], [0.02] * len(first))
+    assert trial.speedup_error([0.01 * n for n in first], [0.02] * len(first)) \
+        <= speed.CERTAIN_PRECISION
+    for threshold, passed in ((1.5, True), (2.7, False)):
+        case = grade(threshold).speed.cases[0]
+        assert case.passed is passed and case.repeats == trial.CERTAIN_MIN_BATCHES, case.summary
+
+
+def test_a_trial_near_its_threshold_is_timed_to_the_full_precision(grade, monkeypatch):
+    """Speed-up 2 against 1.95: 2.6% away, beyond RETIME_WITHIN but within it plus four
+    standard errors of batches as jittery, so the verdict is not yet certain at eight
+    batches; the trial goes on until the speed-up is precise."""
+    _noisy_batches(monkeypatch, JITTER)
+    case = grade(1.95).speed.cases[0]
+    assert case.passed and case.repeats > trial.CERTAIN_MIN_BATCHES, case.summary
+
+
+def _found(student: list[float], baseline: list[float]) -> trial.TrialResult:
+    return trial.TrialResult(student=student, baseline=baseline)
+
+
+def _check_with(threshold: Threshold) -> speed.SpeedCheck:
+    check = speed.SpeedCheck.__new__(speed.SpeedCheck)  # only its threshold is consulted
+    check.threshold = threshold
+    return check
+
+
+def test_a_certain_verdict_needs_every_threshold_clear_and_calibration_never_has_one():
+    """The fraction of the limit counts too (its error is the kernel time's own); a
+    threshold with no figure (calibration's) gives no rule: those trials time to the full
+    precision. A baseline judged by its time alone is judged so here as well."""
+    roofline = ceilings.Roofline(seconds=0.008e-3, unit="GB/s", ceiling=1000.0)  # 80% at 10 us
+    steady = [0.010] * 8
+    assert _check_with(Threshold(baseline="torch"))._certainty(None, roofline) is None
+    certain = _check_with(Threshold(min_speedup=1.5, min_fraction=0.5))._certainty(None, roofline)
+    assert certain(_found(steady, [0.020] * 8))
+    close = _check_with(Threshold(min_speedup=1.5, min_fraction=0.79))._certainty(None, roofline)
+    assert not close(_found(steady, [0.020] * 8))  # 80% against 79%: not yet
+    wobbly = [0.010 * n for n in JITTER]  # the time known to 0.4%: 80% against 70% is
+    assert _check_with(Threshold(min_fraction=0.7))._certainty(None, roofline)(  # clear
+        _found(wobbly, [0.020] * 8))
+    # Next to the submission the baseline read 0.020 ms, alone 0.0152 ms: judged by 1.52x,
+    # within RETIME_WITHIN of 1.5x.
+    alone = _check_with(Threshold(min_speedup=1.5))._certainty(0.0152, roofline)
+    assert not alone(_found(steady, [0.020] * 8))
+    assert _check_with(Threshold(min_speedup=1.5))._certainty(0.019, roofline)(
+        _found(steady, [0.020] * 8))
 
 
 def test_a_trial_that_never_settles_stops_when_its_time_budget_is_spent(grade, monkeypatch):
