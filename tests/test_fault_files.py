@@ -160,6 +160,16 @@ def test_the_corpus_covers_both_tracks_and_every_stage():
         assert {f.stage for f in faults if f.path.parent.name == track} == {1, 2, 3, 4, 5}, track
 
 
+def test_every_cause_of_the_catalogue_has_a_fault_file(course):
+    """Each cause a stage's hypotheses can name is made by a fault file of that stage (on a
+    track where it can be made): a hypothesis no submission shows has never been seen to
+    confirm anything."""
+    faults = fault_files()
+    missing = {(stage.id, h.cause) for stage in course.stages for h in stage.hypotheses
+               if not any(f.stage == stage.number and h.cause in f.causes for f in faults)}
+    assert not missing, sorted(missing)
+
+
 @pytest.mark.slow
 def test_the_corpus_reports_name_the_line_or_the_cause_and_only_confirmed_causes(
         grade_source, course):

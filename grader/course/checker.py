@@ -6,6 +6,7 @@ checked here. Every error names the file and the key path (for example
 
 from __future__ import annotations
 
+import string
 import zlib
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from grader.course.model import (WHOLE_DIM, Case, Course, Hint, Hypothesis, Memo
                                  SubmissionRules, Threshold, TimeLimit, Tolerance)
 from grader.errors import CourseError
 from grader.problems import DTYPES, PROBLEMS, Problem
+from grader.problems.evidence import experiment
 
 GPU_BACKENDS = tuple(name for name, backend in BACKENDS.items() if backend.device == "cuda")
 
@@ -160,7 +162,25 @@ class Checker:
         elif h.experiment is None and not probe:
             self.error(where, "give an `experiment` or a `probe` (or both): a hypothesis is "
                        "named only when an experiment confirms it")
+        else:
+            self.says(h, f"{where}.says", problem)
         return Hypothesis(cause=h.cause, says=h.says, experiment=h.experiment, probe=probe)
+
+    def says(self, h, where: str, problem: Problem) -> None:
+        """A hypothesis's words may name, in braces, only the facts its experiment finds
+        ({tile}: the tile width it found the mistake at); a brace itself is written twice."""
+        facts = experiment(problem.experiments[h.experiment]).facts if h.experiment else ()
+        try:
+            named = [field for _, field, _, _ in string.Formatter().parse(h.says)
+                     if field is not None]
+        except ValueError as exc:
+            self.error(where, f"{exc}; write a brace as {{{{ or }}}}")
+            return
+        for field in (f for f in named if f not in facts):
+            found = (f"experiment {h.experiment!r} finds " +
+                     (", ".join(facts) if facts else "no facts to name")) if h.experiment \
+                else "a hypothesis without an experiment has no facts to name"
+            self.error(where, f"names {{{field}}}, but {found}; write a brace as {{{{ or }}}}")
 
     def problem(self, raw, where: str, known: dict | None = None,
                 course_file: str | None = None) -> Problem | None:

@@ -1,5 +1,5 @@
 """Causes any stage's output can confirm from the kernels' traffic (grader.replay.traffic)
-and launches, before the problem's own checks (grader.problems.<problem>.explain). Where the
+and launches, before the stage's hypotheses (grader.judge.experiments). Where the
 traffic shows a pattern that more than one mistake makes, what was observed is said, and no
 cause is named."""
 

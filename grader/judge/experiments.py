@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Sequence
 
-from grader.problems.evidence import RECOMPUTED, Cause, Evidence
+from grader.problems.evidence import Cause, Evidence, Finding, experiment
 
 # Given a probe's parameter changes: the parameters of the replay, in words, where it passed;
 # None where it failed or was not run.
@@ -24,22 +24,26 @@ Probe = Callable[[dict], "str | None"]
 
 def confirmed(ev: Evidence, hypotheses: Sequence, experiments: Mapping[str, Callable],
               probe: Probe | None) -> list[Cause]:
-    """The first hypothesis whose experiments all hold, as a Cause; else nothing."""
+    """The first hypothesis whose experiments all hold, as a Cause in its words with the
+    facts its experiment found filled in; else nothing."""
     for hypothesis in hypotheses:
-        done = []
+        finding, done = Finding(), []
         if hypothesis.experiment:
-            recompute = experiments.get(hypothesis.experiment)
-            expected = recompute(ev) if recompute is not None else None
-            if expected is None or not ev.matches(expected):
+            declared = experiments.get(hypothesis.experiment)
+            found = experiment(declared).findings(ev) if declared is not None else []
+            finding = next((f for f in found if f.holds(ev)), None)
+            if finding is None:
                 continue
-            done.append(RECOMPUTED)
+            done.append(finding.how)
         if hypothesis.probe:
             passed = probe(dict(hypothesis.probe)) if probe is not None else None
             if not passed:
                 continue
             done.append(f"your kernel replayed with {shown(dict(hypothesis.probe))} ({passed}) "
                         "is right")
-        return [Cause(hypothesis.cause, hypothesis.says, "; ".join(done))]
+        # The words are the course's, checked when it loaded: they name only these facts.
+        return [Cause(hypothesis.cause, hypothesis.says.format_map(finding.facts),
+                      "; ".join(done))]
     return []
 
 

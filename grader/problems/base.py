@@ -71,14 +71,13 @@ class Problem:
     work: Callable[[dict, torch.dtype], Work]
     # PyTorch implementations a submission is timed against, in the input dtype.
     baselines: dict[str, Callable[[Call], torch.Tensor]] = field(default_factory=dict)
-    # The causes a wrong output confirms (grader.problems.evidence): given the output, the
-    # reference, the inputs and what the kernels' traffic showed; a cause is named only when
-    # a check confirms it, else what was observed.
+    # What a wrong output shows where no hypothesis of the course holds (observations
+    # only, grader.problems.evidence): given the output, the reference and the inputs.
     explain: Callable[[Any], list[Any]] | None = None
-    # Recomputes of the reference under a mistake, by name (course.toml's hypotheses name
-    # them): given the Evidence, the output the mistake gives, or None where the case cannot
-    # tell it (its K fits one tile, it is not causal, ...).
-    experiments: dict[str, Callable[[Any], Any]] = field(default_factory=dict)
+    # The experiments course.toml's hypotheses name, by name: given the Evidence, the
+    # output a mistake gives (a recompute), or an evidence.Experiment with the facts its
+    # findings name; None where the case cannot tell it (its K fits one tile, ...).
+    experiments: dict[str, Any] = field(default_factory=dict)
     # What is wrong with a case's parameters beyond their types (course.toml's checker
     # reports each message under the case): given the parameters, defaults filled in.
     check: Callable[[dict], list[str]] | None = None

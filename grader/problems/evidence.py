@@ -1,16 +1,18 @@
-"""What a problem's `explain` is given, and the checks its causes must pass.
+"""What a failing case shows (Evidence), the experiments that can confirm a cause from it,
+and the causes they confirm.
 
-A hint that names a cause is only as good as the check behind it: the same failing cases can
-come from different mistakes, so a cause is named only when the output itself confirms it
-(a factor constant along each row, an error that a re-run with a changed scale reproduces,
-the traffic of the kernels). Without one, `explain` says what was observed and guesses
-nothing.
+A cause is only as good as the experiment behind it: the same failing cases can come from
+different mistakes, so a cause is named only when an experiment confirms it (the output
+matches the reference recomputed under the mistake, a factor constant along each row, the
+traffic of the kernels). The course's hypotheses (course.toml) name a problem's experiments
+and say each cause in the course's words; a problem's `explain` only says what was observed
+where none holds, and guesses nothing.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import torch
 
@@ -71,8 +73,43 @@ RECOMPUTED = ("the reference recomputed with this mistake matches your output (w
 ROW_RATIO = "divided your output by the reference: each row's ratio is one constant, not 1"
 
 
-def recomputed(key: str, text: str) -> "Cause":
-    return Cause(key, text, RECOMPUTED)
+@dataclass(frozen=True)
+class Finding:
+    """What an experiment finds in a failing case: the output it predicts under a mistake
+    (None: the experiment read the evidence itself, and it holds), the facts that the
+    hypothesis's words name (`{tile}` in its `says`), and how it was confirmed, in words."""
+
+    expected: torch.Tensor | None = None
+    facts: dict[str, Any] = field(default_factory=dict)
+    how: str = RECOMPUTED
+
+    def holds(self, ev: Evidence) -> bool:
+        return self.expected is None or ev.matches(self.expected)
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One of a problem's experiments (course.toml's hypotheses name it): `run(ev)` gives
+    a predicted output, a Finding, several Findings tried in order, or None where the case
+    cannot tell the mistake (its K fits one tile, it is not causal, ...); `facts` are the
+    names its findings fill in a hypothesis's words (checked when the course loads)."""
+
+    run: Callable[[Evidence], Any]
+    facts: tuple[str, ...] = ()
+
+    def findings(self, ev: Evidence) -> Iterable[Finding]:
+        """Its findings in order (a generator's are computed as they are tried)."""
+        found = self.run(ev)
+        if found is None:
+            return ()
+        if isinstance(found, torch.Tensor):
+            return (Finding(found),)
+        return (found,) if isinstance(found, Finding) else found
+
+
+def experiment(value: Experiment | Callable[[Evidence], Any]) -> Experiment:
+    """A problem's experiment as declared: an Experiment, or a recompute alone."""
+    return value if isinstance(value, Experiment) else Experiment(value)
 
 
 Explain = Callable[[Evidence], list[Cause]]

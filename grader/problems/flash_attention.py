@@ -5,7 +5,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from grader.problems.evidence import Cause, Evidence, observed, recomputed, row_factor
+from grader.problems.evidence import Cause, Evidence, observed, row_factor
 from grader.problems.base import Call, Param, Problem, Work, element_size, in_f32, randn
 
 
@@ -68,41 +68,11 @@ def _online(q, k, v, scale: float, tile: int, rescale_acc: bool, rescale_sum: bo
 
 
 def _explain(ev: Evidence) -> list[Cause]:
-    if ev.call is None:
-        return observed(ev)
-    q, k, v = (t.float() for t in ev.call.args)
-    causal = ev.call.kwargs["causal"]
-    scale = ev.call.kwargs.get("sm_scale") or 1 / math.sqrt(q.shape[-1])
-    # (the scale twice or missing, the mask inverted: course.toml's hypotheses, with probes)
-    tried = []
-    if causal:
-        rows = ev.constant("BLOCK_M", "TILE_M")
-        tried += [(_attention(q, k, v, scale, True, tile=rows), "causal_mask",
-                   "the output is attention where each query sees every key of the key tiles "
-                   "its query tile visits: the keys after the query are not masked within them")
-                  ] if rows else []
-        tried += [(_attention(q, k, v, scale, True, -1), "causal_mask",
-                   "the output is attention where a query does not see its own key: the causal "
-                   "mask must keep key positions <= the query's, the diagonal included"),
-                  (_attention(q, k, v, scale, True, 1), "causal_mask",
-                   "the output is attention where a query also sees the next key: the causal "
-                   "mask must keep key positions <= the query's, not one more")]
-    tile = ev.constant("BLOCK_N", "TILE_N")
-    if tile and tile < k.shape[-2] and not causal:
-        tried += [(_online(q, k, v, scale, tile, False, True), "online_rescale",
-                   "the output is what the loop over key tiles gives when the accumulator is "
-                   "not rescaled as a later tile raises a row's maximum"),
-                  (_online(q, k, v, scale, tile, True, False), "online_rescale",
-                   "the output is what the loop over key tiles gives when the running sum is "
-                   "not rescaled as a later tile raises a row's maximum")]
-    for hypothesis, key, text in tried:
-        if ev.matches(hypothesis):
-            return [recomputed(key, text)]
-    if ev.matches(_undivided(q, k, v, scale, causal)):
-        return [recomputed("final_division", "the output is the accumulator as it stands "
-                           "before the division: it is not divided by the running sum at the end")]
-    factor = row_factor(ev)
-    if factor is not None:  # a pattern only: several mistakes scale whole rows
+    """What was observed, where no hypothesis of the course (its causes: course.toml)
+    holds: rows each off by a factor of their own (several mistakes scale whole rows), else
+    where the wrong elements are."""
+    factor = row_factor(ev) if ev.call is not None else None
+    if factor is not None:
         return [Cause("", "observed (no single cause confirmed): each output row is the right "
                       f"answer times a factor of its own (median {factor:.4g})")]
     return observed(ev)
@@ -122,6 +92,43 @@ def _inputs(ev: Evidence):
     q, k, v = (t.float() for t in ev.call.args)
     scale = ev.call.kwargs.get("sm_scale") or 1 / math.sqrt(q.shape[-1])
     return q, k, v, scale, ev.call.kwargs["causal"]
+
+
+# --- experiments: the course's hypotheses name them (course.toml) -------------------------
+
+def _causal_shifted(shift: int):
+    """The causal mask's diagonal moved by `shift`: keys up to the query's position + shift."""
+    def recompute(ev: Evidence) -> torch.Tensor | None:
+        if ev.call is None or not ev.call.kwargs["causal"]:
+            return None
+        q, k, v, scale, _ = _inputs(ev)
+        return _attention(q, k, v, scale, True, shift)
+    return recompute
+
+
+def _unmasked_within_key_tiles(ev: Evidence) -> torch.Tensor | None:
+    """Every key of the key tiles a query tile visits seen, none masked within them."""
+    rows = ev.constant("BLOCK_M", "TILE_M")
+    if ev.call is None or not ev.call.kwargs["causal"] or not rows:
+        return None
+    q, k, v, scale, _ = _inputs(ev)
+    return _attention(q, k, v, scale, True, tile=rows)
+
+
+def _rescale_left_out(rescale_acc: bool, rescale_sum: bool):
+    """The loop over key tiles without one of its rescalings (non-causal, several tiles)."""
+    def recompute(ev: Evidence) -> torch.Tensor | None:
+        tile = ev.constant("BLOCK_N", "TILE_N")
+        if ev.call is None or ev.call.kwargs["causal"] or not tile:
+            return None
+        q, k, v, scale, _ = _inputs(ev)
+        return _online(q, k, v, scale, tile, rescale_acc, rescale_sum) \
+            if tile < k.shape[-2] else None
+    return recompute
+
+
+def _not_divided(ev: Evidence) -> torch.Tensor | None:
+    return None if ev.call is None else _undivided(*_inputs(ev))
 
 
 def _exp2_without_log2e(ev: Evidence) -> torch.Tensor | None:
@@ -189,5 +196,10 @@ PROBLEM = Problem(
     explain=_explain,
     experiments={"exp2_without_log2e": _exp2_without_log2e, "scale_twice": _scaled(2),
                  "scale_missing": _scaled(0), "causal_mask_inverted": _mask_inverted,
-                 "causal_mask_tile_local": _mask_tile_local},
+                 "causal_mask_tile_local": _mask_tile_local,
+                 "unmasked_within_key_tiles": _unmasked_within_key_tiles,
+                 "diagonal_masked": _causal_shifted(-1), "next_key_seen": _causal_shifted(1),
+                 "accumulator_not_rescaled": _rescale_left_out(False, True),
+                 "sum_not_rescaled": _rescale_left_out(True, False),
+                 "not_divided": _not_divided},
 )

@@ -6,7 +6,7 @@ draws x transposed or sliced, and `scale` draws x large enough to reach GELU's e
 import torch
 import torch.nn.functional as F
 
-from grader.problems.evidence import Cause, Evidence, observed, recomputed
+from grader.problems.evidence import Evidence, Experiment, Finding, observed
 from grader.problems.base import (Call, Param, Problem, Work, compiled, element_size, in_f32,
                                   layout_check, layout_param, randn, randn_2d)
 
@@ -21,34 +21,42 @@ def _call(p, dtype, gen):
     return Call((x, randn(n, dtype, gen), randn(n, dtype, gen)))
 
 
-def _explain(ev: Evidence) -> list[Cause]:
-    """A kernel that leaves out the bias or the weight computes GELU of what is left; one
-    that addresses x by other strides than x's own reads the same storage in another order:
-    the output confirms which."""
+# --- experiments: the course's hypotheses name them (course.toml) -------------------------
+
+def _inputs(ev: Evidence):
+    return tuple(t.float() for t in ev.call.args)
+
+
+def _bias_left_out(ev: Evidence) -> torch.Tensor | None:
     if ev.call is None:
-        return observed(ev)
+        return None
+    x, w, b = _inputs(ev)
+    return _gelu_bias(x, w, torch.zeros_like(b))
+
+
+def _weight_left_out(ev: Evidence) -> torch.Tensor | None:
+    if ev.call is None:
+        return None
+    x, w, b = _inputs(ev)
+    return _gelu_bias(x, torch.ones_like(w), b)
+
+
+def _sigmoid_overflow(ev: Evidence) -> torch.Tensor | None:
+    if ev.call is None:
+        return None
+    x, w, b = _inputs(ev)
+    return _sigmoid_overflowing(x * w + b)
+
+
+def _x_misread(ev: Evidence):
+    """x read with other strides than its own: row-major contiguous, or its own swapped."""
+    if ev.call is None:
+        return
     x, w, b = ev.call.args
-    x32, w32, b32 = x.float(), w.float(), b.float()
-    for hypothesis, key, text in (
-            (_gelu_bias(x32, w32, torch.zeros_like(b32)), "bias_missing",
-             "the output is GELU(x * weight): the bias is never added"),
-            (_gelu_bias(x32, torch.ones_like(w32), b32), "weight_missing",
-             "the output is GELU(x + bias): x is never multiplied by the weight"),
-            (_sigmoid_overflowing(x32 * w32 + b32), "sigmoid_overflow",
-             "the output is GELU with its sigmoid written exp(2u) / (1 + exp(2u)): where u "
-             "passes 44, exp(2u) is inf and inf / inf is NaN; 1 / (1 + exp(-2u)) is the same "
-             "function, and overflows only where the answer is 0")):
-        if ev.matches(hypothesis):
-            return [recomputed(key, text)]
     for strides in _misread(x):
         seen = x.as_strided(x.shape, strides, x.storage_offset()).float()
-        if ev.matches(_gelu_bias(seen, w.float(), b.float())):
-            return [recomputed(
-                "strides",
-                f"the output is what x gives read with the strides {strides}"
-                f" instead of its own {tuple(x.stride())}: the kernel's addresses must "
-                "use the strides it is given, in the order of x's dimensions")]
-    return observed(ev)
+        yield Finding(_gelu_bias(seen, w.float(), b.float()),
+                      {"strides": strides, "own": tuple(x.stride())})
 
 
 def _sigmoid_overflowing(z: torch.Tensor) -> torch.Tensor:
@@ -106,6 +114,9 @@ PROBLEM = Problem(
     work=lambda p, dt: Work((2 * p["M"] * p["N"] + 2 * p["N"]) * element_size(dt)),
     baselines={"torch": lambda c: _gelu_bias(*c.args), "torch.compile": compiled(_gelu_bias)},
     check=layout_check(("M", "N")),
-    explain=_explain,
-    experiments={"bias_by_row": _bias_by_row, "bias_across_tile": _bias_across_tile},
+    explain=observed,
+    experiments={"bias_by_row": _bias_by_row, "bias_across_tile": _bias_across_tile,
+                 "bias_left_out": _bias_left_out, "weight_left_out": _weight_left_out,
+                 "sigmoid_overflowing": _sigmoid_overflow,
+                 "x_misread": Experiment(_x_misread, ("strides", "own"))},
 )

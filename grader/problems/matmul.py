@@ -4,7 +4,7 @@ B so."""
 
 import torch
 
-from grader.problems.evidence import Cause, Evidence, observed, recomputed
+from grader.problems.evidence import Evidence, Experiment, Finding, observed
 from grader.problems.base import (Call, Param, Problem, Work, element_size, f32, layout_check,
                                   layout_param, randn_2d)
 
@@ -28,37 +28,7 @@ def _work(p, dt):
 MISREAD = ("unread", "never_read", "load_between_rows", "load_out_of_bounds")
 
 
-def _explain(ev: Evidence) -> list[Cause]:
-    if ev.call is None:
-        return observed(ev)
-    a, b = (f32(t) for t in ev.call.args)
-    tile = ev.constant("BLOCK_K", "TILE_K")
-    k = a.shape[1]
-    if tile and tile < k:
-        first = a[:, :tile] @ b[:tile]
-        if ev.matches(first * -(-k // tile)):
-            return [recomputed("k_loop", f"the output is the first K tile's product ({tile} "
-                          f"wide) added {-(-k // tile)} times: the loop over K loads the same "
-                          "tiles every step; advance along K in both inputs")]
-        tiles = -(-k // tile)
-        for done in range(1, tiles):
-            if ev.matches(a[:, :done * tile] @ b[:done * tile]):
-                return [recomputed("k_loop", f"the output is the product of the first {done} of the "
-                              f"{tiles} K tiles ({tile} wide) alone: the loop over K stops early")]
-    if tile and ev.dtype in (torch.float16, torch.bfloat16) and any(
-            ev.matches(_half_accumulator(a, b, tile, ev.dtype, rounded)) for rounded in (0, 1)):
-        return [recomputed("accumulator_dtype", f"the output is what a running sum kept in "
-                      f"{str(ev.dtype).removeprefix('torch.')} gives: every K tile's partial sum "
-                      "is rounded to 16 bits; accumulate in float32 and convert once, at the store")]
-    misread = [f["text"] for f in ev.traffic if f.get("kind") in MISREAD]
-    if misread and bool(ev.bad.all()):
-        return [Cause("strides", "wrong from the first K tile, and the loads do not cover the "
-                      f"inputs ({misread[0]}): check the strides each pointer uses along M, N "
-                      "and K, in the order the inputs give them",
-                      "the watch of the loads saw them miss parts of the inputs, and every "
-                      "element is wrong")]
-    return observed(ev)
-
+# --- experiments: the course's hypotheses name them (course.toml) -------------------------
 
 def _k_tiles(ev: Evidence):
     """(a, b, K tile) in float32 where the case has more than one K tile, else None."""
@@ -91,6 +61,50 @@ def _last_k_tile(ev: Evidence) -> torch.Tensor | None:
     return a[:, last:] @ b[last:]
 
 
+def _first_k_tile_repeated(ev: Evidence) -> Finding | None:
+    """The loop over K loads the first K tile at every step: its product, once per K tile."""
+    tiles = _k_tiles(ev)
+    if tiles is None:
+        return None
+    a, b, tile = tiles
+    count = -(-a.shape[1] // tile)
+    return Finding(a[:, :tile] @ b[:tile] * count, {"tile": tile, "tiles": count})
+
+
+def _k_loop_short(ev: Evidence):
+    """The loop over K stops early: the product of its first K tiles alone, for each count
+    short of all of them."""
+    tiles = _k_tiles(ev)
+    if tiles is None:
+        return
+    a, b, tile = tiles
+    count = -(-a.shape[1] // tile)
+    for done in range(1, count):
+        yield Finding(a[:, :done * tile] @ b[:done * tile],
+                      {"done": done, "tiles": count, "tile": tile})
+
+
+def _half_accumulated(ev: Evidence):
+    """The running sum kept in the 16-bit input dtype, each tile's product rounded or not."""
+    tile = ev.constant("BLOCK_K", "TILE_K")
+    if ev.call is None or not tile or ev.dtype not in (torch.float16, torch.bfloat16):
+        return
+    a, b = (f32(t) for t in ev.call.args)
+    for rounded in (False, True):
+        yield Finding(_half_accumulator(a, b, tile, ev.dtype, rounded),
+                      {"dtype": str(ev.dtype).removeprefix("torch.")})
+
+
+def _inputs_misread(ev: Evidence) -> Finding | None:
+    """The watch saw the loads miss parts of the inputs, and every element is wrong."""
+    misread = [f["text"] for f in ev.traffic if f.get("kind") in MISREAD]
+    if ev.call is None or not misread or not bool(ev.bad.all()):
+        return None
+    return Finding(facts={"misread": misread[0]},
+                   how="the watch of the loads saw them miss parts of the inputs, and every "
+                       "element is wrong")
+
+
 def _zeros(ev: Evidence) -> torch.Tensor:
     """The accumulator as it was made: no product ever added to it."""
     return torch.zeros_like(ev.want)
@@ -115,7 +129,11 @@ PROBLEM = Problem(
     work=_work,
     baselines={"torch": lambda c: torch.matmul(*c.args)},
     check=layout_check(("M", "K"), ("K", "N")),
-    explain=_explain,
+    explain=observed,
     experiments={"accumulator_added_twice": _added_twice, "last_k_tile_only": _last_k_tile,
-                 "accumulator_unchanged": _zeros},
+                 "accumulator_unchanged": _zeros,
+                 "first_k_tile_repeated": Experiment(_first_k_tile_repeated, ("tile", "tiles")),
+                 "k_loop_short": Experiment(_k_loop_short, ("done", "tiles", "tile")),
+                 "accumulator_in_input_dtype": Experiment(_half_accumulated, ("dtype",)),
+                 "inputs_misread": Experiment(_inputs_misread, ("misread",))},
 )

@@ -7,8 +7,8 @@ import math
 
 import torch
 
-from grader.problems.evidence import (ROW_RATIO, Cause, Evidence, observed, recomputed,
-                                     row_factor)
+from grader.problems.evidence import (ROW_RATIO, Cause, Evidence, Experiment, Finding,
+                                     observed, row_factor)
 from grader.problems.base import (Call, Param, Problem, Work, compiled, element_size, in_f32,
                                   laid_out, layout_check, layout_param, randn)
 
@@ -33,57 +33,8 @@ def _call(p, dtype, gen):
 
 
 def _explain(ev: Evidence) -> list[Cause]:
-    """Causes the output confirms, tried from the most specific; else what was observed."""
-    x = ev.call.args[0].float() if ev.call is not None else None
-    if x is not None and torch.isnan(ev.got).any() and ev.matches(_no_max(x)):
-        return [recomputed(
-            "no_max_subtraction",
-            "the output is exactly exp(x) / sum(exp(x)) without "
-            "the row maximum subtracted: exp overflows to inf for large inputs, and "
-            "inf / inf is NaN; subtract each row's maximum before exponentiating")]
-    if bool((ev.got == 1).all()) and ev.got.shape[-1] > 1:
-        return [Cause("wrong_axis", "every element is exactly 1: each element was divided by "
-                      "itself, so the max and the sum were taken over a dimension of length 1 "
-                      "(the tile's rows), not along each row",
-                      "read the output: every element is exactly 1")]
-    tile = ev.constant("BLOCK_N", "TILE_N", "BLOCK_SIZE")
-    if x is not None and tile and tile < x.shape[-1] and ev.matches(_sum_not_rescaled(x, tile)):
-        return [recomputed(
-            "online_rescale",
-            f"the output is what a loop over column tiles of {tile} "
-            "gives when the running sum is not rescaled as a later tile raises the "
-            "row maximum (the online softmax)")]
-    if x is not None and tile and tile < x.shape[-1] and torch.isnan(ev.got).any() and \
-            ev.matches(_block_max(x, tile)):
-        return [recomputed("running_max", f"the output is what a loop over column tiles of {tile} "
-                           "gives when the running maximum is replaced by each tile's own: a later "
-                           "tile with a much lower maximum rescales the sum by exp of a large "
-                           "number, inf, and the row becomes NaN; the running max is the maximum "
-                           "of the old one and the tile's")]
-    if x is not None and tile and ev.matches(_zero_padded(x, tile)):
-        return [recomputed(
-            "padding",
-            f"the output is what the row gives when the lanes past its end "
-            f"in its last tile of {tile} count as 0 in the max and the sum: pad the "
-            "masked lanes with -inf, which changes neither")]
-    raw = ev.call.args[0] if ev.call is not None else None
-    one_apart = (raw.stride(1), raw.stride(1)) if raw is not None else None
-    if raw is not None and raw.shape[0] > 1 and _within(raw, one_apart) and ev.matches(
-            _softmax_last(raw.as_strided(raw.shape, one_apart, raw.storage_offset()).float())):
-        return [recomputed("strides", "the output is the softmax of rows that start one element "
-                           "apart: each row's start must step by the row stride")]
-    for strides in _rows_of_n(raw):
-        if ev.matches(_softmax_last(raw.as_strided(raw.shape, strides,
-                                                   raw.storage_offset()).float())):
-            return [recomputed("strides", f"the output is the softmax of x read with the strides "
-                               f"{strides}, rows {strides[0]} elements apart, instead of its own "
-                               f"{tuple(raw.stride())}: each row starts at row * the row stride, "
-                               "not row * the number of columns")]
-    factor = row_factor(ev)
-    if factor is not None:
-        return [Cause("row_normalisation", "each row is the right answer times a factor of its "
-                      f"own (median {factor:.4g}): the exponentials are not divided by the sum of "
-                      "the whole row's", ROW_RATIO)]
+    """What was observed, where no hypothesis of the course (its causes: course.toml) holds:
+    rows that do not sum to 1, else where the wrong elements are."""
     sums = ev.got.sum(dim=-1)
     off = torch.isfinite(sums) & ((sums - 1).abs() > 1e-2)
     if not off.any():
@@ -91,6 +42,73 @@ def _explain(ev: Evidence) -> list[Cause]:
     row = int(off.nonzero()[0])
     return [Cause("", f"observed: {int(off.sum())} of {ev.got.shape[0]} rows do not sum to 1 "
                       f"(row {row} sums to {float(sums[row]):.4g})")]
+
+
+# --- experiments: the course's hypotheses name them (course.toml) -------------------------
+
+def _x(ev: Evidence) -> torch.Tensor | None:
+    return ev.call.args[0].float() if ev.call is not None else None
+
+
+def _column_tile(ev: Evidence) -> tuple[torch.Tensor, int] | None:
+    """(x in float32, the column tile) where a row spans more than one tile, else None."""
+    x, tile = _x(ev), ev.constant("BLOCK_N", "TILE_N", "BLOCK_SIZE")
+    return (x, tile) if x is not None and tile and tile < x.shape[-1] else None
+
+
+def _no_max_found(ev: Evidence) -> torch.Tensor | None:
+    """exp(x) / sum(exp(x)): NaN where exp overflowed (a NaN in the output to explain)."""
+    x = _x(ev)
+    return _no_max(x) if x is not None and torch.isnan(ev.got).any() else None
+
+
+def _all_ones(ev: Evidence) -> Finding | None:
+    """Every element exactly 1: each divided by itself."""
+    if bool((ev.got == 1).all()) and ev.got.shape[-1] > 1:
+        return Finding(how="read the output: every element is exactly 1")
+    return None
+
+
+def _sum_not_rescaled_found(ev: Evidence) -> Finding | None:
+    tiled = _column_tile(ev)
+    return Finding(_sum_not_rescaled(*tiled), {"tile": tiled[1]}) if tiled else None
+
+
+def _block_max_found(ev: Evidence) -> Finding | None:
+    tiled = _column_tile(ev)
+    if tiled is None or not torch.isnan(ev.got).any():
+        return None
+    return Finding(_block_max(*tiled), {"tile": tiled[1]})
+
+
+def _zero_padded_found(ev: Evidence) -> Finding | None:
+    x, tile = _x(ev), ev.constant("BLOCK_N", "TILE_N", "BLOCK_SIZE")
+    return Finding(_zero_padded(x, tile), {"tile": tile}) if x is not None and tile else None
+
+
+def _rows_one_apart(ev: Evidence) -> torch.Tensor | None:
+    """x read with rows that start one element apart (the row stride left out)."""
+    raw = ev.call.args[0] if ev.call is not None else None
+    if raw is None or raw.shape[0] < 2:
+        return None
+    one_apart = (raw.stride(1), raw.stride(1))
+    if not _within(raw, one_apart):
+        return None
+    return _softmax_last(raw.as_strided(raw.shape, one_apart, raw.storage_offset()).float())
+
+
+def _rows_of_n_found(ev: Evidence):
+    """x read with rows N elements apart (stepped by the number of columns)."""
+    raw = ev.call.args[0] if ev.call is not None else None
+    for strides in _rows_of_n(raw):
+        yield Finding(_softmax_last(raw.as_strided(raw.shape, strides,
+                                                   raw.storage_offset()).float()),
+                      {"strides": strides, "apart": strides[0], "own": tuple(raw.stride())})
+
+
+def _row_factor_found(ev: Evidence) -> Finding | None:
+    factor = row_factor(ev)
+    return None if factor is None else Finding(facts={"factor": factor}, how=ROW_RATIO)
 
 
 def _within(x: torch.Tensor, strides: tuple[int, int]) -> bool:
@@ -178,5 +196,14 @@ PROBLEM = Problem(
     check=layout_check(("M", "N")),
     explain=_explain,
     experiments={"exp2_without_log2e": _exp2_everywhere,
-                 "exp2_without_log2e_when_storing": _exp2_in_second_pass},
+                 "exp2_without_log2e_when_storing": _exp2_in_second_pass,
+                 "no_max_subtraction": _no_max_found,
+                 "every_element_one": _all_ones,
+                 "sum_not_rescaled": Experiment(_sum_not_rescaled_found, ("tile",)),
+                 "tile_max_as_running_max": Experiment(_block_max_found, ("tile",)),
+                 "padding_as_zero": Experiment(_zero_padded_found, ("tile",)),
+                 "rows_one_apart": _rows_one_apart,
+                 "rows_by_column_count": Experiment(_rows_of_n_found,
+                                                    ("strides", "apart", "own")),
+                 "row_factor": Experiment(_row_factor_found, ("factor",))},
 )

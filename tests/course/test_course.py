@@ -224,6 +224,37 @@ cases = [ { M = 3, N = 5, layout = "sliced", dtypes = ["float32"] } ]
 """
 
 
+def test_a_hypothesis_names_only_the_facts_its_experiment_finds(tmp_path):
+    """A hypothesis's words fill in, in braces, what its experiment found ({strides}: the
+    strides x was read with); a name the experiment does not find, a name without an
+    experiment, or a lone brace is refused where the course loads, not at a failing case."""
+    hypothesis = """
+[[stages.hypotheses]]
+cause = "strides"
+experiment = "x_misread"
+says = "SAYS"
+"""
+    def loaded(says: str, experiment: str = 'experiment = "x_misread"'):
+        return load_text(tmp_path, GELU + hypothesis.replace("SAYS", says).replace(
+            'experiment = "x_misread"', experiment))
+
+    (ok,) = loaded("read with {strides}, not {own} ({{sic}})").stages[0].hypotheses
+    assert ok.says.format_map({"strides": (5, 1), "own": (8, 1)}) == \
+        "read with (5, 1), not (8, 1) ({sic})"
+    for says, experiment, expected in (
+            ("read with {tile}", 'experiment = "x_misread"',
+             "names {tile}, but experiment 'x_misread' finds strides, own"),
+            ("read with {strides}", 'experiment = "bias_left_out"',
+             "names {strides}, but experiment 'bias_left_out' finds no facts to name"),
+            ("read with {strides}", "probe = { N = 1 }",
+             "names {strides}, but a hypothesis without an experiment has no facts to name"),
+            ("read with {strides", 'experiment = "x_misread"', "write a brace as {{ or }}")):
+        with pytest.raises(CourseError) as info:
+            loaded(says, experiment)
+        assert "stages[0].hypotheses[0].says" in str(info.value)
+        assert expected in str(info.value), str(info.value)
+
+
 def test_a_layout_case_draws_a_view_with_other_strides(tmp_path):
     (case,) = load_text(tmp_path, GELU).stages[0].cases
     assert case.params["layout"] == "sliced" and "layout=sliced" in case.id

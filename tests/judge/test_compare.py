@@ -2,7 +2,9 @@
 
 import torch
 
-from grader.course import Tolerance
+from conftest import ROOT
+
+from grader.course import Tolerance, load_course
 from grader.judge.compare import Expected, compare
 from grader.replay.execute import LaunchRecord as Launch
 from grader.replay.poison import PoisonFreshAllocations, never_written
@@ -150,17 +152,26 @@ def test_one_factor_on_every_element_is_named():
 
 
 def test_softmax_rows_that_do_not_sum_to_one_are_observed_not_explained():
+    from grader.judge import experiments
     from grader.problems import PROBLEMS
     from grader.problems.evidence import Evidence
 
-    explain = PROBLEMS["softmax"].explain
+    problem = PROBLEMS["softmax"]
+    hypotheses = next(s for s in load_course(ROOT / "course.toml").stages
+                      if s.problem is problem).hypotheses
     want = torch.softmax(torch.randn(4, 8, generator=torch.Generator().manual_seed(0)), -1)
     got = want.clone()
     got[2] *= 0.5  # one row off: no factor per row confirmed, so no cause is named
-    report = compare(Outcome(output=got), Expected(want, torch.float32, "cpu", TOL, explain=explain))
+    report = compare(Outcome(output=got), Expected(want, torch.float32, "cpu", TOL,
+                                                   explain=problem.explain,
+                                                   hypotheses=hypotheses,
+                                                   experiments=problem.experiments))
     assert "1 of 4 rows do not sum to 1 (row 2 sums to 0.5)" in report.report
     assert report.stats["causes"] == []
     scaled = want * torch.tensor([[2.0], [3.0], [0.5], [4.0]])  # every row by its own factor
-    found = explain(Evidence(scaled, want, atol=TOL.atol, rtol=TOL.rtol))
+    found = experiments.confirmed(Evidence(scaled, want, atol=TOL.atol, rtol=TOL.rtol),
+                                  hypotheses, problem.experiments, None)
     assert [c.key for c in found] == ["row_normalisation"]
-    assert explain(Evidence(want, want)) == [] or all(not c.key for c in explain(Evidence(want, want)))
+    assert "(median 2)" in found[0].text  # the course's words, the factor found filled in
+    assert "each row's ratio is one constant" in found[0].experiment
+    assert all(not c.key for c in problem.explain(Evidence(want, want)))
