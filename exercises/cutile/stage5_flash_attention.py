@@ -28,6 +28,13 @@ computed but dropped by the store. With causal=True, query i only sees keys j <=
 scores above the diagonal are set to -inf, and key tiles that lie entirely above
 the diagonal of this query tile are not visited at all.
 
+Layouts: q, k and v may be views. A [B, N, H, D] tensor seen as [B, H, N, D] (what a
+projection followed by a transpose gives) has the rows of one head H * D elements apart,
+and some heads of a larger tensor have their batches farther apart than H * N * D.
+ct.load reads through the array's own strides, so the kernel needs no arithmetic of its
+own for them; the wrapper hands the tensors over as they are (`.view()` refuses a view
+whose strides do not allow it, and a reshape may copy).
+
 The loop over key tiles lives in a helper, `attend_key_tiles`, which comes first in this
 file (Steps 1-3: one key tile at a time), then the kernel (Steps 4-5: the Q tile and the
 output). The helper takes MASKED: with MASKED=True it masks keys past N (and, with

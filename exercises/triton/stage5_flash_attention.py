@@ -24,6 +24,12 @@ query rows >= N are computed but never stored. With causal=True, query i only se
 keys j <= i: scores above the diagonal are set to -inf, and key tiles that lie
 entirely above the diagonal of this query tile are not visited at all.
 
+Layouts: q, k and v may be views. A [B, N, H, D] tensor seen as [B, H, N, D] (what a
+projection followed by a transpose gives) has the rows of one head H * D elements apart,
+and some heads of a larger tensor have their batches farther apart than H * N * D. Every
+address is base + index * stride, with the strides the wrapper passes; never N, D or H
+in a stride's place.
+
 The loop over key tiles lives in a helper, `attend_key_tiles`, which comes first in this
 file (Steps 1-3: one key tile at a time), then the kernel (Steps 4-5: the Q tile and the
 output). The helper takes MASKED: with MASKED=True it masks keys past N (and, with

@@ -1,17 +1,46 @@
-"""Stage problem: softmax(Q K^T * sm_scale) V per batch and head, optionally causal."""
+"""Stage problem: softmax(Q K^T * sm_scale) V per batch and head, optionally causal.
+The lesson promises that q, k and v may be views in other layouts: `layout` draws them as a
+[B, N, H, D] tensor seen as [B, H, N, D] (what a projection followed by a transpose gives)
+or as some heads of a larger tensor."""
 
 import math
 
 import torch
 import torch.nn.functional as F
 
-from grader.problems.evidence import Cause, Evidence, observed, row_factor
+from grader.problems.evidence import Cause, Evidence, Experiment, Finding, observed, row_factor
 from grader.problems.base import Call, Param, Problem, Work, element_size, in_f32, randn
 
 
+LAYOUTS = ("contiguous", "transposed", "sliced")
+LAYOUT_DOC = ("how q, k and v are laid out: contiguous; transposed (a [B, N, H, D] tensor "
+              "seen as [B, H, N, D]: rows of one head H * D elements apart); sliced (heads 1 "
+              "to H of a [B, H + 1, N, D] tensor: batches (H + 1) * N * D elements apart)")
+
+
+def _drawn(p, dtype, gen) -> torch.Tensor:
+    b, h, n, d = p["B"], p["H"], p["N"], p["D"]
+    if p["layout"] == "transposed":
+        return randn((b, n, h, d), dtype, gen).transpose(1, 2)
+    if p["layout"] == "sliced":
+        return randn((b, h + 1, n, d), dtype, gen)[:, 1:]
+    return randn((b, h, n, d), dtype, gen)
+
+
+def _layout_check(params: dict) -> list[str]:
+    """A layout case must tell the layout from a contiguous one: transposed needs two heads
+    and two rows (else its strides are a contiguous tensor's), sliced two batches."""
+    layout = params.get("layout", "contiguous")
+    needs = {"transposed": ("H", "N"), "sliced": ("B",)}.get(layout, ())
+    small = [name for name in needs if params[name] < 2]
+    if not small:
+        return []
+    return [f"layout = {layout!r} needs {' and '.join(small)} of at least 2: with fewer, "
+            "the inputs' strides are those of contiguous ones, so the case would not test them"]
+
+
 def _call(p, dtype, gen):
-    shape = (p["B"], p["H"], p["N"], p["D"])
-    q, k, v = (randn(shape, dtype, gen) for _ in range(3))
+    q, k, v = (_drawn(p, dtype, gen) for _ in range(3))
     kwargs = {"causal": p["causal"]}
     if p["sm_scale"] is not None:
         kwargs["sm_scale"] = p["sm_scale"]
@@ -127,6 +156,30 @@ def _rescale_left_out(rescale_acc: bool, rescale_sum: bool):
     return recompute
 
 
+def _misread(x: torch.Tensor) -> list[tuple[int, ...]]:
+    """Strides a kernel may wrongly read a [B, H, N, D] view with, where they differ from its
+    own and stay inside its storage: its rows D apart (its batch and head strides kept), or
+    every stride a contiguous tensor's."""
+    b, h, n, d = x.shape
+    storage = x.untyped_storage().nbytes() // x.element_size() - x.storage_offset()
+    found = [(x.stride(0), x.stride(1), d, 1), (h * n * d, n * d, d, 1)]
+    return [s for s in dict.fromkeys(found) if s != tuple(x.stride())
+            and sum((size - 1) * step for size, step in zip(x.shape, s)) < storage]
+
+
+def _inputs_misread(ev: Evidence):
+    """q, k and v each read with the same wrong strides (those of _misread)."""
+    if ev.call is None:
+        return
+    q, k, v = ev.call.args
+    for strides in _misread(q):
+        if all(strides in _misread(t) for t in (k, v)):
+            seen = [t.as_strided(t.shape, strides, t.storage_offset()).float() for t in (q, k, v)]
+            _, _, _, scale, causal = _inputs(ev)
+            yield Finding(_attention(*seen, scale, causal),
+                          {"strides": strides, "own": tuple(q.stride())})
+
+
 def _not_divided(ev: Evidence) -> torch.Tensor | None:
     return None if ev.call is None else _undivided(*_inputs(ev))
 
@@ -188,11 +241,13 @@ PROBLEM = Problem(
         Param("D", int, doc="head dimension"),
         Param("causal", bool, False),
         Param("sm_scale", float, None, doc="softmax scale; default 1/sqrt(D)"),
+        Param("layout", str, "contiguous", doc=LAYOUT_DOC, choices=LAYOUTS),
     ),
     make_call=_call,
     reference=lambda call: _sdpa(in_f32(call)),
     work=_work,
     baselines={"torch": _sdpa, "sdpa-flash": lambda c: _sdpa(c, "FLASH_ATTENTION")},
+    check=_layout_check,
     explain=_explain,
     experiments={"exp2_without_log2e": _exp2_without_log2e, "scale_twice": _scaled(2),
                  "scale_missing": _scaled(0), "causal_mask_inverted": _mask_inverted,
@@ -201,5 +256,6 @@ PROBLEM = Problem(
                  "diagonal_masked": _causal_shifted(-1), "next_key_seen": _causal_shifted(1),
                  "accumulator_not_rescaled": _rescale_left_out(False, True),
                  "sum_not_rescaled": _rescale_left_out(True, False),
-                 "not_divided": _not_divided},
+                 "not_divided": _not_divided,
+                 "inputs_misread": Experiment(_inputs_misread, ("strides", "own"))},
 )

@@ -208,3 +208,20 @@ def test_a_sigmoid_that_overflows_is_named_at_gelus_extremes():
     ev = _evidence("fused_gelu", params, overflowing)
     assert torch.isnan(ev.got).any()
     assert [c.key for c in _causes("fused_gelu", ev)] == ["sigmoid_overflow"]
+
+
+def test_attention_layouts_draw_the_views_the_lesson_promises():
+    """Transposed: a [B, N, H, D] tensor seen as [B, H, N, D]; sliced: heads 1..H of a
+    [B, H + 1, N, D] tensor. A case whose sizes make the view's strides a contiguous
+    tensor's tests nothing, and is refused."""
+    problem = PROBLEMS["flash_attention"]
+    base = {"B": 2, "H": 3, "N": 5, "D": 4, "causal": False, "sm_scale": None}
+    q = problem.draw({**base, "layout": "transposed"}, "float32", 1).args[0]
+    assert q.shape == (2, 3, 5, 4) and q.stride() == (60, 4, 12, 1)
+    q = problem.draw({**base, "layout": "sliced"}, "float32", 1).args[0]
+    assert q.shape == (2, 3, 5, 4) and q.stride() == (80, 20, 4, 1) and q.storage_offset() == 20
+    assert problem.check({**base, "layout": "contiguous", "H": 1}) == []
+    (refused,) = problem.check({**base, "layout": "transposed", "H": 1})
+    assert "layout = 'transposed' needs H of at least 2" in refused
+    (refused,) = problem.check({**base, "layout": "sliced", "B": 1})
+    assert "layout = 'sliced' needs B of at least 2" in refused
