@@ -172,9 +172,11 @@ class StageCheck:
         outcome = self.child.replay_process.call(problem.id, dict(params), dtype, replay_seed,
                                                  call.tensors(), expected.nbytes,
                                                  proposed.proposal)
+        # A probe (no case) is judged without the stage-wide check: the case it serves
+        # already went through it, and a probe that fails only leaves its cause unnamed.
         if outcome.unchecked and case is not None and case.hidden:
             self.unchecked_hidden = True
-        elif outcome.unchecked:
+        elif outcome.unchecked and case is not None:
             self.unchecked = self.unchecked or outcome.unchecked
         track = self.backend.track
         # The replay's output comes back to the grader on its CPU, wherever it ran.
