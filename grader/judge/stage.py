@@ -21,6 +21,7 @@ import torch
 from grader.backends.selection import Selection, dtype_unsupported
 from grader.course import Case, Stage
 from grader.judge.compare import Expected, Verdict, compare, drawn
+from grader.judge.experiments import shown
 from grader.problems import DTYPES, Call
 from grader.quoting import inline, is_quoted, quoted, said
 from grader.results import CaseResult, CheckResult, Failure
@@ -143,8 +144,7 @@ class StageCheck:
         problem = self.stage.problem
 
         def run(changes: dict) -> str | None:
-            defaults = {p.name: p.default for p in problem.params if not p.required}
-            params = {**defaults, **case.params, **changes}
+            params = {**case.params, **changes}  # a case holds every parameter, defaults too
             if case.hidden:  # not even a probe another case ran: a hidden case gets none
                 return None
             key = (tuple(sorted(changes.items())), case.dtype)
@@ -153,8 +153,7 @@ class StageCheck:
                         (problem.check is not None and problem.check(params)):
                     return None
                 passed = self._replayed(params, case.dtype, seed, None).passed
-                words = ", ".join(f"{k}={v}" for k, v in params.items() if v is not None)
-                self.probes[key] = f"{words}, {case.dtype}" if passed else None
+                self.probes[key] = f"{shown(params)}, {case.dtype}" if passed else None
             return self.probes[key]
 
         return run

@@ -23,13 +23,19 @@ def test_a_hypothesis_is_named_when_its_recompute_and_its_probe_hold():
 
     def probe(changes):
         asked.append(changes)
-        return "K=1, float32"
+        return "K = 1, float32"
 
     found = experiments.confirmed(evidence(2 * WANT, WANT), [TWICE], RECOMPUTES, probe)
     assert [c.key for c in found] == ["twice"] and found[0].text == "doubled"
     assert RECOMPUTED in found[0].experiment
-    assert "with K = 1 (K=1, float32) is right" in found[0].experiment
+    assert "with K = 1 (K = 1, float32) is right" in found[0].experiment
     assert asked == [{"K": 1}]
+
+
+def test_parameters_are_worded_one_way_leaving_out_those_left_unset():
+    assert experiments.shown({"K": 1, "layout": "contiguous"}) == "K = 1, layout = contiguous"
+    assert experiments.shown({"N": 64, "causal": False, "sm_scale": None}) == \
+        "N = 64, causal = false"
 
 
 def test_a_hypothesis_is_not_named_when_its_probe_fails_or_does_not_run():

@@ -44,7 +44,7 @@ def test_one_probe_serves_every_case_of_its_dtype_without_replaying_again(course
     check = StageCheck(stage, interpret, child)
     first, other = [c for c in stage.cases if c.dtype == "float32"][:2]
     said = check._probe(first, first.seed)({"n": 64})
-    assert said and said.endswith("float32")
+    assert said == "n = 64, float32"  # the replay's parameters, worded as its changes are
     assert check._probe(first, first.seed)({"n": 64}) == said
     assert check._probe(other, other.seed)({"n": 64}) == said  # another case, the same dtype
     assert len(child.records) == len(child.replay_process.calls) == 1
