@@ -39,6 +39,9 @@ COMPILES = "compiles for a GPU"  # the stage-wide check that a GPU compiler saw 
 # Failures decided before the numbers whose output is still worth a picture: the loads and
 # stores that left their tensor, or wrote an input, mark the elements their programs stored.
 DRAWN = (Failure.OUT_OF_BOUNDS, Failure.MODIFIED_INPUTS)
+# Failures of the values a kernel computed or where it stored them: what a case's lesson
+# claims are about, so their report says which claims the case tests.
+CLAIMED = (Failure.WRONG_RESULT, Failure.OUT_OF_BOUNDS)
 
 
 class StageCheck:
@@ -101,10 +104,11 @@ class StageCheck:
 
     def _with_claims(self, case: Case, verdict: Verdict) -> list[str]:
         """A failed case's details, led by what the lesson promised that this case tests:
-        the student learns which promise their kernel breaks. Hidden cases say nothing more."""
+        the student learns which promise their kernel breaks. Only a failure of the values
+        (CLAIMED) says it: a crash, a refusal or a timeout breaks no promise of the lesson's.
+        Hidden cases say nothing more."""
         tested = self.stage.tested_by(case)
-        if (verdict.passed or case.hidden or not tested
-                or verdict.kind in (Failure.NOT_RUN, Failure.NOT_GRADED)):
+        if verdict.passed or case.hidden or not tested or verdict.kind not in CLAIMED:
             return verdict.details
         # After the quoted text that finishes the summary's sentence, before the analysis.
         lead = next((i for i, line in enumerate(verdict.details) if not is_quoted(line)),

@@ -116,12 +116,16 @@ def test_a_failing_case_says_what_it_tests_and_a_hidden_one_does_not(tmp_path):
         "this case tests: the length need not be a multiple of the block", "max abs error 1"]
     hidden = type(stage.cases[0])({"n": 7}, "float32", 1, hidden=1, claims=("tail",))
     assert check._with_claims(hidden, failed) == ["max abs error 1"]
-    raised = Verdict(False, "the wrapper raised an exception:", ["┆ ValueError"],
-                     kind=Failure.RAISED)  # the sentence keeps its quote right under it
-    assert check._with_claims(stage.cases[0], raised) == [
-        "┆ ValueError", "this case tests: the length need not be a multiple of the block"]
-    not_run = Verdict(False, "not run", [], kind=Failure.NOT_RUN)
-    assert check._with_claims(stage.cases[0], not_run) == []
+    stray = Verdict(False, "wrote out of bounds, past the end of a tensor:",
+                    ["┆ 4 elements past `out`", "a load or store is missing its mask"],
+                    kind=Failure.OUT_OF_BOUNDS)  # the sentence keeps its quote right under it
+    assert check._with_claims(stage.cases[0], stray) == [
+        "┆ 4 elements past `out`", "this case tests: the length need not be a multiple of "
+        "the block", "a load or store is missing its mask"]
+    # a failure unrelated to the values breaks no claim: a crash, a refusal, a timeout
+    for kind in set(Failure) - {Failure.WRONG_RESULT, Failure.OUT_OF_BOUNDS}:
+        other = Verdict(False, "failed:", ["┆ ValueError"], kind=kind)
+        assert check._with_claims(stage.cases[0], other) == ["┆ ValueError"], kind
 
 
 @pytest.mark.parametrize("tile", [16, 256, 1024, 4096, 32768, 39999])
