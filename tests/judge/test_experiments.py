@@ -95,6 +95,21 @@ def test_a_short_prefix_is_a_short_grid_only_where_the_grid_is_short():
     assert [c.key for c in causes.from_traffic(seen, written, 2, [(5,)])] == ["programs_overlap"]
 
 
+def test_a_short_prefix_without_a_grid_is_observed_without_a_count():
+    written = torch.zeros(10, dtype=torch.bool)
+    written[:4] = True
+    ev = evidence(torch.zeros(10), torch.ones(10))
+    (seen,) = causes.from_traffic(ev, written, 2)  # no launch's grid was read
+    assert seen.key == "" and seen.text == ("observed (no single cause confirmed): the "
+                                            "programs wrote the first 4 elements, whole "
+                                            "blocks of 2, and nothing after")
+    overlap = evidence(torch.zeros(10), torch.ones(10),
+                       traffic=[{"kind": "overlap", "text": "stored by more than one program"}])
+    (cause,) = causes.from_traffic(overlap, written, 2)  # the watch confirms it, grid or not
+    assert cause.key == "programs_overlap" and "None" not in cause.text
+    assert "the first 4 elements and nothing after: several programs" in cause.text
+
+
 def test_inputs_never_read_at_all_name_no_pointer():
     x, y = torch.ones(4), torch.ones(4)
     never = [{"kind": "never_read", "text": f"4 of the 4 elements of `{n}` were never read"}
