@@ -134,15 +134,6 @@ class Checker:
                            f"{name!r} ({s.claims[name]}); add a case with "
                            f"claims = [\"{name}\"] or remove the claim")
 
-    def hidden_claims(self, cases, where: str, stage: Stage) -> None:
-        """A hidden case may name claims too; each must be one of its stage's."""
-        known = ", ".join(stage.claims) or "none"
-        for j, case in enumerate(cases):
-            for name in case.claims or ():
-                if name not in stage.claims:
-                    self.error(f"{where}[{j}].claims", f"stage '{stage.id}': unknown claim "
-                               f"{name!r}; known: {known}")
-
     def hint(self, h, where: str, tolerance) -> Hint:
         when = h.when
         self.dtypes(when.dtypes or [], f"{where}.when.dtypes", tolerance)

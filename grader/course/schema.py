@@ -163,9 +163,11 @@ class HiddenFile(Table):
 
 
 def hidden_stage(problem: Problem) -> type[Table]:
+    """A stage of course.hidden.toml: its cases name no claims, as a hidden case's report
+    never says what it tests."""
     return _cached(("hidden", _problem_key(problem)), lambda: _table("hidden stage", {
         "id": (str, ...),
-        "cases": (list[_case_model(problem, with_dtypes=True, with_claims=True)], ...)}))
+        "cases": (list[_case_model(problem, with_dtypes=True)], ...)}))
 
 
 # Models are built once per problem (and list of GPU backends): pydantic compiles each.
