@@ -13,7 +13,7 @@ A fault file starts with a module docstring: its first line says what the mistak
 
 Every named cause carries the experiment that confirmed it in the case's result
 (stats.experiments: a recompute the output matched, a probe replay that passed, the watch's
-traffic), checked for each fault graded. Over the whole corpus (`test_the_corpus_*`): every
+traffic), and the case's report says it under the cause, checked for each fault graded. Over the whole corpus (`test_the_corpus_*`): every
 fault fails, at least NAMED of the reports name the faulty line or the cause, and no report
 names a cause its header does not.
 The default suite grades one file per track and stage; `pytest -m slow` grades them all.
@@ -124,10 +124,11 @@ def test_the_fault_is_graded_as_its_header_says(fault, grade_source, course):
     assert result.status is fault.expect, f"{fault.id} ({fault.mistake}): {result.status}\n{text}"
     for message in fault.messages:
         assert message in text, f"{fault.id}: no failing case reports {message!r}:\n{text}"
-    for case in result.cases:  # every cause named carries what confirmed it
-        named, confirmed_by = case.stats.get("causes", []), case.stats.get("experiments", {})
-        assert set(named) == set(confirmed_by), (fault.id, case.id, named, confirmed_by)
+    for case in result.cases:  # every cause named carries what confirmed it, and says it
+        confirmed_by = case.stats.get("experiments", {})
         assert all(confirmed_by.values()), (fault.id, case.id, confirmed_by)
+        for key, experiment in confirmed_by.items():
+            assert f"  confirmed: {experiment}" in case.details, (fault.id, case.id, key)
     for part in fault.passes:
         matching = [case for case in result.cases if part in case.id]
         assert matching, f"{fault.id}: no case's id contains {part!r}"

@@ -106,7 +106,7 @@ class Checker:
         growth = self.memory_growth(s.memory_growth, f"{where}.memory_growth", tolerance,
                                     s.id) if s.memory_growth else None
         hints = tuple(self.hint(h, f"{where}.hints[{j}]", tolerance) for j, h in enumerate(s.hints))
-        hypotheses = tuple(self.hypothesis(h, f"{where}.hypotheses[{j}]", problem)
+        hypotheses = tuple(self.hypothesis(h, f"{where}.hypotheses[{j}]", problem, cases, s.id)
                            for j, h in enumerate(s.hypotheses))
         return Stage(number=index + 1, id=s.id, title=s.title, points=s.points, problem=problem,
                      modules=dict(s.modules), tiles=tiles, tolerance=tolerance,
@@ -136,15 +136,6 @@ class Checker:
                            f"{name!r} ({s.claims[name]}); add a case with "
                            f"claims = [\"{name}\"] or remove the claim")
 
-    def hidden_claims(self, cases, where: str, stage: Stage) -> None:
-        """A hidden case may name claims too; each must be one of its stage's."""
-        known = ", ".join(stage.claims) or "none"
-        for j, case in enumerate(cases):
-            for name in case.claims or ():
-                if name not in stage.claims:
-                    self.error(f"{where}[{j}].claims", f"stage '{stage.id}': unknown claim "
-                               f"{name!r}; known: {known}")
-
     def hint(self, h, where: str, tolerance) -> Hint:
         when = h.when
         self.dtypes(when.dtypes or [], f"{where}.when.dtypes", tolerance)
@@ -153,8 +144,10 @@ class Checker:
                     params=_given(when.params), larger=_given(when.larger),
                     dtypes=tuple(when.dtypes or ()), cause=when.cause)
 
-    def hypothesis(self, h, where: str, problem: Problem) -> Hypothesis:
+    def hypothesis(self, h, where: str, problem: Problem, cases, stage_id: str) -> Hypothesis:
         probe = _given(h.probe)
+        self.probe(probe, f"{where}.probe", problem, cases, f"stage '{stage_id}', hypothesis "
+                   f"{h.cause!r}")
         if h.experiment is not None and h.experiment not in problem.experiments:
             known = ", ".join(problem.experiments) or \
                 f"none (the problem {problem.id} defines no recompute; give a probe)"
@@ -181,6 +174,23 @@ class Checker:
                      (", ".join(facts) if facts else "no facts to name")) if h.experiment \
                 else "a hypothesis without an experiment has no facts to name"
             self.error(where, f"names {{{field}}}, but {found}; write a brace as {{{{ or }}}}")
+
+    def probe(self, probe, where: str, problem: Problem, cases, named: str) -> None:
+        """A probe replays a failing case with its parameters changed: the parameters it makes
+        of each of the stage's cases must be ones the problem takes, or the probe would be
+        refused whenever that case fails and its hypothesis never named."""
+        if not probe or problem.check is None:
+            return
+        seen = set()
+        for case in cases:
+            params = {**case.params, **dict(probe)}
+            key = tuple(params.items())
+            if key in seen:  # one case's dtypes, or cases the probe makes alike
+                continue
+            seen.add(key)
+            for message in problem.check(params):
+                self.error(where, f"{named}: the probe would replay the case {case.id} with "
+                           f"parameters the problem refuses: {message}")
 
     def problem(self, raw, where: str, known: dict | None = None,
                 course_file: str | None = None) -> Problem | None:

@@ -71,14 +71,13 @@ def with_hidden_cases(course: Course, path: Path) -> Course:
         hidden = problem and checker.validate(entry, schema.hidden_stage(problem), where)
         if hidden:
             stage = by_id[hidden.id]
-            checker.hidden_claims(hidden.cases, f"{where}.cases", stage)
             extra.setdefault(stage.id, []).extend(checker.cases(
                 hidden.cases, f"{where}.cases", problem, stage.tolerance, f"hidden/{stage.id}"))
     checker.raise_if_errors()
     secret = top.seed
     stages = []
     for stage in course.stages:
-        hidden = [Case(c.params, c.dtype, c.seed_in_run(secret), hidden=n, claims=c.claims)
+        hidden = [Case(c.params, c.dtype, c.seed_in_run(secret), hidden=n)
                   for n, c in enumerate(extra.get(stage.id, []), 1)]
         stages.append(dataclasses.replace(stage, cases=stage.cases + tuple(hidden)))
     return dataclasses.replace(course, stages=tuple(stages), hidden_file=path)

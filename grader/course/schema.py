@@ -115,10 +115,12 @@ def _stage_model(problem: Problem, gpu_backends: tuple[str, ...]) -> type[Table]
                                               if p.type in (int, float)})], None),
         "dtypes": (Optional[list[str]], None), "cause": (Optional[str], None)})
     hint = _table("hint", {"when": (when, ...), "hint": (Text, ...)})
+    # A probe's values are a case's, each one held to what a case may give.
+    probed = {p.name: (Optional[_param_kind(p)], None) for p in problem.params}
     hypothesis = _table("hypothesis", {
         "cause": (str, ...), "says": (Text, ...),
         "experiment": (Optional[str], None),
-        "probe": (Optional[_table("probe", params)], None)})
+        "probe": (Optional[_table("probe", probed)], None)})
     growth = _table("memory_growth", {
         "small": (sizes, ...), "large": (sizes, ...), "dtype": (str, ...),
         "max_growth": (Annotated[float, Field(gt=1)], ...)})
@@ -163,9 +165,11 @@ class HiddenFile(Table):
 
 
 def hidden_stage(problem: Problem) -> type[Table]:
+    """A stage of course.hidden.toml: its cases name no claims, as a hidden case's report
+    never says what it tests."""
     return _cached(("hidden", _problem_key(problem)), lambda: _table("hidden stage", {
         "id": (str, ...),
-        "cases": (list[_case_model(problem, with_dtypes=True, with_claims=True)], ...)}))
+        "cases": (list[_case_model(problem, with_dtypes=True)], ...)}))
 
 
 # Models are built once per problem (and list of GPU backends): pydantic compiles each.
@@ -197,12 +201,18 @@ def _build_case_model(problem: Problem, with_dtypes: bool, with_claims: bool) ->
     if with_claims:  # the names of the stage's claims this case tests ([stages] claims)
         fields["claims"] = (Optional[list[Text]], None)
     for p in problem.params:
-        kind = Annotated[int, Field(ge=1)] if p.type is int else p.type
-        if p.choices:  # an unknown value gets pydantic's literal_error: `describe` lists them
-            kind = Literal[tuple(p.choices)]
         default = ... if p.required else p.default
-        fields[p.name] = (kind, Field(default, description=p.doc or None))
+        fields[p.name] = (_param_kind(p), Field(default, description=p.doc or None))
     return _table(f"{problem.id} case" if with_dtypes else f"{problem.id} sizes", fields)
+
+
+def _param_kind(p) -> Any:
+    """What a case may give for the parameter `p`: an int at least 1, one of its choices
+    where it has them (an unknown value gets pydantic's literal_error: `describe` lists
+    them), else a value of its type."""
+    if p.choices:
+        return Literal[tuple(p.choices)]
+    return Annotated[int, Field(ge=1)] if p.type is int else p.type
 
 
 # --- pydantic's errors as sentences -----------------------------------------------------

@@ -46,15 +46,21 @@ def from_traffic(ev: Evidence, written: torch.Tensor | None, block: int | None,
                           f"blocks of {block}, and nothing after: the grid has too few programs "
                           f"({programs} of {block}; it rounds the element count down to whole "
                           "blocks, not up)", GRID)]
+        # What the grid covers, where a launch's grid was read: with none, no count to give.
+        covers = "" if programs is None else \
+            f", though the grid has {programs} programs of {block}"
         if "overlap" in kinds:  # the watch saw several programs store the same elements
             return [Cause("programs_overlap", f"the programs wrote the first {done} elements "
-                          f"and nothing after, though the grid has {programs} programs of "
-                          f"{block}: several programs stored the same elements, so the blocks "
-                          "they take overlap and the last blocks are reached by none; each "
-                          "program's offsets must start at its own block", WATCH)]
+                          f"and nothing after{covers}: several programs stored the same "
+                          "elements, so the blocks they take overlap and the last blocks are "
+                          "reached by none; each program's offsets must start at its own "
+                          "block", WATCH)]
+        if programs is None:
+            return [Cause("", f"observed (no single cause confirmed): the programs wrote the "
+                          f"first {done} elements, whole blocks of {block}, and nothing after")]
         return [Cause("", f"observed (no single cause confirmed): the programs wrote the first "
-                      f"{done} elements and nothing after, though the grid has "
-                      f"{programs} programs of {block}: some write where another one does")]
+                      f"{done} elements and nothing after{covers}: some write where another "
+                      "one does")]
     return []
 
 

@@ -47,7 +47,8 @@ def confirmed(ev: Evidence, hypotheses: Sequence, experiments: Mapping[str, Call
     return []
 
 
-def shown(changes: Mapping[str, Any]) -> str:
-    """A probe's parameter changes in words: `K = 1, layout = contiguous`."""
+def shown(params: Mapping[str, Any]) -> str:
+    """Parameters in words, a probe's changes or the whole replay's: `K = 1, layout =
+    contiguous`. One left unset (None: its default depends on the others) is left out."""
     return ", ".join(f"{name} = {str(value).lower() if isinstance(value, bool) else value}"
-                     for name, value in changes.items())
+                     for name, value in params.items() if value is not None)

@@ -21,6 +21,7 @@ import torch
 from grader.backends.selection import Selection, dtype_unsupported
 from grader.course import Case, Stage
 from grader.judge.compare import Expected, Verdict, compare, drawn
+from grader.judge.experiments import shown
 from grader.problems import DTYPES, Call
 from grader.quoting import inline, is_quoted, quoted, said
 from grader.results import CaseResult, CheckResult, Failure
@@ -38,6 +39,9 @@ COMPILES = "compiles for a GPU"  # the stage-wide check that a GPU compiler saw 
 # Failures decided before the numbers whose output is still worth a picture: the loads and
 # stores that left their tensor, or wrote an input, mark the elements their programs stored.
 DRAWN = (Failure.OUT_OF_BOUNDS, Failure.MODIFIED_INPUTS)
+# Failures of the values a kernel computed or where it stored them: what a case's lesson
+# claims are about, so their report says which claims the case tests.
+CLAIMED = (Failure.WRONG_RESULT, Failure.OUT_OF_BOUNDS)
 
 
 class StageCheck:
@@ -100,10 +104,11 @@ class StageCheck:
 
     def _with_claims(self, case: Case, verdict: Verdict) -> list[str]:
         """A failed case's details, led by what the lesson promised that this case tests:
-        the student learns which promise their kernel breaks. Hidden cases say nothing more."""
+        the student learns which promise their kernel breaks. Only a failure of the values
+        (CLAIMED) says it: a crash, a refusal or a timeout breaks no promise of the lesson's.
+        Hidden cases say nothing more."""
         tested = self.stage.tested_by(case)
-        if (verdict.passed or case.hidden or not tested
-                or verdict.kind in (Failure.NOT_RUN, Failure.NOT_GRADED)):
+        if verdict.passed or case.hidden or not tested or verdict.kind not in CLAIMED:
             return verdict.details
         # After the quoted text that finishes the summary's sentence, before the analysis.
         lead = next((i for i, line in enumerate(verdict.details) if not is_quoted(line)),
@@ -143,16 +148,16 @@ class StageCheck:
         problem = self.stage.problem
 
         def run(changes: dict) -> str | None:
-            defaults = {p.name: p.default for p in problem.params if not p.required}
-            params = {**defaults, **case.params, **changes}
+            params = {**case.params, **changes}  # a case holds every parameter, defaults too
+            if case.hidden:  # not even a probe another case ran: a hidden case gets none
+                return None
             key = (tuple(sorted(changes.items())), case.dtype)
             if key not in self.probes:
-                if case.hidden or len(self.probes) >= PROBES or \
+                if len(self.probes) >= PROBES or \
                         (problem.check is not None and problem.check(params)):
                     return None
                 passed = self._replayed(params, case.dtype, seed, None).passed
-                words = ", ".join(f"{k}={v}" for k, v in params.items() if v is not None)
-                self.probes[key] = f"{words}, {case.dtype}" if passed else None
+                self.probes[key] = f"{shown(params)}, {case.dtype}" if passed else None
             return self.probes[key]
 
         return run
@@ -172,9 +177,11 @@ class StageCheck:
         outcome = self.child.replay_process.call(problem.id, dict(params), dtype, replay_seed,
                                                  call.tensors(), expected.nbytes,
                                                  proposed.proposal)
+        # A probe (no case) is judged without the stage-wide check: the case it serves
+        # already went through it, and a probe that fails only leaves its cause unnamed.
         if outcome.unchecked and case is not None and case.hidden:
             self.unchecked_hidden = True
-        elif outcome.unchecked:
+        elif outcome.unchecked and case is not None:
             self.unchecked = self.unchecked or outcome.unchecked
         track = self.backend.track
         # The replay's output comes back to the grader on its CPU, wherever it ran.

@@ -208,6 +208,53 @@ says = "x"
     assert "stages[0].hypotheses[2]: give an `experiment` or a `probe`" in message
 
 
+MATMUL = """
+[course]
+title = "mini"
+
+""" + RULES + """
+
+[[stages]]
+id = "matmul"
+title = "Matmul"
+points = 10
+modules = { triton = "triton/stage4_matmul.py", cutile = "cutile/stage4_matmul.py" }
+tolerance.float32 = { atol = 1e-4, rtol = 1e-4 }
+cases = [ { M = 65, N = 33, K = 47, dtypes = ["float32"] },
+          { M = 65, N = 33, K = 47, layout = "sliced", dtypes = ["float32"] } ]
+
+[[stages.hypotheses]]
+cause = "accumulator_added_twice"
+experiment = "accumulator_added_twice"
+probe = { K = 1, layout = "contiguous" }
+says = "x"
+"""
+
+
+def test_a_probe_the_problem_would_refuse_on_a_case_is_named_at_load(tmp_path):
+    """A probe is replayed on a failing case's parameters: where the problem refuses what it
+    makes of one of the stage's cases, the hypothesis could never be named for that case."""
+    (stage,) = load_text(tmp_path, MATMUL).stages
+    assert stage.hypotheses[0].probe == (("K", 1), ("layout", "contiguous"))
+    message = error_for(tmp_path, MATMUL.replace('probe = { K = 1, layout = "contiguous" }',
+                                                 "probe = { K = 1 }"))
+    assert ("stages[0].hypotheses[0].probe: stage 'matmul', hypothesis "
+            "'accumulator_added_twice': the probe would replay the case "
+            "M=65,N=33,K=47,layout=sliced-float32 with parameters the problem refuses: "
+            "layout = 'sliced' needs K of at least 2") in message
+    assert "layout=contiguous-float32" not in message  # the contiguous case takes K = 1
+
+
+@pytest.mark.parametrize("probe, says", [
+    ("K = 0", "stages[0].hypotheses[0].probe.K: must be at least 1"),
+    ('layout = "tiled"', "stages[0].hypotheses[0].probe.layout: unknown layout 'tiled'; "
+                         "known: 'contiguous', 'transposed', 'sliced'"),
+])
+def test_a_probes_values_are_held_to_what_a_case_may_give(tmp_path, probe, says):
+    text = MATMUL.replace('probe = { K = 1, layout = "contiguous" }', f"probe = {{ {probe} }}")
+    assert says in error_for(tmp_path, text)
+
+
 GELU = """
 [course]
 title = "mini"

@@ -23,13 +23,19 @@ def test_a_hypothesis_is_named_when_its_recompute_and_its_probe_hold():
 
     def probe(changes):
         asked.append(changes)
-        return "K=1, float32"
+        return "K = 1, float32"
 
     found = experiments.confirmed(evidence(2 * WANT, WANT), [TWICE], RECOMPUTES, probe)
     assert [c.key for c in found] == ["twice"] and found[0].text == "doubled"
     assert RECOMPUTED in found[0].experiment
-    assert "with K = 1 (K=1, float32) is right" in found[0].experiment
+    assert "with K = 1 (K = 1, float32) is right" in found[0].experiment
     assert asked == [{"K": 1}]
+
+
+def test_parameters_are_worded_one_way_leaving_out_those_left_unset():
+    assert experiments.shown({"K": 1, "layout": "contiguous"}) == "K = 1, layout = contiguous"
+    assert experiments.shown({"N": 64, "causal": False, "sm_scale": None}) == \
+        "N = 64, causal = false"
 
 
 def test_a_hypothesis_is_not_named_when_its_probe_fails_or_does_not_run():
@@ -87,6 +93,21 @@ def test_a_short_prefix_is_a_short_grid_only_where_the_grid_is_short():
     seen = evidence(torch.zeros(10), torch.ones(10),
                     traffic=[{"kind": "overlap", "text": "stored by more than one program"}])
     assert [c.key for c in causes.from_traffic(seen, written, 2, [(5,)])] == ["programs_overlap"]
+
+
+def test_a_short_prefix_without_a_grid_is_observed_without_a_count():
+    written = torch.zeros(10, dtype=torch.bool)
+    written[:4] = True
+    ev = evidence(torch.zeros(10), torch.ones(10))
+    (seen,) = causes.from_traffic(ev, written, 2)  # no launch's grid was read
+    assert seen.key == "" and seen.text == ("observed (no single cause confirmed): the "
+                                            "programs wrote the first 4 elements, whole "
+                                            "blocks of 2, and nothing after")
+    overlap = evidence(torch.zeros(10), torch.ones(10),
+                       traffic=[{"kind": "overlap", "text": "stored by more than one program"}])
+    (cause,) = causes.from_traffic(overlap, written, 2)  # the watch confirms it, grid or not
+    assert cause.key == "programs_overlap" and "None" not in cause.text
+    assert "the first 4 elements and nothing after: several programs" in cause.text
 
 
 def test_inputs_never_read_at_all_name_no_pointer():

@@ -16,7 +16,10 @@ LAUNCH = "vector_add_kernel[grid](x, y, out, n_elements, BLOCK_SIZE=BLOCK_SIZE)"
     ("grid = triton.cdiv(n_elements, BLOCK_SIZE)", "the launch's grid is an int, not a tuple"),
     ("grid = lambda meta: triton.cdiv(n_elements, meta['BLOCK_SIZE'])",
      "the launch's grid function returns an int, not a tuple"),
-], ids=["number", "function"])
+    ("grid = None", "the launch gives no grid: Triton takes the grid as a tuple"),
+    ("grid = lambda meta: None", "the launch's grid function returns no grid (is its `return` "
+                                 "missing?)"),
+], ids=["number", "function", "none", "function-none"])
 def test_a_grid_that_is_not_a_tuple_is_named_at_the_launch_line(grid, says, grade_source):
     source = broken("triton", "stage1_vector_add.py", GRID, grid)
     line = next(i for i, text in enumerate(source.splitlines(), 1) if LAUNCH in text)
@@ -26,3 +29,4 @@ def test_a_grid_that_is_not_a_tuple_is_named_at_the_launch_line(grid, says, grad
     assert f"line {line} (`{LAUNCH}`): {says}" in text
     assert "(n,) with the trailing comma" in text
     assert "could not be run" not in text and "no kernel launch was given" not in text
+    assert "NoneType" not in text

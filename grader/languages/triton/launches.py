@@ -39,10 +39,16 @@ def _hooked(original):
 def not_a_tuple(grid, verb: str) -> str:
     """Why a grid that is not a tuple is refused, and the fix: `verb` says whether it "is"
     the grid or what the grid function "returns"."""
+    fix = "(n,)" if verb == "is" else "return (n,)"
+    if grid is None:  # no grid at all (`kernel[None]`, a grid function without a return)
+        given = "the launch gives no grid" if verb == "is" else \
+            "the launch's grid function returns no grid (is its `return` missing?)"
+        return (f"{given}: Triton takes the grid as a tuple of program counts, one per axis, "
+                f"and refuses a launch without one on a GPU; write {fix} with the trailing "
+                "comma for a 1-D grid")
     what = type(grid).__name__
     article = "an" if what[:1] in "aeiou" else "a"
     given = "the launch's grid is" if verb == "is" else "the launch's grid function returns"
-    fix = "(n,)" if verb == "is" else "return (n,)"
     return (f"{given} {article} {what}, not a tuple: Triton takes the grid as a tuple of "
             f"program counts, one per axis, and refuses {article} {what} on a GPU "
             f"(\"object of type '{what}' has no len()\"); write {fix} with the trailing comma "
