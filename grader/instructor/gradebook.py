@@ -190,8 +190,9 @@ def _cells(row: Row, course: Course, correctness_max: float, speed_max: float | 
              "submissions": count or "", "counted": counted if count else "",
              "over limit": (f"{count} of at most {limit}" if limit and count and count > limit
                             else row.intake.not_graded_later), "error": row.error}
-    late = course.policy.lateness(who.when)
-    if course.policy.due is not None and who.when is not None:
+    # Lateness only from Gradescope's own time: file times are the student's to set.
+    late = course.policy.lateness(who.trusted_when)
+    if course.policy.due is not None and who.trusted_when is not None:
         cells.update({"days late": late.days, "late penalty %": late.percent})
     data = row.data
     if data is None:

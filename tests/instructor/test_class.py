@@ -5,6 +5,7 @@ resubmission limit, hidden cases)."""
 
 import csv
 import json
+import os
 import shutil
 import subprocess
 from datetime import datetime, timedelta, timezone
@@ -17,7 +18,7 @@ from grader.course import LatePenalty, Policy, load_course
 from grader.errors import CourseError, GradeError
 from grader.grading.request import GradingRequest
 from grader.grading.session import NEEDS_CORRECTNESS
-from grader.instructor import batch, export, gradebook, regrade, submissions
+from grader.instructor import batch, export, gradebook, regrade, roster, submissions
 from grader.results import CaseResult, Report, SpeedResult, StageResult, Status
 
 EXPORT = Path(__file__).parent / "gradescope_export"
@@ -127,6 +128,37 @@ def test_a_bulk_export_yields_named_rows_with_late_work(tmp_path, run_grade, mon
     assert mika["days late"] == "0"
     roster = json.loads((out / "roster.json").read_text(encoding="utf-8"))
     assert roster["12345"]["names"] == ["José Núñez 李"]
+
+
+def test_a_time_from_file_times_is_shown_but_never_made_late(tmp_path, monkeypatch):
+    """File times are the student's to set (a zip keeps whatever times its members were
+    given): a submission timed by them is shown with its time, but has no days late and
+    loses nothing. The same time from Gradescope's metadata is late."""
+    course = _course(tmp_path, POLICY)
+    monkeypatch.setattr(batch, "run_isolated",
+                        _fake_grader(course, {"good": {"vector_add": 10.0}}))
+    subs = _class(tmp_path, {"ada": "good"})
+    week_late = datetime(2026, 12, 25, tzinfo=timezone.utc).timestamp()
+    os.utime(subs / "ada" / TRITON_ADD, (week_late, week_late))
+    out = tmp_path / "out"
+    found = submissions.entries(course, [subs])
+    roster.update_roster(out, found)
+    request = GradingRequest(course, course.stages, "triton-interpret", seed=3)
+    batch.run(found, out, request, 1, [], 60)
+    gradebook.write_gradebook(course, out, found)
+    row = _rows(out)["ada"]
+    assert (row["submitted at"], row["submitted from"]) == ("2026-12-25T00:00:00+00:00",
+                                                            "file times")
+    assert (row["days late"], row["late penalty %"]) == ("", "")
+    assert row["total after penalty"] == row["total"] == "10"
+
+    kept = json.loads((out / "roster.json").read_text(encoding="utf-8"))
+    kept["ada"]["submitted_from"] = roster.FROM_METADATA
+    (out / "roster.json").write_text(json.dumps(kept), encoding="utf-8")
+    gradebook.write_gradebook(course, out, found)
+    row = _rows(out)["ada"]  # six days begun past the due date, 10% each, at most 30%
+    assert (row["days late"], row["late penalty %"], row["total after penalty"]) == (
+        "6", "30", "7")
 
 
 # --- regrades -----------------------------------------------------------------------------
