@@ -91,7 +91,7 @@ def grade_one(entry: Entry, out: Path, request: GradingRequest, env: dict, limit
             except (ValueError, OSError) as exc:
                 return _not_graded(entry, out, intake, str(exc))
             intake.ignored, intake.read_as = unpacked.ignored, unpacked.read_as()
-            intake.digest = digest(unpacked.exercises)
+            intake.digest = digest(unpacked.files)
             # A version of the files not graded before counts once (a regrade of the same
             # files, --force, does not).
             same = earlier.digest == intake.digest

@@ -39,7 +39,7 @@ class Intake:
     why: str = ""  # why that track
     ignored: list[str] = field(default_factory=list)  # zip members not taken, and why
     read_as: list[str] = field(default_factory=list)  # stage files taken from elsewhere, and where
-    digest: str = ""  # of the files graded (grader.instructor.submissions.digest)
+    digest: str = ""  # of the stage files taken (grader.instructor.submissions.digest)
     versions: int = 0  # different versions of the files graded so far (regrades of changes)
     # Set when later files were not graded under the resubmission limit (cleared by grading).
     not_graded_later: str = ""

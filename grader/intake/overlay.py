@@ -31,6 +31,7 @@ class Unpacked:
     exercises: Path  # the course's exercises with the submission's stage files over them
     ignored: list[str] = field(default_factory=list)  # "member: why", for the feedback
     taken: list[Taken] = field(default_factory=list)
+    files: dict[str, bytes] = field(default_factory=dict)  # what was taken: target -> bytes
 
     def read_as(self) -> list[str]:
         """Each stage file taken from another place than its own (a bare file, a nested
@@ -57,7 +58,7 @@ def lay_out(course: Course, source: Path, into: Path) -> Unpacked:
     for target, data in upload.files.items():
         (exercises / target).parent.mkdir(parents=True, exist_ok=True)
         (exercises / target).write_bytes(data)
-    return Unpacked(exercises, upload.ignored, upload.taken)
+    return Unpacked(exercises, upload.ignored, upload.taken, upload.files)
 
 
 @contextmanager

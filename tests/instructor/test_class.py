@@ -248,6 +248,26 @@ def test_a_regrade_keeps_every_other_row_and_finds_what_changed(tmp_path, run_gr
     assert code == 2 and "--only nobody: no submission of that name" in err
 
 
+def test_a_change_to_the_handout_is_not_a_new_submission(tmp_path, monkeypatch):
+    """The digest is of the stage files a submission gives, not of the handout's files laid
+    under them: a new skeleton or README leaves every result standing; a change to the
+    student's own file is still graded again."""
+    course = _course(tmp_path)
+    monkeypatch.setattr(batch, "run_isolated",
+                        _fake_grader(course, {"good": {"vector_add": 10.0}}))
+    subs = _class(tmp_path, {"ada": "good"})
+    out = tmp_path / "out"
+    found = submissions.entries(course, [subs])
+    request = GradingRequest(course, course.stages, "triton-interpret", seed=3)
+    batch.run(found, out, request, 1, [], 60)
+    (course.root / "exercises" / "triton" / "stage2_fused_gelu.py").write_text("# new\n")
+    (course.root / "exercises" / "README.md").write_text("A new handout.\n")
+    plan = regrade.plan(course, found, out, force=False)
+    assert plan.todo == [] and plan.unchanged == 1
+    (subs / "ada" / TRITON_ADD).write_text("# worse\nimport triton\n")
+    assert regrade.plan(course, found, out, force=False).changed == ["ada"]
+
+
 def test_a_change_past_the_resubmission_limit_is_not_graded(tmp_path, monkeypatch):
     course = _course(tmp_path, "\n[policy]\nmax_submissions = 1\n")
     scores = {"good": {"vector_add": 10.0}, "worse": {"vector_add": 0.0}}
