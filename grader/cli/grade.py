@@ -7,6 +7,7 @@ submission's text does to the display, its results are kept), then the scorecard
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from grader.errors import GradeError
 from grader.grading.request import GradingRequest, Limits, Outputs
 from grader.instructor.submissions import listed
 from grader.intake.overlay import Unpacked, as_submitted, laid_out
-from grader.intake.upload import NotASubmission
+from grader.intake.upload import NotASubmission, UploadError
 from grader.quoting import visible
 from grader.report import annotations, gradescope, junit, markdown, picture_html
 from grader.report.progress import stage_progress
@@ -70,16 +71,19 @@ def _grade(request: GradingRequest, fail_on: str = "unfinished") -> int:
     gives (grader.intake.upload), into a scratch folder laid out like exercises/."""
     if request.submission is None:
         return _grade_resolved(request, fail_on)
-    try:
-        with laid_out(request.course, request.submission) as unpacked:
-            return _grade_resolved(replace(request, submission=unpacked.exercises), fail_on,
-                                   unpacked, request.submission.name)
-    except NotASubmission as exc:
-        _not_graded(request.outputs, f"{exc}. {HOW_TO_SUBMIT}", exc.ignored)
-        raise
-    except GradeError as exc:  # a corrupt zip: the submission could not be read
-        _not_graded(request.outputs, str(exc))
-        raise
+    with ExitStack() as stack:
+        # Only the reading of the submission is caught here: a GradeError of grading it (a
+        # backend that cannot run here) is answered by _grade_resolved, with the notes.
+        try:
+            unpacked = stack.enter_context(laid_out(request.course, request.submission))
+        except NotASubmission as exc:
+            _not_graded(request.outputs, f"{exc}. {HOW_TO_SUBMIT}", exc.ignored)
+            raise
+        except UploadError as exc:  # a corrupt zip: the submission could not be read
+            _not_graded(request.outputs, str(exc))
+            raise
+        return _grade_resolved(replace(request, submission=unpacked.exercises), fail_on,
+                               unpacked, request.submission.name)
 
 
 # What a student reads where nothing of their submission could be graded.

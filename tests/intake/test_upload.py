@@ -3,6 +3,7 @@ Gradescope autograder share (grader.intake.upload): bare files at the top told b
 imports, nested single top folders, the copies and the limits, and the same answer for a
 folder and for its zip."""
 
+import json
 import os
 import zipfile
 from pathlib import Path
@@ -243,3 +244,22 @@ def test_a_laid_out_submission_is_reported_in_its_students_names(tmp_path, cours
         "stage3_softmax.py is not in the submission, so the handout's untouched skeleton was "
         "graded: fill in its TODOs and submit it")
     assert student_text(f"{scratch}/exercises/a.py", unpacked) == "exercises/a.py"
+
+
+def test_a_submission_not_graded_after_it_was_read_keeps_its_notes(tmp_path, course, run_grade):
+    """A request that fails once the submission is read (a backend of another track) tells
+    the Gradescope student why, with how their submission was read; a corrupt zip is named."""
+    folder = _folder(tmp_path / "sub", {"stage1_vector_add.py": _solution(TRITON_ADD)})
+    results = tmp_path / "results.json"
+    options = ("--course", str(course.path), "1", "--gradescope", str(results))
+    code, _, err = run_grade(*options, "--submission", str(folder), "--backend", "cutile-sim",
+                             "--track", "triton")
+    output = json.loads(results.read_text(encoding="utf-8"))["output"]
+    assert code == 2 and "grades the cutile track, not triton" in err
+    assert output.startswith("Not graded: Backend 'cutile-sim' grades the cutile track")
+    assert (f"stage1_vector_add.py: graded as exercises/{TRITON_ADD} (it imports triton)"
+            in output)
+    (tmp_path / "bad.zip").write_bytes(b"PK\x03\x04 not really")
+    code, _, _ = run_grade(*options, "--submission", str(tmp_path / "bad.zip"))
+    output = json.loads(results.read_text(encoding="utf-8"))["output"]
+    assert code == 2 and output.startswith("Not graded: bad.zip is not a valid zip file")
