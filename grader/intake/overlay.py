@@ -89,10 +89,16 @@ def as_submitted(report: Report, unpacked: Unpacked, name: str) -> Report:
         stage.sandbox = graded.sandbox  # records of protections, not kept by from_json
         for case, judged in zip(stage.cases, graded.cases):
             case.picture = judged.picture  # a drawing of numbers, kept out of the JSON
-        target = stage.module.removeprefix(f"{SCRATCH}/")
-        if stage.status is Status.NOT_STARTED and unpacked.absent(target):
-            stage.message = _absent(PurePosixPath(target).name, unpacked.ignored)
+        if stage.status is Status.NOT_STARTED:
+            stage.message = from_the_handout(stage.module, unpacked) or stage.message
     return shown
+
+
+def from_the_handout(module: str, unpacked: Unpacked) -> str:
+    """Why the stage file `module` (exercises/<track>/<file>, as a report names it) was graded
+    from the handout's skeleton, where the submission did not give it; "" where it did."""
+    target = module.removeprefix(f"{SCRATCH}/")
+    return _absent(PurePosixPath(target).name, unpacked.ignored) if unpacked.absent(target) else ""
 
 
 def _absent(file: str, ignored: list[str]) -> str:

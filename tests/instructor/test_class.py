@@ -128,6 +128,10 @@ def test_a_bulk_export_yields_named_rows_with_late_work(tmp_path, run_grade, mon
     assert mika["days late"] == "0"
     roster = json.loads((out / "roster.json").read_text(encoding="utf-8"))
     assert roster["12345"]["names"] == ["José Núñez 李"]
+    # José handed in no GELU file: the grading process saw the handout's skeleton in its place.
+    gelu = json.loads((out / "students" / "12345.json").read_text(encoding="utf-8"))["stages"][1]
+    assert gelu["status"] == "NOT STARTED"
+    assert gelu["message"].startswith("stage2_fused_gelu.py is not in the submission")
 
 
 def test_a_time_from_file_times_is_shown_but_never_made_late(tmp_path, monkeypatch):
@@ -330,6 +334,43 @@ def test_limit_keeps_the_stages_graded_before_it(tmp_path, monkeypatch):
     monkeypatch.setattr(batch, "run_isolated", nothing)
     [graded] = batch.run(submissions.entries(course, [subs]), out, request, 1, [], 30)
     assert graded.json_path is None and "before its first stage finished" in graded.error
+
+
+NOT_HANDED_IN = ("stage2_fused_gelu.py is not in the submission, so the handout's untouched "
+                 "skeleton was graded: fill in its TODOs and submit it")
+
+
+def test_a_stage_file_not_handed_in_is_named_so(tmp_path, monkeypatch):
+    """The grading process reads the folder laid out for it, where every stage file is (the
+    handout's skeleton for one not handed in): the batch still tells a student that the
+    file was not in their submission, and leaves a skeleton they handed in alone."""
+    course = _course(tmp_path)
+    monkeypatch.setattr(batch, "run_isolated",
+                        _fake_grader(course, {"good": {"vector_add": 10.0}}))
+    subs = _class(tmp_path, {"ada": "good", "bob": "good"})
+    gelu = "triton/stage2_fused_gelu.py"
+    shutil.copy(course.root / "exercises" / gelu, subs / "bob" / gelu)
+    out = tmp_path / "out"
+    request = GradingRequest(course, course.stages, "triton-interpret", seed=3)
+    batch.run(submissions.entries(course, [subs]), out, request, 1, [], 60)
+
+    def second_stage(name: str) -> dict:
+        return json.loads((out / "students" / f"{name}.json").read_text())["stages"][1]
+
+    assert (second_stage("ada")["status"], second_stage("ada")["message"]) == (
+        "NOT STARTED", NOT_HANDED_IN)
+    assert second_stage("bob")["message"] == "not started"  # the grading's own words
+    batch.write_feedback_files(out, [])
+    assert NOT_HANDED_IN in (out / "students" / "ada.md").read_text(encoding="utf-8")
+
+    def out_of_time(command, log, env, cwd, limit):  # both stages finished, then the limit
+        Path(command[command.index("--json-so-far") + 1]).write_text(
+            json.dumps(_result(course, {"vector_add": 10.0})))
+        raise subprocess.TimeoutExpired(command, limit)
+
+    monkeypatch.setattr(batch, "run_isolated", out_of_time)
+    [graded] = batch.run(submissions.entries(course, [subs / "ada"]), out, request, 1, [], 30)
+    assert graded.json_path and second_stage("ada")["message"] == NOT_HANDED_IN
 
 
 def test_keep_going_reaches_each_grading_process(tmp_path, run_grade, monkeypatch):
