@@ -121,6 +121,8 @@ def grade_one(entry: Entry, out: Path, request: GradingRequest, env: dict, limit
                 code = run_isolated(command, log, {**env, "TMPDIR": str(tmp)}, tmp, limit)
             except subprocess.TimeoutExpired:
                 fresh.unlink(missing_ok=True)
+                # Before the stages finished are kept: `finally` runs only after the return.
+                student_paths(so_far, tmp)
                 return _out_of_time(entry.name, so_far, result, request, backend.track, limit,
                                     unpacked)
             finally:

@@ -373,6 +373,30 @@ def test_a_stage_file_not_handed_in_is_named_so(tmp_path, monkeypatch):
     assert graded.json_path and second_stage("ada")["message"] == NOT_HANDED_IN
 
 
+def test_the_stages_kept_past_the_limit_name_the_students_own_files(tmp_path, monkeypatch):
+    """The grading process records its stages as they end in the paths of its own scratch
+    folder: what is kept of them past --limit names the student's files, as a result does."""
+    course = _course(tmp_path)
+
+    def out_of_time(command, log, env, cwd, limit):
+        data = _result(course, {"vector_add": 0.0})
+        data["stages"] = data["stages"][:1]
+        inner = cwd / "tilecourse-submission-x" / "exercises"
+        data["stages"][0]["module"] = f"{inner}/{TRITON_ADD}"
+        data["stages"][0]["message"] = f"wrong output of {inner}/{TRITON_ADD}"
+        Path(command[command.index("--json-so-far") + 1]).write_text(json.dumps(data))
+        raise subprocess.TimeoutExpired(command, limit)
+
+    monkeypatch.setattr(batch, "run_isolated", out_of_time)
+    subs = _class(tmp_path, {"ada": "good"})
+    out = tmp_path / "out"
+    request = GradingRequest(course, course.stages, "triton-interpret", seed=3)
+    [graded] = batch.run(submissions.entries(course, [subs]), out, request, 1, [], 30)
+    first = json.loads(graded.json_path.read_text())["stages"][0]
+    assert first["module"] == f"exercises/{TRITON_ADD}"
+    assert first["message"] == f"wrong output of exercises/{TRITON_ADD}"
+
+
 def test_keep_going_reaches_each_grading_process(tmp_path, run_grade, monkeypatch):
     course = _course(tmp_path)
     commands: list = []
