@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import os
 import queue
-import re
 import secrets
 import shutil
 import signal
@@ -49,7 +48,7 @@ from grader.instructor.regrade import keep_graded_stages
 from grader.instructor.submissions import (Entry, NotASubmission, digest, entries,  # noqa: F401
                                            unpack)
 from grader.grading.request import GradingRequest
-from grader.intake.overlay import Unpacked, from_the_handout
+from grader.intake.overlay import Unpacked, from_the_handout, student_text
 from grader.results import Status, write_file
 from grader.sandbox.privileges import NEEDED_FOR_A_CLASS
 
@@ -233,18 +232,9 @@ def student_paths(path: Path, tmp: Path) -> None:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return
-    cleaned = relative_to_submission(text, tmp)
+    cleaned = student_text(text, tmp)
     if cleaned != text:
         write_file(path, cleaned)
-
-
-def relative_to_submission(text: str, tmp: Path) -> str:
-    """`text` with the temporary folder taken out of every path: a path to the copy of the
-    submission starts at exercises/, any other below the folder is shown as <tmp>/..."""
-    for root in {str(tmp), os.path.realpath(tmp)}:
-        text = re.sub(re.escape(root) + r"(/[^\s'\"]*?)?/" + SUBMISSION + "/", SUBMISSION + "/", text)
-        text = text.replace(root, "<tmp>")
-    return text
 
 
 def whole_json(path: Path) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -71,19 +72,22 @@ def laid_out(course: Course, source: Path) -> Iterator[Unpacked]:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def student_text(text: str, unpacked: Unpacked) -> str:
-    """`text` with the scratch folder taken out of every path: the laid-out files are named
-    as the student's exercises/ ("exercises/triton/stage1_vector_add.py"), anything else
-    below the scratch folder as <tmp>/..."""
-    scratch = unpacked.exercises.parent
-    for root in dict.fromkeys((str(scratch), os.path.realpath(scratch))):
-        text = text.replace(f"{root}/{SCRATCH}/", f"{SCRATCH}/").replace(root, "<tmp>")
+def student_text(text: str, scratch: Path) -> str:
+    """`text` with the scratch folder `scratch` taken out of every path: a path to the
+    laid-out submission, at any depth below it (as in the scratch folder of a grading process
+    that `grade batch` runs in its own), starts at exercises/
+    ("exercises/triton/stage1_vector_add.py"); anything else below it is shown as <tmp>/..."""
+    # The longer spelling first, as it may hold the other (/private/tmp/x and /tmp/x on macOS).
+    for root in sorted({str(scratch), os.path.realpath(scratch)}, key=len, reverse=True):
+        text = re.sub(re.escape(root) + r"(/[^\s'\"]*?)?/" + SCRATCH + "/", SCRATCH + "/", text)
+        text = text.replace(root, "<tmp>")
     return text
 
 
 def as_submitted(report: Report, unpacked: Unpacked, name: str) -> Report:
     """`report` (graded from `unpacked`) as the student knows their submission, `name`."""
-    data = json.loads(student_text(json.dumps(report.to_json()), unpacked))
+    scratch = unpacked.exercises.parent
+    data = json.loads(student_text(json.dumps(report.to_json()), scratch))
     shown = Report.from_json({**data, "target": name})
     for stage, graded in zip(shown.stages, report.stages):
         stage.sandbox = graded.sandbox  # records of protections, not kept by from_json

@@ -243,7 +243,7 @@ def test_a_laid_out_submission_is_reported_in_its_students_names(tmp_path, cours
     assert report.stages[2].message == (
         "stage3_softmax.py is not in the submission, so the handout's untouched skeleton was "
         "graded: fill in its TODOs and submit it")
-    assert student_text(f"{scratch}/exercises/a.py", unpacked) == "exercises/a.py"
+    assert student_text(f"{scratch}/exercises/a.py", scratch) == "exercises/a.py"
 
 
 def test_a_submission_not_graded_after_it_was_read_keeps_its_notes(tmp_path, course, run_grade):
