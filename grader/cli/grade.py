@@ -18,7 +18,7 @@ from rich.table import Table
 from grader.cli.context import (EXIT_CODES_HELP, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK,
                                 course_of)
 from grader.cli.parsing import GradingCommand, StageCommand, grading_options
-from grader.course import Course, Stage
+from grader.course import HIDDEN_DEFAULT, Course, Stage
 from grader.grading import stages as grading
 from grader.errors import GradeError
 from grader.grading.request import GradingRequest, Limits, Outputs
@@ -156,7 +156,7 @@ def _started_and_failing(stage: StageResult) -> bool:
     return stage.speed.graded and stage.speed.points < stage.speed.max_points
 
 
-def write_results(report: Report, outputs: Outputs, hidden: str = gradescope.HIDDEN_DEFAULT,
+def write_results(report: Report, outputs: Outputs, hidden: str = HIDDEN_DEFAULT,
                   notes: list[str] | None = None) -> list[Path]:
     """Write the result files asked for, before anything is shown: whatever a submission's
     text does to the display, its results are kept. `hidden`: when Gradescope shows students

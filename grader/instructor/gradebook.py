@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from grader.backends import selection as backends
-from grader.course import Course
+from grader.course import HIDDEN_DEFAULT, Course
 from grader.grading.session import NEEDS_CORRECTNESS
 from grader.instructor.roster import Who, read_roster
 from grader.instructor.submissions import Entry, listed
@@ -230,7 +230,7 @@ def csv_cell(value):
 
 
 def write_feedback_files(out: Path, students: list[Entry],
-                         hidden_cases: str = "after_published") -> list[Path]:
+                         hidden_cases: str = HIDDEN_DEFAULT) -> list[Path]:
     """OUT/students/NAME.md for every submission OUT holds: what they can read of their
     grading. Under the class's policy `hidden_cases = "hidden"`, the hidden cases' results
     are left out of it (their points still count), as Gradescope leaves them out."""

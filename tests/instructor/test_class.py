@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import GELU_STAGE, ROOT, vector_add_course
 
-from grader.course import LatePenalty, Policy, load_course
+from grader.course import HIDDEN_DEFAULT, LatePenalty, Policy, load_course
 from grader.errors import CourseError, GradeError
 from grader.grading.request import GradingRequest
 from grader.grading.session import NEEDS_CORRECTNESS
@@ -482,6 +482,14 @@ def test_the_policy_is_read(tmp_path):
     assert policy.due == datetime(2026, 12, 18, 23, 59, tzinfo=timezone(timedelta(hours=-8)))
     assert policy.late == LatePenalty(10, 30, 15) and policy.max_submissions == 2
     assert policy.hidden_cases == "after_due_date"
+
+
+@pytest.mark.parametrize("extra", ["", "\n[policy]\nmax_submissions = 2\n"])
+def test_hidden_cases_are_shown_after_publishing_unless_the_policy_says(tmp_path, extra):
+    """Without [policy], or without its hidden_cases, one default: Gradescope's
+    after_published."""
+    assert HIDDEN_DEFAULT == "after_published" and Policy().hidden_cases == HIDDEN_DEFAULT
+    assert _course(tmp_path, extra).policy.hidden_cases == HIDDEN_DEFAULT
 
 
 def test_grade_writes_hidden_cases_as_the_policy_says(tmp_path, run_grade, monkeypatch):
