@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from contextlib import ExitStack
 from dataclasses import replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import click
 from rich.markup import escape
@@ -77,7 +77,7 @@ def _grade(request: GradingRequest, fail_on: str = "unfinished") -> int:
         try:
             unpacked = stack.enter_context(laid_out(request.course, request.submission))
         except NotASubmission as exc:
-            _not_graded(request.outputs, f"{exc}. {HOW_TO_SUBMIT}", exc.ignored)
+            _not_graded(request.outputs, f"{exc}. {how_to_submit(request.course)}", exc.ignored)
             raise
         except UploadError as exc:  # a corrupt zip: the submission could not be read
             _not_graded(request.outputs, str(exc))
@@ -86,9 +86,12 @@ def _grade(request: GradingRequest, fail_on: str = "unfinished") -> int:
                                unpacked, request.submission.name)
 
 
-# What a student reads where nothing of their submission could be graded.
-HOW_TO_SUBMIT = ("Submit your stage files (stage1_vector_add.py, ...) as they are, or the "
-                 "exercises/ folder that holds them, or a zip of it.")
+def how_to_submit(course: Course) -> str:
+    """What a student reads where nothing of their submission could be graded: the course's
+    first stage file names what a stage file is."""
+    first = PurePosixPath(next(iter(course.stages[0].modules.values()))).name
+    return (f"Submit your stage files ({first}, ...) as they are, or the exercises/ folder "
+            "that holds them, or a zip of it.")
 
 
 def _not_graded(outputs: Outputs, message: str, notes: list[str] | None = None) -> None:

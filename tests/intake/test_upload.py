@@ -3,6 +3,7 @@ Gradescope autograder share (grader.intake.upload): bare files at the top told b
 imports, nested single top folders, the copies and the limits, and the same answer for a
 folder and for its zip."""
 
+import dataclasses
 import json
 import os
 import zipfile
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
+from grader.cli.grade import how_to_submit
 from grader.course import load_course
 from grader.intake import upload
 from grader.intake.overlay import as_submitted, laid_out, student_text
@@ -244,6 +246,12 @@ def test_a_laid_out_submission_is_reported_in_its_students_names(tmp_path, cours
         "stage3_softmax.py is not in the submission, so the handout's untouched skeleton was "
         "graded: fill in its TODOs and submit it")
     assert student_text(f"{scratch}/exercises/a.py", scratch) == "exercises/a.py"
+
+
+def test_how_to_submit_names_the_courses_own_first_stage_file(course):
+    assert how_to_submit(course).startswith("Submit your stage files (stage1_vector_add.py, ...)")
+    later = dataclasses.replace(course, stages=course.stages[1:])
+    assert "(stage2_fused_gelu.py, ...)" in how_to_submit(later)
 
 
 def test_a_submission_not_graded_after_it_was_read_keeps_its_notes(tmp_path, course, run_grade):
