@@ -7,8 +7,9 @@ submission's text does to the display, its results are kept), then the scorecard
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from dataclasses import replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import click
 from rich.markup import escape
@@ -17,13 +18,13 @@ from rich.table import Table
 from grader.cli.context import (EXIT_CODES_HELP, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK,
                                 course_of)
 from grader.cli.parsing import GradingCommand, StageCommand, grading_options
-from grader.course import Course, Stage
+from grader.course import HIDDEN_DEFAULT, Course, Stage
 from grader.grading import stages as grading
 from grader.errors import GradeError
 from grader.grading.request import GradingRequest, Limits, Outputs
 from grader.instructor.submissions import listed
 from grader.intake.overlay import Unpacked, as_submitted, laid_out
-from grader.intake.upload import NotASubmission
+from grader.intake.upload import NotASubmission, UploadError
 from grader.quoting import visible
 from grader.report import annotations, gradescope, junit, markdown, picture_html
 from grader.report.progress import stage_progress
@@ -70,21 +71,27 @@ def _grade(request: GradingRequest, fail_on: str = "unfinished") -> int:
     gives (grader.intake.upload), into a scratch folder laid out like exercises/."""
     if request.submission is None:
         return _grade_resolved(request, fail_on)
-    try:
-        with laid_out(request.course, request.submission) as unpacked:
-            return _grade_resolved(replace(request, submission=unpacked.exercises), fail_on,
-                                   unpacked, request.submission.name)
-    except NotASubmission as exc:
-        _not_graded(request.outputs, f"{exc}. {HOW_TO_SUBMIT}", exc.ignored)
-        raise
-    except GradeError as exc:  # a corrupt zip: the submission could not be read
-        _not_graded(request.outputs, str(exc))
-        raise
+    with ExitStack() as stack:
+        # Only the reading of the submission is caught here: a GradeError of grading it (a
+        # backend that cannot run here) is answered by _grade_resolved, with the notes.
+        try:
+            unpacked = stack.enter_context(laid_out(request.course, request.submission))
+        except NotASubmission as exc:
+            _not_graded(request.outputs, f"{exc}. {how_to_submit(request.course)}", exc.ignored)
+            raise
+        except UploadError as exc:  # a corrupt zip: the submission could not be read
+            _not_graded(request.outputs, str(exc))
+            raise
+        return _grade_resolved(replace(request, submission=unpacked.exercises), fail_on,
+                               unpacked, request.submission.name)
 
 
-# What a student reads where nothing of their submission could be graded.
-HOW_TO_SUBMIT = ("Submit your stage files (stage1_vector_add.py, ...) as they are, or the "
-                 "exercises/ folder that holds them, or a zip of it.")
+def how_to_submit(course: Course) -> str:
+    """What a student reads where nothing of their submission could be graded: the course's
+    first stage file names what a stage file is."""
+    first = PurePosixPath(next(iter(course.stages[0].modules.values()))).name
+    return (f"Submit your stage files ({first}, ...) as they are, or the exercises/ folder "
+            "that holds them, or a zip of it.")
 
 
 def _not_graded(outputs: Outputs, message: str, notes: list[str] | None = None) -> None:
@@ -152,7 +159,7 @@ def _started_and_failing(stage: StageResult) -> bool:
     return stage.speed.graded and stage.speed.points < stage.speed.max_points
 
 
-def write_results(report: Report, outputs: Outputs, hidden: str = gradescope.HIDDEN_DEFAULT,
+def write_results(report: Report, outputs: Outputs, hidden: str = HIDDEN_DEFAULT,
                   notes: list[str] | None = None) -> list[Path]:
     """Write the result files asked for, before anything is shown: whatever a submission's
     text does to the display, its results are kept. `hidden`: when Gradescope shows students

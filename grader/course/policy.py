@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 
 # When a student sees the result of a hidden case, as Gradescope names it.
 HIDDEN_VISIBILITY = ("after_due_date", "after_published", "hidden")
+HIDDEN_DEFAULT = "after_published"  # where course.toml's [policy] does not say
 DAY = timedelta(days=1)
 
 
@@ -42,7 +43,7 @@ class Policy:
     due: datetime | None = None  # with its time zone; None: no due date, nothing is late
     late: LatePenalty = LatePenalty()
     max_submissions: int | None = None  # None: any number
-    hidden_cases: str = "after_published"  # one of HIDDEN_VISIBILITY
+    hidden_cases: str = HIDDEN_DEFAULT  # one of HIDDEN_VISIBILITY
 
     def lateness(self, submitted: datetime | None) -> Lateness:
         """How late a submission made at `submitted` is (unknown time: on time)."""

@@ -2,14 +2,15 @@
 
 A submission is a folder (a git checkout, say) or a zip (grader.instructor.submissions says
 which paths are students, and what of each is taken); whatever it lacks stays the untouched
-skeleton (NOT STARTED). A path that holds no stage file is reported as "not a submission"
-under its own name. Each student is graded on their own track, the one whose stage files
-they filled in (or the one --track or a backend's name forces), by a separate `grade all
---submission exercises` process run in a scratch folder of its own, in a session of its
-own, with a time limit; inside it, the submission's code runs only in the sandbox
-(grader.sandbox), which cannot see the other submissions, the results or this process.
-Every process of that session is ended before its scratch folder is removed. On a GPU host
-one worker runs per GPU (CUDA_VISIBLE_DEVICES), on a CPU host `--jobs N` workers.
+skeleton (NOT STARTED, its result saying the file was not in the submission). A path that
+holds no stage file is reported as "not a submission" under its own name. Each student is
+graded on their own track, the one whose stage files they filled in (or the one --track or a
+backend's name forces), by a separate `grade all --submission exercises` process run in a
+scratch folder of its own, in a session of its own, with a time limit; inside it, the
+submission's code runs only in the sandbox (grader.sandbox), which cannot see the other
+submissions, the results or this process. Every process of that session is ended before its
+scratch folder is removed. On a GPU host one worker runs per GPU (CUDA_VISIBLE_DEVICES), on
+a CPU host `--jobs N` workers.
 
 Results, all naming the student's files by their own paths (exercises/triton/...), never
 the scratch folder: OUT/students/NAME.json (written by the grading process, renamed into
@@ -26,7 +27,6 @@ from __future__ import annotations
 import json
 import os
 import queue
-import re
 import secrets
 import shutil
 import signal
@@ -48,7 +48,8 @@ from grader.instructor.regrade import keep_graded_stages
 from grader.instructor.submissions import (Entry, NotASubmission, digest, entries,  # noqa: F401
                                            unpack)
 from grader.grading.request import GradingRequest
-from grader.results import write_file
+from grader.intake.overlay import Unpacked, from_the_handout, student_text
+from grader.results import Status, write_file
 from grader.sandbox.privileges import NEEDED_FOR_A_CLASS
 
 GRADED_EXIT_CODES = (0, 1)  # `grade all` graded the submission (passed or not)
@@ -91,7 +92,7 @@ def grade_one(entry: Entry, out: Path, request: GradingRequest, env: dict, limit
             except (ValueError, OSError) as exc:
                 return _not_graded(entry, out, intake, str(exc))
             intake.ignored, intake.read_as = unpacked.ignored, unpacked.read_as()
-            intake.digest = digest(unpacked.exercises)
+            intake.digest = digest(unpacked.files)
             # A version of the files not graded before counts once (a regrade of the same
             # files, --force, does not).
             same = earlier.digest == intake.digest
@@ -119,7 +120,10 @@ def grade_one(entry: Entry, out: Path, request: GradingRequest, env: dict, limit
                 code = run_isolated(command, log, {**env, "TMPDIR": str(tmp)}, tmp, limit)
             except subprocess.TimeoutExpired:
                 fresh.unlink(missing_ok=True)
-                return _out_of_time(entry.name, so_far, result, request, backend.track, limit)
+                # Before the stages finished are kept: `finally` runs only after the return.
+                student_paths(so_far, tmp)
+                return _out_of_time(entry.name, so_far, result, request, backend.track, limit,
+                                    unpacked)
             finally:
                 student_paths(log, tmp)
                 student_paths(so_far, tmp)
@@ -131,19 +135,41 @@ def grade_one(entry: Entry, out: Path, request: GradingRequest, env: dict, limit
                                         f"logs/{log.name}")
     so_far.unlink(missing_ok=True)
     student_paths(fresh, tmp)
+    not_handed_in(fresh, unpacked)
     os.replace(fresh, result)
     return Graded(entry.name, result)
 
 
 def _out_of_time(name: str, so_far: Path, result: Path, request: GradingRequest, track: str,
-                 limit: float) -> Graded:
+                 limit: float, unpacked: Unpacked) -> Graded:
     """A submission that ran out of --limit: the stages it finished are its result."""
     kept = keep_graded_stages(so_far, result, request.stages, track, limit)
     so_far.unlink(missing_ok=True)
     if not kept:
         return Graded(name, None, f"grading took longer than {limit:g} s (--limit) before its "
                                   "first stage finished")
+    not_handed_in(result, unpacked)
     return Graded(name, result)
+
+
+def not_handed_in(path: Path, unpacked: Unpacked) -> None:
+    """Say in the result `path` of each stage NOT STARTED whose file the submission lacks
+    that the file was not in it. The grading process read the folder laid out here, where
+    every stage file is (the handout's skeleton for one the student did not hand in), so it
+    can only tell the student to fill in the TODOs."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    stages = data.get("stages", []) if isinstance(data, dict) else []
+    told = 0
+    for stage in stages:
+        why = (stage.get("status") == Status.NOT_STARTED.value
+               and from_the_handout(stage.get("module", ""), unpacked))
+        if why:
+            stage["message"], told = why, told + 1
+    if told:
+        write_file(path, json.dumps(data, indent=2) + "\n")
 
 
 def _not_graded(entry: Entry, out: Path, intake: Intake, why: str) -> Graded:
@@ -206,18 +232,9 @@ def student_paths(path: Path, tmp: Path) -> None:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return
-    cleaned = relative_to_submission(text, tmp)
+    cleaned = student_text(text, tmp)
     if cleaned != text:
         write_file(path, cleaned)
-
-
-def relative_to_submission(text: str, tmp: Path) -> str:
-    """`text` with the temporary folder taken out of every path: a path to the copy of the
-    submission starts at exercises/, any other below the folder is shown as <tmp>/..."""
-    for root in {str(tmp), os.path.realpath(tmp)}:
-        text = re.sub(re.escape(root) + r"(/[^\s'\"]*?)?/" + SUBMISSION + "/", SUBMISSION + "/", text)
-        text = text.replace(root, "<tmp>")
-    return text
 
 
 def whole_json(path: Path) -> bool:

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from grader.backends import selection as backends
-from grader.course import Course
+from grader.course import HIDDEN_DEFAULT, Course
 from grader.grading.session import NEEDS_CORRECTNESS
 from grader.instructor.roster import Who, read_roster
 from grader.instructor.submissions import Entry, listed
@@ -39,7 +39,7 @@ class Intake:
     why: str = ""  # why that track
     ignored: list[str] = field(default_factory=list)  # zip members not taken, and why
     read_as: list[str] = field(default_factory=list)  # stage files taken from elsewhere, and where
-    digest: str = ""  # of the files graded (grader.instructor.submissions.digest)
+    digest: str = ""  # of the stage files taken (grader.instructor.submissions.digest)
     versions: int = 0  # different versions of the files graded so far (regrades of changes)
     # Set when later files were not graded under the resubmission limit (cleared by grading).
     not_graded_later: str = ""
@@ -190,8 +190,9 @@ def _cells(row: Row, course: Course, correctness_max: float, speed_max: float | 
              "submissions": count or "", "counted": counted if count else "",
              "over limit": (f"{count} of at most {limit}" if limit and count and count > limit
                             else row.intake.not_graded_later), "error": row.error}
-    late = course.policy.lateness(who.when)
-    if course.policy.due is not None and who.when is not None:
+    # Lateness only from Gradescope's own time: file times are the student's to set.
+    late = course.policy.lateness(who.trusted_when)
+    if course.policy.due is not None and who.trusted_when is not None:
         cells.update({"days late": late.days, "late penalty %": late.percent})
     data = row.data
     if data is None:
@@ -229,7 +230,7 @@ def csv_cell(value):
 
 
 def write_feedback_files(out: Path, students: list[Entry],
-                         hidden_cases: str = "after_published") -> list[Path]:
+                         hidden_cases: str = HIDDEN_DEFAULT) -> list[Path]:
     """OUT/students/NAME.md for every submission OUT holds: what they can read of their
     grading. Under the class's policy `hidden_cases = "hidden"`, the hidden cases' results
     are left out of it (their points still count), as Gradescope leaves them out."""

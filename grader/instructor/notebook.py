@@ -84,11 +84,12 @@ def notebook(course: Course) -> dict:
                                "you started; with both started, the scorecard's `backend:` "
                                "line says which it graded, and how to grade the other."))
         cells.append(_code(f"%grade {stage.number}"))
+    one = course.stages[0].number  # the example of grading one stage of a track
     for track in TRACKS.values():  # a track chosen, not the one more started
         cells.append(_markdown(f"## Every stage of the {track.title} track\n\n"
                                "The cells above grade the track you started. This one grades "
                                f"every stage of the {track.title} track "
-                               f"(`exercises/{track.name}/`); `%grade 3 --track {track.name}` "
+                               f"(`exercises/{track.name}/`); `%grade {one} --track {track.name}` "
                                "grades one stage of it."))
         cells.append(_code(f"%grade all --track {track.name}"))
     for number, cell in enumerate(cells):

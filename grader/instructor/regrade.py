@@ -2,8 +2,9 @@
 that ran out of time.
 
 A submission is graded when it has no result yet, when its files changed since its result
-(a digest of the files graded is kept in NAME.intake.json beside the result: a resubmission
-is noticed, an untouched one is not graded twice), when --only names it, or everyone with
+(a digest of the stage files taken from it is kept in NAME.intake.json beside the result: a
+resubmission is noticed, an untouched one is not graded twice, nor is every one after a
+change to the handout), when --only names it, or everyone with
 --force. Under a resubmission limit ([policy] max_submissions), a changed submission whose
 earlier versions already reached it is not graded again: its last result stands, and the
 gradebook says so. (A Gradescope bulk export counts its own history instead; there the

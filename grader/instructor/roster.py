@@ -4,7 +4,9 @@ the names of students not listed this time (a one-student regrade).
 
 The time a submission was made comes from a Gradescope bulk export's :created_at:, else from
 its files: the newest modification time of a folder's files, or the zip's own. The roster
-says which (`submitted_from`), since file times are only as good as the copy that made them.
+says which (`submitted_from`), since file times are only as good as the copy that made them
+and a student can set them (a zip keeps the times its members were given): only Gradescope's
+time counts towards lateness (`trusted_when`); a time from files is shown, never penalised.
 """
 
 from __future__ import annotations
@@ -36,6 +38,12 @@ class Who:
     @property
     def when(self) -> datetime | None:
         return datetime.fromisoformat(self.submitted_at) if self.submitted_at else None
+
+    @property
+    def trusted_when(self) -> datetime | None:
+        """When it was made, where Gradescope's metadata says so; None where the time came
+        from file times, which the student controls: their lateness is not known."""
+        return self.when if self.submitted_from == FROM_METADATA else None
 
 
 def who(entry: Entry) -> Who:

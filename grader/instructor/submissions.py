@@ -11,7 +11,6 @@ use too; here it is applied to each student of a class. A Gradescope bulk export
 from __future__ import annotations
 
 import hashlib
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -21,7 +20,7 @@ from grader.instructor.export import ExportError, Metadata, is_export, one_of
 from grader.instructor.export import submissions as export_submissions
 from grader.intake.overlay import Unpacked, lay_out
 from grader.intake.upload import (FILE_LIMIT, TOTAL_LIMIT, NotASubmission,  # noqa: F401
-                                  not_a_submission, stage_paths)
+                                  not_a_submission, read_upload, stage_paths)
 
 MACOS_FORKS = "__MACOSX"  # a macOS zip's copies of file metadata, mirroring the real folders
 IGNORED_SHOWN = 50  # ignored members listed per student; a zip may hold millions
@@ -127,15 +126,13 @@ def listed(ignored: list[str]) -> list[str]:
 # --- what changed ----------------------------------------------------------------------------
 
 
-def digest(exercises: Path) -> str:
-    """A digest of what is graded of a submission: every file of its unpacked exercises
-    (the course's skeleton with the submission's files over it), by path and content."""
+def digest(files: dict[str, bytes]) -> str:
+    """A digest of what a submission gives: the stage files taken from it (grader.intake.upload's
+    rule, where each is graded -> its bytes), by path and content. The handout's files laid
+    under them are left out, so a change to the handout is not taken for a new submission."""
     hashed = hashlib.sha256()
-    for path in sorted(p for p in exercises.rglob("*") if p.is_file() and not p.is_symlink()):
-        name = path.relative_to(exercises).as_posix()
-        if "__pycache__" in name:
-            continue
-        data = path.read_bytes()
+    for name in sorted(files):
+        data = files[name]
         hashed.update(f"{name}\0{len(data)}\0".encode())
         hashed.update(data)
     return hashed.hexdigest()
@@ -143,8 +140,7 @@ def digest(exercises: Path) -> str:
 
 def current_digest(entry: Entry, course: Course) -> str | None:
     """The digest of `entry` as it is now (None: not a submission, or unreadable)."""
-    with tempfile.TemporaryDirectory(prefix="tilecourse-digest-") as tmp:
-        try:
-            return digest(unpack(entry, course, Path(tmp)).exercises)
-        except (ValueError, OSError):
-            return None
+    try:
+        return digest(read_upload(course, entry.source).files)
+    except (ValueError, OSError):
+        return None

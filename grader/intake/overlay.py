@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -31,6 +32,7 @@ class Unpacked:
     exercises: Path  # the course's exercises with the submission's stage files over them
     ignored: list[str] = field(default_factory=list)  # "member: why", for the feedback
     taken: list[Taken] = field(default_factory=list)
+    files: dict[str, bytes] = field(default_factory=dict)  # what was taken: target -> bytes
 
     def read_as(self) -> list[str]:
         """Each stage file taken from another place than its own (a bare file, a nested
@@ -57,7 +59,7 @@ def lay_out(course: Course, source: Path, into: Path) -> Unpacked:
     for target, data in upload.files.items():
         (exercises / target).parent.mkdir(parents=True, exist_ok=True)
         (exercises / target).write_bytes(data)
-    return Unpacked(exercises, upload.ignored, upload.taken)
+    return Unpacked(exercises, upload.ignored, upload.taken, upload.files)
 
 
 @contextmanager
@@ -70,28 +72,37 @@ def laid_out(course: Course, source: Path) -> Iterator[Unpacked]:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def student_text(text: str, unpacked: Unpacked) -> str:
-    """`text` with the scratch folder taken out of every path: the laid-out files are named
-    as the student's exercises/ ("exercises/triton/stage1_vector_add.py"), anything else
-    below the scratch folder as <tmp>/..."""
-    scratch = unpacked.exercises.parent
-    for root in dict.fromkeys((str(scratch), os.path.realpath(scratch))):
-        text = text.replace(f"{root}/{SCRATCH}/", f"{SCRATCH}/").replace(root, "<tmp>")
+def student_text(text: str, scratch: Path) -> str:
+    """`text` with the scratch folder `scratch` taken out of every path: a path to the
+    laid-out submission, at any depth below it (as in the scratch folder of a grading process
+    that `grade batch` runs in its own), starts at exercises/
+    ("exercises/triton/stage1_vector_add.py"); anything else below it is shown as <tmp>/..."""
+    # The longer spelling first, as it may hold the other (/private/tmp/x and /tmp/x on macOS).
+    for root in sorted({str(scratch), os.path.realpath(scratch)}, key=len, reverse=True):
+        text = re.sub(re.escape(root) + r"(/[^\s'\"]*?)?/" + SCRATCH + "/", SCRATCH + "/", text)
+        text = text.replace(root, "<tmp>")
     return text
 
 
 def as_submitted(report: Report, unpacked: Unpacked, name: str) -> Report:
     """`report` (graded from `unpacked`) as the student knows their submission, `name`."""
-    data = json.loads(student_text(json.dumps(report.to_json()), unpacked))
+    scratch = unpacked.exercises.parent
+    data = json.loads(student_text(json.dumps(report.to_json()), scratch))
     shown = Report.from_json({**data, "target": name})
     for stage, graded in zip(shown.stages, report.stages):
         stage.sandbox = graded.sandbox  # records of protections, not kept by from_json
         for case, judged in zip(stage.cases, graded.cases):
             case.picture = judged.picture  # a drawing of numbers, kept out of the JSON
-        target = stage.module.removeprefix(f"{SCRATCH}/")
-        if stage.status is Status.NOT_STARTED and unpacked.absent(target):
-            stage.message = _absent(PurePosixPath(target).name, unpacked.ignored)
+        if stage.status is Status.NOT_STARTED:
+            stage.message = from_the_handout(stage.module, unpacked) or stage.message
     return shown
+
+
+def from_the_handout(module: str, unpacked: Unpacked) -> str:
+    """Why the stage file `module` (exercises/<track>/<file>, as a report names it) was graded
+    from the handout's skeleton, where the submission did not give it; "" where it did."""
+    target = module.removeprefix(f"{SCRATCH}/")
+    return _absent(PurePosixPath(target).name, unpacked.ignored) if unpacked.absent(target) else ""
 
 
 def _absent(file: str, ignored: list[str]) -> str:

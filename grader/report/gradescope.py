@@ -17,14 +17,11 @@ from grader.report.text import (case_text, clean, is_hidden, not_graded, number,
                                 stage_name, versions, zeroed_by)
 
 
-HIDDEN_DEFAULT = "after_published"  # a course.toml without [policy] hidden_cases
-
-
-def write_gradescope(report: Report, path: Path, hidden: str = HIDDEN_DEFAULT,
+def write_gradescope(report: Report, path: Path, hidden: str,
                      notes: list[str] | tuple[str, ...] = ()) -> None:
     """Gradescope's results.json: the tests carry the points and add up to `score`; the
-    tests of hidden cases have the visibility `hidden` (Gradescope's own word for it).
-    `notes` say how the submission was read (a file graded under another name, what was not
+    tests of hidden cases have the visibility `hidden`, the class's policy (its [policy]
+    hidden_cases, passed in by the caller). `notes` say how the submission was read (a file graded under another name, what was not
     taken)."""
     tests = []
     for stage in report.stages:

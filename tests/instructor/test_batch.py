@@ -12,7 +12,7 @@ from conftest import GELU_STAGE, ROOT, vector_add_course
 
 from grader.course import load_course
 from grader.instructor import batch, submissions
-from grader.intake import upload
+from grader.intake import overlay, upload
 
 TRITON_ADD, CUTILE_ADD = "triton/stage1_vector_add.py", "cutile/stage1_vector_add.py"
 TRITON_GELU, CUTILE_GELU = "triton/stage2_fused_gelu.py", "cutile/stage2_fused_gelu.py"
@@ -252,7 +252,7 @@ def test_paths_below_the_scratch_folder_become_the_students_own(tmp_path):
     text = (f'File "{tmp}/exercises/triton/stage3_softmax.py", line 4\n'
             f"copied to {tmp}/run/copy/exercises/cutile/stage1_vector_add.py: ok\n"
             f"cache in {tmp}/home")
-    assert batch.relative_to_submission(text, tmp) == (
+    assert overlay.student_text(text, tmp) == (
         'File "exercises/triton/stage3_softmax.py", line 4\n'
         "copied to exercises/cutile/stage1_vector_add.py: ok\n"
         "cache in <tmp>/home")

@@ -5,6 +5,7 @@ resubmission limit, hidden cases)."""
 
 import csv
 import json
+import os
 import shutil
 import subprocess
 from datetime import datetime, timedelta, timezone
@@ -13,11 +14,11 @@ from pathlib import Path
 import pytest
 from conftest import GELU_STAGE, ROOT, vector_add_course
 
-from grader.course import LatePenalty, Policy, load_course
+from grader.course import HIDDEN_DEFAULT, LatePenalty, Policy, load_course
 from grader.errors import CourseError, GradeError
 from grader.grading.request import GradingRequest
 from grader.grading.session import NEEDS_CORRECTNESS
-from grader.instructor import batch, export, gradebook, regrade, submissions
+from grader.instructor import batch, export, gradebook, regrade, roster, submissions
 from grader.results import CaseResult, Report, SpeedResult, StageResult, Status
 
 EXPORT = Path(__file__).parent / "gradescope_export"
@@ -127,6 +128,41 @@ def test_a_bulk_export_yields_named_rows_with_late_work(tmp_path, run_grade, mon
     assert mika["days late"] == "0"
     roster = json.loads((out / "roster.json").read_text(encoding="utf-8"))
     assert roster["12345"]["names"] == ["José Núñez 李"]
+    # José handed in no GELU file: the grading process saw the handout's skeleton in its place.
+    gelu = json.loads((out / "students" / "12345.json").read_text(encoding="utf-8"))["stages"][1]
+    assert gelu["status"] == "NOT STARTED"
+    assert gelu["message"].startswith("stage2_fused_gelu.py is not in the submission")
+
+
+def test_a_time_from_file_times_is_shown_but_never_made_late(tmp_path, monkeypatch):
+    """File times are the student's to set (a zip keeps whatever times its members were
+    given): a submission timed by them is shown with its time, but has no days late and
+    loses nothing. The same time from Gradescope's metadata is late."""
+    course = _course(tmp_path, POLICY)
+    monkeypatch.setattr(batch, "run_isolated",
+                        _fake_grader(course, {"good": {"vector_add": 10.0}}))
+    subs = _class(tmp_path, {"ada": "good"})
+    week_late = datetime(2026, 12, 25, tzinfo=timezone.utc).timestamp()
+    os.utime(subs / "ada" / TRITON_ADD, (week_late, week_late))
+    out = tmp_path / "out"
+    found = submissions.entries(course, [subs])
+    roster.update_roster(out, found)
+    request = GradingRequest(course, course.stages, "triton-interpret", seed=3)
+    batch.run(found, out, request, 1, [], 60)
+    gradebook.write_gradebook(course, out, found)
+    row = _rows(out)["ada"]
+    assert (row["submitted at"], row["submitted from"]) == ("2026-12-25T00:00:00+00:00",
+                                                            "file times")
+    assert (row["days late"], row["late penalty %"]) == ("", "")
+    assert row["total after penalty"] == row["total"] == "10"
+
+    kept = json.loads((out / "roster.json").read_text(encoding="utf-8"))
+    kept["ada"]["submitted_from"] = roster.FROM_METADATA
+    (out / "roster.json").write_text(json.dumps(kept), encoding="utf-8")
+    gradebook.write_gradebook(course, out, found)
+    row = _rows(out)["ada"]  # six days begun past the due date, 10% each, at most 30%
+    assert (row["days late"], row["late penalty %"], row["total after penalty"]) == (
+        "6", "30", "7")
 
 
 # --- regrades -----------------------------------------------------------------------------
@@ -216,6 +252,26 @@ def test_a_regrade_keeps_every_other_row_and_finds_what_changed(tmp_path, run_gr
     assert code == 2 and "--only nobody: no submission of that name" in err
 
 
+def test_a_change_to_the_handout_is_not_a_new_submission(tmp_path, monkeypatch):
+    """The digest is of the stage files a submission gives, not of the handout's files laid
+    under them: a new skeleton or README leaves every result standing; a change to the
+    student's own file is still graded again."""
+    course = _course(tmp_path)
+    monkeypatch.setattr(batch, "run_isolated",
+                        _fake_grader(course, {"good": {"vector_add": 10.0}}))
+    subs = _class(tmp_path, {"ada": "good"})
+    out = tmp_path / "out"
+    found = submissions.entries(course, [subs])
+    request = GradingRequest(course, course.stages, "triton-interpret", seed=3)
+    batch.run(found, out, request, 1, [], 60)
+    (course.root / "exercises" / "triton" / "stage2_fused_gelu.py").write_text("# new\n")
+    (course.root / "exercises" / "README.md").write_text("A new handout.\n")
+    plan = regrade.plan(course, found, out, force=False)
+    assert plan.todo == [] and plan.unchanged == 1
+    (subs / "ada" / TRITON_ADD).write_text("# worse\nimport triton\n")
+    assert regrade.plan(course, found, out, force=False).changed == ["ada"]
+
+
 def test_a_change_past_the_resubmission_limit_is_not_graded(tmp_path, monkeypatch):
     course = _course(tmp_path, "\n[policy]\nmax_submissions = 1\n")
     scores = {"good": {"vector_add": 10.0}, "worse": {"vector_add": 0.0}}
@@ -278,6 +334,67 @@ def test_limit_keeps_the_stages_graded_before_it(tmp_path, monkeypatch):
     monkeypatch.setattr(batch, "run_isolated", nothing)
     [graded] = batch.run(submissions.entries(course, [subs]), out, request, 1, [], 30)
     assert graded.json_path is None and "before its first stage finished" in graded.error
+
+
+NOT_HANDED_IN = ("stage2_fused_gelu.py is not in the submission, so the handout's untouched "
+                 "skeleton was graded: fill in its TODOs and submit it")
+
+
+def test_a_stage_file_not_handed_in_is_named_so(tmp_path, monkeypatch):
+    """The grading process reads the folder laid out for it, where every stage file is (the
+    handout's skeleton for one not handed in): the batch still tells a student that the
+    file was not in their submission, and leaves a skeleton they handed in alone."""
+    course = _course(tmp_path)
+    monkeypatch.setattr(batch, "run_isolated",
+                        _fake_grader(course, {"good": {"vector_add": 10.0}}))
+    subs = _class(tmp_path, {"ada": "good", "bob": "good"})
+    gelu = "triton/stage2_fused_gelu.py"
+    shutil.copy(course.root / "exercises" / gelu, subs / "bob" / gelu)
+    out = tmp_path / "out"
+    request = GradingRequest(course, course.stages, "triton-interpret", seed=3)
+    batch.run(submissions.entries(course, [subs]), out, request, 1, [], 60)
+
+    def second_stage(name: str) -> dict:
+        return json.loads((out / "students" / f"{name}.json").read_text())["stages"][1]
+
+    assert (second_stage("ada")["status"], second_stage("ada")["message"]) == (
+        "NOT STARTED", NOT_HANDED_IN)
+    assert second_stage("bob")["message"] == "not started"  # the grading's own words
+    batch.write_feedback_files(out, [])
+    assert NOT_HANDED_IN in (out / "students" / "ada.md").read_text(encoding="utf-8")
+
+    def out_of_time(command, log, env, cwd, limit):  # both stages finished, then the limit
+        Path(command[command.index("--json-so-far") + 1]).write_text(
+            json.dumps(_result(course, {"vector_add": 10.0})))
+        raise subprocess.TimeoutExpired(command, limit)
+
+    monkeypatch.setattr(batch, "run_isolated", out_of_time)
+    [graded] = batch.run(submissions.entries(course, [subs / "ada"]), out, request, 1, [], 30)
+    assert graded.json_path and second_stage("ada")["message"] == NOT_HANDED_IN
+
+
+def test_the_stages_kept_past_the_limit_name_the_students_own_files(tmp_path, monkeypatch):
+    """The grading process records its stages as they end in the paths of its own scratch
+    folder: what is kept of them past --limit names the student's files, as a result does."""
+    course = _course(tmp_path)
+
+    def out_of_time(command, log, env, cwd, limit):
+        data = _result(course, {"vector_add": 0.0})
+        data["stages"] = data["stages"][:1]
+        inner = cwd / "tilecourse-submission-x" / "exercises"
+        data["stages"][0]["module"] = f"{inner}/{TRITON_ADD}"
+        data["stages"][0]["message"] = f"wrong output of {inner}/{TRITON_ADD}"
+        Path(command[command.index("--json-so-far") + 1]).write_text(json.dumps(data))
+        raise subprocess.TimeoutExpired(command, limit)
+
+    monkeypatch.setattr(batch, "run_isolated", out_of_time)
+    subs = _class(tmp_path, {"ada": "good"})
+    out = tmp_path / "out"
+    request = GradingRequest(course, course.stages, "triton-interpret", seed=3)
+    [graded] = batch.run(submissions.entries(course, [subs]), out, request, 1, [], 30)
+    first = json.loads(graded.json_path.read_text())["stages"][0]
+    assert first["module"] == f"exercises/{TRITON_ADD}"
+    assert first["message"] == f"wrong output of exercises/{TRITON_ADD}"
 
 
 def test_keep_going_reaches_each_grading_process(tmp_path, run_grade, monkeypatch):
@@ -365,6 +482,14 @@ def test_the_policy_is_read(tmp_path):
     assert policy.due == datetime(2026, 12, 18, 23, 59, tzinfo=timezone(timedelta(hours=-8)))
     assert policy.late == LatePenalty(10, 30, 15) and policy.max_submissions == 2
     assert policy.hidden_cases == "after_due_date"
+
+
+@pytest.mark.parametrize("extra", ["", "\n[policy]\nmax_submissions = 2\n"])
+def test_hidden_cases_are_shown_after_publishing_unless_the_policy_says(tmp_path, extra):
+    """Without [policy], or without its hidden_cases, one default: Gradescope's
+    after_published."""
+    assert HIDDEN_DEFAULT == "after_published" and Policy().hidden_cases == HIDDEN_DEFAULT
+    assert _course(tmp_path, extra).policy.hidden_cases == HIDDEN_DEFAULT
 
 
 def test_grade_writes_hidden_cases_as_the_policy_says(tmp_path, run_grade, monkeypatch):

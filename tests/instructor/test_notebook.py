@@ -4,6 +4,7 @@ both tracks; its Colab branch checked as code; its `%grade` when the kernel has 
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 import json
 import os
@@ -102,6 +103,13 @@ def test_the_courses_notebook_is_the_one_release_writes(course):
     must be what `grade release` writes, so that a new stage is in it too."""
     kept = json.loads((ROOT / "exercises/tilecourse.ipynb").read_text(encoding="utf-8"))
     assert kept == notebook(course), "regenerate it: grader.instructor.notebook.write_notebook"
+
+
+def test_the_notebooks_example_of_one_stage_is_a_stage_of_the_course(course):
+    later = dataclasses.replace(course, stages=course.stages[1:])  # stage 1 taken out
+    text = "".join(c["source"] for c in notebook(later)["cells"] if c["cell_type"] == "markdown")
+    number = later.stages[0].number
+    assert f"`%grade {number} --track triton`" in text and "%grade 1 " not in text
 
 
 def test_the_notebooks_colab_setup_is_valid_ipython_and_keeps_work_on_drive(course):

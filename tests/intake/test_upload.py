@@ -3,6 +3,8 @@ Gradescope autograder share (grader.intake.upload): bare files at the top told b
 imports, nested single top folders, the copies and the limits, and the same answer for a
 folder and for its zip."""
 
+import dataclasses
+import json
 import os
 import zipfile
 from pathlib import Path
@@ -10,6 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
+from grader.cli.grade import how_to_submit
 from grader.course import load_course
 from grader.intake import upload
 from grader.intake.overlay import as_submitted, laid_out, student_text
@@ -242,4 +245,29 @@ def test_a_laid_out_submission_is_reported_in_its_students_names(tmp_path, cours
     assert report.stages[2].message == (
         "stage3_softmax.py is not in the submission, so the handout's untouched skeleton was "
         "graded: fill in its TODOs and submit it")
-    assert student_text(f"{scratch}/exercises/a.py", unpacked) == "exercises/a.py"
+    assert student_text(f"{scratch}/exercises/a.py", scratch) == "exercises/a.py"
+
+
+def test_how_to_submit_names_the_courses_own_first_stage_file(course):
+    assert how_to_submit(course).startswith("Submit your stage files (stage1_vector_add.py, ...)")
+    later = dataclasses.replace(course, stages=course.stages[1:])
+    assert "(stage2_fused_gelu.py, ...)" in how_to_submit(later)
+
+
+def test_a_submission_not_graded_after_it_was_read_keeps_its_notes(tmp_path, course, run_grade):
+    """A request that fails once the submission is read (a backend of another track) tells
+    the Gradescope student why, with how their submission was read; a corrupt zip is named."""
+    folder = _folder(tmp_path / "sub", {"stage1_vector_add.py": _solution(TRITON_ADD)})
+    results = tmp_path / "results.json"
+    options = ("--course", str(course.path), "1", "--gradescope", str(results))
+    code, _, err = run_grade(*options, "--submission", str(folder), "--backend", "cutile-sim",
+                             "--track", "triton")
+    output = json.loads(results.read_text(encoding="utf-8"))["output"]
+    assert code == 2 and "grades the cutile track, not triton" in err
+    assert output.startswith("Not graded: Backend 'cutile-sim' grades the cutile track")
+    assert (f"stage1_vector_add.py: graded as exercises/{TRITON_ADD} (it imports triton)"
+            in output)
+    (tmp_path / "bad.zip").write_bytes(b"PK\x03\x04 not really")
+    code, _, _ = run_grade(*options, "--submission", str(tmp_path / "bad.zip"))
+    output = json.loads(results.read_text(encoding="utf-8"))["output"]
+    assert code == 2 and output.startswith("Not graded: bad.zip is not a valid zip file")

@@ -13,6 +13,7 @@ import xml.etree.ElementTree as ET
 import pytest
 from rich.console import Console
 
+from grader.course import HIDDEN_DEFAULT
 from grader.report import gradescope as gradescope_export
 from grader.report import junit as junit_export
 from grader.report import markdown as markdown_export
@@ -237,7 +238,7 @@ VISIBILITIES = {"hidden", "after_due_date", "after_published", "visible"}
 @pytest.fixture
 def gradescope(report, tmp_path):
     path = tmp_path / "results" / "results.json"
-    gradescope_export.write_gradescope(report, path)
+    gradescope_export.write_gradescope(report, path, HIDDEN_DEFAULT)
     return json.loads(path.read_text(encoding="utf-8"))
 
 
@@ -287,7 +288,7 @@ def test_gradescope_rounding_remainders(tmp_path, total, max_points):
                   cases=[case(f"c{i}", i < passed) for i in range(total)])
         s.conclude(total)
         report = Report("c", "exercises", "triton", "", {}, "now", stages=[s])
-        gradescope_export.write_gradescope(report, tmp_path / "r.json")
+        gradescope_export.write_gradescope(report, tmp_path / "r.json", HIDDEN_DEFAULT)
         tests = json.loads((tmp_path / "r.json").read_text())["tests"]
         assert sum(t["score"] for t in tests) == pytest.approx(s.points, abs=1e-6)
         assert sum(t["max_score"] for t in tests) == pytest.approx(max_points, abs=1e-6)

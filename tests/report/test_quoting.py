@@ -7,6 +7,7 @@ import xml.etree.ElementTree as ET
 
 from rich.console import Console
 
+from grader.course import HIDDEN_DEFAULT
 from grader.quoting import (BLOCK_LINES, GUTTER, headline, inline, is_quoted, quote, quoted,
                             said, single_line, visible)
 from grader.report import gradescope, junit, markdown
@@ -133,7 +134,7 @@ def test_markdown_and_gradescope_keep_quoted_text_behind_its_gutter(tmp_path):
     # no image, emphasis or code span: the quoted text's Markdown is escaped
     assert "!\\[x\\](https://example.invalid/p.png) \\*b\\* \\`c\\`" in summary
     assert not [line for line in summary.splitlines() if line.startswith("total 20/20")]
-    gradescope.write_gradescope(report, tmp_path / "g.json")
+    gradescope.write_gradescope(report, tmp_path / "g.json", HIDDEN_DEFAULT)
     tests = json.loads((tmp_path / "g.json").read_text())["tests"]
     output = next(t["output"] for t in tests if t["name"].endswith("n1000-float32"))
     assert output.split("\n")[:3] == ["the wrapper raised an exception:",
