@@ -16,7 +16,7 @@ from class_fixture import (ERROR_TEXT, HOSTILE, IDLE, MARKUP_MESSAGE, NO_RESULT,
 from conftest import ROOT
 
 from grader.instructor.class_report import REPORT, students_in, write_report
-from grader.instructor.gradebook import read_row, speed_points
+from grader.instructor.gradebook import class_gradebook, read_row, speed_points
 from grader.report.charts import Axis, counts
 from grader.report.class_page import SCRIPT as PAGE_SCRIPT
 
@@ -228,6 +228,24 @@ def test_the_report_is_written_again_from_an_out_folder(graded, run_grade, cours
     assert set(students_in(out)) == set(names)
     code, _, err = run_grade("--course", str(course.path), "report", str(tmp_path))
     assert code == 2 and "holds no students/ folder" in err
+
+
+def test_the_report_shows_the_gradebooks_students_out_of_its_totals(course, tmp_path):
+    out = tmp_path / "out"
+    write_class(out, course)
+    # A student the roster knows of but who has no file yet, and a file no student has.
+    (out / "roster.json").write_text(json.dumps({"zoe": {"source": "zoe"}}), encoding="utf-8")
+    (out / "students" / ".partial.json").write_text("{}", encoding="utf-8")
+    book = class_gradebook(course, out, [])
+    page = Page(write_report(out, course).read_text(encoding="utf-8"))
+    rows = {r[0]: r for r in page.tables[0][1:]}
+    assert students_in(out) == [row.name for row in book.rows]
+    assert set(rows) == {row.name for row in book.rows}
+    assert "zoe" in rows and ".partial" not in rows
+    total_max = book.columns.index("total max")
+    for row, cells in zip(book.rows, book.cells):
+        if row.data is not None:
+            assert float(rows[row.name][-2]) == cells[total_max]
 
 
 def test_a_result_that_cannot_be_read_is_said_so_in_its_row(course, tmp_path):
