@@ -128,6 +128,7 @@ def test_the_fault_is_graded_as_its_header_says(fault, grade_source, course):
         named, confirmed_by = case.stats.get("causes", []), case.stats.get("experiments", {})
         assert set(named) == set(confirmed_by), (fault.id, case.id, named, confirmed_by)
         assert all(confirmed_by.values()), (fault.id, case.id, confirmed_by)
+        assert set(case.stats.get("cause_texts", {})) == set(named), (fault.id, case.id)
     for part in fault.passes:
         matching = [case for case in result.cases if part in case.id]
         assert matching, f"{fault.id}: no case's id contains {part!r}"

@@ -3,9 +3,10 @@ case, the confirmed causes the class hit most, who has not started which stage, 
 could not be graded.
 
 A confirmed cause is what the judge names when a wrong output itself confirms a mistake
-(grader.problems.evidence): its key in the case's `stats["causes"]`, and its sentence in the
-case's details as a line beginning "cause: ", in the same order. The other lines say what
-was observed, and are not counted here: an observation names no mistake.
+(grader.problems.evidence): its key in the case's `stats["causes"]`, and its sentence in
+`stats["cause_texts"]` by key (a result written before those were kept has the sentences only
+in its details, as lines beginning "cause: ", in the keys' order). The details' other lines
+say what was observed, and are not counted here: an observation names no mistake.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from grader.report.charts import Mark, points_chart, speedup_chart
 from grader.report.class_view import ClassView, Student
 from grader.results import CaseResult, SpeedCase, Status
 
-CAUSE_PREFIX = "cause: "  # how the judge writes a confirmed cause into a case's details
+CAUSE_PREFIX = "cause: "  # a confirmed cause in a case's details (read only from older results)
 EXAMPLE_CHARS = 500  # of a cause's quoted example
 CAUSES_SHOWN = 20
 
@@ -140,7 +141,13 @@ def confirmed(case: CaseResult) -> list[tuple[str, str]]:
     if case.passed or case.hidden:
         return []
     keys = [k for k in case.stats.get("causes", ()) if isinstance(k, str)]
-    sentences = [d[len(CAUSE_PREFIX):] for d in case.details if d.startswith(CAUSE_PREFIX)]
+    texts = case.stats.get("cause_texts")
+    if isinstance(texts, dict):
+        return [(key, str(texts.get(key) or "")) for key in keys]
+    # A result written before the judge kept each cause's sentence in its stats: read the
+    # sentences from its details' "cause: " lines, in the order of the keys.
+    sentences = [d[len(CAUSE_PREFIX):] for d in case.details
+                 if d.startswith(CAUSE_PREFIX)]
     return [(key, sentences[i] if i < len(sentences) else "") for i, key in enumerate(keys)]
 
 

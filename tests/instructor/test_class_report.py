@@ -178,11 +178,23 @@ def test_observations_are_not_causes():
     from grader.report.class_sections import confirmed
     from grader.results import CaseResult
 
-    case = CaseResult("c", "float32", {}, 0, False, "wrong", stats={"causes": ["grid_short"]},
-                      details=["observed (no single cause confirmed): 3 rows", "cause: too few"])
+    case = CaseResult("c", "float32", {}, 0, False, "wrong",
+                      stats={"causes": ["grid_short"], "cause_texts": {"grid_short": "too few"}},
+                      details=["observed (no single cause confirmed): 3 rows",
+                               "cause: a line of the details, not the stats' sentence"])
     assert confirmed(case) == [("grid_short", "too few")]
     case.stats, case.details = {}, ["observed (no single cause confirmed): 3 rows"]
     assert confirmed(case) == []
+
+
+def test_a_result_without_cause_texts_has_them_read_from_its_details():
+    """A result written before the judge kept each cause's sentence in its stats."""
+    from grader.report.class_sections import confirmed
+    from grader.results import CaseResult
+
+    case = CaseResult("c", "float32", {}, 0, False, "wrong", stats={"causes": ["grid_short"]},
+                      details=["observed (no single cause confirmed): 3 rows", "cause: too few"])
+    assert confirmed(case) == [("grid_short", "too few")]
 
 
 def test_who_has_not_started_each_stage(graded, course):

@@ -163,4 +163,10 @@ def test_softmax_rows_that_do_not_sum_to_one_are_observed_not_explained():
     scaled = want * torch.tensor([[2.0], [3.0], [0.5], [4.0]])  # every row by its own factor
     found = explain(Evidence(scaled, want, atol=TOL.atol, rtol=TOL.rtol))
     assert [c.key for c in found] == ["row_normalisation"]
+    # A named cause's sentence is kept in the stats, as the details print it.
+    named = compare(Outcome(output=scaled),
+                    Expected(want, torch.float32, "cpu", TOL, explain=explain))
+    assert named.stats["causes"] == ["row_normalisation"]
+    assert named.stats["cause_texts"] == {"row_normalisation": found[0].text}
+    assert f"cause: {found[0].text}" in named.report
     assert explain(Evidence(want, want)) == [] or all(not c.key for c in explain(Evidence(want, want)))
