@@ -121,7 +121,7 @@ def gradebook(view: ClassView) -> str:
 
 
 def _row(view: ClassView, student: Student) -> str:
-    name = html.escape(student.name)
+    name = sections.student_name(student.name)
     if student.feedback:
         name = f"<a href='{html.escape(url_quote(student.feedback))}'>{name}</a>"
     cells = [f"<th scope='row'>{name}</th>", f"<td>{html.escape(student.track)}</td>"]

@@ -25,6 +25,12 @@ EXAMPLE_CHARS = 500  # of a cause's quoted example
 CAUSES_SHOWN = 20
 
 
+def student_name(name: str) -> str:
+    """A student's name (a submission's file name) as the page shows it: one line, every
+    control character and bidi override spelled out (grader.quoting.single_line), escaped."""
+    return html.escape(single_line(name))
+
+
 def points_section(view: ClassView) -> str:
     figures = []
     for column in view.stages:
@@ -123,7 +129,7 @@ def causes_section(view: ClassView) -> str:
         rows.append(
             f"<tr><td>{html.escape(stage_id)}</td><td><code>{html.escape(key)}</code></td>"
             f"<td class='num'>{len(cause.students)}</td><td class='num'>{cause.cases}</td>"
-            f"<td>{html.escape(name)}, case <code>{html.escape(case_id)}</code>:"
+            f"<td>{student_name(name)}, case <code>{html.escape(case_id)}</code>:"
             f"<blockquote>{html.escape(single_line(text, EXAMPLE_CHARS))}</blockquote></td></tr>")
     more = (f"<p class='note'>{len(ranked) - CAUSES_SHOWN} more causes are not shown.</p>"
             if len(ranked) > CAUSES_SHOWN else "")
@@ -156,15 +162,15 @@ def not_started_section(view: ClassView) -> str:
     for column in view.stages:
         names = [st.name for st in _graded(view) for s in st.report.stages
                  if s.id == column.id and s.status is Status.NOT_STARTED]
-        shown = ", ".join(html.escape(n) for n in names) if names else "none"
+        shown = ", ".join(student_name(n) for n in names) if names else "none"
         items.append(f"<li><strong>{column.number}. {html.escape(column.title)}</strong> "
                      f"({len(names)}): {shown}</li>")
-    errors = [f"<li>{html.escape(st.name)}, {s.number}. {html.escape(s.id)}: "
+    errors = [f"<li>{student_name(st.name)}, {s.number}. {html.escape(s.id)}: "
               f"{html.escape(headline(s.message, 300))}</li>"
               for st in _graded(view) for s in st.report.stages if s.status is Status.ERROR]
     missing = [s for s in view.students if s.report is None]
-    without = "".join(f"<li>{html.escape(s.name)}: {html.escape(headline(s.error, 300))}</li>"
-                      for s in missing)
+    without = "".join(f"<li>{student_name(s.name)}: "
+                      f"{html.escape(headline(s.error, 300))}</li>" for s in missing)
     return (f"<ul>{''.join(items)}</ul>"
             + (f"<h3>Stages that could not be graded (ERROR, {len(errors)})</h3>"
                f"<ul>{''.join(errors)}</ul>" if errors else "")

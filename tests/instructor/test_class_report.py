@@ -267,3 +267,21 @@ def test_a_result_that_cannot_be_read_is_said_so_in_its_row(course, tmp_path):
     page = Page(write_report(out, course).read_text(encoding="utf-8"))
     row = next(r for r in page.tables[0] if r[0] == "ada")
     assert row[-1].startswith("not graded: its result file could not be read")
+
+
+def test_names_with_control_characters_are_shown_spelled_out(course, tmp_path):
+    """A file name may hold an escape sequence or a bidi override: the page shows them
+    spelled out, on one line, wherever it names the student."""
+    out = tmp_path / "out"
+    write_class(out, course)
+    folder = out / "students"
+    red, flipped = "eve\x1b[31mred\nline", "mallory\u202egnp.exe"
+    (folder / f"{red}.json").write_bytes((folder / f"{IDLE}.json").read_bytes())
+    (folder / f"{flipped}.error").write_text(ERROR_TEXT + "\n", encoding="utf-8")
+    text = write_report(out, course).read_text(encoding="utf-8")
+    assert "\x1b" not in text and "\u202e" not in text and "red\nline" not in text
+    page = Page(text)
+    shown_red, shown_flipped = "eve\\x1b[31mred\\x0aline", "mallory\\u202egnp.exe"
+    assert {shown_red, shown_flipped} <= {r[0] for r in page.tables[0][1:]}
+    assert f"{shown_flipped}: {ERROR_TEXT}" in page.items
+    assert any(shown_red in item for item in page.items)  # among those not started
