@@ -20,7 +20,7 @@ from grader.results import Failure, SpeedCase, SpeedResult
 from grader.sandbox import ChildProcess
 from grader.sandbox.outcomes import Proposed
 from grader.speed import ceilings as ceilings_module
-from grader.speed.trial import TimedCase, Trial
+from grader.speed.trial import RECORD_CALLS, TimedCase, Trial
 
 PLAUSIBLE_FRACTION = 1.15  # above the measured ceiling by more than noise: impossible
 # A speed-up this close to its threshold (either side) is timed once more, and the verdict
@@ -104,7 +104,7 @@ class SpeedCheck:
         with it) for good; then each baseline is timed once, the replay alone beside it."""
         if self._alone is None:
             cases = [c for c in self.speed.cases if not dtype_unsupported(c.dtype, self.device)]
-            with timing.phase(self.phases, "record the calls"):
+            with timing.phase(self.phases, RECORD_CALLS):
                 for case in cases:
                     self._proposed[case.id] = self.child.record(
                         self.stage.problem.id, dict(case.params), case.dtype,

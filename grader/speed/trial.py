@@ -43,6 +43,7 @@ from grader.sandbox.outcomes import Outcome, Proposed, TimingFailed
 from grader.sandbox.child import ChildProcess
 from grader.sandbox.replayer import ReplayProcess
 
+RECORD_CALLS = "record the calls"  # the phase (grade --profile) recording the wrapper's launches
 MEMORY_KEPT = 4 << 30  # bytes of outputs the replay keeps per batch, for the grader to fetch
 BATCH = 10  # timed calls per batch, fewer for outputs that large
 MIN_BATCHES = 5
@@ -198,7 +199,7 @@ class Trial:
     def run(self) -> TrialResult:
         result = TrialResult()
         try:
-            with timing.phase(self.phases, "record the call"):
+            with timing.phase(self.phases, RECORD_CALLS):
                 self._propose()
             with timing.phase(self.phases, "build, warm up"):
                 self._warm(self.budget.warmup)
