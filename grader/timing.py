@@ -29,6 +29,7 @@ which keeps, summarises and compares them; the measurement itself happens here.
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from contextlib import contextmanager
@@ -76,6 +77,23 @@ class Samples:
             return float("inf")
         q1, _, q3 = statistics.quantiles(self.times_ms, n=4)
         return (q3 - q1) / self.median
+
+
+def speedup_error(student: list[float], baseline: list[float]) -> float:
+    """The relative standard error of a speed-up, judged by the batches' own speed-ups (each
+    baseline batch over the student batch timed next to it, so that drift common to both
+    cancels); infinite below four batches."""
+    return median_error([b / s for s, b in zip(student, baseline)])
+
+
+def median_error(values: list[float]) -> float:
+    """The standard error of the median of `values` relative to it: 1.2533 sigma / sqrt(n)
+    for normal noise, with sigma estimated robustly as IQR / 1.349 (one wild batch does not
+    hold a trial up); infinite below four values."""
+    if len(values) < 4:
+        return math.inf
+    q1, median, q3 = statistics.quantiles(values, n=4)
+    return 1.2533 * (q3 - q1) / 1.349 / math.sqrt(len(values)) / median
 
 
 @dataclass(frozen=True)

@@ -90,7 +90,7 @@ def _case(stage, case, passed: bool, name: str) -> CaseResult:
     if name == HOSTILE:
         key, text = key or "grid_short", SCRIPT
     if key:
-        result.stats["causes"] = [key]
+        result.stats["causes"], result.stats["cause_texts"] = [key], {key: text}
         result.details = ["max abs error 3.5", f"cause: {text}", "first mismatches:"]
     else:
         result.details = ["observed (no single cause confirmed): 12 of 4096 rows are wrong"]

@@ -129,6 +129,7 @@ def test_the_fault_is_graded_as_its_header_says(fault, grade_source, course):
         assert all(confirmed_by.values()), (fault.id, case.id, confirmed_by)
         for key, experiment in confirmed_by.items():
             assert f"  confirmed: {experiment}" in case.details, (fault.id, case.id, key)
+        assert set(case.stats.get("cause_texts", {})) == set(confirmed_by), (fault.id, case.id)
     for part in fault.passes:
         matching = [case for case in result.cases if part in case.id]
         assert matching, f"{fault.id}: no case's id contains {part!r}"

@@ -182,7 +182,7 @@ def _write_class_files(course, out, found) -> tuple[Path, Path]:
     this run's): the gradebook, each student's feedback and the class report."""
     gradebook = batch.write_gradebook(course, out, found)
     batch.write_feedback_files(out, found, course.policy.hidden_cases)
-    return gradebook, write_report(out, course)
+    return gradebook, write_report(out, course, listed=found)
 
 
 def _finish(course, out, found, graded, console) -> None:

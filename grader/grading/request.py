@@ -133,8 +133,9 @@ class GradingRequest:
         # Say how to grade the other: a student who started both must not take the one
         # graded for the only one there is.
         return TrackChoice(best, ("as many stages started as the other, and first in the "
-                                  "course's order" if tied else "the track with more stages "
-                                  "started") + "; also started, not graded: "
+                                  f"tracks' order ({', '.join(TRACKS)})" if tied
+                                  else "the track with more stages started")
+                           + "; also started, not graded: "
                            + "; ".join(f"{t}: {' '.join(started[t])} (`--track {t}` grades "
                                        "it)" for t in others))
 

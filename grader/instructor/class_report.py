@@ -13,30 +13,29 @@ from pathlib import Path
 
 from grader.course import Course, Stage
 from grader.errors import GradeError
-from grader.instructor.gradebook import Row, read_row, speed_points
+from grader.instructor.gradebook import Row, class_names, read_row, speed_points, total_max
+from grader.instructor.submissions import Entry
 from grader.report.class_page import page
 from grader.report.class_view import ClassView, SpeedLine, StageColumn, Student
 from grader.results import Report, write_file
 
 REPORT = "report.html"
-# The files OUT/students/ holds of a student, by the ending after their name.
-ENDINGS = (".intake.json", ".json", ".error")
 
 
-def write_report(out: Path, course: Course, names: list[str] | None = None) -> Path:
-    """Write OUT/report.html for the students `names` (None: every student OUT/students/
-    holds a file of); returns its path."""
+def write_report(out: Path, course: Course, names: list[str] | None = None,
+                 listed: list[Entry] = ()) -> Path:
+    """Write OUT/report.html for the students `names` (None: the gradebook's, every
+    submission OUT knows of and those `listed` now); returns its path."""
     if names is None:
-        names = students_in(out)
+        names = students_in(out, listed)
     students = [student(out, name) for name in names]
     # Out of what the gradebook counts: the same total for every student graded on one
     # machine, whatever they started (grader.instructor.gradebook.speed_points).
     rows = [row for _, row in students if row is not None]
     speed_max = speed_points(course, rows)
-    correctness_max = sum(stage.points for stage in course.stages)
     for shown, row in students:
         if row is not None and shown.report is not None:
-            shown.out_of = round(correctness_max + (speed_max.get(row.machine) or 0), 2)
+            shown.out_of = total_max(course, speed_max.get(row.machine))
     view = ClassView(course.title, [column(stage) for stage in course.stages],
                      [shown for shown, _ in students])
     path = out / REPORT
@@ -44,18 +43,13 @@ def write_report(out: Path, course: Course, names: list[str] | None = None) -> P
     return path
 
 
-def students_in(out: Path) -> list[str]:
-    """The students OUT/students/ holds a result, an error or an intake of, by name."""
-    folder = out / "students"
-    if not folder.is_dir():
+def students_in(out: Path, listed: list[Entry] = ()) -> list[str]:
+    """The gradebook's students (grader.instructor.gradebook.class_names), of an OUT folder
+    that `grade batch` wrote."""
+    if not (out / "students").is_dir():
         raise GradeError(f"{out} holds no students/ folder: name the --out folder of a "
                          "`grade batch` run.")
-    names = set()
-    for path in folder.iterdir():
-        ending = next((e for e in ENDINGS if path.name.endswith(e)), None)
-        if ending and path.is_file() and len(path.name) > len(ending):
-            names.add(path.name[:-len(ending)])
-    return sorted(names, key=str.lower)
+    return class_names(out, list(listed))
 
 
 def student(out: Path, name: str) -> tuple[Student, Row | None]:

@@ -137,6 +137,17 @@ def speed_points(course: Course, rows: list[Row]) -> dict[str, float | None]:
                       if ids else None) for machine, ids in timed.items()}
 
 
+def correctness_max(course: Course) -> float:
+    """The correctness points every student is out of: the course's."""
+    return round(sum(s.points for s in course.stages), 2)
+
+
+def total_max(course: Course, speed_max: float | None) -> float:
+    """The total a student graded on a machine is out of: the course's correctness points
+    and the speed points that machine grades (`speed_points`; None: no speed timed there)."""
+    return round(correctness_max(course) + (speed_max or 0), 2)
+
+
 @dataclass
 class Gradebook:
     """The class's gradebook as a table: what gradebook.csv holds, for any other view of it."""
@@ -151,10 +162,9 @@ def class_gradebook(course: Course, out: Path, students: list[Entry]) -> Gradebo
     stage_ids = [s.id for s in course.stages]
     rows = class_rows(out, students)
     speed_max = speed_points(course, rows)
-    correctness_max = round(sum(s.points for s in course.stages), 2)
     table = Gradebook(COLUMNS[:6] + stage_ids + COLUMNS[6:], rows, [])
     for row in rows:
-        cells = _cells(row, course, correctness_max, speed_max.get(row.machine))
+        cells = _cells(row, course, speed_max.get(row.machine))
         table.cells.append([cells.pop(c) for c in COLUMNS[:6]]
                            + [cells["stages"].get(i, "") for i in stage_ids]
                            + [cells.get(c, "") for c in COLUMNS[6:]])
@@ -180,7 +190,7 @@ COLUMNS = ["student", "name", "email", "sid", "status", "track",  # then a colum
            "not started", "error"]
 
 
-def _cells(row: Row, course: Course, correctness_max: float, speed_max: float | None) -> dict:
+def _cells(row: Row, course: Course, speed_max: float | None) -> dict:
     who = row.who
     count, counted = row.submissions
     limit = course.policy.max_submissions
@@ -201,13 +211,12 @@ def _cells(row: Row, course: Course, correctness_max: float, speed_max: float | 
     correctness = round(sum(s["points"] for s in stages), 2)
     speed = round(sum((s.get("speed") or {}).get("points", 0) for s in stages), 2)
     total = correctness + (speed if speed_max is not None else 0)
-    total_max = correctness_max + (speed_max or 0)
     cells.update({
         "stages": {s["id"]: s["total_points"] for s in stages},
-        "correctness": correctness, "correctness max": correctness_max,
+        "correctness": correctness, "correctness max": correctness_max(course),
         "speed": NOT_TIMED if speed_max is None else speed,
         "speed max": NOT_TIMED if speed_max is None else speed_max,
-        "total": round(total, 2), "total max": round(total_max, 2),
+        "total": round(total, 2), "total max": total_max(course, speed_max),
         "total after penalty": round(total * (1 - late.percent / 100), 2),
         "graded on": row.machine, "seed": data["seed"],
         # A stage whose file was missing from the submission kept the skeleton.

@@ -133,6 +133,8 @@ def compare(outcome: Outcome, expected: Expected) -> Verdict:
     for c in found:
         details += [f"cause: {c.text}", f"  confirmed: {c.experiment}"] if c.key else [c.text]
     stats["causes"] = [c.key for c in found if c.key]
+    # each named cause's sentence, as the details say it (the class report counts them)
+    stats["cause_texts"] = {c.key: c.text for c in found if c.key}
     # what confirmed each named cause, for the result record (and the corpus's test)
     stats["experiments"] = {c.key: c.experiment for c in found if c.key}
     details.append("first mismatches:")

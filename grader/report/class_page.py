@@ -7,21 +7,21 @@ speed case, the distribution of speed-ups against the threshold; the confirmed c
 class hit most, each with an example; and who has not started which stage.
 
 Nothing is fetched: the style, the one script and the charts (grader.report.charts) are in
-the page, and its Content-Security-Policy allows only that script and that style (by their
-hashes), no connection, no image, no font. Every string from a submission (a student's
-name, a message, the code it quotes) is escaped, and the script reads only the table.
+the page, and its Content-Security-Policy (grader.report.content_policy) allows only that
+script and that style (by their hashes), no connection, no image, no font. Every string from
+a submission (a student's name, a message, the code it quotes) is escaped, and the script
+reads only the table.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import html
 from collections import Counter
 from urllib.parse import quote as url_quote
 
 from grader.quoting import headline
 from grader.report import class_sections as sections
+from grader.report.content_policy import policy_meta
 from grader.report.class_view import ClassView, Student
 from grader.results import Status
 
@@ -91,18 +91,12 @@ def page(view: ClassView) -> str:
             "<h2 id='speed'>Speed-ups per speed case</h2>", sections.speed_section(view),
             "<h2 id='causes'>Confirmed causes</h2>", sections.causes_section(view),
             "<h2 id='not-started'>Not started</h2>", sections.not_started_section(view)]
-    policy = ("default-src 'none'; base-uri 'none'; form-action 'none'; "
-              f"script-src '{_digest(SCRIPT)}'; style-src '{_digest(STYLE)}'")
     return ("<!doctype html>\n<html lang='en'><head><meta charset='utf-8'>"
-            f"<meta http-equiv='Content-Security-Policy' content=\"{policy}\">"
+            f"{policy_meta(SCRIPT, STYLE)}"
             "<meta name='viewport' content='width=device-width, initial-scale=1'>"
             f"<title>{html.escape(view.course)}: class report</title>"
             f"<style>{STYLE}</style></head><body>{''.join(body)}"
             f"<script>{SCRIPT}</script></body></html>\n")
-
-
-def _digest(text: str) -> str:
-    return "sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode()
 
 
 def gradebook(view: ClassView) -> str:
@@ -121,7 +115,7 @@ def gradebook(view: ClassView) -> str:
 
 
 def _row(view: ClassView, student: Student) -> str:
-    name = html.escape(student.name)
+    name = sections.student_name(student.name)
     if student.feedback:
         name = f"<a href='{html.escape(url_quote(student.feedback))}'>{name}</a>"
     cells = [f"<th scope='row'>{name}</th>", f"<td>{html.escape(student.track)}</td>"]

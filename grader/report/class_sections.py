@@ -3,9 +3,10 @@ case, the confirmed causes the class hit most, who has not started which stage, 
 could not be graded.
 
 A confirmed cause is what the judge names when a wrong output itself confirms a mistake
-(grader.problems.evidence): its key in the case's `stats["causes"]`, and its sentence in the
-case's details as a line beginning "cause: ", in the same order. The other lines say what
-was observed, and are not counted here: an observation names no mistake.
+(grader.problems.evidence): its key in the case's `stats["causes"]`, and its sentence in
+`stats["cause_texts"]` by key (a result written before those were kept has the sentences only
+in its details, as lines beginning "cause: ", in the keys' order). The details' other lines
+say what was observed, and are not counted here: an observation names no mistake.
 """
 
 from __future__ import annotations
@@ -19,9 +20,15 @@ from grader.report.charts import Mark, points_chart, speedup_chart
 from grader.report.class_view import ClassView, Student
 from grader.results import CaseResult, SpeedCase, Status
 
-CAUSE_PREFIX = "cause: "  # how the judge writes a confirmed cause into a case's details
+CAUSE_PREFIX = "cause: "  # a confirmed cause in a case's details (read only from older results)
 EXAMPLE_CHARS = 500  # of a cause's quoted example
 CAUSES_SHOWN = 20
+
+
+def student_name(name: str) -> str:
+    """A student's name (a submission's file name) as the page shows it: one line, every
+    control character and bidi override spelled out (grader.quoting.single_line), escaped."""
+    return html.escape(single_line(name))
 
 
 def points_section(view: ClassView) -> str:
@@ -122,7 +129,7 @@ def causes_section(view: ClassView) -> str:
         rows.append(
             f"<tr><td>{html.escape(stage_id)}</td><td><code>{html.escape(key)}</code></td>"
             f"<td class='num'>{len(cause.students)}</td><td class='num'>{cause.cases}</td>"
-            f"<td>{html.escape(name)}, case <code>{html.escape(case_id)}</code>:"
+            f"<td>{student_name(name)}, case <code>{html.escape(case_id)}</code>:"
             f"<blockquote>{html.escape(single_line(text, EXAMPLE_CHARS))}</blockquote></td></tr>")
     more = (f"<p class='note'>{len(ranked) - CAUSES_SHOWN} more causes are not shown.</p>"
             if len(ranked) > CAUSES_SHOWN else "")
@@ -140,7 +147,13 @@ def confirmed(case: CaseResult) -> list[tuple[str, str]]:
     if case.passed or case.hidden:
         return []
     keys = [k for k in case.stats.get("causes", ()) if isinstance(k, str)]
-    sentences = [d[len(CAUSE_PREFIX):] for d in case.details if d.startswith(CAUSE_PREFIX)]
+    texts = case.stats.get("cause_texts")
+    if isinstance(texts, dict):
+        return [(key, str(texts.get(key) or "")) for key in keys]
+    # A result written before the judge kept each cause's sentence in its stats: read the
+    # sentences from its details' "cause: " lines, in the order of the keys.
+    sentences = [d[len(CAUSE_PREFIX):] for d in case.details
+                 if d.startswith(CAUSE_PREFIX)]
     return [(key, sentences[i] if i < len(sentences) else "") for i, key in enumerate(keys)]
 
 
@@ -149,15 +162,15 @@ def not_started_section(view: ClassView) -> str:
     for column in view.stages:
         names = [st.name for st in _graded(view) for s in st.report.stages
                  if s.id == column.id and s.status is Status.NOT_STARTED]
-        shown = ", ".join(html.escape(n) for n in names) if names else "none"
+        shown = ", ".join(student_name(n) for n in names) if names else "none"
         items.append(f"<li><strong>{column.number}. {html.escape(column.title)}</strong> "
                      f"({len(names)}): {shown}</li>")
-    errors = [f"<li>{html.escape(st.name)}, {s.number}. {html.escape(s.id)}: "
+    errors = [f"<li>{student_name(st.name)}, {s.number}. {html.escape(s.id)}: "
               f"{html.escape(headline(s.message, 300))}</li>"
               for st in _graded(view) for s in st.report.stages if s.status is Status.ERROR]
     missing = [s for s in view.students if s.report is None]
-    without = "".join(f"<li>{html.escape(s.name)}: {html.escape(headline(s.error, 300))}</li>"
-                      for s in missing)
+    without = "".join(f"<li>{student_name(s.name)}: "
+                      f"{html.escape(headline(s.error, 300))}</li>" for s in missing)
     return (f"<ul>{''.join(items)}</ul>"
             + (f"<h3>Stages that could not be graded (ERROR, {len(errors)})</h3>"
                f"<ul>{''.join(errors)}</ul>" if errors else "")

@@ -5,8 +5,10 @@ drawn as a grid at the output's own shape: one cell per element where the output
 else one per block of elements, coloured by the worst kind inside it, the tiles outlined.
 Hovering over a cell, or focusing it (the grid takes the keyboard focus; the arrow keys move
 it), shows which program stored it, its index, and the value got against the one expected
-(or the block's counts). Nothing comes from the network; the one script is inline; every
-string from a submission is escaped (the case's report below the grid is quoted text).
+(or the block's counts). Nothing comes from the network; the one script and the one style
+are inline, and the page's Content-Security-Policy (grader.report.content_policy) lets
+nothing else run, apply or load; every string from a submission is escaped (the case's
+report below the grid is quoted text).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+from grader.report.content_policy import policy_meta
 from grader.results import CaseResult, Report
 
 # mark -> (CSS class, colour, what it means, said short in a cell's text); in the judge's
@@ -42,7 +45,10 @@ STYLE = (
     ".key span{display:inline-block;width:14px;height:14px;border:1px solid #777;"
     "margin:0 .3em 0 1em;vertical-align:middle}"
     + "".join(f"td.{c},.key span.{c}{{background:{colour}}}" for c, colour, *_ in KINDS.values())
-    + f"td.unw,.key span.unw{{background:{NEVER}}}td.none{{background:#eee}}")
+    + f"td.unw,.key span.unw{{background:{NEVER}}}td.none{{background:#eee}}"
+    # a grid's cell size, by a data attribute: the policy lets no style attribute apply
+    + "".join(f"table.pic[data-cell='{n}']{{--s:{n}px}}"
+              for n in range(CELL_PX[0], CELL_PX[1] + 1)))
 # Hover and keyboard focus show a cell's text under its grid; the arrow keys move the focus.
 SCRIPT = """
 document.querySelectorAll('table.pic').forEach(function (grid) {
@@ -86,6 +92,7 @@ def page(report: Report) -> str:
     if not number:
         parts.append("<p>No failing case has a picture.</p>")
     return ("<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+            f"{policy_meta(SCRIPT, STYLE)}"
             "<meta name='viewport' content='width=device-width'>"
             "<title>failures, drawn</title>"
             f"<style>{STYLE}</style></head><body><main>{''.join(parts)}</main>"
@@ -171,7 +178,7 @@ def _grid(picture: dict, info: str, about: str) -> str:
             tab = " tabindex='0'" if i == focus else ""
             cells.append(f"<td class='{classes}'{tab} aria-label='{label}'></td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return (f"<table class='pic' role='grid' data-info='{info}' style='--s:{size}px' "
+    return (f"<table class='pic' role='grid' data-info='{info}' data-cell='{size}' "
             f"aria-label='{html.escape(about, quote=True)}'>{''.join(body)}</table>")
 
 

@@ -21,11 +21,15 @@ from grader import protocol
 from grader.sandbox import privileges, processes
 from grader.tracks import TRACKS, wing
 
-# What every worker imports, whatever its role and plan (a spare, while it waits).
+# What every worker imports, whatever its role and plan (a spare, while it waits). A role's
+# own module is not among them: once the rest is warm it takes a few milliseconds to import.
 WARM_IMPORTS = ("torch", *(m for t in TRACKS.values() for m in wing(t).preload),
                 "grader.problems", "grader.timing", "grader.replay.poison",
-                "grader.replay.execute", "grader.sandbox.launches", "grader.sandbox.submission",
-                "grader.sandbox.child")
+                "grader.replay.execute", "grader.sandbox.launches", "grader.sandbox.submission")
+# Each role's class, by the module that holds it (grader.sandbox.serve lists them).
+ROLES = {"child": ("grader.sandbox.child", "ChildWorker"),
+         "replay": ("grader.sandbox.replayer", "ReplayWorker"),
+         "builder": ("grader.sandbox.builder", "BuilderWorker")}
 
 
 def _warm() -> None:
@@ -52,14 +56,10 @@ def _bind_before_student_code(track: str, role: str, device: str) -> None:
 
 
 def _worker(role: str, track: str):
-    """The class that answers `role`'s requests (imported once confined: each module is the
-    grader's side of its process as well)."""
-    from grader.sandbox.builder import BuilderWorker
-    from grader.sandbox.child import ChildWorker
-    from grader.sandbox.replayer import ReplayWorker
-
-    workers = {w.role: w for w in (ChildWorker, ReplayWorker, BuilderWorker)}
-    return workers[role](track)
+    """The class that answers `role`'s requests, its module alone imported (once confined:
+    each module is the grader's side of its process as well)."""
+    module, name = ROLES[role]
+    return getattr(importlib.import_module(module), name)(track)
 
 
 def main(fd: int, start: str = "cold") -> None:

@@ -21,8 +21,7 @@ from grader.results import Failure, SpeedCase, SpeedResult
 from grader.sandbox import ChildProcess
 from grader.sandbox.outcomes import Proposed
 from grader.speed import ceilings as ceilings_module
-from grader.speed import trial as trial_module
-from grader.speed.trial import TimedCase, Trial, TrialResult
+from grader.speed.trial import RECORD_CALLS, TimedCase, Trial, TrialResult
 
 PLAUSIBLE_FRACTION = 1.15  # above the measured ceiling by more than noise: impossible
 # A speed-up this close to its threshold (either side) is timed once more, and the verdict
@@ -119,18 +118,18 @@ class SpeedCheck:
         def certain(found: TrialResult) -> bool:
             figures = []  # (figure / its threshold, the figure's relative error)
             if wanted.min_speedup is not None:
-                error = trial_module.speedup_error(found.student, found.baseline)
+                error = timing.speedup_error(found.student, found.baseline)
                 baseline_ms = found.baseline_ms
                 if alone and baseline_ms > alone * (1 + BASELINE_SLOWER):  # as the verdict
                     baseline_ms = alone
-                    error = max(error, trial_module.median_error(found.student))
+                    error = max(error, timing.median_error(found.student))
                 figures.append((baseline_ms / found.student_ms / wanted.min_speedup, error))
             if wanted.min_fraction is not None:
                 fraction = roofline.fraction(found.student_ms / 1e3)
                 if fraction > PLAUSIBLE_FRACTION:  # the ceiling is measured again: no verdict yet
                     return False
                 figures.append((fraction / wanted.min_fraction,
-                                trial_module.median_error(found.student)))
+                                timing.median_error(found.student)))
             return all(error <= CERTAIN_PRECISION
                        and abs(ratio - 1) > RETIME_WITHIN + CERTAIN_SIGMAS * error
                        for ratio, error in figures)
@@ -143,7 +142,7 @@ class SpeedCheck:
         with it) for good; then each baseline is timed once, the replay alone beside it."""
         if self._alone is None:
             cases = [c for c in self.speed.cases if not dtype_unsupported(c.dtype, self.device)]
-            with timing.phase(self.phases, "record the calls"):
+            with timing.phase(self.phases, RECORD_CALLS):
                 for case in cases:
                     self._proposed[case.id] = self.child.record(
                         self.stage.problem.id, dict(case.params), case.dtype,

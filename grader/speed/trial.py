@@ -25,7 +25,6 @@ time budget is spent.
 
 from __future__ import annotations
 
-import math
 import secrets
 import statistics
 import time
@@ -44,6 +43,7 @@ from grader.sandbox.outcomes import Outcome, Proposed, TimingFailed
 from grader.sandbox.child import ChildProcess
 from grader.sandbox.replayer import ReplayProcess
 
+RECORD_CALLS = "record the calls"  # the phase (grade --profile) recording the wrapper's launches
 MEMORY_KEPT = 4 << 30  # bytes of outputs the replay keeps per batch, for the grader to fetch
 BATCH = 10  # timed calls per batch, fewer for outputs that large
 MIN_BATCHES = 5
@@ -54,9 +54,8 @@ MAX_BATCHES = 200
 # (BENCHMARKS.md): the median of five batches moves by the noise of one. The range of five
 # figures is about 2.3 standard errors, so this aims at runs within 0.5% of each other.
 PRECISION = 0.002
-# A trial whose verdict is already certain stops sooner (TimedCase.certain), but never before
-# this many batches: the error of a median is estimated from the batches' own spread, and
-# five batches can look steadier than the kernel is.
+# A trial whose verdict is certain (TimedCase.certain) stops sooner, never before this many
+# batches: five can look steadier than the kernel is.
 CERTAIN_MIN_BATCHES = 8
 # Every one of the first MIN_BATCHES batches has an output fetched and checked, and one in
 # CHECKED after them: the median over batches moves only if most batches are faked.
@@ -138,8 +137,7 @@ class TimedCase:
     baseline: Callable[[Call], torch.Tensor]
     tolerance: Tolerance | None
     device: str = "cuda"
-    # Whether the batches so far already decide the case's verdict (grader.speed.check
-    # knows its thresholds); None: time to the precision alone (calibration).
+    # Whether the batches so far decide the verdict (grader.speed.check); None: calibration
     certain: Callable[["TrialResult"], bool] | None = None
 
 
@@ -207,7 +205,7 @@ class Trial:
     def run(self) -> TrialResult:
         result = TrialResult()
         try:
-            with timing.phase(self.phases, "record the call"):
+            with timing.phase(self.phases, RECORD_CALLS):
                 self._propose()
             with timing.phase(self.phases, "build, warm up"):
                 self._warm(self.budget.warmup)
@@ -330,25 +328,8 @@ class Trial:
 
 
 def precise(student: list[float], baseline: list[float]) -> bool:
-    """Whether the speed-up is known to PRECISION (see speedup_error)."""
-    return speedup_error(student, baseline) <= PRECISION
-
-
-def speedup_error(student: list[float], baseline: list[float]) -> float:
-    """The relative standard error of the speed-up, judged by the batches' own speed-ups
-    (each baseline batch over the student batch timed next to it, so that drift common to
-    both cancels); infinite below four batches."""
-    return median_error([b / s for s, b in zip(student, baseline)])
-
-
-def median_error(values: list[float]) -> float:
-    """The standard error of the median of `values` relative to it: 1.2533 sigma / sqrt(n)
-    for normal noise, with sigma estimated robustly as IQR / 1.349 (one wild batch does not
-    hold a trial up); infinite below four values."""
-    if len(values) < 4:
-        return math.inf
-    q1, median, q3 = statistics.quantiles(values, n=4)
-    return 1.2533 * (q3 - q1) / 1.349 / math.sqrt(len(values)) / median
+    """Whether the speed-up is known to PRECISION (grader.timing.speedup_error)."""
+    return timing.speedup_error(student, baseline) <= PRECISION
 
 
 def _judge_median(result: TrialResult) -> None:

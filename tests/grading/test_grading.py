@@ -19,6 +19,7 @@ from grader.course import load_course
 from grader.grading import stages as grading
 from grader.grading.request import GradingRequest
 from grader.results import SCHEMA, Failure, StageResult, Status
+from grader.tracks import TRACKS
 
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "grader" / "result.schema.json"
 
@@ -412,6 +413,22 @@ def test_auto_grades_the_track_the_student_started(run_grade, course, tmp_path):
     assert code == 0, stdout + stderr
     assert result["backend"] == "cutile-sim"
     assert "the cutile track: the only track whose exercises are started" in result["backend_reason"]
+
+
+def test_a_tie_between_started_tracks_goes_to_the_first_of_the_tracks(course, tmp_path):
+    """Stage 1 started on both tracks: the first track in grader.tracks.TRACKS is graded,
+    and the reason names that order (not the course's, which has none of tracks)."""
+    for track in TRACKS:
+        (tmp_path / track).mkdir()
+        (tmp_path / track / "stage1_vector_add.py").write_text(
+            (ROOT / f"solutions/{track}/stage1_vector_add.py").read_text())
+    first, other = list(TRACKS)
+    choice = GradingRequest(course, tuple(course.stages), submission=tmp_path).choose_track(
+        tmp_path)
+    assert choice.track == first
+    assert choice.why.startswith("as many stages started as the other, and first in the "
+                                 f"tracks' order ({first}, {other}); also started, not "
+                                 f"graded: {other}: vector_add (`--track {other}` grades it)")
 
 
 # --- the grader's own failures: one stage's ERROR, never the run's end --------------------

@@ -16,7 +16,7 @@ from class_fixture import (ERROR_TEXT, HOSTILE, IDLE, MARKUP_MESSAGE, NO_RESULT,
 from conftest import ROOT
 
 from grader.instructor.class_report import REPORT, students_in, write_report
-from grader.instructor.gradebook import read_row, speed_points
+from grader.instructor.gradebook import class_gradebook, read_row, speed_points
 from grader.report.charts import Axis, counts
 from grader.report.class_page import SCRIPT as PAGE_SCRIPT
 
@@ -178,11 +178,23 @@ def test_observations_are_not_causes():
     from grader.report.class_sections import confirmed
     from grader.results import CaseResult
 
-    case = CaseResult("c", "float32", {}, 0, False, "wrong", stats={"causes": ["grid_short"]},
-                      details=["observed (no single cause confirmed): 3 rows", "cause: too few"])
+    case = CaseResult("c", "float32", {}, 0, False, "wrong",
+                      stats={"causes": ["grid_short"], "cause_texts": {"grid_short": "too few"}},
+                      details=["observed (no single cause confirmed): 3 rows",
+                               "cause: a line of the details, not the stats' sentence"])
     assert confirmed(case) == [("grid_short", "too few")]
     case.stats, case.details = {}, ["observed (no single cause confirmed): 3 rows"]
     assert confirmed(case) == []
+
+
+def test_a_result_without_cause_texts_has_them_read_from_its_details():
+    """A result written before the judge kept each cause's sentence in its stats."""
+    from grader.report.class_sections import confirmed
+    from grader.results import CaseResult
+
+    case = CaseResult("c", "float32", {}, 0, False, "wrong", stats={"causes": ["grid_short"]},
+                      details=["observed (no single cause confirmed): 3 rows", "cause: too few"])
+    assert confirmed(case) == [("grid_short", "too few")]
 
 
 def test_who_has_not_started_each_stage(graded, course):
@@ -230,6 +242,24 @@ def test_the_report_is_written_again_from_an_out_folder(graded, run_grade, cours
     assert code == 2 and "holds no students/ folder" in err
 
 
+def test_the_report_shows_the_gradebooks_students_out_of_its_totals(course, tmp_path):
+    out = tmp_path / "out"
+    write_class(out, course)
+    # A student the roster knows of but who has no file yet, and a file no student has.
+    (out / "roster.json").write_text(json.dumps({"zoe": {"source": "zoe"}}), encoding="utf-8")
+    (out / "students" / ".partial.json").write_text("{}", encoding="utf-8")
+    book = class_gradebook(course, out, [])
+    page = Page(write_report(out, course).read_text(encoding="utf-8"))
+    rows = {r[0]: r for r in page.tables[0][1:]}
+    assert students_in(out) == [row.name for row in book.rows]
+    assert set(rows) == {row.name for row in book.rows}
+    assert "zoe" in rows and ".partial" not in rows
+    total_max = book.columns.index("total max")
+    for row, cells in zip(book.rows, book.cells):
+        if row.data is not None:
+            assert float(rows[row.name][-2]) == cells[total_max]
+
+
 def test_a_result_that_cannot_be_read_is_said_so_in_its_row(course, tmp_path):
     out = tmp_path / "out"
     write_class(out, course)
@@ -237,3 +267,21 @@ def test_a_result_that_cannot_be_read_is_said_so_in_its_row(course, tmp_path):
     page = Page(write_report(out, course).read_text(encoding="utf-8"))
     row = next(r for r in page.tables[0] if r[0] == "ada")
     assert row[-1].startswith("not graded: its result file could not be read")
+
+
+def test_names_with_control_characters_are_shown_spelled_out(course, tmp_path):
+    """A file name may hold an escape sequence or a bidi override: the page shows them
+    spelled out, on one line, wherever it names the student."""
+    out = tmp_path / "out"
+    write_class(out, course)
+    folder = out / "students"
+    red, flipped = "eve\x1b[31mred\nline", "mallory\u202egnp.exe"
+    (folder / f"{red}.json").write_bytes((folder / f"{IDLE}.json").read_bytes())
+    (folder / f"{flipped}.error").write_text(ERROR_TEXT + "\n", encoding="utf-8")
+    text = write_report(out, course).read_text(encoding="utf-8")
+    assert "\x1b" not in text and "\u202e" not in text and "red\nline" not in text
+    page = Page(text)
+    shown_red, shown_flipped = "eve\\x1b[31mred\\x0aline", "mallory\\u202egnp.exe"
+    assert {shown_red, shown_flipped} <= {r[0] for r in page.tables[0][1:]}
+    assert f"{shown_flipped}: {ERROR_TEXT}" in page.items
+    assert any(shown_red in item for item in page.items)  # among those not started

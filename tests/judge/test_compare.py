@@ -174,4 +174,11 @@ def test_softmax_rows_that_do_not_sum_to_one_are_observed_not_explained():
     assert [c.key for c in found] == ["row_normalisation"]
     assert "(median 2)" in found[0].text  # the course's words, the factor found filled in
     assert "each row's ratio is one constant" in found[0].experiment
+    # A named cause's sentence is kept in the stats, as the details print it.
+    named = compare(Outcome(output=scaled),
+                    Expected(want, torch.float32, "cpu", TOL, explain=problem.explain,
+                             hypotheses=hypotheses, experiments=problem.experiments))
+    assert named.stats["causes"] == ["row_normalisation"]
+    assert named.stats["cause_texts"] == {"row_normalisation": found[0].text}
+    assert f"cause: {found[0].text}" in named.report
     assert all(not c.key for c in problem.explain(Evidence(want, want)))

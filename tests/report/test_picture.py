@@ -15,7 +15,8 @@ from grader.judge.compare import Expected, compare, drawn
 from grader.replay.execute import LaunchRecord
 from grader.replay.poison import poison_
 from grader.replay.traffic import NOBODY, OOB_READER, SEVERAL, SHARED, WRITTEN
-from grader.report.picture_html import page
+from grader.report.content_policy import digest
+from grader.report.picture_html import CELL_PX, SCRIPT, STYLE, page
 from grader.results import CaseResult, Failure, Report, StageResult
 from grader.sandbox.outcomes import Outcome
 from grader.tracks import TRACKS
@@ -161,8 +162,27 @@ def test_every_string_on_the_page_is_escaped():
     assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;&#x27;" in html
     assert "<svg" not in html and "<b>" not in html and "Fused &lt;GELU&gt;" in html
-    assert "http" not in html and "src=" not in html.replace("src=x", "")
+    assert "http" not in html.replace("http-equiv=", "") and "src=" not in html.replace("src=x", "")
     assert html.count("<script>") == 1  # the page's own, inline
+
+
+def test_the_page_lets_only_its_own_script_and_style_run():
+    """Its Content-Security-Policy allows the page's one script and one style by their
+    hashes, and nothing else: no style attribute either (a grid's cell size is a class rule)."""
+    want = torch.zeros(2, 2)
+    outcome = Outcome(output=want + 1, launches=launched((2, 2), (1, 1)),
+                      writers=torch.zeros(2, 2, dtype=torch.int32), writer_launch=0)
+    html = page(report_of(failed(compare(outcome, expected(want)).picture)))
+    policy = re.search(r"<meta http-equiv='Content-Security-Policy' content=\"([^\"]*)\">",
+                       html).group(1)
+    assert html.index("Content-Security-Policy") < html.index("<style>")
+    assert "default-src 'none'" in policy and "'unsafe-inline'" not in policy
+    assert f"script-src '{digest(SCRIPT)}'" in policy and f"style-src '{digest(STYLE)}'" in policy
+    assert f"<script>{SCRIPT}</script>" in html and f"<style>{STYLE}</style>" in html
+    assert " style=" not in html
+    size = re.search(r"<table class='pic'[^>]* data-cell='(\d+)'", html).group(1)
+    assert CELL_PX[0] <= int(size) <= CELL_PX[1]
+    assert f"table.pic[data-cell='{size}']{{--s:{size}px}}" in STYLE
 
 
 def test_a_page_with_no_failing_case_says_so():

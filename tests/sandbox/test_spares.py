@@ -117,3 +117,16 @@ def _alive(pid: int) -> bool:
             return f.read().split(") ")[-1][0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_a_worker_imports_its_own_roles_class_alone():
+    """Each role's class is imported by role once confined, none with the spares' imports: a
+    builder never imports the child's module (which imports the replay's and the builder's)."""
+    script = ("import sys; from grader.sandbox import worker; "
+              "assert not any(m.startswith('grader.sandbox.child') for m in worker.WARM_IMPORTS); "
+              "assert {r: type(worker._worker(r, 'triton')).role for r in ('builder', 'replay')}"
+              " == {'builder': 'builder', 'replay': 'replay'}; "
+              "assert 'grader.sandbox.child' not in sys.modules, 'child imported'; "
+              "assert type(worker._worker('child', 'triton')).role == 'child'")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    subprocess.run([sys.executable, "-c", script], check=True, cwd=root, timeout=120)

@@ -117,6 +117,11 @@ def test_fast_enough_earns_the_speed_points(tmp_path, grade):
     assert case.fraction == 0.004
     assert "2.00x" in case.summary and "3.6 GB/s" in case.summary
     assert result.speed.cases[1].achieved == 6.0  # 3 * 5000 * 4 bytes in 10 us
+    # The speed trials' parts, by the grader's clock (grade --profile): recording the calls
+    # is one phase, whether the stage recorded them all at once or a trial its own.
+    parts = {k[len("speed / "):] for k in result.phases if k.startswith("speed / ")}
+    assert trial.RECORD_CALLS in parts and "timed batches" in parts
+    assert not any(p.startswith("record the call") for p in parts - {trial.RECORD_CALLS})
 
     data = json.loads(record.read_text())
     (first, second) = data["benchmarks"]
@@ -809,7 +814,7 @@ def test_a_trial_far_from_its_threshold_stops_once_its_verdict_is_certain(grade,
     _noisy_batches(monkeypatch, JITTER)
     first = JITTER * (trial.CERTAIN_MIN_BATCHES // len(JITTER))
     assert not trial.precise([0.01 * n for n in first], [0.02] * len(first))
-    assert trial.speedup_error([0.01 * n for n in first], [0.02] * len(first)) \
+    assert timing.speedup_error([0.01 * n for n in first], [0.02] * len(first)) \
         <= speed.CERTAIN_PRECISION
     for threshold, passed in ((1.5, True), (2.7, False)):
         case = grade(threshold).speed.cases[0]

@@ -1,0 +1,27 @@
+"""The Content-Security-Policy of the grader's self-contained pages (the class report, the
+picture of failing cases): nothing may load or connect, and only the page's own inline script
+and style may run or apply, each allowed by its hash. A page that has them verbatim in one
+<script> and one <style> element, and no style attribute, works as it is; anything else a
+string from a submission could slip in does not run.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+
+
+def digest(text: str) -> str:
+    """A CSP source for an inline element whose text is `text`."""
+    return "sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode()
+
+
+def policy(script: str, style: str) -> str:
+    """The policy of a page whose only script is `script` and only style `style`."""
+    return ("default-src 'none'; base-uri 'none'; form-action 'none'; "
+            f"script-src '{digest(script)}'; style-src '{digest(style)}'")
+
+
+def policy_meta(script: str, style: str) -> str:
+    """The <meta> element that sets it (it goes first in the <head>, before the style)."""
+    return f"<meta http-equiv='Content-Security-Policy' content=\"{policy(script, style)}\">"
