@@ -1,8 +1,9 @@
 """Causes confirmed by experiment: the stage's hypotheses (course.toml's
 [[stages.hypotheses]], grader.course.Hypothesis) tried on a failing case.
 
-A hypothesis is named only when every experiment it gives holds: the output matches the
-reference recomputed under the mistake (a recompute the problem defines, by name), and a
+A hypothesis is named only when every experiment it gives holds: one of the problem's
+experiments, by name (mostly: the output matches the reference recomputed under the mistake;
+its findings may carry facts the hypothesis's words name, such as the tile width), and a
 replay of the same kernel on the case's inputs changed as the hypothesis says (`probe`: K = 1,
 not causal, a unit scale) passes. The cause carries the experiments that confirmed it, and
 the case's result records them. A probe is run by whoever replays the case (Probe): it may
@@ -22,7 +23,7 @@ from grader.problems.evidence import Cause, Evidence, Finding, experiment
 Probe = Callable[[dict], "str | None"]
 
 
-def confirmed(ev: Evidence, hypotheses: Sequence, experiments: Mapping[str, Callable],
+def confirmed(ev: Evidence, hypotheses: Sequence, experiments: Mapping[str, Any],
               probe: Probe | None) -> list[Cause]:
     """The first hypothesis whose experiments all hold, as a Cause in its words with the
     facts its experiment found filled in; else nothing."""
