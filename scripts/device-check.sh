@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The script that checks everything a GPU can check, in parts, with logs under $OUT:
 #   grading: the machine (GPU, driver, Python, torch, triton, cuda-tile), `grade doctor`;
-#     `grade all --solutions` (GRADING_STAGES: other selectors) on the Triton GPU backend
+#     `grade all --solutions --profile` (GRADING_STAGES: other selectors; the profile, where
+#     each stage's seconds went, after each scorecard) on the Triton GPU backend
 #     and on cuTile, every case passing, speed included (pytest-benchmark records in
 #     $OUT/<backend>-bench.json); `--backend auto` must pick cuTile when it works; cuTile
 #     with a stale CUDA_HOME (the machine's older toolkit) must still grade
@@ -79,7 +80,7 @@ check() {  # check NAME EXPECTED_EXIT -- ARGS: run `grade ARGS`, append its outp
 if part grading; then
 check doctor 0 -- doctor
 for b in triton cutile; do
-  check "$b" 0 -- ${GRADING_STAGES:-all} --solutions --backend "$b" --json "$OUT/$b.json" --benchmark-json "$OUT/$b-bench.json"
+  check "$b" 0 -- ${GRADING_STAGES:-all} --solutions --backend "$b" --profile --json "$OUT/$b.json" --benchmark-json "$OUT/$b-bench.json"
 done
 check auto 0 -- 1 --solutions --json "$TMP/auto.json"
 "$PY" -c "import json,sys; d=json.load(open('$TMP/auto.json')); print('   auto picked', d['backend'], '-', d['backend_reason']); sys.exit(d['backend'] != 'cutile')" || status=1

@@ -759,35 +759,6 @@ def test_the_precision_of_a_speed_up_is_the_error_of_its_batches_median():
     assert not trial.precise([0.01] * 3, [0.02] * 3)  # too few to tell
 
 
-def test_noisy_batches_are_timed_until_the_speed_up_is_precise(grade, monkeypatch):
-    """An honest kernel whose batches vary by 1.5% is timed past the first five batches, and
-    the trial stops as soon as its speed-up is precise: the figure is the median of many
-    batches, not of five that happened to look steady."""
-    fake = ReplayProcess.time_batch
-    batches = iter(range(10**6))
-    noise = [1.0, 1.01, 0.995, 1.005, 0.99, 1.0, 1.015, 0.985]
-
-    def noisy(self, *args):
-        batch = fake(self, *args)
-        scale = noise[next(batches) % len(noise)]
-        return Batch([t * scale for t in batch.times_ms], batch.digests, batch.wall_ms * scale)
-
-    monkeypatch.setattr(ReplayProcess, "time_batch", noisy)
-    # The budget's clock stands still: on a loaded machine the wall-clock budget would end
-    # the trial before the speed-up is precise, and this test is about precision alone (no
-    # stop for a certain verdict either: as in calibration).
-    monkeypatch.setattr(Trial, "clock", staticmethod(lambda: 0.0))
-    monkeypatch.setattr(speed.SpeedCheck, "_certainty", lambda self, alone, roofline: None)
-    ran = []
-    real = trial.precise
-    monkeypatch.setattr(trial, "precise", lambda s, b: ran.append(real(s, b)) or ran[-1])
-    result = grade(1.5)
-    case = result.speed.cases[0]
-    assert case.passed and case.repeats > trial.MIN_BATCHES, case.summary
-    assert ran[case.repeats - 1] and not any(ran[trial.MIN_BATCHES - 1:case.repeats - 1])
-    assert case.speedup == pytest.approx(2.0, rel=0.02)
-
-
 def _noisy_batches(monkeypatch, noise):
     """The fake replay's batches scaled in turn by `noise`; the budget's clock stands still."""
     fake = ReplayProcess.time_batch
@@ -800,6 +771,25 @@ def _noisy_batches(monkeypatch, noise):
 
     monkeypatch.setattr(ReplayProcess, "time_batch", noisy)
     monkeypatch.setattr(Trial, "clock", staticmethod(lambda: 0.0))
+
+
+def test_noisy_batches_are_timed_until_the_speed_up_is_precise(grade, monkeypatch):
+    """An honest kernel whose batches vary by 1.5% is timed past the first five batches, and
+    the trial stops as soon as its speed-up is precise: the figure is the median of many
+    batches, not of five that happened to look steady."""
+    # The budget's clock stands still: on a loaded machine the wall-clock budget would end
+    # the trial before the speed-up is precise, and this test is about precision alone (no
+    # stop for a certain verdict either: as in calibration).
+    _noisy_batches(monkeypatch, [1.0, 1.01, 0.995, 1.005, 0.99, 1.0, 1.015, 0.985])
+    monkeypatch.setattr(speed.SpeedCheck, "_certainty", lambda self, alone, roofline: None)
+    ran = []
+    real = trial.precise
+    monkeypatch.setattr(trial, "precise", lambda s, b: ran.append(real(s, b)) or ran[-1])
+    result = grade(1.5)
+    case = result.speed.cases[0]
+    assert case.passed and case.repeats > trial.MIN_BATCHES, case.summary
+    assert ran[case.repeats - 1] and not any(ran[trial.MIN_BATCHES - 1:case.repeats - 1])
+    assert case.speedup == pytest.approx(2.0, rel=0.02)
 
 
 # Batches within 0.7% of their median: the speed-up is known to about 0.4% after eight (to
