@@ -7,6 +7,8 @@ import sys
 
 # name -> (module, what it finds out)
 STUDIES = {
+    "batch": ("batch_check", "a class graded by `grade batch`, each student against a grading "
+                             "alone"),
     "benchmark": ("benchmark", "every reference against PyTorch, by the grader's clock and by "
                                "do_bench"),
     "clockgap": ("clock_gap_check", "why the grader's clock and do_bench disagree"),

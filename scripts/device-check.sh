@@ -21,6 +21,10 @@
 #   repeat: `python -m scripts repeat`, matmul and softmax references graded 5 times each on both
 #     tracks, alternating with a copy made 10% slower: same verdict every time, speed-ups
 #     within 2%, the slower copy told apart every time (REPEAT_ARGS: its options)
+#   batch: `python -m scripts batch`, a class of 8 made from the references (every other
+#     student with a fault file in one stage) graded by `grade batch`, two of them graded
+#     alone as well: the same points, and the wall time per student (BATCH_ARGS: its
+#     options, e.g. --jobs 2 on a host with two GPUs, --backend cutile)
 #   sweep: `python -m scripts sweep`, variants of the references' TUNE places timed side by side with
 #     the reference and PyTorch (SWEEP_ARGS: its options, e.g. --track triton)
 #   benchmark: `python -m scripts benchmark`, every reference and PyTorch by both clocks (the
@@ -39,7 +43,7 @@
 # corpus 3, timing 5, each untuned part 4 (218 s), flush 1 (20 s), repeat 5 (276 s), sweep 5
 # (268 s for every stage, both tracks), benchmark under 4 (--seconds 1.5), clockgap 2 (98 s).
 set -uo pipefail
-ALL="grading calibrate exercises corpus timing untuned-triton untuned-cutile repeat flush sweep benchmark clockgap"
+ALL="grading calibrate exercises corpus timing untuned-triton untuned-cutile repeat batch flush sweep benchmark clockgap"
 PARTS=${*:-$ALL}
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 for p in $PARTS; do
@@ -126,6 +130,12 @@ if part timing; then
   start=$(date +%s)
   "$PY" -m scripts timing --repeat 5 --seconds 2 2>&1 | tee "$OUT/timing.txt" || status=1
   echo "== timing check: $(( $(date +%s) - start )) s"
+fi
+if part batch; then
+  echo "== batch check"
+  start=$(date +%s)
+  words "${BATCH_ARGS:-}"; "$PY" -m scripts batch "${WORDS[@]}" 2>&1 | tee "$OUT/batch.txt" || status=1
+  echo "== batch check: $(( $(date +%s) - start )) s"
 fi
 if part repeat; then
   echo "== repeat check"

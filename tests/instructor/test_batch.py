@@ -256,3 +256,17 @@ def test_paths_below_the_scratch_folder_become_the_students_own(tmp_path):
         'File "exercises/triton/stage3_softmax.py", line 4\n'
         "copied to exercises/cutile/stage1_vector_add.py: ok\n"
         "cache in <tmp>/home")
+
+
+@pytest.mark.slow  # a class of two, graded in a batch and each alone: about a minute
+def test_the_batch_study_finds_each_students_points_alone_as_in_the_batch(capsys, monkeypatch):
+    """`python -m scripts batch` on Triton's interpreter: a whole student and one with a fault
+    file in stage 1; both graded alone as well, with the same points as in the batch."""
+    from scripts.__main__ import main
+
+    assert main(["batch", "--students", "2", "--backend", "triton-interpret"]) == 0
+    table = capsys.readouterr().out
+    assert "| student01 | - | [10.0, 15.0, 20.0, 25.0, 30.0] |" in table
+    assert "| student02 | stage 1: stage1_" in table and "| [0.0, 15.0" in table
+    assert table.count("| yes |") == 2 and "| NO |" not in table
+    assert "grade batch: 2 students, --jobs 1, --backend triton-interpret:" in table
