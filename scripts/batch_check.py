@@ -118,7 +118,7 @@ def _run(options, track: str, work: Path) -> int:
             status = 1
             continue
         alone[name] = json.loads(result.read_text())
-    print(f"| student | changed | batch: points per stage | alone: points per stage | same |")
+    print("| student | changed | batch: points per stage | alone: points per stage | same |")
     print("| --- | --- | --- | --- | --- |")
     for name in changed:
         theirs = stage_points(batch[name])
