@@ -8,7 +8,8 @@ a class and checks it:
 1. the class: STUDENTS copies of the track's reference solutions, every other one with one
    stage's file replaced by a fault file of tests/faults/<track>/ (the first of that stage,
    by name, a different stage for each), so that the students' points differ and a
-   mix-up between two of them shows;
+   mix-up between two of them shows; with --stages, a copy of the course cut to those
+   stages grades them (a class of 8 on one GPU in one sitting);
 2. `grade batch` grades the class (--jobs, one seed for all), timed by the wall clock;
 3. ALONE of the students (the first whole one and the first faulty one, by default) are
    graded again, each alone, by `grade all --submission` with the class's seed;
@@ -18,6 +19,7 @@ a class and checks it:
 Exit code 1 when a student's points alone differ from the batch's, or a grading failed.
 
 Usage:  python -m scripts batch [--students N] [--jobs J] [--backend B] [--alone K]
+                                [--stages 1 2 ...]
 """
 
 from __future__ import annotations
@@ -36,17 +38,35 @@ from scripts import common
 SEED = 20261204  # the class's seed: the batch and the gradings alone draw the same inputs
 
 
-def make_class(folder: Path, students: int, track: str) -> dict[str, str]:
-    """Write the submissions; return, per student, what was changed ("" for none)."""
+def cut_course(folder: Path, numbers: list[int]) -> Path:
+    """A copy of the course with only the stages numbered (its exercises and solutions
+    linked, not copied); returns its course.toml."""
+    text = (common.ROOT / "course.toml").read_text(encoding="utf-8")
+    head, *stages = text.split("\n[[stages]]\n")
+    kept = [block for number, block in enumerate(stages, 1) if number in numbers]
+    folder.mkdir(parents=True)
+    for name in ("exercises", "solutions"):
+        (folder / name).symlink_to(common.ROOT / name)
+    path = folder / "course.toml"
+    path.write_text("\n[[stages]]\n".join([head, *kept]), encoding="utf-8")
+    return path
+
+
+def make_class(folder: Path, students: int, track: str,
+               numbers: list[int] | None = None) -> dict[str, str]:
+    """Write the submissions (the stages numbered, else all); return, per student, what was
+    changed ("" for none)."""
     course = common.course()
-    stages = [s for s in course.stages if track in s.modules]
+    stages = [s for s in course.stages
+              if track in s.modules and (not numbers or s.number in numbers)]
     changed = {}
     for i in range(students):
         name = f"student{i + 1:02d}"
         fault = None
         if i % 2:  # every other student: one stage from a fault file
             stage = stages[(i // 2) % len(stages)]
-            faults = sorted((common.ROOT / "tests/faults" / track).glob(f"stage{stage.number}_*.py"))
+            folder_of_faults = common.ROOT / "tests/faults" / track
+            faults = sorted(folder_of_faults.glob(f"stage{stage.number}_*.py"))
             fault = (stage, faults[0]) if faults else None
         for stage in stages:
             module = stage.modules[track]
@@ -80,6 +100,8 @@ def main() -> int:
                         help="the backend everyone is graded on (its track's references)")
     parser.add_argument("--alone", type=int, default=2,
                         help="how many students to grade alone as well")
+    parser.add_argument("--stages", type=int, nargs="+", default=None,
+                        help="grade only these stages (by number), of a copy of the course")
     options = parser.parse_args()
     track = "cutile" if options.backend.startswith("cutile") else "triton"
     work = Path(tempfile.mkdtemp(prefix="tilecourse-batch-check-"))
@@ -90,10 +112,12 @@ def main() -> int:
 
 
 def _run(options, track: str, work: Path) -> int:
-    changed = make_class(work / "class", options.students, track)
+    changed = make_class(work / "class", options.students, track, options.stages)
+    course = (["--course", str(cut_course(work / "course", options.stages))]
+              if options.stages else [])
     out = work / "results"
     code, batch_seconds = grade(
-        ["batch", *sorted(str(p) for p in (work / "class").iterdir()), "--out", str(out),
+        [*course, "batch", *sorted(str(p) for p in (work / "class").iterdir()), "--out", str(out),
          "--backend", options.backend, "--jobs", str(options.jobs), "--seed", str(SEED)],
         work / "batch.log")
     if code not in (0, 1):  # 1: some student did not pass everything, as planned
@@ -108,9 +132,9 @@ def _run(options, track: str, work: Path) -> int:
     alone, alone_seconds, status = {}, [], 0
     for name in picked:
         result = work / f"{name}-alone.json"
-        code, seconds = grade(["all", "--submission", str(work / "class" / name), "--backend",
-                               options.backend, "--seed", str(SEED), "--json", str(result)],
-                              work / f"{name}-alone.log")
+        code, seconds = grade([*course, "all", "--submission", str(work / "class" / name),
+                               "--backend", options.backend, "--seed", str(SEED),
+                               "--json", str(result)], work / f"{name}-alone.log")
         alone_seconds.append(seconds)
         if not result.is_file():
             print((work / f"{name}-alone.log").read_text()[-4000:])

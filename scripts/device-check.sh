@@ -24,7 +24,8 @@
 #   batch: `python -m scripts batch`, a class of 8 made from the references (every other
 #     student with a fault file in one stage) graded by `grade batch`, two of them graded
 #     alone as well: the same points, and the wall time per student (BATCH_ARGS: its
-#     options, e.g. --jobs 2 on a host with two GPUs, --backend cutile)
+#     options, e.g. --jobs 2 on a host with two GPUs, --backend cutile, --stages 1 2 3 to
+#     stay within one run's time limit)
 #   sweep: `python -m scripts sweep`, variants of the references' TUNE places timed side by side with
 #     the reference and PyTorch (SWEEP_ARGS: its options, e.g. --track triton)
 #   benchmark: `python -m scripts benchmark`, every reference and PyTorch by both clocks (the
