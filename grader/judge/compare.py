@@ -187,9 +187,11 @@ def _seen(outcome: Outcome, expected: Expected, judged: tuple) -> picture.Seen:
     launch = outcome.writer_launch
     if expected.track is not None and launch is not None and launch < len(launches):
         words = expected.track.words_for(launches[launch].grid)
+    known = words is not None
     return picture.Seen(bad, unwritten, got, want, outcome.traffic_map,
-                        outcome.writers if words is not None else None,
-                        _extents(expected.tiles, bad, launches), words)
+                        outcome.writers if known else None,
+                        _extents(expected.tiles, bad, launches), words,
+                        outcome.shared if known else None)
 
 
 def _extents(spec, bad: torch.Tensor, launches) -> list[int] | None:

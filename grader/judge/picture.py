@@ -98,6 +98,8 @@ class Seen:
     writers: torch.Tensor | None = None
     extents: list[int] | None = None
     words: Words | None = None
+    # rows of (flat index, program, program): elements several programs stored (Traffic.shared)
+    shared: torch.Tensor | None = None
 
 
 @dataclass(frozen=True)
@@ -158,10 +160,12 @@ def draw(seen: Seen) -> dict:
         "counts": {str(i): table[i] for i, m in enumerate(marks) if m not in (".", EMPTY)},
         "word": seen.words.program if seen.words else "program",
         "nobody": NOBODY, "several": SEVERAL,  # writers besides a program's number
-        "writers": None, "names": None, "values": None,
+        "writers": None, "names": None, "values": None, "shared": None,
     }
     if seen.writers is not None and seen.writers.shape == seen.bad.shape:
         record["writers"], record["names"] = _writers(seen, layout)
+        if seen.shared is not None:
+            record["shared"] = _shared(seen, layout, record["names"])
     if layout.cell == (1, 1):
         record["values"] = _values(seen, layout)
     return record
@@ -259,6 +263,22 @@ def _writers(seen: Seen, layout: _Layout) -> tuple[list[list[int]], dict[str, st
         cells.append([int(distinct.size), *shown])
     name = seen.words.name if seen.words else str
     return cells, {str(p): name(p) for p in sorted(named)}
+
+
+def _shared(seen: Seen, layout: _Layout, names: dict[str, str]) -> dict[str, list[int]]:
+    """Per cell holding elements that several programs stored: the first SHOW_WRITERS of
+    those programs (each element's two lowest), their names added to `names`."""
+    (h, w), (_, n_cols) = layout.cell, layout.grid
+    found: dict[int, set[int]] = {}
+    for flat, first, second in seen.shared.tolist():
+        row, col = divmod(flat, layout.cols)
+        found.setdefault(row // h * n_cols + col // w, set()).update((first, second))
+    name = seen.words.name if seen.words else str
+    shown = {}
+    for cell, programs in found.items():
+        shown[str(cell)] = sorted(programs)[:SHOW_WRITERS]
+        names.update({str(p): name(p) for p in shown[str(cell)]})
+    return shown
 
 
 def _values(seen: Seen, layout: _Layout) -> list[list[str] | None]:

@@ -30,6 +30,7 @@ from grader.tracks import Words
 
 WRITTEN, SHARED, OOB_READER = 1, 2, 4  # bits of Traffic.output_map
 NOBODY, SEVERAL = -1, -2  # entries of Traffic.writers besides a program's number
+SHARED_ROWS = 4096  # elements stored by several programs whose programs are named, at most
 SHOW = 3  # programs or elements named in one finding
 
 
@@ -95,6 +96,10 @@ class Traffic:
     # int32, the output's shape: the program (numbered as in the launch's grid, x fastest)
     # that stored each element, NOBODY or SEVERAL; None where several launches stored to it
     writers: torch.Tensor | None = None
+    # int32, a row per element several programs stored (SHARED_ROWS of them at most, spread
+    # over the output): its flat index and the two lowest of those programs; None with
+    # `writers`
+    shared: torch.Tensor | None = None
     writer_launch: int | None = None  # which launch of the call those programs belong to
     stored_by: set[int] = field(default_factory=set)  # launches that stored to the output
 
@@ -108,7 +113,7 @@ class Traffic:
         if self.output_map is not None and self.output_map.shape == shape:
             found["traffic"] = self.output_map
         if self.writers is not None and self.writers.shape == shape:
-            found["writers"] = self.writers
+            found["writers"], found["shared"] = self.writers, self.shared
         return found, self.writer_launch if "writers" in found else None
 
 
@@ -278,13 +283,25 @@ class LaunchWatch:
         """Who wrote each output element, while only this launch has stored to the output."""
         traffic.stored_by.add(self.index)
         if len(traffic.stored_by) > 1:
-            traffic.writers, traffic.writer_launch = None, None
+            traffic.writers, traffic.shared, traffic.writer_launch = None, None, None
             return
         who = np.full(writers.size, NOBODY, np.int32)
         who[writers > 1] = SEVERAL
         alone = pairs[writers[pairs // self.programs] == 1]
         who[alone // self.programs] = alone % self.programs
+        # pairs are sorted (element, then program): an element's programs lie side by side,
+        # the lowest first
+        several = pairs[writers[pairs // self.programs] > 1]
+        elements = several // self.programs
+        first = np.nonzero(np.r_[True, elements[1:] != elements[:-1]])[0] \
+            if several.size else np.zeros(0, np.int64)
+        if first.size > SHARED_ROWS:  # spread over the output, so every part of it has some
+            first = first[np.unique(np.linspace(0, first.size - 1, SHARED_ROWS).astype(np.int64))]
+        rows = np.stack([elements[first], several[first] % self.programs,
+                         several[first + 1] % self.programs], axis=1) if first.size else \
+            np.zeros((0, 3), np.int64)
         traffic.writers = torch.from_numpy(who).view(output.shape)
+        traffic.shared = torch.from_numpy(rows.astype(np.int32))
         traffic.writer_launch = self.index
 
     def _sharing(self, writers: np.ndarray, pairs: np.ndarray) -> list[Finding]:

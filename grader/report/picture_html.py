@@ -215,7 +215,9 @@ def _stored(picture: dict, i: int) -> str:
     if alone:
         said.append(f"stored by {word}{'s' if len(alone) > 1 else ''} " + ", ".join(alone))
     if picture.get("several") in shown:
-        said.append(f"{'some ' if total > 1 else ''}stored by several {word}s")
+        among = [names.get(str(p), str(p)) for p in (picture.get("shared") or {}).get(str(i), [])]
+        which = f", among them {', '.join(among)}" if among else ""
+        said.append(f"{'some ' if total > 1 else ''}stored by several {word}s{which}")
     if picture.get("nobody") in shown:
         said.append(f"{'some ' if total > 1 else ''}stored by no {word}")
     more = total - len(shown)

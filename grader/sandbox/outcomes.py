@@ -10,6 +10,7 @@ from typing import Any
 from grader.quoting import single_line
 from grader.results import Failure
 from grader.replay.execute import LaunchRecord
+from grader.replay.traffic import SHARED_ROWS
 
 # Each finding of the replay's watch, and each overrun, is one line of text wherever it is
 # shown (causes quote findings inside their own sentences): cut to this, newlines escaped.
@@ -41,6 +42,9 @@ class Outcome:
     # per output element, the program that stored it (grader.replay.traffic.Traffic.writers),
     # a program of launches[writer_launch]
     writers: Any = None
+    # rows of (flat index, program, program): elements several programs stored, the two
+    # lowest of those (grader.replay.traffic.Traffic.shared)
+    shared: Any = None
     writer_launch: int | None = None
     inputs_after: list[Any] = field(default_factory=list)
 
@@ -90,7 +94,7 @@ def call_outcome(value: dict, tensors: dict, inputs: list) -> Outcome:
         if now is None or now.shape != before.shape or now.dtype != before.dtype:
             raise protocol.ProtocolError("its reply lacks the inputs as they were after the call")
     if set(tensors) - {f"input.{i}" for i in range(len(inputs))} - {"output", "traffic",
-                                                                    "writers"}:
+                                                                    "writers", "shared"}:
         raise protocol.ProtocolError("its reply holds tensors nobody asked for")
     output = tensors.get("output")
     traffic_map, writers = tensors.get("traffic"), tensors.get("writers")
@@ -103,9 +107,18 @@ def call_outcome(value: dict, tensors: dict, inputs: list) -> Outcome:
     if (writers is None) != (launch is None) or (
             launch is not None and not 0 <= launch < len(value["launches"])):
         raise protocol.ProtocolError("its reply names the writers of a launch it did not make")
+    shared = tensors.get("shared")
+    if (shared is None) != (writers is None) or shared is not None and (
+            shared.dim() != 2 or shared.shape[1] != 3 or shared.dtype != torch.int32
+            or shared.shape[0] > min(writers.numel(), SHARED_ROWS) or shared.numel() and not (
+                0 <= int(shared[:, 0].min()) and int(shared[:, 0].max()) < writers.numel())):
+        raise protocol.ProtocolError("its reply holds rows of shared writers that are not rows "
+                                     "of its output")
+    programs = math.prod(value["launches"][launch]["grid"]) if launch is not None else 0
     if writers is not None and writers.numel() and not (
-            int(writers.min()) >= -2 and int(writers.max()) < math.prod(
-                value["launches"][launch]["grid"])):
+            int(writers.min()) >= -2 and int(writers.max()) < programs and (
+                not shared.numel() or 0 <= int(shared[:, 1:].min())
+                and int(shared[:, 1:].max()) < programs)):
         # the judge counts per program: a number no program of the launch has is refused
         raise protocol.ProtocolError("its reply names writers that are no program of the launch")
     if ("device" in returned) != (output is not None):
@@ -117,5 +130,5 @@ def call_outcome(value: dict, tensors: dict, inputs: list) -> Outcome:
         unchecked=value["unchecked"],
         overruns=[single_line(o, FINDING_CHARS) for o in value["overruns"]],
         traffic=[{**f, "text": single_line(f["text"], FINDING_CHARS)} for f in value["traffic"]],
-        traffic_map=traffic_map, writers=writers, writer_launch=launch,
+        traffic_map=traffic_map, writers=writers, shared=shared, writer_launch=launch,
         launches=[LaunchRecord(**la) for la in value["launches"]], inputs_after=after)

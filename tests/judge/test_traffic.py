@@ -9,6 +9,7 @@ import torch
 from grader.judge import ownership, picture
 from grader.problems.evidence import Evidence, row_factor
 from grader.protocol import ProtocolError
+from grader.replay import traffic as traffic_module
 from grader.replay.traffic import (NOBODY, OOB_READER, SEVERAL, SHARED, WRITTEN, LaunchWatch,
                                    Region, Source, Traffic)
 from grader.sandbox.outcomes import call_outcome
@@ -93,6 +94,13 @@ def test_the_writers_map_names_the_one_program_that_stored_each_element():
     traffic = run(3, [(True, "out", range(0, 3), 0, 2), (True, "out", range(2, 5), 1, 2)])
     assert traffic.writers.tolist() == [0, 0, SEVERAL, 1, 1, NOBODY, NOBODY, NOBODY]
     assert traffic.writer_launch == 0
+    # where several stored an element: its flat index and the two lowest of them
+    assert traffic.shared.tolist() == [[2, 0, 1]]
+    three = run(3, [(True, "out", range(0, 2), 2, 2), (True, "out", range(1, 4), 0, 2),
+                    (True, "out", range(1, 2), 1, 2), (True, "out", range(3, 4), 2, 2)])
+    assert three.writers.tolist()[:4] == [2, SEVERAL, 0, SEVERAL]
+    assert three.shared.tolist() == [[1, 0, 1], [3, 0, 2]]
+    assert run(1, [(True, "out", range(0, 3), 0, 2)]).shared.shape == (0, 3)
 
 
 def test_several_launches_storing_to_the_output_leave_no_writers_map():
@@ -201,11 +209,22 @@ def test_a_reply_whose_writers_are_no_program_of_the_launch_is_refused():
              "unchecked": None, "overruns": [], "traffic": [], "launches": [launch],
              "writer_launch": 0}
     fine = torch.tensor([0, 1, NOBODY, SEVERAL], dtype=torch.int32)
-    assert call_outcome(value, {"output": output, "writers": fine}, []).writers is fine
+    shared = torch.tensor([[3, 0, 1]], dtype=torch.int32)
+    read = call_outcome(value, {"output": output, "writers": fine, "shared": shared}, [])
+    assert read.writers is fine and read.shared is shared
     for forged in ([0, 1, 2, 0], [0, 1 << 30, 0, 0], [0, -7, 0, 0]):
         with pytest.raises(ProtocolError, match="no program of the launch"):
-            call_outcome(value, {"output": output,
+            call_outcome(value, {"output": output, "shared": shared,
                                  "writers": torch.tensor(forged, dtype=torch.int32)}, [])
+    for forged in ([[3, 0, 2]], [[3, NOBODY, 0]]):  # the shared rows name programs too
+        with pytest.raises(ProtocolError, match="no program of the launch"):
+            call_outcome(value, {"output": output, "writers": fine,
+                                 "shared": torch.tensor(forged, dtype=torch.int32)}, [])
+    for rows in (None, [[4, 0, 1]], [[-1, 0, 1]], [[3, 0, 1]] * 5, [[3, 0]]):
+        tensors = {"writers": fine} if rows is None else {
+            "writers": fine, "shared": torch.tensor(rows, dtype=torch.int32)}
+        with pytest.raises(ProtocolError, match="not rows of its output"):
+            call_outcome(value, {"output": output, **tensors}, [])
 
 
 def test_a_reply_without_launches_or_writers_is_read():
@@ -218,3 +237,11 @@ def test_a_reply_without_launches_or_writers_is_read():
     assert call_outcome(value, {}, []).error == "refused"
     with pytest.raises(ProtocolError, match="names the writers of a launch it did not make"):
         call_outcome({**value, "writer_launch": 0}, {}, [])
+
+
+def test_the_shared_rows_are_spread_over_the_output_when_there_are_too_many(monkeypatch):
+    """Past SHARED_ROWS elements stored by several programs, the rows kept are spread from
+    the first to the last, so that every part of the picture can name some."""
+    monkeypatch.setattr(traffic_module, "SHARED_ROWS", 3)
+    traffic = run(2, [(True, "out", range(0, 8), 0, 2), (True, "out", range(0, 8), 1, 2)])
+    assert [row[0] for row in traffic.shared.tolist()] == [0, 3, 7]

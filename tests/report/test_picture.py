@@ -114,8 +114,9 @@ def test_a_small_output_is_drawn_one_cell_per_element_with_its_values_and_progra
     traffic[5, 9] = 0
     writers = tiled_writers((6, 10), (4, 4), (3, 2))
     writers[2, 3], writers[5, 9] = SEVERAL, NOBODY
+    shared = torch.tensor([[23, 0, 3]], dtype=torch.int32)  # out[2, 3]: (0, 0) and (0, 1)
     outcome = Outcome(output=got, launches=launched((4, 4), (3, 2)), traffic_map=traffic,
-                      writers=writers, writer_launch=0)
+                      writers=writers, shared=shared, writer_launch=0)
     picture = compare(outcome, expected(want)).picture
     assert picture["cell"] == [1, 1] and picture["grid"] == [6, 10]
     assert picture["marks"][1] == "X" and picture["marks"][23] == "2"
@@ -127,7 +128,7 @@ def test_a_small_output_is_drawn_one_cell_per_element_with_its_values_and_progra
     texts = labels(html)
     assert texts[1] == "out[0, 1]: wrong: got 100, expected 1; stored by program (0, 0)"
     assert texts[23] == ("out[2, 3]: written more than once: got 23, expected 23; "
-                         "stored by several programs")
+                         "stored by several programs, among them (0, 0), (0, 1)")
     assert texts[12] == "out[1, 2]: right: got 12, expected 12; stored by program (0, 0)"
     assert texts[16] == "out[1, 6]: right: got 16, expected 16; stored by program (1, 0)"
     assert texts[58] == "out[5, 8]: right: got 58, expected 58; stored by program (2, 1)"
