@@ -90,6 +90,8 @@ def _grade_loaded(session: StageSession, result: StageResult, todos: TodoState,
     plugin = CorrectnessPlugin(check, progress)
     with phase(result.phases, "correctness cases"):
         broken = run_checks("test_correctness.py", plugin)
+    result.phases.update({f"correctness cases / {name}": seconds
+                          for name, seconds in check.phases.items()})
     result.cases = plugin.results()
     # Processes that saw the hidden cases' inputs could print or say them at any later
     # call: what follows (memory, speed) runs in fresh ones.

@@ -18,6 +18,7 @@ import time
 
 import torch
 
+from grader import timing
 from grader.backends.selection import Selection, dtype_unsupported
 from grader.course import Case, Stage
 from grader.judge.compare import Expected, Verdict, compare, drawn
@@ -61,6 +62,7 @@ class StageCheck:
         self.saw_hidden = False  # the processes were given a hidden case's inputs
         # (changes, dtype) -> the probed parameters, in words, where the probe passed
         self.probes: dict[tuple, str | None] = {}
+        self.phases: dict[str, float] = {}  # where the cases' seconds went (grade --profile)
 
     def check(self, case: Case) -> Verdict:
         start = time.perf_counter()
@@ -167,16 +169,21 @@ class StageCheck:
         replayed by the grader on fresh inputs: only the replay's output is judged. A failing
         `case` is explained (its hypotheses may ask for probes); a probe (no case) is not."""
         problem = self.stage.problem
-        proposed = self.child.record(problem.id, dict(params), dtype, seed)
+        # where a case's seconds go; a probe's count in the case's "judge the output"
+        phases = self.phases if case is not None else {}
+        with timing.phase(phases, "record the call"):
+            proposed = self.child.record(problem.id, dict(params), dtype, seed)
         refused = proposal_misconduct(proposed, self.backend.track)
         if refused:
             return refused
         replay_seed = seed ^ REPLAY_DRAW
-        call = problem.draw(params, dtype, replay_seed)
-        expected = problem.reference(call.to(self.backend.device))
-        outcome = self.child.replay_process.call(problem.id, dict(params), dtype, replay_seed,
-                                                 call.tensors(), expected.nbytes,
-                                                 proposed.proposal)
+        with timing.phase(phases, "inputs and the reference"):
+            call = problem.draw(params, dtype, replay_seed)
+            expected = problem.reference(call.to(self.backend.device))
+        with timing.phase(phases, "replay"):
+            outcome = self.child.replay_process.call(problem.id, dict(params), dtype,
+                                                     replay_seed, call.tensors(),
+                                                     expected.nbytes, proposed.proposal)
         # A probe (no case) is judged without the stage-wide check: the case it serves
         # already went through it, and a probe that fails only leaves its cause unnamed.
         if outcome.unchecked and case is not None and case.hidden:
@@ -191,11 +198,12 @@ class StageCheck:
                           problem.explain if explained else None, call,
                           self.stage.hypotheses if explained else (), problem.experiments,
                           self._probe(case, seed) if explained else None)
-        verdict = self._misconduct(call, outcome)
-        if verdict is None:
-            verdict = compare(outcome, judged)
-        elif verdict.kind in DRAWN and (picture := drawn(outcome, judged)):
-            verdict.picture = picture  # what the strays did to the output
+        with timing.phase(phases, "judge the output"):  # its probes' replays included
+            verdict = self._misconduct(call, outcome)
+            if verdict is None:
+                verdict = compare(outcome, judged)
+            elif verdict.kind in DRAWN and (picture := drawn(outcome, judged)):
+                verdict.picture = picture  # what the strays did to the output
         if not verdict.passed and proposed.host:
             # What the host watch saw is a fact about the wrapper; it explains, never decides.
             # It was seen in the submission's own process: quoted, as what the watch said.

@@ -1,9 +1,11 @@
 """`grade --profile`: where a grading's time went, stage by stage, by the grader's clock.
 
 Each stage's phases (grader.results.StageResult.phases): starting the submission's
-processes and loading it, the correctness cases, the compile and memory checks, the speed
-trials and, below them, their parts (recording the calls, the baselines timed alone,
-building and warming up, the baseline's warm-up, the timed batches), ending the processes.
+processes and loading it, the correctness cases and, below them, their parts (recording the
+call, drawing the inputs and the reference, the replay, judging the output), the compile
+and memory checks, the speed trials and their parts (recording the calls, the baselines
+timed alone, building and warming up, the baseline's warm-up, the timed batches), ending
+the processes.
 What no phase holds is the rest of the stage (pytest's own work, the results).
 """
 
@@ -15,17 +17,19 @@ from grader.results import Report
 
 ORDER = ("start processes, load", "correctness cases", "compile check", "memory check",
          "speed", "end processes")
-SPEED = "speed / "
+PART = " / "  # "speed / timed batches": a part of the phase before it
 
 
 def phase_names(report: Report) -> list[str]:
-    """The phases any stage has, in the order grading goes through them."""
-    seen = {name for stage in report.stages for name in stage.phases}
+    """The phases any stage has, in the order grading goes through them, each one's parts
+    below it (in the order they were first recorded)."""
+    seen = list(dict.fromkeys(name for stage in report.stages for name in stage.phases))
     top = [name for name in ORDER if name in seen]
-    parts = sorted(name for name in seen if name.startswith(SPEED))
-    speed_at = top.index("speed") + 1 if "speed" in top else len(top)
-    rest = sorted(seen - set(top) - set(parts))
-    return top[:speed_at] + parts + top[speed_at:] + rest
+    top += sorted(name for name in seen if PART not in name and name not in top)
+    parts = [name for name in seen if PART in name]
+    return [shown for name in top
+            for shown in [name, *(p for p in parts if p.startswith(name + PART))]] + \
+        [p for p in parts if p.partition(PART)[0] not in top]
 
 
 def profile_table(report: Report) -> Table:
@@ -36,11 +40,11 @@ def profile_table(report: Report) -> Table:
         table.add_column(f"{stage.number} {stage.id}", justify="right")
     table.add_column("all", justify="right")
     for name in phase_names(report):
-        shown = f"  {name[len(SPEED):]}" if name.startswith(SPEED) else name
+        shown = f"  {name.partition(PART)[2]}" if PART in name else name
         values = [stage.phases.get(name) for stage in report.stages]
         table.add_row(shown, *(_seconds(v) for v in values),
                       _seconds(sum(v for v in values if v is not None)))
-    counted = [sum(v for k, v in s.phases.items() if not k.startswith(SPEED)) for s in report.stages]
+    counted = [sum(v for k, v in s.phases.items() if PART not in k) for s in report.stages]
     table.add_row("rest of the stage", *(_seconds(max(0.0, s.seconds - c))
                                          for s, c in zip(report.stages, counted)),
                   _seconds(sum(max(0.0, s.seconds - c) for s, c in zip(report.stages, counted))))

@@ -11,15 +11,18 @@ def _stage(number: int, seconds: float, phases: dict) -> StageResult:
                        max_points=10, seconds=seconds, phases=phases)
 
 
-def test_the_phases_show_in_grading_order_with_the_speed_trials_parts_below_speed():
+def test_the_phases_show_in_grading_order_with_their_parts_below_them():
+    """Phases in grading order whatever order a stage holds them in; each phase's parts
+    ("speed / timed batches") below it, in the order they were recorded."""
     report = Report(course="c", target="t", backend="b", backend_reason="", machine={},
                     started_at="", seconds=9.0, stages=[
         _stage(1, 4.0, {"end processes": 0.5, "correctness cases": 2.0,
-                        "start processes, load": 1.0}),
-        _stage(2, 5.0, {"speed": 3.0, "speed / timed batches": 2.0,
-                        "speed / build, warm up": 0.5, "correctness cases": 1.0}),
+                        "correctness cases / replay": 1.5, "start processes, load": 1.0}),
+        _stage(2, 5.0, {"speed": 3.0, "speed / build, warm up": 0.5,
+                        "speed / timed batches": 2.0, "correctness cases": 1.0}),
     ])
-    assert phase_names(report) == ["start processes, load", "correctness cases", "speed",
+    assert phase_names(report) == ["start processes, load", "correctness cases",
+                                   "correctness cases / replay", "speed",
                                    "speed / build, warm up", "speed / timed batches",
                                    "end processes"]
     console = Console(width=120, record=True)
