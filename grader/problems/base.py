@@ -173,6 +173,15 @@ def layout_check(*dims: tuple[str, str]):
     return check
 
 
+def misread_strides(x: torch.Tensor, candidates) -> list[tuple[int, ...]]:
+    """Of `candidates`, the strides a kernel may wrongly read x with: other than x's own, and
+    inside x's storage (x's shape read with them reaches no element past its end), in
+    order, each once."""
+    storage = x.untyped_storage().nbytes() // x.element_size() - x.storage_offset()
+    return [s for s in dict.fromkeys(candidates) if s != tuple(x.stride())
+            and sum((size - 1) * step for size, step in zip(x.shape, s)) < storage]
+
+
 def f32(t: torch.Tensor) -> torch.Tensor:
     return t.to(torch.float32)
 

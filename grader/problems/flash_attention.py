@@ -9,7 +9,8 @@ import torch
 import torch.nn.functional as F
 
 from grader.problems.evidence import Cause, Evidence, Experiment, Finding, observed, row_factor
-from grader.problems.base import Call, Param, Problem, Work, element_size, in_f32, randn
+from grader.problems.base import (Call, Param, Problem, Work, element_size, in_f32,
+                                  misread_strides, randn)
 
 
 LAYOUTS = ("contiguous", "transposed", "sliced")
@@ -161,10 +162,7 @@ def _misread(x: torch.Tensor) -> list[tuple[int, ...]]:
     own and stay inside its storage: its rows D apart (its batch and head strides kept), or
     every stride a contiguous tensor's."""
     b, h, n, d = x.shape
-    storage = x.untyped_storage().nbytes() // x.element_size() - x.storage_offset()
-    found = [(x.stride(0), x.stride(1), d, 1), (h * n * d, n * d, d, 1)]
-    return [s for s in dict.fromkeys(found) if s != tuple(x.stride())
-            and sum((size - 1) * step for size, step in zip(x.shape, s)) < storage]
+    return misread_strides(x, [(x.stride(0), x.stride(1), d, 1), (h * n * d, n * d, d, 1)])
 
 
 def _inputs_misread(ev: Evidence):

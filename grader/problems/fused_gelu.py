@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 from grader.problems.evidence import Evidence, Experiment, Finding, observed
 from grader.problems.base import (Call, Param, Problem, Work, compiled, element_size, in_f32,
-                                  layout_check, layout_param, randn, randn_2d)
+                                  layout_check, layout_param, misread_strides, randn, randn_2d)
 
 
 def _gelu_bias(x, w, b):
@@ -27,25 +27,11 @@ def _inputs(ev: Evidence):
     return tuple(t.float() for t in ev.call.args)
 
 
-def _bias_left_out(ev: Evidence) -> torch.Tensor | None:
-    if ev.call is None:
-        return None
-    x, w, b = _inputs(ev)
-    return _gelu_bias(x, w, torch.zeros_like(b))
-
-
-def _weight_left_out(ev: Evidence) -> torch.Tensor | None:
-    if ev.call is None:
-        return None
-    x, w, b = _inputs(ev)
-    return _gelu_bias(x, torch.ones_like(w), b)
-
-
-def _sigmoid_overflow(ev: Evidence) -> torch.Tensor | None:
-    if ev.call is None:
-        return None
-    x, w, b = _inputs(ev)
-    return _sigmoid_overflowing(x * w + b)
+def _recompute(mistake):
+    """A recompute of the case's inputs in float32 through `mistake(x, weight, bias)`."""
+    def recompute(ev: Evidence) -> torch.Tensor | None:
+        return None if ev.call is None else mistake(*_inputs(ev))
+    return recompute
 
 
 def _x_misread(ev: Evidence):
@@ -94,11 +80,7 @@ def _bias_across_tile(ev: Evidence) -> torch.Tensor | None:
 
 def _misread(x: torch.Tensor) -> list[tuple[int, int]]:
     """Strides a kernel may wrongly use for x: row-major contiguous, or x's own swapped."""
-    m, n = x.shape
-    storage = x.untyped_storage().nbytes() // x.element_size() - x.storage_offset()
-    found = [(n, 1), (x.stride(1), x.stride(0))]
-    return [s for s in dict.fromkeys(found) if s != tuple(x.stride())
-            and (m - 1) * s[0] + (n - 1) * s[1] < storage]
+    return misread_strides(x, [(x.shape[1], 1), (x.stride(1), x.stride(0))])
 
 
 PROBLEM = Problem(
@@ -116,7 +98,10 @@ PROBLEM = Problem(
     check=layout_check(("M", "N")),
     explain=observed,
     experiments={"bias_by_row": _bias_by_row, "bias_across_tile": _bias_across_tile,
-                 "bias_left_out": _bias_left_out, "weight_left_out": _weight_left_out,
-                 "sigmoid_overflowing": _sigmoid_overflow,
+                 "bias_left_out": _recompute(
+                     lambda x, w, b: _gelu_bias(x, w, torch.zeros_like(b))),
+                 "weight_left_out": _recompute(
+                     lambda x, w, b: _gelu_bias(x, torch.ones_like(w), b)),
+                 "sigmoid_overflowing": _recompute(lambda x, w, b: _sigmoid_overflowing(x * w + b)),
                  "x_misread": Experiment(_x_misread, ("strides", "own"))},
 )

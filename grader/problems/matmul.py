@@ -97,12 +97,11 @@ def _half_accumulated(ev: Evidence):
 
 def _inputs_misread(ev: Evidence) -> Finding | None:
     """The watch saw the loads miss parts of the inputs, and every element is wrong."""
-    misread = [f["text"] for f in ev.traffic if f.get("kind") in MISREAD]
-    if ev.call is None or not misread or not bool(ev.bad.all()):
+    if ev.call is None or not any(f.get("kind") in MISREAD for f in ev.traffic) \
+            or not bool(ev.bad.all()):
         return None
-    return Finding(facts={"misread": misread[0]},
-                   how="the watch of the loads saw them miss parts of the inputs, and every "
-                       "element is wrong")
+    return Finding(how="the watch of the loads saw them miss parts of the inputs (its "
+                       "findings above), and every element is wrong")
 
 
 def _zeros(ev: Evidence) -> torch.Tensor:
@@ -135,5 +134,5 @@ PROBLEM = Problem(
                  "first_k_tile_repeated": Experiment(_first_k_tile_repeated, ("tile", "tiles")),
                  "k_loop_short": Experiment(_k_loop_short, ("done", "tiles", "tile")),
                  "accumulator_in_input_dtype": Experiment(_half_accumulated, ("dtype",)),
-                 "inputs_misread": Experiment(_inputs_misread, ("misread",))},
+                 "inputs_misread": _inputs_misread},
 )

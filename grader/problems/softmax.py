@@ -10,7 +10,8 @@ import torch
 from grader.problems.evidence import (ROW_RATIO, Cause, Evidence, Experiment, Finding,
                                      observed, row_factor)
 from grader.problems.base import (Call, Param, Problem, Work, compiled, element_size, in_f32,
-                                  laid_out, layout_check, layout_param, randn)
+                                  laid_out, layout_check, layout_param, misread_strides,
+                                  randn)
 
 ROWS = ("random", "falling_max")
 # A falling row runs from +FALL to -FALL (plus its random values): whatever the tile width,
@@ -91,10 +92,9 @@ def _rows_one_apart(ev: Evidence) -> torch.Tensor | None:
     raw = ev.call.args[0] if ev.call is not None else None
     if raw is None or raw.shape[0] < 2:
         return None
-    one_apart = (raw.stride(1), raw.stride(1))
-    if not _within(raw, one_apart):
-        return None
-    return _softmax_last(raw.as_strided(raw.shape, one_apart, raw.storage_offset()).float())
+    for one_apart in misread_strides(raw, [(raw.stride(1), raw.stride(1))]):
+        return _softmax_last(raw.as_strided(raw.shape, one_apart, raw.storage_offset()).float())
+    return None
 
 
 def _rows_of_n_found(ev: Evidence):
@@ -111,21 +111,13 @@ def _row_factor_found(ev: Evidence) -> Finding | None:
     return None if factor is None else Finding(facts={"factor": factor}, how=ROW_RATIO)
 
 
-def _within(x: torch.Tensor, strides: tuple[int, int]) -> bool:
-    """Whether x's shape read with `strides` stays in x's storage (a transposed x read with
-    rows one element apart would not)."""
-    storage = x.untyped_storage().nbytes() // x.element_size() - x.storage_offset()
-    return (x.shape[0] - 1) * strides[0] + (x.shape[1] - 1) * strides[1] < storage
-
-
 def _rows_of_n(x: torch.Tensor | None) -> list[tuple[int, int]]:
     """Strides a kernel may wrongly read x with when it steps rows by the number of
     columns: (N, x's column stride) or (N, 1), where they differ from x's and stay in it."""
     if x is None or x.shape[0] < 2:
         return []
     n = x.shape[1]
-    found = dict.fromkeys([(n, x.stride(1)), (n, 1)])
-    return [s for s in found if s != tuple(x.stride()) and _within(x, s)]
+    return misread_strides(x, [(n, x.stride(1)), (n, 1)])
 
 
 def _block_max(x: torch.Tensor, tile: int) -> torch.Tensor:
