@@ -45,8 +45,8 @@ from grader.errors import GradeError
 from grader.instructor.gradebook import (Intake, read_intake,  # noqa: F401
                                          write_feedback_files, write_gradebook, write_intake)
 from grader.instructor.regrade import keep_graded_stages
-from grader.instructor.submissions import (Entry, NotASubmission, digest, entries,  # noqa: F401
-                                           unpack)
+from grader.instructor.submissions import (  # noqa: F401
+    Entry, NotASubmission, comparable, digest, entries, unpack)
 from grader.grading.request import GradingRequest
 from grader.intake.overlay import Unpacked, from_the_handout, student_text
 from grader.results import Status, write_file
@@ -94,8 +94,9 @@ def grade_one(entry: Entry, out: Path, request: GradingRequest, env: dict, limit
             intake.ignored, intake.read_as = unpacked.ignored, unpacked.read_as()
             intake.digest = digest(unpacked.files)
             # A version of the files not graded before counts once (a regrade of the same
-            # files, --force, does not).
-            same = earlier.digest == intake.digest
+            # files, --force, does not; nor one whose earlier digest cannot tell).
+            same = earlier.digest == intake.digest or (
+                bool(earlier.digest) and not comparable(earlier.digest))
             intake.versions = earlier.versions if same else earlier.versions + 1
             # The student's own request: the one `grade all --submission` would resolve.
             student = replace(request, submission=unpacked.exercises)

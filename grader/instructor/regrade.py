@@ -20,7 +20,7 @@ from pathlib import Path
 from grader.course import Course, Stage
 from grader.errors import GradeError
 from grader.instructor.gradebook import read_intake, write_intake
-from grader.instructor.submissions import Entry, current_digest
+from grader.instructor.submissions import Entry, comparable, current_digest
 from grader.results import Report, StageResult, Status, write_file
 
 
@@ -60,7 +60,7 @@ def plan(course: Course, found: list[Entry], out: Path, force: bool) -> Plan:
             result.unchanged += 1
             continue
         exported = entry.meta is not None and entry.meta.submissions is not None
-        if limit and intake.digest and intake.versions >= limit and not exported:
+        if limit and comparable(intake.digest) and intake.versions >= limit and not exported:
             result.held.append(entry.name)
             intake.not_graded_later = f"changed after {versions(intake.versions)}; not graded again"
             write_intake(out, entry.name, intake)

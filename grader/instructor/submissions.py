@@ -126,6 +126,11 @@ def listed(ignored: list[str]) -> list[str]:
 # --- what changed ----------------------------------------------------------------------------
 
 
+# Leads every digest of the stage files alone: a digest without it was taken by an older
+# grader of the whole laid-out folder, and says nothing about whether the files changed.
+DIGEST_FORM = "files:"
+
+
 def digest(files: dict[str, bytes]) -> str:
     """A digest of what a submission gives: the stage files taken from it (grader.intake.upload's
     rule, where each is graded -> its bytes), by path and content. The handout's files laid
@@ -135,7 +140,12 @@ def digest(files: dict[str, bytes]) -> str:
         data = files[name]
         hashed.update(f"{name}\0{len(data)}\0".encode())
         hashed.update(data)
-    return hashed.hexdigest()
+    return DIGEST_FORM + hashed.hexdigest()
+
+
+def comparable(earlier: str | None) -> bool:
+    """Whether a kept digest can say if the files changed (one of this form)."""
+    return bool(earlier) and earlier.startswith(DIGEST_FORM)
 
 
 def current_digest(entry: Entry, course: Course) -> str | None:

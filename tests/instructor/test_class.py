@@ -246,7 +246,8 @@ def test_a_regrade_keeps_every_other_row_and_finds_what_changed(tmp_path, run_gr
     assert after["bob"]["counted"] == "changed files graded"
     assert {n: after[n] for n in ("ada", "cy")} == {n: before[n] for n in ("ada", "cy")}
     intake = gradebook.read_intake(out, "bob")
-    assert len(intake.digest) == 64 and intake.versions == 2
+    assert intake.digest.startswith("files:") and len(intake.digest) == 6 + 64
+    assert intake.versions == 2
 
     code, _, err = run_grade(*args, str(subs), "--only", "nobody")
     assert code == 2 and "--only nobody: no submission of that name" in err
@@ -289,6 +290,27 @@ def test_a_change_past_the_resubmission_limit_is_not_graded(tmp_path, monkeypatc
     row = _rows(out)["ada"]
     assert row["total"] == "10" and row["submissions"] == "1"
     assert row["over limit"] == "changed after 1 graded version; not graded again"
+
+
+def test_a_digest_an_older_grader_took_is_graded_again_without_counting(tmp_path, monkeypatch):
+    """A digest of the whole laid-out folder (an older grader's) cannot tell whether the files
+    changed: the student is graded again, not held by the limit, and no version is added."""
+    course = _course(tmp_path, "\n[policy]\nmax_submissions = 1\n")
+    monkeypatch.setattr(batch, "run_isolated", _fake_grader(course, {"good": {"vector_add": 10.0}}))
+    subs = _class(tmp_path, {"ada": "good"})
+    out = tmp_path / "out"
+    found = submissions.entries(course, [subs])
+    request = GradingRequest(course, course.stages, "triton-interpret", seed=3)
+    batch.run(found, out, request, 1, [], 60)
+    intake = gradebook.read_intake(out, "ada")
+    intake.digest = "0" * 64  # the older form: no "files:" before it
+    batch.write_intake(out, "ada", intake)
+    plan = regrade.plan(course, found, out, force=False)
+    assert plan.todo == found and plan.held == []
+    batch.run(plan.todo, out, request, 1, [], 60)
+    again = gradebook.read_intake(out, "ada")
+    assert again.versions == 1 and again.digest.startswith("files:")
+    assert regrade.plan(course, found, out, force=False).unchanged == 1
 
 
 def test_two_submissions_of_one_name_are_refused_naming_both(tmp_path, run_grade):
