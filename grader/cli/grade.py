@@ -108,7 +108,7 @@ def _grade_resolved(request: GradingRequest, fail_on: str, unpacked: Unpacked | 
     try:
         resolved = request.resolve()
     except GradeError as exc:  # the backend cannot run here, say: nothing was graded
-        _not_graded(request.outputs, str(exc), notes)
+        _not_graded(request.outputs, str(exc), unpacked.notes() if unpacked else [])
         raise
     outputs = request.outputs
     try:
