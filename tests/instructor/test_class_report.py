@@ -251,13 +251,15 @@ def test_the_report_shows_the_gradebooks_students_out_of_its_totals(course, tmp_
     book = class_gradebook(course, out, [])
     page = Page(write_report(out, course).read_text(encoding="utf-8"))
     rows = {r[0]: r for r in page.tables[0][1:]}
-    assert students_in(out) == [row.name for row in book.rows]
-    assert set(rows) == {row.name for row in book.rows}
-    assert "zoe" in rows and ".partial" not in rows
-    total_max = book.columns.index("total max")
-    for row, cells in zip(book.rows, book.cells):
-        if row.data is not None:
-            assert float(rows[row.name][-2]) == cells[total_max]
+    # the class fixture's students, the roster's one without a file, no dotfile
+    expected = ["<img src=x onerror=alert(1)>&amp;", "José Núñez", "ada", "bob", "carl",
+                "dana", "eve", "fay", "gus", "hal", "ivan", "nina", "zoe"]
+    assert students_in(out) == expected and [row.name for row in book.rows] == expected
+    assert set(rows) == set(expected)
+    # out of the course's points: the stages' 100 and their speed points' 35
+    assert sum(s.points for s in course.stages) + sum(
+        s.speed.points for s in course.stages if s.speed) == 135
+    assert {rows[row.name][-2] for row in book.rows if row.data is not None} == {"135"}
 
 
 def test_a_result_that_cannot_be_read_is_said_so_in_its_row(course, tmp_path):
