@@ -169,11 +169,18 @@ class Checker:
         except ValueError as exc:
             self.error(where, f"{exc}; write a brace as {{{{ or }}}}")
             return
-        for field in (f for f in named if f not in facts):
+        unknown = [f for f in named if f not in facts]
+        for field in unknown:
             found = (f"experiment {h.experiment!r} finds " +
                      (", ".join(facts) if facts else "no facts to name")) if h.experiment \
                 else "a hypothesis without an experiment has no facts to name"
             self.error(where, f"names {{{field}}}, but {found}; write a brace as {{{{ or }}}}")
+        if not unknown:
+            try:  # a format inside the braces ({factor:.4g}) must be one Python reads
+                h.says.format_map({f: 1 for f in facts})
+            except (KeyError, ValueError, IndexError) as exc:
+                self.error(where, f"a brace's format cannot be read ({exc}); write a fact "
+                           "as {name} or {name:.4g}")
 
     def probe(self, probe, where: str, problem: Problem, cases, named: str) -> None:
         """A probe replays a failing case with its parameters changed: the parameters it makes

@@ -20,7 +20,7 @@ from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, StringConst
                       model_validator)
 
 from grader.course.model import SubmissionRules
-from grader.course.policy import HIDDEN_DEFAULT
+from grader.course.policy import HIDDEN_DEFAULT, HIDDEN_VISIBILITY
 from grader.problems import DTYPES, Problem
 from grader.results import Failure
 from grader.tracks import TRACKS
@@ -148,7 +148,7 @@ class Policy(Table):
     due: Optional[datetime] = None
     late: Optional[Late] = None
     max_submissions: Optional[Annotated[int, Field(ge=1)]] = None
-    hidden_cases: Literal["after_due_date", "after_published", "hidden"] = HIDDEN_DEFAULT
+    hidden_cases: Literal[HIDDEN_VISIBILITY] = HIDDEN_DEFAULT
 
 
 class CourseFile(Table):

@@ -42,10 +42,17 @@ def confirmed(ev: Evidence, hypotheses: Sequence, experiments: Mapping[str, Any]
                 continue
             done.append(f"your kernel replayed with {shown(dict(hypothesis.probe))} ({passed}) "
                         "is right")
-        # The words are the course's, checked when it loaded: they name only these facts.
-        return [Cause(hypothesis.cause, hypothesis.says.format_map(finding.facts),
-                      "; ".join(done))]
+        return [Cause(hypothesis.cause, _said(hypothesis.says, finding.facts), "; ".join(done))]
     return []
+
+
+def _said(says: str, facts: Mapping[str, Any]) -> str:
+    """The course's words with the facts filled in (checked when the course loaded: they name
+    only these facts); a format that does not fit a fact's kind leaves the words as written."""
+    try:
+        return says.format_map(facts)
+    except (KeyError, ValueError, TypeError, IndexError):
+        return says
 
 
 def shown(params: Mapping[str, Any]) -> str:

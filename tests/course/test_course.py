@@ -295,7 +295,11 @@ says = "SAYS"
              "names {strides}, but experiment 'bias_left_out' finds no facts to name"),
             ("read with {strides}", "probe = { N = 1 }",
              "names {strides}, but a hypothesis without an experiment has no facts to name"),
-            ("read with {strides", 'experiment = "x_misread"', "write a brace as {{ or }}")):
+            ("read with {strides", 'experiment = "x_misread"', "write a brace as {{ or }}"),
+            ("read with {strides:{tile}}", 'experiment = "x_misread"',
+             "a brace's format cannot be read"),
+            ("read with {strides:.4q}", 'experiment = "x_misread"',
+             "a brace's format cannot be read")):
         with pytest.raises(CourseError) as info:
             loaded(says, experiment)
         assert "stages[0].hypotheses[0].says" in str(info.value)
