@@ -114,6 +114,9 @@ class CheckResult:
     message: str
 
 
+PHASE_PART = " / "  # "speed / timed batches": a part of the phase before it
+
+
 @dataclass
 class StageResult:
     number: int
@@ -150,6 +153,10 @@ class StageResult:
     def total_max_points(self) -> float:
         """Correctness points, plus speed points where speed is graded on this machine."""
         return round(self.max_points + (self.speed.max_points if self.speed.graded else 0), 2)
+
+    def add_parts(self, phase: str, parts: dict[str, float]) -> None:
+        """Record the parts of `phase` (each shown below it: "speed / timed batches")."""
+        self.phases.update({f"{phase}{PHASE_PART}{name}": s for name, s in parts.items()})
 
     def conclude(self, total_cases: int) -> None:
         """Status and points from the case results: points in proportion to cases passed.

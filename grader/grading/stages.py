@@ -90,8 +90,7 @@ def _grade_loaded(session: StageSession, result: StageResult, todos: TodoState,
     plugin = CorrectnessPlugin(check, progress)
     with phase(result.phases, "correctness cases"):
         broken = run_checks("test_correctness.py", plugin)
-    result.phases.update({f"correctness cases / {name}": seconds
-                          for name, seconds in check.phases.items()})
+    result.add_parts("correctness cases", check.phases)
     result.cases = plugin.results()
     # Processes that saw the hidden cases' inputs could print or say them at any later
     # call: what follows (memory, speed) runs in fresh ones.
@@ -120,7 +119,7 @@ def _grade_loaded(session: StageSession, result: StageResult, todos: TodoState,
     plugin = SpeedPlugin(timer, progress)
     with phase(result.phases, "speed"):
         broken = run_checks("test_speed.py", plugin, extra, quiet=True)
-    result.phases.update({f"speed / {name}": seconds for name, seconds in timer.phases.items()})
+    result.add_parts("speed", timer.phases)
     result.speed = timer.summary(plugin.results())
     if broken:
         result.speed.reason = broken

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from grader.results import Report
+from grader.results import PHASE_PART, Report
 
 ORDER = ("start processes, load", "correctness cases", "compile check", "memory check",
          "speed", "end processes")
-PART = " / "  # "speed / timed batches": a part of the phase before it
 
 
 def phase_names(report: Report) -> list[str]:
@@ -25,11 +24,11 @@ def phase_names(report: Report) -> list[str]:
     below it (in the order they were first recorded)."""
     seen = list(dict.fromkeys(name for stage in report.stages for name in stage.phases))
     top = [name for name in ORDER if name in seen]
-    top += sorted(name for name in seen if PART not in name and name not in top)
-    parts = [name for name in seen if PART in name]
+    top += sorted(name for name in seen if PHASE_PART not in name and name not in top)
+    parts = [name for name in seen if PHASE_PART in name]
     return [shown for name in top
-            for shown in [name, *(p for p in parts if p.startswith(name + PART))]] + \
-        [p for p in parts if p.partition(PART)[0] not in top]
+            for shown in [name, *(p for p in parts if p.startswith(name + PHASE_PART))]] + \
+        [p for p in parts if p.partition(PHASE_PART)[0] not in top]
 
 
 def profile_table(report: Report) -> Table:
@@ -40,11 +39,11 @@ def profile_table(report: Report) -> Table:
         table.add_column(f"{stage.number} {stage.id}", justify="right")
     table.add_column("all", justify="right")
     for name in phase_names(report):
-        shown = f"  {name.partition(PART)[2]}" if PART in name else name
+        shown = f"  {name.partition(PHASE_PART)[2]}" if PHASE_PART in name else name
         values = [stage.phases.get(name) for stage in report.stages]
         table.add_row(shown, *(_seconds(v) for v in values),
                       _seconds(sum(v for v in values if v is not None)))
-    counted = [sum(v for k, v in s.phases.items() if PART not in k) for s in report.stages]
+    counted = [sum(v for k, v in s.phases.items() if PHASE_PART not in k) for s in report.stages]
     table.add_row("rest of the stage", *(_seconds(max(0.0, s.seconds - c))
                                          for s, c in zip(report.stages, counted)),
                   _seconds(sum(max(0.0, s.seconds - c) for s, c in zip(report.stages, counted))))
