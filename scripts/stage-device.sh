@@ -28,5 +28,27 @@ if ! ls .device/wheels/[Pp]y[Yy][Aa][Mm][Ll]-*.whl >/dev/null 2>&1; then
   python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
     --implementation cp --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 \
     -d .device/wheels "pyyaml>=6"
+  # Only the pure-Python part: PyYAML falls back to it without its compiled speed-ups
+  # (2.7 MB), and .device/ stays small beside the 57 MiB toolchain bundle.
+  python3 - .device/wheels/[Pp]y[Yy][Aa][Mm][Ll]-*.whl <<'PY'
+import sys, zipfile
+from pathlib import Path
+built = Path(sys.argv[1])
+version = built.name.split("-")[1]
+pure = built.with_name(f"pyyaml-{version}-py3-none-any.whl")
+with zipfile.ZipFile(built) as src, zipfile.ZipFile(pure, "w", zipfile.ZIP_DEFLATED) as dst:
+    for item in src.infolist():
+        if item.filename.endswith(".so"):
+            continue
+        data = src.read(item)
+        if item.filename.endswith(".dist-info/RECORD"):
+            data = b"".join(l for l in data.splitlines(True) if b".so," not in l)
+        elif item.filename.endswith(".dist-info/WHEEL"):
+            lines = [l for l in data.decode().splitlines() if l and not l.startswith("Tag:")]
+            lines = [l.replace("Root-Is-Purelib: false", "Root-Is-Purelib: true") for l in lines]
+            data = ("\n".join(lines) + "\nTag: py3-none-any\n").encode()
+        dst.writestr(item, data)
+built.unlink()
+PY
 fi
 du -sh .device
