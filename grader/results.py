@@ -114,7 +114,7 @@ class CheckResult:
     message: str
 
 
-PHASE_PART = " / "  # "speed / timed batches": a part of the phase before it
+PHASE_PART = " / "  # "speed / replay batches": a part of the phase before it
 
 
 @dataclass
@@ -131,7 +131,7 @@ class StageResult:
     cases: list[CaseResult] = field(default_factory=list)
     speed: SpeedResult = field(default_factory=lambda: SpeedResult(False, ""))
     seconds: float = 0.0  # wall time of grading this stage, speed included
-    # Where those seconds went, by phase ("correctness cases", "speed / timed batches", ...),
+    # Where those seconds went, by phase ("correctness cases", "speed / replay batches", ...),
     # by the grader's clock (grade --profile shows them).
     phases: dict[str, float] = field(default_factory=dict)
     checks: list[CheckResult] = field(default_factory=list)
@@ -155,7 +155,7 @@ class StageResult:
         return round(self.max_points + (self.speed.max_points if self.speed.graded else 0), 2)
 
     def add_parts(self, phase: str, parts: dict[str, float]) -> None:
-        """Record the parts of `phase` (each shown below it: "speed / timed batches")."""
+        """Record the parts of `phase` (each shown below it: "speed / replay batches")."""
         self.phases.update({f"{phase}{PHASE_PART}{name}": s for name, s in parts.items()})
 
     def conclude(self, total_cases: int) -> None:

@@ -4,8 +4,9 @@ Each stage's phases (grader.results.StageResult.phases): starting the submission
 processes and loading it, the correctness cases and, below them, their parts (recording the
 call, drawing the inputs and the reference, the replay, judging the output), the compile
 and memory checks, the speed trials and their parts (recording the calls, the baselines
-timed alone, building and warming up, the baseline's warm-up, the timed batches), ending
-the processes.
+timed alone, building and warming up, the baseline's warm-up, then the timed batches: the
+first ones, not counted, the baseline's, the replay's, the outputs fetched and those
+checked), ending the processes.
 What no phase holds is the rest of the stage (pytest's own work, the results).
 """
 

@@ -44,6 +44,12 @@ from grader.sandbox.child import ChildProcess
 from grader.sandbox.replayer import ReplayProcess
 
 RECORD_CALLS = "record the calls"  # the phase (grade --profile) recording the wrapper's launches
+# The timed batches' parts (grade --profile): where a trial's seconds go once it times.
+FIRST_BATCHES = "first batches (not counted)"
+BASELINE_BATCHES = "baseline batches"
+REPLAY_BATCHES = "replay batches"
+OUTPUTS_FETCHED = "outputs fetched"  # from the replay's process, for the grader to check
+OUTPUTS_CHECKED = "outputs checked"  # against their checksums and the reference
 MEMORY_KEPT = 4 << 30  # bytes of outputs the replay keeps per batch, for the grader to fetch
 BATCH = 10  # timed calls per batch, fewer for outputs that large
 MIN_BATCHES = 5
@@ -214,8 +220,7 @@ class Trial:
             return result
         with timing.phase(self.phases, "baseline warm-up"):
             size = self._warm_baseline().nbytes
-        with timing.phase(self.phases, "timed batches"):
-            return self._batches(result, size)
+        return self._batches(result, size)
 
     def _batches(self, result: TrialResult, size: int) -> TrialResult:
         """The timed batches, each side in turn, until the figures settle, the verdict is
@@ -225,9 +230,10 @@ class Trial:
         try:
             # One batch on each side first, not counted: the memory the batches need is
             # allocated there, and what has not run before is loaded.
-            self.baseline_batch(self._seeds(count), key)
-            self.replay_process.time_batch(self.problem.id, self.params, self.dtype,
-                                           self._seeds(count), key, self.proposal)
+            with timing.phase(self.phases, FIRST_BATCHES):
+                self.baseline_batch(self._seeds(count), key)
+                self.replay_process.time_batch(self.problem.id, self.params, self.dtype,
+                                               self._seeds(count), key, self.proposal)
             while True:
                 self._batch(result, count, key, size)
                 done = len(result.student)
@@ -253,11 +259,13 @@ class Trial:
         return [secrets.randbits(31) for _ in range(count)]
 
     def _batch(self, result: TrialResult, count: int, key: int, size: int) -> None:
-        theirs, wall = self.baseline_batch(self._seeds(count), key)
+        with timing.phase(self.phases, BASELINE_BATCHES):
+            theirs, wall = self.baseline_batch(self._seeds(count), key)
         overhead = max(0.0, wall - sum(theirs))  # drawing, flushing, syncing, checksums here
         seeds = self._seeds(count)
-        batch = self.replay_process.time_batch(self.problem.id, self.params, self.dtype, seeds,
-                                               key, self.proposal)
+        with timing.phase(self.phases, REPLAY_BATCHES):
+            batch = self.replay_process.time_batch(self.problem.id, self.params, self.dtype,
+                                                   seeds, key, self.proposal)
         if len(result.student) < MIN_BATCHES or secrets.randbelow(CHECKED) == 0:
             self._check_one(result, batch, seeds, key, size)  # a wrong output says more
         claimed = sum(batch.times_ms)
@@ -314,11 +322,18 @@ class Trial:
                    size: int) -> None:
         """Fetch one output at random; it must be the one committed to, and right."""
         index = secrets.randbelow(len(seeds))
-        output = self.replay_process.fetch(index, size).to(self.device)
-        if batch.digests[index] != timing.digest(output, key):
+        with timing.phase(self.phases, OUTPUTS_FETCHED):
+            output = self.replay_process.fetch(index, size).to(self.device)
+        with timing.phase(self.phases, OUTPUTS_CHECKED):
+            self._judge_one(result, output, batch.digests[index], seeds[index], key)
+
+    def _judge_one(self, result: TrialResult, output: torch.Tensor, committed: int, seed: int,
+                   key: int) -> None:
+        """The fetched output must be the one committed to, and right."""
+        if committed != timing.digest(output, key):
             raise Rejected("the output its process sent is not the one its timed call made "
                            "(its checksum differs)")
-        expected = self.problem.reference(self.draw(seeds[index]))
+        expected = self.problem.reference(self.draw(seed))
         verdict = compare(Outcome(output=output),
                           Expected(expected, DTYPES[self.dtype], self.device, self.tolerance))
         result.checked += 1
