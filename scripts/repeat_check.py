@@ -13,8 +13,11 @@ stage, their first speed case):
    threshold T: one grader.speed.check.SpeedCheck per kernel, as grading has one per stage
    (its sandboxed child, and the baseline timed alone once, with no child alive), each
    run a whole trial on fresh seeds. The slowed copy is the reference
-   file with its entry point wrapped: after the reference's kernels it runs a GPU spin
-   (torch.cuda._sleep) of 10% of the reference's time, calibrated here in cycles;
+   file with its entry point wrapped: after the reference's kernels it launches one more,
+   a spin kernel in the track's language (one program, a loop of dependent multiply-adds),
+   whose loop count is calibrated here to 10% of the reference's time. The grader replays
+   only kernel launches, so the slowdown has to be a kernel: a host-side sleep in the
+   wrapper, or torch.cuda._sleep, never reaches the timed replay;
 3. one line per kernel: the speed-ups, their spread ((max - min) / median) and the
    reference's times' spread, the verdicts under T, and the verdict under course.toml's own
    threshold for this GPU (taken from the figures: the threshold lies far from both).
@@ -29,6 +32,7 @@ Usage:  python -m scripts repeat [--track T] [--only STAGE] [--runs N]
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import statistics
 import subprocess
 import sys
@@ -51,18 +55,6 @@ SLOWER = 0.10
 SPREAD = 0.02
 
 
-def cycles_per_ms() -> float:
-    """The GPU's spin rate: torch.cuda._sleep's cycles per millisecond, timed here."""
-    spin = 2_000_000
-    torch.cuda._sleep(spin)  # warm
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    torch.cuda._sleep(spin)
-    end.record()
-    torch.cuda.synchronize()
-    return spin / start.elapsed_time(end)
-
-
 def gpu_state() -> str:
     """The SM clock, power and temperature now (nvidia-smi), to see whether a drift between
     runs follows the GPU's clocks rather than the grader's."""
@@ -75,14 +67,73 @@ def gpu_state() -> str:
     return reading.strip().splitlines()[0] if reading.strip() else "no reading"
 
 
-def slowed_source(reference: Path, function: str, cycles: int) -> str:
-    """The reference file with its entry point wrapped in a GPU spin of `cycles`."""
-    return (reference.read_text(encoding="utf-8")
+# The spin kernel and its launch, per track, appended to the reference file. One program
+# runs a loop of dependent multiply-adds (no load: nothing for the replay's memory checks to
+# see) and stores the result in a scratch tensor, so the compiler cannot drop the loop.
+SPIN = {
+    "triton": """
+
+@triton.jit
+def _repeat_spin_kernel(scratch_ptr, iters):
+    x = iters * 1.0
+    for _ in range(iters):
+        x = x * 0.999999 + 0.5
+    tl.store(scratch_ptr, x)
+
+
+def _repeat_spin(device, iters):
+    scratch = torch.empty(1, device=device, dtype=torch.float32)
+    _repeat_spin_kernel[(1,)](scratch, iters)
+""",
+    "cutile": """
+
+@ct.kernel
+def _repeat_spin_kernel(scratch, iters: int):
+    x = ct.full((1,), 0.5, dtype=ct.float32)
+    for _ in range(iters):
+        x = x * 0.999999 + 0.5
+    ct.store(scratch, index=(0,), tile=x)
+
+
+def _repeat_spin(device, iters):
+    scratch = torch.empty(1, device=device, dtype=torch.float32)
+    ct.launch(torch.cuda.current_stream(), (1,), _repeat_spin_kernel, (scratch, iters))
+""",
+}
+
+
+def slowed_source(reference: Path, function: str, track: str, iters: int) -> str:
+    """The reference file with its entry point wrapped: a spin kernel of `iters` iterations
+    launched after the reference's kernels."""
+    return (reference.read_text(encoding="utf-8") + SPIN[track]
             + f"\n\n_reference_{function} = {function}\n\n\n"
             f"def {function}(*args, **kwargs):\n"
             f"    out = _reference_{function}(*args, **kwargs)\n"
-            f"    torch.cuda._sleep({cycles})  # {100 * SLOWER:.0f}% of the reference's time\n"
+            f"    _repeat_spin(out.device, {iters})  # {100 * SLOWER:.0f}% of the reference's time\n"
             "    return out\n")
+
+
+def spin_iters(path: Path, function: str, track: str, target_ms: float, tmp: Path) -> int:
+    """The spin's loop count that costs `target_ms` more per call: the spin launch timed
+    here at two counts, its time taken as linear in the count (a launch's fixed cost plus
+    a cost per iteration)."""
+    spec = importlib.util.spec_from_file_location(
+        f"_repeat_spin_{track}", _written(tmp / f"{track}_spin.py",
+                                          slowed_source(path, function, track, 1)))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # Triton's JIT looks its module up while compiling
+    spec.loader.exec_module(module)
+    low, high = 1_000, 100_000
+    times = timing.measure({n: (lambda n=n: module._repeat_spin("cuda", n)) for n in (low, high)},
+                           timing.Budget(seconds=1.0))
+    per_iter = (times[high].median - times[low].median) / (high - low)
+    fixed = times[low].median - low * per_iter
+    return max(1, round((target_ms - fixed) / per_iter))
+
+
+def _written(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
 
 
 def main() -> int:
@@ -93,9 +144,7 @@ def main() -> int:
     args = parser.parse_args()
     course = common.course()
     arch = backends.gpu_arch()
-    rate = cycles_per_ms()
-    print(f"# {torch.cuda.get_device_name()} ({arch}), torch {torch.__version__}; "
-          f"GPU spin {rate / 1e6:.3f} M cycles/ms", flush=True)
+    print(f"# {torch.cuda.get_device_name()} ({arch}), torch {torch.__version__}", flush=True)
     bad = 0
     with tempfile.TemporaryDirectory() as tmp:
         selections = {track: backends.select(track) for track in args.track or ["triton", "cutile"]}
@@ -103,13 +152,13 @@ def main() -> int:
             selection.backend.prepare()
         for stage_id in args.only or ["matmul", "softmax"]:
             for track, selection in selections.items():
-                bad += repeat(course, course.select(stage_id), track, selection, arch, rate,
+                bad += repeat(course, course.select(stage_id), track, selection, arch,
                               args.runs, Path(tmp))
     print(f"repeat check: {'OK' if not bad else f'{bad} problems'}", flush=True)
     return 1 if bad else 0
 
 
-def repeat(course, stage, track, selection, arch, rate, runs, tmp: Path) -> int:
+def repeat(course, stage, track, selection, arch, runs, tmp: Path) -> int:
     """One stage on one track: the table lines of its first speed case; the problems found."""
     problem, case = stage.problem, stage.speed.cases[0]
     path = course.module_path(stage, track, solutions=True)
@@ -121,13 +170,13 @@ def repeat(course, stage, track, selection, arch, rate, runs, tmp: Path) -> int:
                            "baseline": lambda: baseline(call)}, timing.Budget(seconds=2.0))
     speedup = here["baseline"].median / here["kernel"].median
     split = Threshold(min_speedup=round(speedup * (1 + 1 / (1 + SLOWER)) / 2, 4))
-    cycles = int(SLOWER * here["kernel"].median * rate)
-    slow = tmp / f"{track}_{stage.id}_slowed.py"
-    slow.write_text(slowed_source(path, problem.function, cycles), encoding="utf-8")
+    iters = spin_iters(path, problem.function, track, SLOWER * here["kernel"].median, tmp)
+    slow = _written(tmp / f"{track}_{stage.id}_slowed.py",
+                    slowed_source(path, problem.function, track, iters))
     own = stage.speed.threshold(arch, selection.backend.name)
     print(f"{track} {stage.id} {case.id}: in-process {here['kernel'].median:.4f} ms, "
           f"{speedup:.3f}x {stage.speed.baseline}; separating threshold {split.min_speedup}x; "
-          f"slowed by a {cycles / rate:.4f} ms spin; course threshold {own}", flush=True)
+          f"slowed by a spin kernel of {iters} iterations; course threshold {own}", flush=True)
     # One SpeedCheck (and sandboxed child) per kernel, as grading has per stage: its
     # baseline timed alone once, with no child alive, then RUNS trials, each on fresh seeds.
     checks = {}

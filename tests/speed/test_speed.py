@@ -120,7 +120,9 @@ def test_fast_enough_earns_the_speed_points(tmp_path, grade):
     # The speed trials' parts, by the grader's clock (grade --profile): recording the calls
     # is one phase, whether the stage recorded them all at once or a trial its own.
     parts = {k[len("speed / "):] for k in result.phases if k.startswith("speed / ")}
-    assert trial.RECORD_CALLS in parts and "timed batches" in parts
+    assert trial.RECORD_CALLS in parts
+    assert {trial.FIRST_BATCHES, trial.BASELINE_BATCHES, trial.REPLAY_BATCHES,
+            trial.OUTPUTS_CHECKED} <= parts
     assert not any(p.startswith("record the call") for p in parts - {trial.RECORD_CALLS})
 
     data = json.loads(record.read_text())
@@ -675,11 +677,14 @@ def test_the_clock_gap_table_splits_each_gap_into_flush_and_order():
 
 
 @pytest.mark.parametrize("track", ["triton", "cutile"])
-def test_the_repeat_checks_slowed_copy_is_the_reference_and_a_spin(tmp_path, track):
-    """scripts/repeat_check.py tells a kernel 10% slower from the reference (on a GPU): the
-    slowed copy must pass the grader's intake as a submission would, and its entry point
-    must run the reference's own and then spin the GPU for the cycles asked."""
+def test_the_repeat_checks_slowed_copy_is_the_reference_and_a_spin_kernel(tmp_path, track):
+    """scripts/repeat_check.py tells a kernel 10% slower from the reference (on a GPU). The
+    grader replays only kernel launches, so the slowdown must be one: the slowed copy passes
+    the grader's intake as a submission would, its recorded call proposes the reference's
+    launches and then the spin kernel with the loop count asked, and the replay of that
+    proposal, spin included, gives the reference's output."""
     from grader.intake import read_submission
+    from grader.sandbox import ChildProcess
 
     repeat = _script("repeat_check")
     course = load_course(ROOT / "course.toml")
@@ -687,17 +692,28 @@ def test_the_repeat_checks_slowed_copy_is_the_reference_and_a_spin(tmp_path, tra
         if not stage.speed:
             continue
         path = course.module_path(stage, track, solutions=True)
-        source = repeat.slowed_source(path, stage.problem.function, 36911)
         copy = tmp_path / f"{stage.id}.py"
-        copy.write_text(source)
+        copy.write_text(repeat.slowed_source(path, stage.problem.function, track, 7))
         assert read_submission(copy, copy.name, course.rules).todos == ()
-        spins = []
-        namespace = {"torch": type("T", (), {"cuda": type("C", (), {
-            "_sleep": staticmethod(spins.append)})})}
-        tail = source[len(path.read_text()):]
-        exec(f"def {stage.problem.function}(*a, **k):\n    return 'out'\n" + tail, namespace)
-        assert namespace[stage.problem.function](1, 2) == "out"
-        assert spins == [36911]
+    stage = course.select("softmax")
+    copy = tmp_path / "softmax.py"
+    problem, params = stage.problem, {"M": 3, "N": 20, "scale": 1.0, "layout": "contiguous",
+                                      "rows": "random"}
+    child = ChildProcess(copy, problem.function, "cpu", timeout=120.0, rules=course.rules,
+                         track=track)
+    try:
+        proposed = child.record(problem.id, params, "float32", 5)
+        assert proposed.proposal and not (proposed.error or proposed.refused), proposed
+        launches = [s for s in proposed.proposal["steps"] if s["op"] == "launch"]
+        assert len(launches) >= 2 and launches[-1]["kernel"] == "_repeat_spin_kernel"
+        assert {"int": 7} in launches[-1]["args"]
+        call = problem.draw(params, "float32", 5)
+        outcome = child.replay_process.call(problem.id, params, "float32", 5, call.tensors(),
+                                            3 * 20 * 4, proposed.proposal)
+    finally:
+        child.close()
+    assert outcome.error is None and outcome.failure is None
+    assert torch.allclose(outcome.output, problem.reference(call).float(), atol=1e-5)
 
 
 def test_every_tuning_sweep_variant_is_an_edit_of_the_reference_it_names(tmp_path):
