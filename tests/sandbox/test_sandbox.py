@@ -7,6 +7,7 @@ tests grade as an ordinary user and as a root without CAP_SYS_ADMIN, and check w
 scorecard says is and is not in force.
 """
 
+import json
 import os
 import re
 import shutil
@@ -571,6 +572,144 @@ def test_doctor_lists_the_sandbox(run_grade):
 
 
 # --- the wire, on its own --------------------------------------------------------------
+
+
+def test_the_wire_writes_safetensors_that_safetensors_reads_for_every_dtype():
+    """The sender writes the safetensors table itself and sends each tensor's bytes from
+    where they lie (safetensors' own `save` copies them twice); the reader parses with
+    safetensors, which must read back every dtype that crosses, views, empty and 0-dim
+    tensors alike."""
+    import torch
+    from safetensors.torch import load, save
+
+    from grader import protocol
+
+    tensors = {name: torch.arange(12).view(3, 4).t().to(getattr(torch, name))
+               for name in protocol.TENSOR_DTYPES}
+    tensors.update(empty=torch.empty(0, 5), scalar=torch.tensor(2.5, dtype=torch.float16),
+                   sliced=torch.randn(8, 9)[1:7:2, 3:])
+    table, parts = protocol._encode(tensors)
+    back = load(table + b"".join(bytes(p) for p in parts))
+    assert back.keys() == tensors.keys()
+    for name, t in tensors.items():
+        assert back[name].dtype == t.dtype and torch.equal(back[name], t), name
+    # ... and the reader reads what safetensors writes (its table in another order than
+    # its bytes), each tensor a view of the buffer it was read into
+    theirs = protocol._decode(bytearray(save({k: v.contiguous() for k, v in tensors.items()})))
+    assert theirs.keys() == tensors.keys()
+    for name, t in tensors.items():
+        assert theirs[name].dtype == t.dtype and torch.equal(theirs[name], t), name
+
+
+def test_large_tensors_cross_in_a_sealed_memory_file_read_where_they_lie():
+    import torch
+
+    from grader import protocol
+
+    a, b = socket.socketpair()
+    big = torch.randn(1 << 19)  # 2 MiB: past SEALED_MIN
+    small = torch.arange(3)
+    protocol.send(a, {"id": 2}, {"big": big, "small": small})
+    message = protocol.receive(b, time.monotonic() + 5)
+    assert message.header == {"id": 2}
+    assert torch.equal(message.tensors["big"], big) and torch.equal(message.tensors["small"], small)
+    message.tensors["big"][0] = 12345.0  # writable here (a private mapping)
+    # No descriptor is left open once a message is read.
+    before = len(os.listdir("/proc/self/fd"))
+    protocol.send(a, {"id": 3}, {"big": big})
+    assert torch.equal(protocol.receive(b, time.monotonic() + 5).tensors["big"], big)
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
+def _frame(magic: bytes, blob_len: int, header: bytes = b"{}") -> bytes:
+    return magic + len(header).to_bytes(4, "big") + blob_len.to_bytes(8, "big") + header
+
+
+def _memory_file(data: bytes, seals: int | None) -> int:
+    import fcntl
+
+    fd = os.memfd_create("test", os.MFD_ALLOW_SEALING)
+    os.write(fd, data)
+    if seals is not None:
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, seals)
+    return fd
+
+
+@pytest.mark.parametrize("make, why", [
+    (lambda: None, "disagree"),  # a sealed frame without its file
+    (lambda: "pipe", "not a sealed memory file"),
+    (lambda: _memory_file(b"\0" * 16, None), "not sealed"),
+    (lambda: _memory_file(b"\0" * 16, 0b1111 & ~0b1000), "not sealed"),  # no F_SEAL_WRITE
+    (lambda: _memory_file(b"\0" * 24, 0b1111), "not the size"),
+])
+def test_a_sealed_frame_is_read_only_from_a_memory_file_sealed_and_of_its_size(make, why):
+    from grader import protocol
+
+    a, b = socket.socketpair()
+    fd = make()
+    if fd == "pipe":
+        fd, other = os.pipe()
+    frame = _frame(protocol.MAGIC_SEALED, 16)
+    if fd is None:
+        a.sendall(frame)
+    else:
+        socket.send_fds(a, [frame[:16]], [fd])
+        a.sendall(frame[16:])
+        os.close(fd)
+    before = set(os.listdir("/proc/self/fd"))
+    with pytest.raises(protocol.ProtocolError, match=why):
+        protocol.receive(b, time.monotonic() + 5)
+    assert set(os.listdir("/proc/self/fd")) <= before  # what came is closed again
+
+
+def test_a_plain_frame_that_brings_a_descriptor_is_refused_and_the_descriptor_closed():
+    from grader import protocol
+
+    a, b = socket.socketpair()
+    fd = _memory_file(b"\0" * 16, 0b1111)
+    socket.send_fds(a, [_frame(protocol.MAGIC, 0)[:16]], [fd])
+    a.sendall(b"{}")
+    os.close(fd)
+    before = set(os.listdir("/proc/self/fd"))
+    with pytest.raises(protocol.ProtocolError, match="disagree"):
+        protocol.receive(b, time.monotonic() + 5)
+    assert set(os.listdir("/proc/self/fd")) <= before
+
+
+def _table(entries: dict, data: bytes = b"") -> bytearray:
+    text = json.dumps(entries).encode()
+    return bytearray(len(text).to_bytes(8, "little") + text + data)
+
+
+@pytest.mark.parametrize("blob, why", [
+    (bytearray(b"\x10\x00"), "no table"),
+    (bytearray((1 << 40).to_bytes(8, "little") + b"{}"), "a table past its buffer"),
+    (bytearray((3).to_bytes(8, "little") + b"[1]"), "not an object"),
+    (bytearray((3).to_bytes(8, "little") + b"{x}"), "not JSON"),
+    (_table({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}, b"\0" * 4),
+     "do not fit its shape"),  # the table claims more bytes than follow
+    (_table({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}, b"\0" * 8),
+     "bytes that no tensor holds"),
+    (_table({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},
+             "b": {"dtype": "F32", "shape": [1], "data_offsets": [2, 6]}}, b"\0" * 6),
+     "overlap"),
+    (_table({"a": {"dtype": "F32", "shape": [3], "data_offsets": [0, 4]}}, b"\0" * 4),
+     "do not fit its shape"),  # a shape bigger than its bytes
+    (_table({"a": {"dtype": "F32", "shape": [-1], "data_offsets": [0, 4]}}, b"\0" * 4),
+     "an entry"),
+    (_table({"a": {"dtype": "F32", "shape": [True], "data_offsets": [0, 4]}}, b"\0" * 4),
+     "an entry"),
+    (_table({"a": {"dtype": "C64", "shape": [1], "data_offsets": [0, 8]}}, b"\0" * 8),
+     "an entry"),  # a dtype that does not cross
+    (_table({"a": {"dtype": "F32", "shape": [1] * 9, "data_offsets": [0, 4]}}, b"\0" * 4),
+     "an entry"),
+    (_table({"__metadata__": {"x": "y"}}), "an entry"),
+])
+def test_the_wire_refuses_tensor_tables_that_do_not_describe_their_bytes(blob, why):
+    from grader import protocol
+
+    with pytest.raises(protocol.ProtocolError, match=why):
+        protocol._decode(blob)
 
 
 def test_the_wire_carries_plain_tensors_and_nothing_else():
