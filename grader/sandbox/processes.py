@@ -18,6 +18,9 @@ from grader.sandbox import linux
 BOOT = ("import sys; sys.path.insert(0, sys.argv[1]); "
         "from grader.sandbox.worker import main; main(int(sys.argv[2]), sys.argv[3])")
 OUTPUT_FD_TAG = b"out"
+# A template's exit code when it cannot serve copies here: its imports initialised the CUDA
+# driver, whose state a fork does not carry (a copy could not use the GPU).
+TEMPLATE_DECLINED = 3
 _ENV_KEPT = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ",
              "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 _ENV_PREFIXES = ("TRITON_", "CUDA_", "NVIDIA_", "TORCH", "PYTORCH_")
@@ -31,7 +34,11 @@ def child_env(scratch: str) -> dict[str, str]:
     tokens, API keys), and a home in its scratch folder."""
     env = {k: v for k, v in os.environ.items()
            if (k in _ENV_KEPT or k.startswith(_ENV_PREFIXES)) and k not in _ENV_DROPPED}
-    env.update(HOME=scratch, TMPDIR=scratch, USER="submission", LOGNAME="submission")
+    # TRITON_HOME named as well: Triton reads HOME once, as it is imported, and a spare
+    # imported it in its template, where HOME names no folder yet; it reads TRITON_HOME
+    # whenever it looks for its cache.
+    env.update(HOME=scratch, TMPDIR=scratch, TRITON_HOME=scratch, USER="submission",
+               LOGNAME="submission")
     return env
 
 

@@ -1,10 +1,14 @@
 """Worker processes ready at once: forks of a template whose imports are done.
 
 A worker spends seconds of CPU importing PyTorch and the kernel languages before it can
-answer; a grading takes two. While gradings follow one another (`keep_warm`: the stages of
-`grade` on a CPU, a class, the test suite), the grader keeps a *template*: a worker that
+answer; a grading takes three on a GPU (the child, the replay and its builder), two on a CPU.
+While gradings follow one another (`keep_warm`: the stages of `grade`, a class, the test
+suite), the grader keeps a *template*: a worker that
 imported what every worker needs and then only forks copies of itself on request
-(grader.sandbox.processes.serve_copies). A copy, a *spare*, is ready in milliseconds; it
+(grader.sandbox.processes.serve_copies). On a GPU the template is forked from before
+anything initialised CUDA (a copy makes its own context once confined); a template whose
+imports did initialise it declines (processes.TEMPLATE_DECLINED), and from then on each
+worker is started when it is wanted. A copy, a *spare*, is ready in milliseconds; it
 is given its output file and its plan, and only then confines itself and loads anything of
 a submission. The template never runs student code nor is given a plan:
 each spare starts as clean as a freshly started worker, and each is taken once.
@@ -39,6 +43,7 @@ _keep = False
 _template: "Spare | None" = None
 _lock = threading.Lock()  # one fork at a time: the template answers requests in order
 _adopting = False  # this process is a child subreaper
+_declined = False  # a template declined: its imports initialised CUDA (workers start cold)
 
 
 class Adopted:
@@ -103,9 +108,9 @@ def keep_warm(on: bool = True) -> None:
 def take() -> Spare:
     """A worker waiting for its plan: a fork of the template with `keep_warm`, else one
     started now (it imports once confined, as it must)."""
-    global _template
+    global _template, _declined
     env = _environment()
-    if not _keep:
+    if not _keep or _declined:
         return _start(env, "cold")
     with _lock:
         if _template is not None and (_template.env != env
@@ -116,10 +121,19 @@ def take() -> Spare:
             _template = _keeping(env)
         try:
             return _fork(_template)
-        except OSError:  # it died or hung: the next take starts another
+        except OSError:  # it died, hung or declined: the next take starts another, or none
+            _declined = _exit_code(_template) == processes.TEMPLATE_DECLINED
             _template.discard()
             _template = None
     return _start(env, "cold")
+
+
+def _exit_code(spare: Spare) -> int | None:
+    """How `spare` ended, waiting a moment for it: its socket closes as it exits."""
+    try:
+        return spare.process.wait(timeout=2.0)
+    except subprocess.TimeoutExpired:
+        return None
 
 
 def _keeping(env: dict[str, str]) -> Spare:

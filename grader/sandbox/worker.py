@@ -40,6 +40,19 @@ def _warm() -> None:
             pass
 
 
+def _cuda_initialised() -> bool:
+    """Whether this process initialised the CUDA driver. A driver that is not loaded is not
+    initialised; a loaded one answers CUDA_ERROR_NOT_INITIALIZED (3) until cuInit."""
+    import ctypes
+
+    try:
+        driver = ctypes.CDLL("libcuda.so.1", mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+    except OSError:
+        return False
+    count = ctypes.c_int(0)
+    return driver.cuDeviceGetCount(ctypes.byref(count)) != 3
+
+
 def _bind_before_student_code(track: str, role: str, device: str) -> None:
     """Import what grading relies on, and the kernel language with its hooks, before the
     submission can touch them (the language's wing says what it binds, by role and device)."""
@@ -69,6 +82,8 @@ def main(fd: int, start: str = "cold") -> None:
     processes.die_with_parent()  # a template waits unconfined: it must not outlive the grader
     if start == "template":
         _warm()
+        if _cuda_initialised():  # its copies could not use the GPU: the grader starts each
+            os._exit(processes.TEMPLATE_DECLINED)
         fd = processes.serve_copies(socket.socket(fileno=fd))
     sock = socket.socket(fileno=fd)
     _, fds, _, _ = socket.recv_fds(sock, len(processes.OUTPUT_FD_TAG), 1)

@@ -130,3 +130,80 @@ def test_a_worker_imports_its_own_roles_class_alone():
               "assert type(worker._worker('child', 'triton')).role == 'child'")
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     subprocess.run([sys.executable, "-c", script], check=True, cwd=root, timeout=120)
+
+
+def test_a_template_whose_imports_initialised_cuda_declines_and_workers_start_cold(
+        template, monkeypatch):
+    """A fork does not carry the CUDA driver's state: a template that initialised it exits
+    with TEMPLATE_DECLINED, and from then on each worker is started when wanted, no other
+    template tried (each would cost its imports again)."""
+    from grader.sandbox import processes
+
+    monkeypatch.setattr(spares, "_declined", False)
+    real_start, starts = spares._start, []
+
+    def start(env, how):
+        starts.append(how)
+        if how == "template":  # one whose imports initialised CUDA (worker.main)
+            parent, child = spares.socket.socketpair()
+            process = subprocess.Popen(
+                [sys.executable, "-c", f"import os; os._exit({processes.TEMPLATE_DECLINED})"],
+                pass_fds=[child.fileno()])
+            child.close()
+            return spares.Spare(process, parent, env)
+        return real_start(env, how)
+
+    monkeypatch.setattr(spares, "_start", start)
+    taken = [spares.take(), spares.take()]
+    try:
+        assert starts == ["template", "cold", "cold"]
+        assert all(t.process.poll() is None for t in taken) and template() is None
+    finally:
+        for t in taken:
+            t.discard()
+
+
+class _Driver:
+    def __init__(self, answer):
+        self.answer = answer
+
+    def cuDeviceGetCount(self, count):  # noqa: N802 - the driver's name
+        return self.answer
+
+
+@pytest.mark.parametrize("driver, initialised", [
+    (OSError("not loaded"), False),  # no driver in the process: nothing initialised it
+    (_Driver(3), False),  # CUDA_ERROR_NOT_INITIALIZED
+    (_Driver(0), True),  # it answers: cuInit ran
+    (_Driver(100), True),  # CUDA_ERROR_NO_DEVICE: cuInit ran and found none
+])
+def test_the_template_sees_whether_its_imports_initialised_cuda(monkeypatch, driver,
+                                                                 initialised):
+    import ctypes
+
+    from grader.sandbox import worker
+
+    def cdll(name, mode):
+        assert name == "libcuda.so.1" and mode & os.RTLD_NOLOAD  # never loads it itself
+        if isinstance(driver, Exception):
+            raise driver
+        return driver
+
+    monkeypatch.setattr(ctypes, "CDLL", cdll)
+    assert worker._cuda_initialised() is initialised
+
+
+def test_a_spares_triton_cache_is_in_its_scratch_folder(tmp_path):
+    """Triton reads HOME once, as it is imported: a spare imported it in its template, whose
+    HOME names no folder. The environment a worker is given (its plan's) names TRITON_HOME
+    too, which Triton reads whenever it looks for its cache: a spare on a GPU compiles into
+    its own scratch folder, not into the template's nowhere (a read-only error there)."""
+    script = ("import os, sys; from grader.sandbox import processes, spares; "
+              "os.environ.clear(); os.environ.update(spares._environment()); "
+              "import triton; "
+              "os.environ.clear(); os.environ.update(processes.child_env(sys.argv[1])); "
+              "print(triton.knobs.cache.dir)")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    found = subprocess.run([sys.executable, "-c", script, str(tmp_path)], check=True, cwd=root,
+                           timeout=120, capture_output=True, text=True).stdout.strip()
+    assert found.startswith(str(tmp_path) + os.sep), found
