@@ -89,6 +89,7 @@ def _grade_loaded(session: StageSession, result: StageResult, todos: TodoState,
         result.message = f"{result.module} {todos.describe()}"
     plugin = CorrectnessPlugin(check, progress)
     with phase(result.phases, "correctness cases"):
+        check.build_ahead()
         broken = run_checks("test_correctness.py", plugin)
     result.add_parts("correctness cases", check.phases)
     result.cases = plugin.results()
@@ -163,8 +164,7 @@ def grade(grading: Grading, progress: Progress = _silent) -> Report:
     )
     start = time.perf_counter()
     parts = [p for p in (_benchmark_part(grading, s) for s in grading.stages) if p]
-    if selection.backend.interpret:  # not on a GPU: the timed runs' CPU
-        keep_warm()  # each stage's processes are forks of one that imported PyTorch once
+    keep_warm()  # each stage's processes are forks of one that imported PyTorch once
     for stage in grading.stages:
         label = f"{stage.name} {stage.id} [{selection.backend.name}]"
         session = StageSession(grading, stage)

@@ -28,6 +28,7 @@ from grader.quoting import inline, is_quoted, quoted, said
 from grader.results import CaseResult, CheckResult, Failure
 from grader.sandbox import Outcome, ChildProcess
 from grader.sandbox.outcomes import Proposed
+from grader.sandbox.replayer import Build
 from grader.tracks import TRACKS
 
 # The replay draws its inputs from another seed than the recorded call: what the wrapper
@@ -63,6 +64,35 @@ class StageCheck:
         # (changes, dtype) -> the probed parameters, in words, where the probe passed
         self.probes: dict[tuple, str | None] = {}
         self.phases: dict[str, float] = {}  # where the cases' seconds went (grade --profile)
+
+    def build_ahead(self) -> None:
+        """On a GPU: the calls the stage will replay, recorded now in the child, in the order
+        they come (each shown case, the memory check's two sizes, the speed cases), and their
+        proposals compiled ahead, side by side (ReplayProcess.build_ahead), while the cases
+        are judged one by one; each later `record` of one of these calls takes it as
+        recorded here. Hidden cases are left to their turn (their inputs reach the
+        processes only then), and so is every call after one that gave no proposal (one
+        that hangs costs one time limit)."""
+        if self.backend.device == "cpu":
+            return
+        problem, builds = self.stage.problem, []
+        memory = self.stage.memory_growth
+        calls = [(c, c.seed_in_run(self.run_seed), REPLAY_DRAW) for c in self.stage.cases
+                 if not c.hidden]
+        calls += [(c, self.run_seed, 0) for c in ((memory.small, memory.large) if memory else ())]
+        calls += [(c, c.seed_in_run(self.run_seed), 0)
+                  for c in (self.stage.speed.cases if self.stage.speed else ())]
+        for case, seed, replay_draw in calls:
+            if dtype_unsupported(case.dtype, self.backend.device):
+                continue
+            with timing.phase(self.phases, "record the call"):
+                proposed = self.child.record_ahead(problem.id, dict(case.params), case.dtype,
+                                                   seed)
+            if proposal_misconduct(proposed, self.backend.track) or not proposed.proposal:
+                break
+            builds.append(Build(problem.id, dict(case.params), case.dtype, seed ^ replay_draw,
+                                proposed.proposal))
+        self.child.replay_process.build_ahead(builds)
 
     def check(self, case: Case) -> Verdict:
         start = time.perf_counter()

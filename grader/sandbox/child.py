@@ -12,6 +12,8 @@ each reply sits between them.
 
 from __future__ import annotations
 
+import json
+
 from grader import protocol
 from grader.sandbox.outcomes import Proposed
 from grader.sandbox.process import Failed, Process, failed_call
@@ -82,6 +84,7 @@ class ChildProcess(Process):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._replay: ReplayProcess | None = None
+        self._ahead: dict[str, Proposed] = {}  # calls recorded ahead (`record_ahead`)
 
     def load(self) -> None:
         """Start the child and load the submission there; the replay is started first, so
@@ -118,9 +121,19 @@ class ChildProcess(Process):
         kernels = self._replay.output() if self._replay is not None else ""
         return super().output() + kernels
 
+    def record_ahead(self, problem_id: str, params: dict, dtype: str, seed: int) -> Proposed:
+        """`record` now, the result kept for the `record` of the same call later (once):
+        what a stage records before its cases, so that their kernels compile meanwhile."""
+        proposed = self.record(problem_id, params, dtype, seed)
+        self._ahead[_call_key(problem_id, params, dtype, seed)] = proposed
+        return proposed
+
     def record(self, problem_id: str, params: dict, dtype: str, seed: int) -> Proposed:
         """One call of the wrapper on the case's inputs drawn from `seed`, written down as a
-        proposal (its launches are not run)."""
+        proposal (its launches are not run); one recorded ahead is taken as it is."""
+        ahead = self._ahead.pop(_call_key(problem_id, params, dtype, seed), None)
+        if ahead is not None:
+            return ahead
         try:
             reply = self._ask("record", 0, problem_id=problem_id, params=params, dtype=dtype,
                               seed=seed)
@@ -142,3 +155,7 @@ class ChildProcess(Process):
                              cases=cases, archs=list(archs))
         except Failed as exc:
             raise SubmissionError(f"compiling it failed: {exc}") from None
+
+
+def _call_key(problem_id: str, params: dict, dtype: str, seed: int) -> str:
+    return json.dumps([problem_id, params, dtype, seed], sort_keys=True)

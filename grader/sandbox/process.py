@@ -89,6 +89,7 @@ class Process:
         self._base: Path | None = None
         self._log = OutputLog()
         self._loaded = False  # the process answered `load`
+        self._retired = False  # ended for good (`retire`): never started again
         self._refused: str | None = None  # why the replay or builder refused the kernels
         self._serial = 0
 
@@ -166,6 +167,12 @@ class Process:
         """End the process and everything it started; returns once they are gone."""
         self.end()
 
+    def retire(self) -> None:
+        """End the process for good: a later request fails rather than start it again (a
+        process another thread may still be asking, when its work is no longer wanted)."""
+        self._retired = True
+        self.end()
+
     def end(self) -> None:
         """End this process alone (`close` may end more: the child's replay too)."""
         if self._sock is not None:
@@ -205,6 +212,8 @@ class Process:
     def _ask(self, op: str, max_bytes: int, timeout: float | None = None,
              tensors: dict | None = None, **args) -> protocol.Message:
         """The ok reply to one request; raises Failed or SubmissionError."""
+        if self._retired:
+            raise Failed(Failure.CRASHED, "ended: its work was no longer wanted")
         if self._refused is None and (self._process is None
                                       or (not self._loaded and op != "load")):
             # the first request, or a restart after a timeout or crash

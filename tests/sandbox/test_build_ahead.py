@@ -1,0 +1,215 @@
+"""A stage's proposals compiled ahead on a GPU (ReplayProcess.build_ahead): side by side, by
+builders of their own, each proposal once; a case takes its binaries from there, and builds
+again itself whatever failed there; the builders are all gone once the replay is closed.
+The builders here are stand-ins: what is tested is the bookkeeping, not compiling."""
+
+import threading
+import time
+
+import pytest
+
+from grader.sandbox import replayer
+from grader.sandbox.process import Failed
+from grader.results import Failure
+
+
+class FakeBuilder:
+    made: list["FakeBuilder"] = []
+    slow = threading.Event()  # set: each build waits until it is cleared
+
+    def __init__(self, *args):
+        self.built, self.retired, self.closed, self.spawned = [], False, False, False
+        FakeBuilder.made.append(self)
+
+    def spawn(self):
+        self.spawned = True
+
+    def build(self, problem_id, params, dtype, seed, proposal):
+        if self.retired:
+            raise Failed(Failure.CRASHED, "ended")
+        while FakeBuilder.slow.is_set() and not self.retired:
+            time.sleep(0.01)
+        if proposal.get("broken"):
+            raise Failed(Failure.TIMED_OUT, "timed out")
+        self.built.append(proposal["n"])
+        return f"binaries of {proposal['n']}"
+
+    def output(self):
+        return f"[builder {FakeBuilder.made.index(self)}]"
+
+    def retire(self):
+        self.retired = True
+
+    def close(self):
+        self.closed = True
+
+
+@pytest.fixture
+def replay(monkeypatch, tmp_path):
+    FakeBuilder.made = []
+    FakeBuilder.slow.clear()
+    monkeypatch.setattr(replayer, "BuilderProcess", FakeBuilder)
+    monkeypatch.setattr(replayer, "AHEAD_BUILDERS", 3)
+    process = replayer.ReplayProcess(tmp_path / "stage.py", "f", "cuda", timeout=5.0)
+    yield process
+    FakeBuilder.slow.clear()
+    process._stop_ahead()
+
+
+def _builds(*ns, broken=()):
+    return [replayer.Build("softmax", {"n": n}, "float32", n,
+                           {"n": n, **({"broken": True} if n in broken else {})}) for n in ns]
+
+
+def test_proposals_are_compiled_once_each_by_builders_side_by_side(replay):
+    replay.build_ahead(_builds(1, 2, 3, 4, 5, 1, 2))  # two cases share a proposal
+    keys = [replayer.proposal_key({"n": n}) for n in (1, 2, 3, 4, 5)]
+    assert [replay._built_ahead(k) for k in keys] == [f"binaries of {n}" for n in range(1, 6)]
+    assert len(FakeBuilder.made) == 3 and all(b.spawned for b in FakeBuilder.made)
+    assert sorted(n for b in FakeBuilder.made for n in b.built) == [1, 2, 3, 4, 5]
+    assert FakeBuilder.made[0].built == [1, 4]  # each its share, in case order
+    replay.build_ahead(_builds(1, 6))  # later: only what is new
+    assert replay._built_ahead(replayer.proposal_key({"n": 6})) == "binaries of 6"
+    assert len(FakeBuilder.made) == 4 and FakeBuilder.made[3].built == [6]
+    replay._stop_ahead()
+    assert all(b.closed for b in FakeBuilder.made)
+    assert "[builder 0]" in replay.output()  # what the builders printed is the stage's
+
+
+def test_a_build_that_failed_ahead_is_built_again_by_its_case(replay):
+    replay.build_ahead(_builds(1, 2, broken=(2,)))
+    assert replay._built_ahead(replayer.proposal_key({"n": 1})) == "binaries of 1"
+    assert replay._built_ahead(replayer.proposal_key({"n": 2, "broken": True})) is None
+    assert replay._built_ahead(replayer.proposal_key({"n": 9})) is None  # never asked ahead
+
+
+def test_closing_the_replay_ends_every_builder_and_thread_even_mid_build(replay):
+    FakeBuilder.slow.set()
+    replay.build_ahead(_builds(1, 2, 3, 4, 5, 6))
+    time.sleep(0.1)
+    replay._stop_ahead()  # as ReplayProcess.close does
+    assert all(b.retired and b.closed for b in FakeBuilder.made)
+    assert not replay._ahead_threads
+    assert not any(t.name == "tilecourse-build-ahead" for t in threading.enumerate())
+    # what never began is not waited for: its case builds it itself
+    assert replay._built_ahead(replayer.proposal_key({"n": 6})) is None
+
+
+def test_on_a_cpu_nothing_is_built_ahead(tmp_path, monkeypatch):
+    monkeypatch.setattr(replayer, "BuilderProcess", FakeBuilder)
+    FakeBuilder.made = []
+    process = replayer.ReplayProcess(tmp_path / "stage.py", "f", "cpu", timeout=5.0)
+    process.build_ahead(_builds(1, 2))
+    assert FakeBuilder.made == [] and process._ahead == {}
+
+
+def test_builds_are_kept_for_a_later_process_but_none_made_after_a_hidden_case(replay,
+                                                                              monkeypatch):
+    """A replay process started again (after a hidden case, for the speed cases) installs
+    what was built before rather than compile it again; what a builder made once a hidden
+    case's inputs were given is never kept: it could carry them into a later process."""
+    builds, installed = [], []
+    monkeypatch.setattr(replay, "_loaded", True)
+    monkeypatch.setattr(replay, "_process", object())
+    monkeypatch.setattr(replay, "_builder", FakeBuilder())
+    monkeypatch.setattr(replay._builder, "build", lambda *a: builds.append(a[-1]["n"]) or
+                        replayer.protocol.Message({"value": a[-1]["n"]}))
+    monkeypatch.setattr(replay, "_ask", lambda op, *a, **k: installed.append(k["value"]))
+
+    def install(n):
+        replay._install("softmax", {}, "float32", 0, {"n": n})
+
+    install(1)
+    replay._installed_in = None  # a new process: it holds nothing yet
+    install(1)
+    assert builds == [1] and len(installed) == 2  # built once, installed in both
+    replay._hidden_given = True  # as withhold_output sets it
+    install(2)
+    replay._installed_in = None
+    install(2)
+    assert builds == [1, 2, 2]  # the hidden-time build was made again
+
+
+# --- what a stage records ahead (grader.judge.stage.StageCheck.build_ahead) ---------------
+
+
+class FakeChild:
+    def __init__(self, failing_after: int | None = None):
+        self.recorded, self.failing_after = [], failing_after
+        self.replay_process = self
+        self.builds = None
+
+    def record_ahead(self, problem_id, params, dtype, seed):
+        from grader.sandbox.outcomes import Proposed
+
+        self.recorded.append((dict(params), dtype, seed))
+        if self.failing_after is not None and len(self.recorded) > self.failing_after:
+            return Proposed(error="it hung", failure=Failure.TIMED_OUT)
+        launch = {"op": "launch", "language": "triton", "kernel": "k", "grid": [1]}
+        return Proposed(proposal={"steps": [launch], "n": len(self.recorded)}, launches=1)
+
+    def build_ahead(self, builds):
+        self.builds = builds
+
+
+def _stage_check(course, child, monkeypatch, device="cuda"):
+    from types import SimpleNamespace
+
+    from grader.judge import stage
+    from grader.judge.stage import StageCheck
+
+    # a GPU that has every dtype
+    monkeypatch.setattr(stage, "dtype_unsupported", lambda dtype, device: None)
+
+    backend = SimpleNamespace(device=device, track="triton", name="triton")
+    selection = SimpleNamespace(backend=backend)
+    return StageCheck(course.select("flash_attention"), selection, child, run_seed=77)
+
+
+def test_a_stage_records_its_calls_ahead_in_order_and_compiles_them_meanwhile(course,
+                                                                            monkeypatch):
+    from grader.judge.stage import REPLAY_DRAW
+
+    stage = course.select("flash_attention")
+    assert stage.memory_growth and stage.speed  # the stage that has all three kinds
+    child = FakeChild()
+    _stage_check(course, child, monkeypatch).build_ahead()
+    shown = [c for c in stage.cases if not c.hidden]
+    memory = [stage.memory_growth.small, stage.memory_growth.large]
+    expected = ([(dict(c.params), c.dtype, c.seed_in_run(77)) for c in shown]
+                + [(dict(c.params), c.dtype, 77) for c in memory]
+                + [(dict(c.params), c.dtype, c.seed_in_run(77)) for c in stage.speed.cases])
+    assert child.recorded == expected  # each later `record` of these calls takes it
+    assert len(child.builds) == len(expected)
+    # a case's replay draws from another seed than its recorded call; the layout is the same
+    assert child.builds[0].seed == shown[0].seed_in_run(77) ^ REPLAY_DRAW
+    assert child.builds[-1].seed == stage.speed.cases[-1].seed_in_run(77)
+
+
+def test_recording_ahead_stops_at_a_call_that_gave_no_proposal(course, monkeypatch):
+    child = FakeChild(failing_after=2)
+    _stage_check(course, child, monkeypatch).build_ahead()
+    assert len(child.recorded) == 3 and len(child.builds) == 2  # not one more time limit
+
+
+def test_on_a_cpu_no_call_is_recorded_ahead(course, monkeypatch):
+    child = FakeChild()
+    _stage_check(course, child, monkeypatch, device="cpu").build_ahead()
+    assert child.recorded == [] and child.builds is None
+
+
+def test_a_call_recorded_ahead_is_taken_once_by_the_record_that_asks_for_it(tmp_path,
+                                                                           monkeypatch):
+    from grader.sandbox import ChildProcess
+
+    child = ChildProcess(tmp_path / "stage.py", "f", "cpu")
+    asked = []
+    monkeypatch.setattr(child, "_ask", lambda op, *a, **k: asked.append(k) or (_ for _ in ()
+                                                                              ).throw(
+        Failed(Failure.CRASHED, "crashed: stand-in")))
+    ahead = child.record_ahead("softmax", {"M": 2}, "float32", 5)
+    assert len(asked) == 1
+    assert child.record("softmax", {"M": 2}, "float32", 5) is ahead and len(asked) == 1
+    child.record("softmax", {"M": 2}, "float32", 5)  # taken already: recorded again
+    child.record("softmax", {"M": 3}, "float32", 5)  # another call
+    assert len(asked) == 3
