@@ -124,6 +124,15 @@ def _run(options, track: str, work: Path) -> int:
         print((work / "batch.log").read_text()[-4000:])
         print(f"grade batch exited with {code}")
         return 1
+    missing = [n for n in changed if not (out / "students" / f"{n}.json").is_file()]
+    if missing:  # a student the batch did not grade: what it and the batch said
+        print((work / "batch.log").read_text()[-4000:])
+        for name in missing[:2]:
+            log = out / "logs" / f"{name}.log"
+            print(f"--- {name}: no result; its log:\n"
+                  + (log.read_text()[-4000:] if log.is_file() else "(none)"))
+        print(f"grade batch exited with {code}, without a result for {', '.join(missing)}")
+        return 1
     batch = {name: json.loads((out / "students" / f"{name}.json").read_text())
              for name in changed}
     faulty = [n for n in changed if changed[n]]

@@ -118,7 +118,8 @@ def grade_one(entry: Entry, out: Path, request: GradingRequest, env: dict, limit
             # behind), and the submission named relative to it: what the grader prints and
             # records names the student's own paths (exercises/triton/...).
             try:
-                code = run_isolated(command, log, {**env, "TMPDIR": str(tmp)}, tmp, limit)
+                code = run_isolated(command, log, {**importing_this_grader(env),
+                                                   "TMPDIR": str(tmp)}, tmp, limit)
             except subprocess.TimeoutExpired:
                 fresh.unlink(missing_ok=True)
                 # Before the stages finished are kept: `finally` runs only after the return.
@@ -188,6 +189,16 @@ def scratch() -> Iterator[Path]:
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def importing_this_grader(env: dict) -> dict:
+    """`env` with this grader's package first on PYTHONPATH: a student's grading runs in
+    their own folder, where `python -m grader` finds the grader only if it is installed;
+    from a checkout it would not be, and each student would fail with "No module named
+    grader"."""
+    root = str(Path(__file__).resolve().parents[2])
+    rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != root]
+    return {**env, "PYTHONPATH": os.pathsep.join([root, *rest])}
 
 
 def run_isolated(command: list[str], log: Path, env: dict, cwd: Path, limit: float) -> int:

@@ -564,3 +564,22 @@ def test_feedback_files_show_hidden_cases_as_the_policy_says(tmp_path, policy):
         assert "hidden1" not in text and "1 hidden cases were graded too" in text
     else:
         assert "Case `hidden1-float32`" in text
+
+
+def test_each_students_grading_imports_the_grader_that_runs_the_batch(tmp_path, monkeypatch):
+    """A student is graded in their own folder by `python -m grader`: from a checkout, not
+    installed, that finds no grader unless this one's package is on its path (each student
+    failed with "No module named grader" on a GPU host that ran the course from a copy)."""
+    course = _course(tmp_path, POLICY)
+    envs = []
+    fake = _fake_grader(course, {"good": {"vector_add": 10.0}})
+    monkeypatch.setattr(batch, "run_isolated", lambda c, log, env, cwd, limit:
+                        envs.append(env) or fake(c, log, env, cwd, limit))
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    subs = _class(tmp_path, {"ada": "good"})
+    found = submissions.entries(course, [subs])
+    batch.run(found, tmp_path / "out", GradingRequest(course, course.stages, "triton-interpret",
+                                                      seed=3), 1, [], 60)
+    root = str(Path(batch.__file__).resolve().parents[2])
+    assert envs[0]["PYTHONPATH"].split(os.pathsep) == [root, "/elsewhere"]
+    assert (Path(root) / "grader" / "__main__.py").is_file()
