@@ -172,6 +172,9 @@ class _Walker(ast.NodeVisitor):
                                        f"{exc}; a kernel may use {self.table.api} (the kernel "
                                        "language's own functions, types and dtypes) and math's "
                                        "numbers and functions") from None
+        if spelling in self.table.unchecked:
+            raise Refused(node.lineno, f"`{short(spelling)}` cannot be used in a kernel: "
+                                       f"{self.table.unchecked[spelling]}")
         if not part_of_language(value, spelling, self.table):
             raise Refused(node.lineno, f"`{short(spelling)}` cannot be used in a kernel: it is "
                                        f"not part of {self.table.package}'s kernel API; a kernel "

@@ -54,6 +54,8 @@ class Spellings:
     options: dict[str, frozenset[str]] = field(default_factory=dict)  # decorator -> keywords
     # A kind of decorator the grader does not rebuild -> why, and what to write instead.
     refused: dict[str, str] = field(default_factory=dict)
+    # API of the language a kernel body may not call -> why, and what to write instead
+    unchecked: dict[str, str] = field(default_factory=dict)
     called: frozenset[str] = frozenset()  # kinds of decorator written only as a call
     shown: str = ""  # the decorators the grader rebuilds, as a message lists them
     short: dict[str, str] = field(default_factory=dict)  # a module's prefix -> as files write it

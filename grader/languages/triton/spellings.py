@@ -37,6 +37,10 @@ TRITON = Spellings(
                                    "compiles, which the grader does not allow: compute the "
                                    "value in your wrapper and pass it to the kernel as a "
                                    "tl.constexpr argument"},
+    unchecked={"triton.language.inline_asm_elementwise":
+               "inline assembly runs instructions that neither the grader nor Triton checks "
+               "(they could write outside every tensor, or read the GPU's clock); write the "
+               "computation with tl.* operations"},
     called=frozenset({"autotune"}),
     shown="@triton.jit, @triton.autotune(configs=[...])",
     short={"triton.language.": "tl."},
