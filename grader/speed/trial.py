@@ -320,7 +320,7 @@ class Trial:
 
     def _check_one(self, result: TrialResult, batch, seeds: list[int], key: int,
                    size: int) -> None:
-        """Fetch one output at random; it must be the one committed to, and right."""
+        """Fetch one output of the batch at random, and judge it (`_judge_one`)."""
         index = secrets.randbelow(len(seeds))
         with timing.phase(self.phases, OUTPUTS_FETCHED):
             output = self.replay_process.fetch(index, size).to(self.device)
