@@ -4,19 +4,14 @@ One message is one frame:
 
     b"TCW1" | header length (4 bytes) | tensor bytes length (8 bytes) | header | tensors
 
-or, where the tensors take SEALED_MIN bytes or more (on Linux), the same frame without them,
-b"TCW2" its first bytes, with a descriptor of a sealed memory file that holds them.
+or, where the tensors take tensor_buffer.SEALED_MIN bytes or more (on Linux), the same frame
+without them, b"TCW2" its first bytes, with a descriptor of a sealed memory file that
+holds them.
 
 The header is a JSON object of at most MAX_HEADER bytes. The tensors, when there are any,
-are one safetensors buffer: a table of names, dtypes, shapes and offsets, then the raw bytes.
-Decoding it can only ever produce plain CPU tensors, so nothing the child sends is unpickled,
-imported or evaluated in the grader. Both ends handle the format themselves rather than
-through safetensors' `save` and `load`, which copy every byte twice each way: a timed
-trial fetches outputs of 256 MB, and those copies were most of its time. Each tensor's
-bytes go from where they lie onto the socket or into the memory file, and come back as
-views of the buffer they were read into or of the file, mapped (the tests check both ends
-against safetensors itself). A memory file is only read once it is sealed against any
-change, and of exactly the size the frame says.
+are one buffer in safetensors' format (grader.tensor_buffer): decoding it can only ever
+produce plain CPU tensors, so nothing the child sends is unpickled, imported or evaluated in
+the grader.
 
 The reader sets the rules: a deadline for the whole message (a child that sends one byte at
 a time still runs out of time) and a size limit per request. A frame that breaks them, or
@@ -26,10 +21,8 @@ request expects (`check`).
 
 from __future__ import annotations
 
-import fcntl
 import json
 import math
-import mmap
 import os
 import select
 import socket
@@ -38,24 +31,16 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from grader import tensor_buffer
+
 if TYPE_CHECKING:
     import torch
 
-# torch and safetensors are imported where tensors are (de)coded: the child reads its first
-# message before it confines itself, and must not have started torch's threads by then.
+# torch is imported where tensors are (de)coded (grader.tensor_buffer): the child reads its
+# first message before it confines itself, and must not have started torch's threads by then.
 MAGIC = b"TCW1"  # a frame whose tensors follow its header
 MAGIC_SEALED = b"TCW2"  # ... whose tensors are in the sealed memory file sent with it
-# Tensor buffers from this size on travel in a sealed memory file (os.memfd_create) rather
-# than through the socket: a 256 MB output through a socket took 0.4 s on the H200's host
-# (copied into the socket, out of it, and into a buffer), mapped it is read where it lies.
-SEALED_MIN = 1 << 20
-# Sealing is Linux's; elsewhere every frame carries its tensors itself.
-_SEALING = hasattr(os, "memfd_create") and hasattr(fcntl, "F_SEAL_WRITE")
-_SEALS = (fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE) if _SEALING else 0
 MAX_HEADER = 4 << 20
-# The tensor dtypes that cross (safetensors' names for them are torch's without "torch.").
-TENSOR_DTYPES = ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8",
-                 "uint8", "bool")
 _PREFIX = struct.Struct("!4sIQ")
 
 
@@ -79,9 +64,10 @@ class Message:
 
 def send(sock: socket.socket, header: dict, tensors: dict[str, "torch.Tensor"] | None = None) -> None:
     body = json.dumps(header, allow_nan=False).encode()
-    table, parts = _encode(tensors) if tensors else (b"", [])
+    table, parts = tensor_buffer.encode(tensors) if tensors else (b"", [])
     size = len(table) + sum(p.nbytes for p in parts)
-    sealed = _sealed(table, parts, size) if _SEALING and size >= SEALED_MIN else None
+    sealed = tensor_buffer.sealed(table, parts, size) if size >= tensor_buffer.SEALED_MIN \
+        else None
     if sealed is None:
         sock.sendall(_PREFIX.pack(MAGIC, len(body), size) + body + table)
         for part in parts:
@@ -92,55 +78,6 @@ def send(sock: socket.socket, header: dict, tensors: dict[str, "torch.Tensor"] |
     finally:
         os.close(sealed)
     sock.sendall(body)
-
-
-def _sealed(table: bytes, parts: list[memoryview], size: int) -> int | None:
-    """A sealed memory file holding the tensor buffer (its descriptor), or None where this
-    system makes none. Sealed against growing, shrinking and writing: the reader maps it
-    and reads the tensors where they lie, and no later change can reach them."""
-    try:
-        fd = os.memfd_create("tilecourse-tensors", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
-    except OSError:  # not allowed here: the socket carries them
-        return None
-    try:
-        os.ftruncate(fd, size)
-        with mmap.mmap(fd, size) as view:
-            view[:len(table)] = table
-            offset = len(table)
-            for part in parts:
-                view[offset:offset + part.nbytes] = part.cast("B")
-                offset += part.nbytes
-        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, _SEALS | fcntl.F_SEAL_SEAL)
-    except OSError:
-        os.close(fd)
-        return None
-    return fd
-
-
-# safetensors' names for the dtypes that cross
-_SAFETENSORS_DTYPE = {"float64": "F64", "float32": "F32", "float16": "F16", "bfloat16": "BF16",
-                      "int64": "I64", "int32": "I32", "int16": "I16", "int8": "I8",
-                      "uint8": "U8", "bool": "BOOL"}
-
-
-def _encode(tensors: dict[str, "torch.Tensor"]) -> tuple[bytes, list[memoryview]]:
-    """A safetensors buffer as its table (length and JSON) and each tensor's own bytes, sent
-    from where they lie (safetensors' own `save` copies every byte twice first). The reader
-    checks the table against the bytes before it makes a tensor (`_decode`)."""
-    import torch
-
-    table, parts, offset = {}, [], 0
-    for name, t in _on_host(tensors).items():
-        raw = t.reshape(-1).view(torch.uint8).numpy() if t.numel() else None
-        size = 0 if raw is None else raw.nbytes
-        table[name] = {"dtype": _SAFETENSORS_DTYPE[str(t.dtype).removeprefix("torch.")],
-                       "shape": list(t.shape), "data_offsets": [offset, offset + size]}
-        if raw is not None:
-            parts.append(memoryview(raw))
-        offset += size
-    text = json.dumps(table).encode()
-    text += b" " * (-len(text) % 8)  # the tensors' bytes start 8-byte aligned, as safetensors'
-    return struct.pack("<Q", len(text)) + text, parts
 
 
 def receive(sock: socket.socket, deadline: float | None = None,
@@ -172,29 +109,14 @@ def _rest(sock: socket.socket, deadline: float | None, max_bytes: int, header_le
         raise ProtocolError(f"the reply header is not JSON ({type(exc).__name__})") from None
     if not isinstance(header, dict):
         raise ProtocolError("the reply header is not a JSON object")
-    if fd is not None:
-        tensors = _decode(_mapped(fd, blob_len))
-    else:
-        tensors = _decode(_read(sock, blob_len, deadline)) if blob_len else {}
-    return Message(header, tensors)
-
-
-def _mapped(fd: int, size: int) -> mmap.mmap:
-    """The tensor buffer in the memory file `fd`, mapped (a private copy-on-write mapping:
-    the tensors are writable here, and nothing written reaches the file). The file must be
-    sealed as `_sealed` seals it, and exactly `size` bytes: a file that could still shrink
-    under the mapping would make reading it fault, one that could be written could change
-    what was checked."""
     try:
-        seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS) if _SEALING else 0
-        length = os.fstat(fd).st_size
-    except OSError:
-        raise ProtocolError("the reply's descriptor is not a sealed memory file") from None
-    if seals & _SEALS != _SEALS:
-        raise ProtocolError("the reply's memory file is not sealed against changes")
-    if length != size or size < 8:
-        raise ProtocolError("the reply's memory file is not the size its message says")
-    return mmap.mmap(fd, size, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        if fd is not None:
+            tensors = tensor_buffer.decode(tensor_buffer.mapped(fd, blob_len))
+        else:
+            tensors = tensor_buffer.decode(_read(sock, blob_len, deadline)) if blob_len else {}
+    except tensor_buffer.Malformed as exc:
+        raise ProtocolError(str(exc)) from None
+    return Message(header, tensors)
 
 
 def _read_prefix(sock: socket.socket, deadline: float | None) -> tuple[bytes, int | None]:
@@ -229,101 +151,6 @@ def _settimeout(sock: socket.socket, deadline: float | None) -> None:
     if left <= 0:
         raise Late("the reply did not arrive in time")
     sock.settimeout(left)
-
-
-_staging = None  # pinned host memory that GPU tensors are copied to before they are sent
-_STAGED_MIN = 1 << 20  # bytes: smaller tensors go through pageable memory, as they come
-
-
-def _on_host(tensors: dict[str, "torch.Tensor"]) -> dict[str, "torch.Tensor"]:
-    """Each tensor contiguous in host memory. GPU tensors are copied to pinned memory that
-    this process keeps for its next message (a copy to fresh pageable memory faults in every
-    page first: 0.19 s for a 256 MB output on the H200's host). A message is sent before the
-    next is made, so one buffer serves them all."""
-    global _staging
-    import torch
-
-    on_gpu = {n: t for n, t in tensors.items() if t.device.type == "cuda"}
-    sizes = {n: -(-t.numel() * t.element_size() // 16) * 16 for n, t in on_gpu.items()}
-    if sum(sizes.values()) >= _STAGED_MIN:
-        try:
-            if _staging is None or _staging.numel() < sum(sizes.values()):
-                _staging = None  # the old buffer goes first
-                _staging = torch.empty(sum(sizes.values()), dtype=torch.uint8, pin_memory=True)
-        except RuntimeError:  # pinned memory refused here: pageable copies, as they come
-            on_gpu = {}
-        host, offset = {}, 0
-        for name, t in on_gpu.items():
-            size = t.numel() * t.element_size()
-            host[name] = _staging[offset:offset + size].view(t.dtype).view(t.shape)
-            host[name].copy_(t.detach())
-            offset += sizes[name]
-    else:
-        host = {}
-    return {n: host[n] if n in host else t.detach().to("cpu").contiguous()
-            for n, t in tensors.items()}
-
-
-_TORCH_DTYPE = {v: k for k, v in _SAFETENSORS_DTYPE.items()}
-MAX_TABLE = 1 << 20  # bytes of a tensor table: a reply carries a few tensors, not thousands
-MAX_DIMS = 8
-
-
-def _decode(blob: bytearray) -> dict[str, "torch.Tensor"]:
-    """The tensors of a safetensors buffer, each a view of `blob` (no byte is copied;
-    safetensors' own `load` copies each twice). The buffer comes from another process: its
-    table must describe exactly the bytes that follow it, in the dtypes that cross, or it
-    is refused as malformed."""
-    import torch
-
-    if len(blob) < 8:
-        raise ProtocolError("the reply's tensors are malformed (no table)")
-    size = int.from_bytes(blob[:8], "little")
-    if size > min(MAX_TABLE, len(blob) - 8):
-        raise ProtocolError("the reply's tensors are malformed (a table past its buffer)")
-    try:
-        table = json.loads(bytes(blob[8:8 + size]))
-    except (ValueError, RecursionError):
-        raise ProtocolError("the reply's tensors are malformed (a table that is not JSON)") \
-            from None
-    if not isinstance(table, dict):
-        raise ProtocolError("the reply's tensors are malformed (a table that is not an object)")
-    data = memoryview(blob)[8 + size:]
-    entries = sorted((_entry(name, entry) for name, entry in table.items()),
-                     key=lambda e: e[3])
-    tensors, offset = {}, 0
-    for name, dtype, shape, begin, end in entries:
-        if begin != offset:
-            raise ProtocolError("the reply's tensors are malformed (their bytes overlap or "
-                                "leave a gap)")
-        count = math.prod(shape)
-        if end - begin != count * dtype.itemsize or end > len(data):
-            raise ProtocolError("the reply's tensors are malformed (a tensor whose bytes do "
-                                "not fit its shape)")
-        tensors[name] = (torch.frombuffer(data, dtype=dtype, count=count, offset=begin)
-                         .reshape(shape) if count else torch.empty(shape, dtype=dtype))
-        offset = end
-    if offset != len(data):
-        raise ProtocolError("the reply's tensors are malformed (bytes that no tensor holds)")
-    return tensors
-
-
-def _entry(name: str, entry: Any) -> tuple:
-    """(name, torch dtype, shape, first byte, byte past the last) of one table entry."""
-    import torch
-
-    def natural(value) -> bool:
-        return type(value) is int and value >= 0  # noqa: E721 - not a bool
-
-    if not (isinstance(entry, dict) and set(entry) == {"dtype", "shape", "data_offsets"}
-            and entry["dtype"] in _TORCH_DTYPE and isinstance(entry["shape"], list)
-            and len(entry["shape"]) <= MAX_DIMS and all(map(natural, entry["shape"]))
-            and isinstance(entry["data_offsets"], list) and len(entry["data_offsets"]) == 2
-            and all(map(natural, entry["data_offsets"]))):
-        raise ProtocolError("the reply's tensors are malformed (an entry of its table)")
-    begin, end = entry["data_offsets"]
-    return (name, getattr(torch, _TORCH_DTYPE[entry["dtype"]]), tuple(entry["shape"]),
-            begin, end)
 
 
 def _read(sock: socket.socket, n: int, deadline: float | None) -> bytearray:

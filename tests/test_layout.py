@@ -26,11 +26,12 @@ LAYERS = {
     "grader.errors": 0,
     "grader.cache": 0,
     "grader.timing": 0,  # the one timed loop, run on both sides of the trust boundary
-    "grader.protocol": 0,  # the wire between the grader and its processes
+    "grader.tensor_buffer": 0,  # the tensors a message of the wire carries
     "grader.install": 0,  # `python -m grader.install`: the standard library only
     "grader.tracks": 0,  # the tile languages, a record each: every layer reads them
     "grader.results": 0,  # the result records: written where decided, read by the reports
     "grader.quoting": 0,  # text from a submission, quoted: every layer that words a message
+    "grader.protocol": 1,  # the wire between the grader and its processes
     "grader.problems": 1,
     "grader.backends": 1,
     "grader.course": 2,

@@ -22,7 +22,7 @@ from grader.grading.pytest_run import (CaseProgress, CorrectnessPlugin, Progress
 from grader.grading.request import Grading
 from grader.grading.session import NEEDS_CORRECTNESS, StageSession
 from grader.intake import NotRun
-from grader.judge.stage import memory_check
+from grader.judge.memory import memory_check
 from grader.results import Report, SpeedResult, StageResult, Status
 from grader.sandbox import keep_warm
 from grader.sandbox.submission import SubmissionError

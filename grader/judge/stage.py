@@ -5,7 +5,7 @@ as data); the replay runs that proposal on fresh inputs drawn from another seed,
 its output is judged, against the reference computed here. The replay's other traces
 (compile errors, out-of-bounds writes, modified inputs) decide before the numbers do; the
 host watch's findings explain a failure, never make one. Hidden cases keep only their
-verdict's kind. The memory check measures the replay's extra memory at two sizes.
+verdict's kind. (The memory check is grader.judge.memory.)
 
 Every text that comes from the submission's processes (what a call raised, a compiler's
 message, the host watch's and the replay's findings, a returned type's name) is quoted in
@@ -28,7 +28,7 @@ from grader.quoting import inline, is_quoted, quoted, said
 from grader.results import CaseResult, CheckResult, Failure
 from grader.sandbox import Outcome, ChildProcess
 from grader.sandbox.outcomes import Proposed
-from grader.sandbox.replayer import Build
+from grader.sandbox.ahead import Build
 from grader.tracks import TRACKS
 
 # The replay draws its inputs from another seed than the recorded call: what the wrapper
@@ -340,33 +340,6 @@ def _each(messages: list[str]) -> list[str]:
     for more in messages[1:]:
         lines += ["and:", *quoted(more)]
     return lines
-
-
-def memory_check(stage: Stage, selection: Selection, child: ChildProcess, seed: int) -> CheckResult:
-    """The extra memory of a call must grow with the problem as the stage intends."""
-    name = "memory growth"
-    if selection.backend.device != "cuda":
-        return CheckResult(name, False, False, "not graded: needs a GPU")
-    rule = stage.memory_growth
-    small, large, limit = rule.small.params, rule.large.params, rule.max_growth
-    sizes = []
-    for case in (rule.small, rule.large):
-        proposed = child.record(stage.problem.id, dict(case.params), case.dtype, seed)
-        refused = proposal_misconduct(proposed, selection.backend.track)
-        if refused:
-            return CheckResult(name, True, False, f"could not be measured: {refused.report}")
-        used, error = child.replay_process.memory(stage.problem.id, dict(case.params), case.dtype,
-                                           seed, proposed.proposal)
-        if error:
-            return CheckResult(name, True, False, f"could not be measured: {error}")
-        sizes.append(max(used, 1))
-    growth = sizes[1] / sizes[0]
-    shown = f"{sizes[0] / 2**20:.1f} MiB -> {sizes[1] / 2**20:.1f} MiB ({growth:.1f}x)"
-    changed = ", ".join(f"{k} {small[k]} -> {large[k]}" for k in small if small[k] != large[k])
-    if growth > limit:
-        return CheckResult(name, True, False, f"extra GPU memory grew {shown} for {changed}: more "
-                           f"than {limit:g}x means something of size N x N is being stored")
-    return CheckResult(name, True, True, f"extra GPU memory grew {shown} for {changed}")
 
 
 def _withheld(verdict: Verdict) -> Verdict:

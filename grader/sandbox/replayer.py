@@ -1,14 +1,14 @@
 """The replay, both ends: the confined process that runs a submission's kernels.
 
-It is started and confined like the child (grader.sandbox.child), but the submission's
-module is never imported there. On a CPU it rebuilds the file's kernels from source
-(grader.replay.kernels); on a GPU it builds nothing: a builder process
-(grader.sandbox.builder) compiles each proposal's launches first, and the replay is given
-the binaries (`install`, grader.replay.binaries) before it is asked to run them, so that no
-compile-time Python ever runs in the process that keeps the clock. It runs the proposals
-the child recorded, on inputs it draws from the grader's seeds: one graded call (`call`),
-untimed warm-up calls (`warm`), timed batches (`time_batch`, `fetch`), the peak memory of a
-call (`memory`). Its outputs and times are the only ones grading uses.
+Started and confined like the child (grader.sandbox.child), it never imports the
+submission's module. On a CPU it rebuilds the file's kernels from source
+(grader.replay.kernels); on a GPU it builds nothing: builder processes compile each
+proposal's launches (grader.sandbox.builder, grader.sandbox.ahead) and the replay is given
+the binaries (`install`, grader.replay.binaries), so that no compile-time Python ever runs
+in the process that keeps the clock. It runs the proposals the child recorded, on inputs it
+draws from the grader's seeds: one graded call (`call`), untimed warm-up calls (`warm`),
+timed batches (`time_batch`, `fetch`), the peak memory of a call (`memory`). Its outputs
+and times are the only ones grading uses.
 
 `ReplayWorker` is the replay's side of each request, `ReplayProcess` the grader's; the shape
 of each reply sits between them.
@@ -16,21 +16,18 @@ of each reply sits between them.
 
 from __future__ import annotations
 
-import os
 import tempfile
-import threading
 import time
-from concurrent.futures import Future
 from pathlib import Path
-from typing import NamedTuple
 
 from grader import protocol
 from grader.quoting import inline
 from grader.replay.binaries import proposal_key
 from grader.replay.execute import LaunchRecord
+from grader.sandbox.ahead import Build, StageBuilds
 from grader.sandbox.builder import BuilderProcess
 from grader.sandbox.outcomes import Batch, Outcome, TimingFailed, call_outcome
-from grader.sandbox.process import STARTUP_SECONDS, Failed, Process, failed_call
+from grader.sandbox.process import Failed, Process, failed_call
 from grader.sandbox.serve import KernelWorker, describe_output
 from grader.sandbox.submission import SubmissionError
 
@@ -205,21 +202,6 @@ WARM_REPLY = {"error": (str, None), "launches": [LAUNCH], "host": [str], "compil
 TIMING_REPLY = {"times": [float], "digests": [(int, None)], "outputs": [RETURNED]}
 
 
-# Builders that compile a stage's proposals ahead, side by side (`build_ahead`): one core each.
-AHEAD_BUILDERS = max(1, min(6, (os.cpu_count() or 2) // 2))
-
-
-class Build(NamedTuple):
-    """One proposal to compile: its case's problem, parameters, dtype and seed (which lay out
-    the buffers it is compiled on), and the proposal."""
-
-    problem_id: str
-    params: dict
-    dtype: str
-    seed: int
-    proposal: dict
-
-
 class ReplayProcess(Process):
     """The grader's side of one submission's replay process (and, on a GPU, its builder)."""
 
@@ -230,21 +212,14 @@ class ReplayProcess(Process):
         self._builder: BuilderProcess | None = None
         self._installed: set[str] = set()  # the proposals whose binaries the process holds
         self._installed_in = None  # ... that process
-        # proposal key -> its build: kept for a later replay process (after a restart, or
-        # for the speed cases), but none made once a hidden case's inputs were given
-        self._kept: dict[str, protocol.Message] = {}
-        self._hidden_given = False
-        self._ahead: dict[str, Future] = {}  # proposal key -> its build, compiled ahead
-        self._ahead_output: list[str] = []  # what the builders that compiled ahead printed
-        self._ahead_builders: list[BuilderProcess] = []
-        self._ahead_threads: list[threading.Thread] = []
-        self._stop = threading.Event()
+        self._builds = StageBuilds(lambda: BuilderProcess(  # kept, and compiled ahead
+            self.path, self.function, self.device, self.timeout, self.hidden, self.rules,
+            self.track))
 
     @property
     def builder(self) -> BuilderProcess:
         if self._builder is None:
-            self._builder = BuilderProcess(self.path, self.function, self.device, self.timeout,
-                                           self.hidden, self.rules, self.track)
+            self._builder = self._builds.new_builder()
         return self._builder
 
     def spawn(self) -> None:
@@ -256,70 +231,17 @@ class ReplayProcess(Process):
     def close(self) -> None:
         if self._builder is not None:
             self._builder.close()
-        self._stop_ahead()
+        self._builds.stop()
         super().close()
-        self._hidden_given = False  # the next processes start without a hidden case
+        self._builds.hidden_given = False  # the next processes start without a hidden case
 
     def build_ahead(self, builds: list[Build]) -> None:
-        """On a GPU: compile these proposals now, side by side, each share by a builder of
-        its own (compiling is CPU work, a core a builder), while the cases go on; each case's
-        replay then installs its binaries from here (`_install`) rather than wait for one
-        builder to compile case after case. A build that failed here is built again when
-        its case comes, by the stage's builder alone: a compile that timed out among others
-        is not held against the submission."""
-        if self.device == "cpu":
-            return
-        todo: dict[str, Build] = {}
-        for build in builds:
-            key = proposal_key(build.proposal)
-            if key not in self._ahead and key not in todo:
-                todo[key] = build
-        if not todo:
-            return
-        self._stop.clear()
-        items = list(todo.items())
-        count = min(len(items), AHEAD_BUILDERS)
-        for i in range(count):
-            share = items[i::count]
-            for key, _ in share:
-                self._ahead[key] = Future()
-            builder = BuilderProcess(self.path, self.function, self.device, self.timeout,
-                                     self.hidden, self.rules, self.track)
-            builder.spawn()  # all of them start at once; each thread waits for its own
-            thread = threading.Thread(target=self._build_share, args=(builder, share),
-                                      daemon=True, name="tilecourse-build-ahead")
-            self._ahead_builders.append(builder)
-            self._ahead_threads.append(thread)
-            thread.start()
-
-    def _build_share(self, builder: BuilderProcess, share: list[tuple[str, Build]]) -> None:
-        try:
-            for key, build in share:
-                future = self._ahead[key]
-                if self._stop.is_set() or not future.set_running_or_notify_cancel():
-                    continue
-                try:
-                    future.set_result(builder.build(*build))
-                except Exception as exc:  # noqa: BLE001 - its case builds it again itself
-                    future.set_exception(exc)
-        finally:
-            self._ahead_output.append(builder.output())
-            builder.close()
-
-    def _stop_ahead(self) -> None:
-        """Every builder that compiles ahead ended, and its thread: the stage's processes
-        are all gone once `close` returns. What they built stays for a later process."""
-        self._stop.set()
-        for build in self._ahead.values():
-            build.cancel()  # those not begun
-        for builder in self._ahead_builders:
-            builder.retire()
-        for thread in self._ahead_threads:
-            thread.join()
-        self._ahead_builders, self._ahead_threads = [], []
+        """On a GPU: compile these proposals now, side by side, while the cases go on."""
+        if self.device != "cpu":
+            self._builds.start(builds)
 
     def withhold_output(self) -> None:
-        self._hidden_given = True  # until these processes end: what they build is not kept
+        self._builds.hidden_given = True  # until these processes end: nothing built is kept
         super().withhold_output()
         if self.device != "cpu":
             self.builder.withhold_output()
@@ -327,7 +249,7 @@ class ReplayProcess(Process):
     def output(self) -> str:
         """What the kernels printed: while they compiled (a GPU), then while they ran."""
         built = self._builder.output() if self._builder is not None else ""
-        return "".join(self._ahead_output) + built + super().output()
+        return self._builds.output() + built + super().output()
 
     def _install(self, problem_id: str, params: dict, dtype: str, seed: int,
                  proposal: dict) -> None:
@@ -342,24 +264,10 @@ class ReplayProcess(Process):
         key = proposal_key(proposal)
         if key in self._installed:
             return
-        built = self._kept.get(key) or self._built_ahead(key)
-        if built is None:
-            built = self.builder.build(problem_id, params, dtype, seed, proposal)
-        if not self._hidden_given:
-            self._kept[key] = built
+        built = self._builds.get(key, lambda: self.builder.build(problem_id, params, dtype,
+                                                                 seed, proposal), self.timeout)
         self._ask("install", 0, tensors=built.tensors, key=key, value=built.header["value"])
         self._installed.add(key)
-
-    def _built_ahead(self, key: str) -> protocol.Message | None:
-        """The build of proposal `key` compiled ahead (waiting for it), if there is one that
-        did not fail."""
-        build = self._ahead.get(key)
-        if build is None or build.cancelled():
-            return None
-        try:
-            return build.result(timeout=max(self.timeout, STARTUP_SECONDS) * 2)
-        except Exception:  # noqa: BLE001 - failed or late there: built again here
-            return None
 
     def call(self, problem_id: str, params: dict, dtype: str, seed: int,
              inputs: list, output_bytes: int, proposal: dict) -> Outcome:
@@ -414,10 +322,7 @@ class ReplayProcess(Process):
         own clock around all of it; raises TimingFailed."""
         try:
             self._install(problem_id, params, dtype, seeds[0], proposal)
-        except (Failed, SubmissionError) as exc:
-            raise TimingFailed(str(exc)) from None
-        start = time.perf_counter()
-        try:
+            start = time.perf_counter()  # the batch alone, its binaries installed
             reply = self._ask("time_batch", 0, problem_id=problem_id, params=params,
                               dtype=dtype, seeds=seeds, key=key, proposal=proposal)
             value = self._check(reply.header["value"], TIMING_REPLY, "the timing reply")

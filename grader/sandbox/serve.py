@@ -92,7 +92,7 @@ def describe_output(output) -> dict:
     import torch
 
     if type(output) is torch.Tensor:  # noqa: E721 - subclasses do not cross
-        from grader.protocol import TENSOR_DTYPES
+        from grader.tensor_buffer import TENSOR_DTYPES
 
         if str(output.dtype).removeprefix("torch.") in TENSOR_DTYPES:
             return {"device": output.device.type}

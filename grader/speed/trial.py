@@ -13,7 +13,8 @@ nothing: it times nothing. The grader still checks what it is told:
 - the grader's own clock spans the whole batch, and what the reported times cannot explain,
   once the grader's own cost of drawing inputs, flushing L2, synchronising and
   checksumming is taken away, rejects the timing beyond an allowance for one batch and a
-  tighter one for the median batch (a kernel's work left running past its events);
+  tighter one for the median batch (grader.speed.allowance: a kernel's work left running
+  past its events);
 - the baseline is timed here, in batches interleaved with the replay's, so a drifting GPU
   moves both.
 
@@ -34,6 +35,7 @@ from typing import Callable
 import torch
 
 from grader import timing
+from grader.speed import allowance
 from grader.course import Tolerance
 from grader.judge.compare import Expected, compare
 from grader.judge.stage import proposal_misconduct
@@ -66,34 +68,6 @@ CERTAIN_MIN_BATCHES = 8
 # Every one of the first MIN_BATCHES batches has an output fetched and checked, and one in
 # CHECKED after them: the median over batches moves only if most batches are faked.
 CHECKED = 3
-# What the grader's clock may see beyond the reported times and its own work around them:
-# per batch, per call, and in proportion. Honest references on the H200 showed up to 3.1 ms
-# in one batch of 10 calls, where 5.1 ms were allowed (BENCHMARKS.md); gross lies also meet
-# the ceiling check.
-UNEXPLAINED_PER_BATCH_MS = 3.0
-UNEXPLAINED_PER_CALL_MS = 0.1
-UNEXPLAINED_FRACTION = 0.10
-# The same over the median batch, where the noise of one batch averages out: work hidden in
-# every call shows there long before one batch's allowance is spent. On the H200 the honest
-# references' medians were -0.4 to 1.8 ms per batch, at most 55% of this allowance; a matmul
-# twice as slow as it claimed (a side stream behind a GPU sleep) showed 2.26 ms of 2.21 ms
-# allowed. Part of the honest excess grows with the work around the calls (fresh inputs,
-# checksums: 6 to 21 ms per batch), hence the last term.
-# One batch over its allowance is timed again rather than believed or condemned: on the
-# H200 an honest Triton matmul reference once showed 5.1 ms beyond 4.2 ms allowed, in one
-# batch of a trial, twice in a run. A second such batch rejects the timing; hidden work
-# shows in every batch, and in the median besides.
-OVER_ALLOWANCE_TOLERATED = 1
-MEDIAN_PER_BATCH_MS = 1.0
-MEDIAN_PER_CALL_MS = 0.05
-MEDIAN_FRACTION = 0.05
-MEDIAN_AROUND_FRACTION = 0.10  # of the grader's own work around the calls of a batch
-
-
-class Rejected(Exception):
-    """The child's figures or outputs did not stand up to the grader's checks."""
-
-
 class _Wrong(Exception):
     """A checked output is wrong: nothing more to time."""
 
@@ -245,10 +219,11 @@ class Trial:
                     break
                 if done >= CERTAIN_MIN_BATCHES and self.certain and self.certain(result):
                     break
-            _judge_median(result)
+            allowance.judge_median(result.unexplained, result.student, result.around,
+                                   result.calls)
         except TimingFailed as exc:
             result.failed = str(exc)
-        except Rejected as exc:
+        except allowance.Rejected as exc:
             result.rejected = str(exc)
         except _Wrong:
             pass
@@ -273,18 +248,18 @@ class Trial:
         result.unexplained.append(unexplained)
         result.around.append(overhead)
         result.calls = count
-        allowed = (UNEXPLAINED_PER_BATCH_MS + count * UNEXPLAINED_PER_CALL_MS
-                   + UNEXPLAINED_FRACTION * claimed)
+        allowed = allowance.batch(count, claimed)
         if min(batch.times_ms) <= 0:
-            raise Rejected(f"a timed call reported {min(batch.times_ms):.4g} ms (timers altered)")
+            raise allowance.Rejected(f"a timed call reported {min(batch.times_ms):.4g} ms "
+                                     "(timers altered)")
         if unexplained > allowed:
             result.over.append(
                 f"the grader's clock saw {batch.wall_ms:.4g} ms for a batch of {count} calls "
                 f"whose times add up to {claimed:.4g} ms: {unexplained:.3g} ms more than the "
                 f"same batch of the baseline spent around its calls here, {allowed:.3g} ms "
                 "allowed")
-            if len(result.over) > OVER_ALLOWANCE_TOLERATED:
-                raise Rejected(
+            if len(result.over) > allowance.OVER_ALLOWANCE_TOLERATED:
+                raise allowance.Rejected(
                     f"{'; then '.join(result.over)} (work the timed calls did not show: on "
                     "another stream, before or after their events, or timers altered)")
             return  # timed again: the next batch stands in for this one
@@ -331,8 +306,8 @@ class Trial:
                    key: int) -> None:
         """The fetched output must be the one committed to, and right."""
         if committed != timing.digest(output, key):
-            raise Rejected("the output its process sent is not the one its timed call made "
-                           "(its checksum differs)")
+            raise allowance.Rejected("the output its process sent is not the one its timed "
+                                     "call made (its checksum differs)")
         expected = self.problem.reference(self.draw(seed))
         verdict = compare(Outcome(output=output),
                           Expected(expected, DTYPES[self.dtype], self.device, self.tolerance))
@@ -345,21 +320,3 @@ class Trial:
 def precise(student: list[float], baseline: list[float]) -> bool:
     """Whether the speed-up is known to PRECISION (grader.timing.speedup_error)."""
     return timing.speedup_error(student, baseline) <= PRECISION
-
-
-def _judge_median(result: TrialResult) -> None:
-    """Over all batches, the median of what the grader's clock could not explain: work
-    hidden in every call (a side stream, a GPU sleep standing in for a slower kernel) too
-    small to reject one noisy batch adds up here."""
-    unexplained = statistics.median(result.unexplained)
-    claimed = statistics.median(result.student) * result.calls
-    around = statistics.median(result.around)
-    allowed = (MEDIAN_PER_BATCH_MS + result.calls * MEDIAN_PER_CALL_MS
-               + MEDIAN_FRACTION * claimed + MEDIAN_AROUND_FRACTION * around)
-    if unexplained > allowed:
-        raise Rejected(
-            f"over {len(result.unexplained)} batches of {result.calls} calls, the grader's "
-            f"clock saw a median {unexplained:.3g} ms per batch more than the reported times "
-            f"({claimed:.4g} ms) and the baseline's own work around its calls ({around:.3g} "
-            f"ms) explain, {allowed:.3g} ms allowed: work the timed calls did not show (on "
-            "another stream, before or after their events, or timers altered)")

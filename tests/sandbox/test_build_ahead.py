@@ -1,14 +1,16 @@
-"""A stage's proposals compiled ahead on a GPU (ReplayProcess.build_ahead): side by side, by
-builders of their own, each proposal once; a case takes its binaries from there, and builds
-again itself whatever failed there; the builders are all gone once the replay is closed.
-The builders here are stand-ins: what is tested is the bookkeeping, not compiling."""
+"""A stage's proposals compiled ahead on a GPU (grader.sandbox.ahead, through
+ReplayProcess.build_ahead): side by side, by builders of their own, each proposal once; a
+case takes its binaries from there, and builds again itself whatever failed there; the
+builders are all gone once the replay is closed. The builders here are stand-ins: what is
+tested is the bookkeeping, not compiling."""
 
 import threading
 import time
 
 import pytest
 
-from grader.sandbox import replayer
+from grader.replay.binaries import proposal_key
+from grader.sandbox import ahead, replayer
 from grader.sandbox.process import Failed
 from grader.results import Failure
 
@@ -49,50 +51,55 @@ def replay(monkeypatch, tmp_path):
     FakeBuilder.made = []
     FakeBuilder.slow.clear()
     monkeypatch.setattr(replayer, "BuilderProcess", FakeBuilder)
-    monkeypatch.setattr(replayer, "AHEAD_BUILDERS", 3)
+    monkeypatch.setattr(ahead, "AHEAD_BUILDERS", 3)
     process = replayer.ReplayProcess(tmp_path / "stage.py", "f", "cuda", timeout=5.0)
     yield process
     FakeBuilder.slow.clear()
-    process._stop_ahead()
+    process._builds.stop()
 
 
 def _builds(*ns, broken=()):
-    return [replayer.Build("softmax", {"n": n}, "float32", n,
+    return [ahead.Build("softmax", {"n": n}, "float32", n,
                            {"n": n, **({"broken": True} if n in broken else {})}) for n in ns]
+
+
+def _ahead(replay, key):
+    """What a case's replay would take from the builds begun ahead (no waiting past 5 s)."""
+    return replay._builds.ahead(key, 5.0)
 
 
 def test_proposals_are_compiled_once_each_by_builders_side_by_side(replay):
     replay.build_ahead(_builds(1, 2, 3, 4, 5, 1, 2))  # two cases share a proposal
-    keys = [replayer.proposal_key({"n": n}) for n in (1, 2, 3, 4, 5)]
-    assert [replay._built_ahead(k) for k in keys] == [f"binaries of {n}" for n in range(1, 6)]
+    keys = [proposal_key({"n": n}) for n in (1, 2, 3, 4, 5)]
+    assert [_ahead(replay, k) for k in keys] == [f"binaries of {n}" for n in range(1, 6)]
     assert len(FakeBuilder.made) == 3 and all(b.spawned for b in FakeBuilder.made)
     assert sorted(n for b in FakeBuilder.made for n in b.built) == [1, 2, 3, 4, 5]
     assert FakeBuilder.made[0].built == [1, 4]  # each its share, in case order
     replay.build_ahead(_builds(1, 6))  # later: only what is new
-    assert replay._built_ahead(replayer.proposal_key({"n": 6})) == "binaries of 6"
+    assert _ahead(replay, proposal_key({"n": 6})) == "binaries of 6"
     assert len(FakeBuilder.made) == 4 and FakeBuilder.made[3].built == [6]
-    replay._stop_ahead()
+    replay.close()
     assert all(b.closed for b in FakeBuilder.made)
     assert "[builder 0]" in replay.output()  # what the builders printed is the stage's
 
 
 def test_a_build_that_failed_ahead_is_built_again_by_its_case(replay):
     replay.build_ahead(_builds(1, 2, broken=(2,)))
-    assert replay._built_ahead(replayer.proposal_key({"n": 1})) == "binaries of 1"
-    assert replay._built_ahead(replayer.proposal_key({"n": 2, "broken": True})) is None
-    assert replay._built_ahead(replayer.proposal_key({"n": 9})) is None  # never asked ahead
+    assert _ahead(replay, proposal_key({"n": 1})) == "binaries of 1"
+    assert _ahead(replay, proposal_key({"n": 2, "broken": True})) is None
+    assert _ahead(replay, proposal_key({"n": 9})) is None  # never asked ahead
 
 
 def test_closing_the_replay_ends_every_builder_and_thread_even_mid_build(replay):
     FakeBuilder.slow.set()
     replay.build_ahead(_builds(1, 2, 3, 4, 5, 6))
     time.sleep(0.1)
-    replay._stop_ahead()  # as ReplayProcess.close does
+    replay.close()  # as ReplayProcess.close does
     assert all(b.retired and b.closed for b in FakeBuilder.made)
-    assert not replay._ahead_threads
+    assert not replay._builds.threads
     assert not any(t.name == "tilecourse-build-ahead" for t in threading.enumerate())
     # what never began is not waited for: its case builds it itself
-    assert replay._built_ahead(replayer.proposal_key({"n": 6})) is None
+    assert _ahead(replay, proposal_key({"n": 6})) is None
 
 
 def test_on_a_cpu_nothing_is_built_ahead(tmp_path, monkeypatch):
@@ -100,7 +107,7 @@ def test_on_a_cpu_nothing_is_built_ahead(tmp_path, monkeypatch):
     FakeBuilder.made = []
     process = replayer.ReplayProcess(tmp_path / "stage.py", "f", "cpu", timeout=5.0)
     process.build_ahead(_builds(1, 2))
-    assert FakeBuilder.made == [] and process._ahead == {}
+    assert FakeBuilder.made == [] and process._builds.builds == {}
 
 
 def test_builds_are_kept_for_a_later_process_but_none_made_after_a_hidden_case(replay,
@@ -123,7 +130,7 @@ def test_builds_are_kept_for_a_later_process_but_none_made_after_a_hidden_case(r
     replay._installed_in = None  # a new process: it holds nothing yet
     install(1)
     assert builds == [1] and len(installed) == 2  # built once, installed in both
-    replay._hidden_given = True  # as withhold_output sets it
+    replay._builds.hidden_given = True  # as withhold_output sets it
     install(2)
     replay._installed_in = None
     install(2)

@@ -582,20 +582,20 @@ def test_the_wire_writes_safetensors_that_safetensors_reads_for_every_dtype():
     import torch
     from safetensors.torch import load, save
 
-    from grader import protocol
+    from grader import tensor_buffer
 
     tensors = {name: torch.arange(12).view(3, 4).t().to(getattr(torch, name))
-               for name in protocol.TENSOR_DTYPES}
+               for name in tensor_buffer.TENSOR_DTYPES}
     tensors.update(empty=torch.empty(0, 5), scalar=torch.tensor(2.5, dtype=torch.float16),
                    sliced=torch.randn(8, 9)[1:7:2, 3:])
-    table, parts = protocol._encode(tensors)
+    table, parts = tensor_buffer.encode(tensors)
     back = load(table + b"".join(bytes(p) for p in parts))
     assert back.keys() == tensors.keys()
     for name, t in tensors.items():
         assert back[name].dtype == t.dtype and torch.equal(back[name], t), name
     # ... and the reader reads what safetensors writes (its table in another order than
     # its bytes), each tensor a view of the buffer it was read into
-    theirs = protocol._decode(bytearray(save({k: v.contiguous() for k, v in tensors.items()})))
+    theirs = tensor_buffer.decode(bytearray(save({k: v.contiguous() for k, v in tensors.items()})))
     assert theirs.keys() == tensors.keys()
     for name, t in tensors.items():
         assert theirs[name].dtype == t.dtype and torch.equal(theirs[name], t), name
@@ -706,10 +706,10 @@ def _table(entries: dict, data: bytes = b"") -> bytearray:
     (_table({"__metadata__": {"x": "y"}}), "an entry"),
 ])
 def test_the_wire_refuses_tensor_tables_that_do_not_describe_their_bytes(blob, why):
-    from grader import protocol
+    from grader import tensor_buffer
 
-    with pytest.raises(protocol.ProtocolError, match=why):
-        protocol._decode(blob)
+    with pytest.raises(tensor_buffer.Malformed, match=why):
+        tensor_buffer.decode(blob)
 
 
 def test_the_wire_carries_plain_tensors_and_nothing_else():

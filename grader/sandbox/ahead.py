@@ -1,0 +1,132 @@
+"""Where a stage's binaries come from, on a GPU (grader.sandbox.replayer.ReplayProcess).
+
+Built ahead: the calls a stage will replay are recorded before its cases
+(grader.judge.stage.StageCheck.build_ahead), and their proposals compiled side by side,
+each share by a builder of its own (compiling is CPU work, a core a builder), while the
+cases are judged one by one; each case's replay takes its binaries from here rather than
+wait for one builder to compile case after case. A build that failed here is built again
+when its case comes, by the stage's own builder: a compile that timed out among others is
+not held against the submission. Every builder is confined like any process of the
+submission, and ended, with its thread, when the replay is closed.
+
+Kept: a build is data, kept for a later replay process of the stage (after a restart, or
+for the speed cases), except one made once a hidden case's inputs were given: its
+binaries could carry them.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Callable, NamedTuple
+
+from grader.replay.binaries import proposal_key
+from grader.sandbox.process import STARTUP_SECONDS
+
+if TYPE_CHECKING:
+    from grader import protocol
+    from grader.sandbox.builder import BuilderProcess
+
+AHEAD_BUILDERS = max(1, min(6, (os.cpu_count() or 2) // 2))  # side by side: a core each
+
+
+class Build(NamedTuple):
+    """One proposal to compile: its case's problem, parameters, dtype and seed (which lay out
+    the buffers it is compiled on), and the proposal."""
+
+    problem_id: str
+    params: dict
+    dtype: str
+    seed: int
+    proposal: dict
+
+
+class StageBuilds:
+    """The builds of one replay's proposals, by proposal key; `new_builder` makes a builder
+    process (not started)."""
+
+    def __init__(self, new_builder: Callable[[], "BuilderProcess"]):
+        self.new_builder = new_builder
+        self.kept: dict[str, "protocol.Message"] = {}
+        self.hidden_given = False  # a hidden case's inputs were given: nothing more is kept
+        self.builds: dict[str, Future] = {}  # proposal key -> its build begun ahead
+        self.printed: list[str] = []  # what the builders printed
+        self.builders: list["BuilderProcess"] = []
+        self.threads: list[threading.Thread] = []
+        self.stopped = threading.Event()
+
+    def start(self, builds: list[Build]) -> None:
+        """Begin the builds of these proposals not begun already, shared out in order
+        among up to AHEAD_BUILDERS new builders."""
+        todo: dict[str, Build] = {}
+        for build in builds:
+            key = proposal_key(build.proposal)
+            if key not in self.builds and key not in todo:
+                todo[key] = build
+        if not todo:
+            return
+        self.stopped.clear()
+        items = list(todo.items())
+        count = min(len(items), AHEAD_BUILDERS)
+        for i in range(count):
+            share = items[i::count]
+            for key, _ in share:
+                self.builds[key] = Future()
+            builder = self.new_builder()
+            builder.spawn()  # all of them start at once; each thread waits for its own
+            thread = threading.Thread(target=self._build_share, args=(builder, share),
+                                      daemon=True, name="tilecourse-build-ahead")
+            self.builders.append(builder)
+            self.threads.append(thread)
+            thread.start()
+
+    def _build_share(self, builder: "BuilderProcess", share: list[tuple[str, Build]]) -> None:
+        try:
+            for key, build in share:
+                future = self.builds[key]
+                if self.stopped.is_set() or not future.set_running_or_notify_cancel():
+                    continue
+                try:
+                    future.set_result(builder.build(*build))
+                except Exception as exc:  # noqa: BLE001 - its case builds it again itself
+                    future.set_exception(exc)
+        finally:
+            self.printed.append(builder.output())
+            builder.close()
+
+    def get(self, key: str, build_now: Callable[[], "protocol.Message"],
+            timeout: float) -> "protocol.Message":
+        """The build of proposal `key`: kept, begun ahead (waiting for it as long as two
+        requests of `timeout` seconds may take), or else `build_now`'s."""
+        wait = 2 * max(timeout, STARTUP_SECONDS)
+        built = self.kept.get(key) or self.ahead(key, wait) or build_now()
+        if not self.hidden_given:
+            self.kept[key] = built
+        return built
+
+    def ahead(self, key: str, timeout: float) -> "protocol.Message | None":
+        """The build of proposal `key` begun ahead (waiting for it), if there is one that
+        did not fail."""
+        build = self.builds.get(key)
+        if build is None or build.cancelled():
+            return None
+        try:
+            return build.result(timeout=timeout)
+        except Exception:  # noqa: BLE001 - failed or late here: its case builds it itself
+            return None
+
+    def stop(self) -> None:
+        """Every builder ended, and its thread: the stage's processes are all gone once the
+        replay is closed. Builds not begun are cancelled; those done stay."""
+        self.stopped.set()
+        for build in self.builds.values():
+            build.cancel()
+        for builder in self.builders:
+            builder.retire()
+        for thread in self.threads:
+            thread.join()
+        self.builders, self.threads = [], []
+
+    def output(self) -> str:
+        return "".join(self.printed)
