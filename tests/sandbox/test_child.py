@@ -6,6 +6,8 @@ that case, and a hidden case tells the kind of failure whichever process failed.
 
 import dataclasses
 
+import torch
+
 from scripted import PROPOSAL, ScriptedChild, ScriptedReplay, correct
 
 from grader.judge.stage import StageCheck
@@ -209,3 +211,29 @@ def test_output_without_hidden_cases_has_no_note():
     log.withhold()  # a hidden case that printed nothing
     log.child_ended()
     assert log.text() == "x = 1"
+
+
+def test_a_large_output_comes_back_from_the_confined_replay_in_a_sealed_memory_file(
+        course, monkeypatch):
+    """An output past SEALED_MIN travels from the confined replay as a sealed memory file
+    (grader.tensor_buffer): the grader maps it and judges it as any other."""
+    from grader import tensor_buffer
+
+    received = []
+    mapped = tensor_buffer.mapped
+    monkeypatch.setattr(tensor_buffer, "mapped", lambda fd, size: received.append(size) or
+                        mapped(fd, size))
+    stage = course.select("vector_add")
+    path = course.module_path(stage, "triton", solutions=True)
+    problem, params = stage.problem, {"n": 400_000}  # 1.6 MB of float32 out
+    child = ChildProcess(path, problem.function, "cpu", timeout=120.0, rules=course.rules,
+                         track="triton")
+    try:
+        proposed = child.record(problem.id, params, "float32", 3)
+        call = problem.draw(params, "float32", 3)
+        outcome = child.replay_process.call(problem.id, params, "float32", 3, call.tensors(),
+                                            400_000 * 4, proposed.proposal)
+    finally:
+        child.close()
+    assert outcome.error is None and received and received[-1] > tensor_buffer.SEALED_MIN
+    assert torch.equal(outcome.output, problem.reference(call))
