@@ -28,8 +28,9 @@ if TYPE_CHECKING:
 TENSOR_DTYPES = ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8",
                  "uint8", "bool")
 # Tensor buffers from this size on travel in a sealed memory file (os.memfd_create) rather
-# than through the socket: a 256 MB output through a socket took 0.4 s on the H200's host
-# (copied into the socket, out of it, and into a buffer), mapped it is read where it lies.
+# than through the socket (copied into it, out of it and into a buffer): mapped, a buffer
+# is read where it lies. On the H200's host a timed 128-256 MB output was fetched in 0.29 s
+# so, 0.38 s through the socket (cuTile softmax, BENCHMARKS.md).
 SEALED_MIN = 1 << 20
 # Sealing is Linux's; elsewhere every frame carries its tensors itself.
 _SEALING = hasattr(os, "memfd_create") and hasattr(fcntl, "F_SEAL_WRITE")

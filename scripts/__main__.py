@@ -19,6 +19,7 @@ STUDIES = {
     "sweep": ("sweep", "variants of the references' TUNE places, side by side"),
     "timing": ("timing_check", "the grader's timing against an in-process CUDA-event figure"),
     "untuned": ("untuned_check", "the plain solutions against the references' speed points"),
+    "wire": ("wire_check", "how fast an output crosses the wire between two processes"),
 }
 
 

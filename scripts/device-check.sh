@@ -32,6 +32,8 @@
 #     grader's and do_bench), the table also as Markdown in $OUT/benchmark.md
 #   flush: `python -m scripts flush`, the short memory-bound references and their baselines
 #     timed after a zeroing and after a reading L2 flush
+#   wire: `python -m scripts wire`, a 256 MB output sent between two processes as the replay
+#     sends a timed output, in a sealed memory file and through the socket (a table each)
 #   clockgap: `python -m scripts clockgap`, why the grader's clock and do_bench disagree: each
 #     shape timed with either flush in either order, SM clock and power sampled
 #     (CLOCKGAP_ARGS: its options); the tables also in $OUT/clockgap.md
@@ -46,7 +48,7 @@
 # --stages 1 2.5 (140 s), sweep 5
 # (268 s for every stage, both tracks), benchmark under 4 (--seconds 1.5), clockgap 2 (98 s).
 set -uo pipefail
-ALL="grading calibrate exercises corpus timing untuned-triton untuned-cutile repeat batch flush sweep benchmark clockgap"
+ALL="grading calibrate exercises corpus timing untuned-triton untuned-cutile repeat batch flush sweep benchmark clockgap wire"
 PARTS=${*:-$ALL}
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 for p in $PARTS; do
@@ -157,6 +159,10 @@ if part benchmark; then
   start=$(date +%s)
   "$PY" -m scripts benchmark --seconds 1.5 --markdown "$OUT/benchmark.md" 2>&1 | tee "$OUT/benchmark.txt" || status=1
   echo "== benchmark: $(( $(date +%s) - start )) s"
+fi
+if part wire; then
+  echo "== wire check"
+  for how in "" --socket; do "$PY" -m scripts wire $how 2>&1 | tee -a "$OUT/wire.txt" || status=1; done
 fi
 if part clockgap; then
   echo "== clock gap check"
