@@ -1,7 +1,8 @@
 """Stage problem: gelu(x * weight + bias) (tanh form), weight and bias broadcast over rows.
 The least traffic: x read and the result written once (2MN), weight and bias once (2N).
 The lesson promises that any layout of x works (the kernel follows its strides): `layout`
-draws x transposed or sliced, and `scale` draws x large enough to reach GELU's extremes."""
+draws x transposed or sliced, `scale` draws x large enough to reach GELU's extremes, and
+`bias` = "zero" is the probe that tells a fault of the bias from every other."""
 
 import torch
 import torch.nn.functional as F
@@ -18,7 +19,8 @@ def _gelu_bias(x, w, b):
 def _call(p, dtype, gen):
     m, n = p["M"], p["N"]
     x = randn_2d(m, n, p["layout"], dtype, gen, p["scale"])
-    return Call((x, randn(n, dtype, gen), randn(n, dtype, gen)))
+    weight, bias = randn(n, dtype, gen), randn(n, dtype, gen)  # drawn alike either way
+    return Call((x, weight, bias.zero_() if p["bias"] == "zero" else bias))
 
 
 # --- experiments: the course's hypotheses name them (course.toml) -------------------------
@@ -90,7 +92,11 @@ PROBLEM = Problem(
     params=(Param("M", int, doc="rows of x"), Param("N", int, doc="columns of x"), layout_param(),
             # Large x reaches GELU's extremes, where exp(-2u) overflows: the lesson promises
             # the result is still right there (0 for very negative u, z for very positive).
-            Param("scale", float, 1.0, doc="standard deviation of x")),
+            Param("scale", float, 1.0, doc="standard deviation of x"),
+            # A probe (course.toml's hypotheses): with a zero bias, a kernel whose only fault
+            # is how it adds the bias gives the right output, and the fault is confirmed.
+            Param("bias", str, "random", doc="the bias: drawn at random, or all zeros",
+                  choices=("random", "zero"))),
     make_call=_call,
     reference=lambda call: _gelu_bias(*in_f32(call).args),  # the baseline's ops, in float32
     work=lambda p, dt: Work((2 * p["M"] * p["N"] + 2 * p["N"]) * element_size(dt)),

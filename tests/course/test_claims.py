@@ -210,7 +210,7 @@ def test_a_sigmoid_that_overflows_is_named_at_gelus_extremes():
         e = torch.exp(2 * 0.7978845608028654 * (z + 0.044715 * z ** 3))
         return z * e / (1 + e)
 
-    params = {"M": 33, "N": 70, "layout": "contiguous", "scale": 100.0}
+    params = {"M": 33, "N": 70, "layout": "contiguous", "scale": 100.0, "bias": "random"}
     ev = _evidence("fused_gelu", params, overflowing)
     assert torch.isnan(ev.got).any()
     assert [c.key for c in _causes("fused_gelu", ev)] == ["sigmoid_overflow"]

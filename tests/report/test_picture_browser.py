@@ -28,9 +28,9 @@ STRAYS, WRONG, SHARED = ("stage1_load_without_mask.py", "stage2_without_bias.py"
                          "stage2_tile_column_from_division.py")
 SCREENSHOT = "failure-picture.png"
 VIEWPORT = {"width": 1280, "height": 1000}
-WIDE = "M=45,N=301,layout=transposed,scale=1.0-float32"  # every element wrong (WRONG)
+WIDE = "M=45,N=301,layout=transposed,scale=1.0,bias=random-float32"  # every element wrong (WRONG)
 VECTOR = "n=1000-float32"  # the last program loads past the vector's end (STRAYS)
-LARGE = "M=256,N=1024,layout=contiguous,scale=1.0-float32"  # 4 x 16 tiles, drawn by blocks (SHARED)
+LARGE = "M=256,N=1024,layout=contiguous,scale=1.0,bias=random-float32"  # 4 x 16 tiles, drawn by blocks (SHARED)
 
 
 @pytest.fixture(scope="module")

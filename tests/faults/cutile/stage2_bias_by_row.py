@@ -2,6 +2,8 @@
 
 expect: FAIL
 message: the bias taken by the row, not the column
+message: with a zero bias your kernel is right
+message: your kernel replayed with bias = zero
 cause: bias_axis
 """
 

@@ -2,6 +2,8 @@
 
 expect: FAIL
 message: broadcast down the columns, not along the rows
+message: with a zero bias your kernel is right
+message: your kernel replayed with bias = zero
 cause: bias_axis
 """
 

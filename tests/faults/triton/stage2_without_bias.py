@@ -3,6 +3,8 @@
 expect: FAIL
 message: mismatch
 message: the bias is never added
+message: with a zero bias your kernel is right
+message: your kernel replayed with bias = zero
 cause: bias_missing
 """
 
