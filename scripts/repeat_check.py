@@ -109,7 +109,8 @@ def slowed_source(reference: Path, function: str, track: str, iters: int) -> str
             + f"\n\n_reference_{function} = {function}\n\n\n"
             f"def {function}(*args, **kwargs):\n"
             f"    out = _reference_{function}(*args, **kwargs)\n"
-            f"    _repeat_spin(out.device, {iters})  # {100 * SLOWER:.0f}% of the reference's time\n"
+            f"    _repeat_spin(out.device, {iters})"
+            f"  # {100 * SLOWER:.0f}% of the reference's time\n"
             "    return out\n")
 
 

@@ -60,7 +60,7 @@ def replay(monkeypatch, tmp_path):
 
 def _builds(*ns, broken=()):
     return [ahead.Build("softmax", {"n": n}, "float32", n,
-                           {"n": n, **({"broken": True} if n in broken else {})}) for n in ns]
+                        {"n": n, **({"broken": True} if n in broken else {})}) for n in ns]
 
 
 def _ahead(replay, key):
