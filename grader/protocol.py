@@ -66,8 +66,7 @@ def send(sock: socket.socket, header: dict, tensors: dict[str, "torch.Tensor"] |
     body = json.dumps(header, allow_nan=False).encode()
     table, parts = tensor_buffer.encode(tensors) if tensors else (b"", [])
     size = len(table) + sum(p.nbytes for p in parts)
-    sealed = tensor_buffer.sealed(table, parts, size) if size >= tensor_buffer.SEALED_MIN \
-        else None
+    sealed = tensor_buffer.sealed(table, parts) if size >= tensor_buffer.SEALED_MIN else None
     if sealed is None:
         sock.sendall(_PREFIX.pack(MAGIC, len(body), size) + body + table)
         for part in parts:
