@@ -140,7 +140,11 @@ def mapped(fd: int, size: int) -> mmap.mmap:
         raise Malformed("the reply's memory file is not sealed against changes")
     if length != size or size < 8:
         raise Malformed("the reply's memory file is not the size its message says")
-    return mmap.mmap(fd, size, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    try:  # a sealed file of the right size the system still will not map (huge pages, say)
+        return mmap.mmap(fd, size, flags=mmap.MAP_PRIVATE,
+                         prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    except (OSError, ValueError):
+        raise Malformed("the reply's memory file cannot be mapped") from None
 
 
 _TORCH_DTYPE = {v: k for k, v in _SAFETENSORS_DTYPE.items()}

@@ -662,6 +662,27 @@ def test_a_sealed_frame_is_read_only_from_a_memory_file_sealed_and_of_its_size(m
     assert set(os.listdir("/proc/self/fd")) <= before  # what came is closed again
 
 
+def test_a_sealed_file_the_system_will_not_map_is_a_malformed_reply(monkeypatch):
+    """Whatever a sealed file of the right size is (one on huge pages the host has none
+    of, say), a mapping that fails is the reply's fault, said as such: never an error that
+    escapes the wire."""
+    import mmap
+
+    from grader import protocol
+
+    def refused(*args, **kwargs):
+        raise OSError(12, "Cannot allocate memory")
+
+    monkeypatch.setattr(mmap, "mmap", refused)
+    a, b = socket.socketpair()
+    fd = _memory_file(b"\0" * 16, 0b1111)
+    socket.send_fds(a, [_frame(protocol.MAGIC_SEALED, 16)[:16]], [fd])
+    a.sendall(b"{}")
+    os.close(fd)
+    with pytest.raises(protocol.ProtocolError, match="cannot be mapped"):
+        protocol.receive(b, time.monotonic() + 5)
+
+
 def test_a_plain_frame_that_brings_a_descriptor_is_refused_and_the_descriptor_closed():
     from grader import protocol
 
