@@ -6,7 +6,9 @@ One message is one frame:
 
 or, where the tensors take tensor_buffer.SEALED_MIN bytes or more (on Linux), the same frame
 without them, b"TCW2" its first bytes, with a descriptor of a sealed memory file that
-holds them.
+holds them; or, for a request that takes GPU memory (a timed output the grader fetches),
+b"TCW3" with a descriptor of a GPU allocation that holds the tensors' bytes
+(grader.device_memory), the frame carrying only their table.
 
 The header is a JSON object of at most MAX_HEADER bytes. The tensors, when there are any,
 are one buffer in safetensors' format (grader.tensor_buffer): decoding it can only ever
@@ -31,7 +33,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from grader import tensor_buffer
+from grader import device_memory, tensor_buffer
 
 if TYPE_CHECKING:
     import torch
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
 # first message before it confines itself, and must not have started torch's threads by then.
 MAGIC = b"TCW1"  # a frame whose tensors follow its header
 MAGIC_SEALED = b"TCW2"  # ... whose tensors are in the sealed memory file sent with it
+MAGIC_DEVICE = b"TCW3"  # ... whose tensors' bytes are in the GPU allocation sent with it
 MAX_HEADER = 4 << 20
 _PREFIX = struct.Struct("!4sIQ")
 
@@ -52,6 +55,12 @@ class Closed(EOFError):
     """The other side closed the connection (the process is gone)."""
 
 
+class NotShared(ProtocolError):
+    """A whole frame of GPU memory arrived that this process could not take (the driver's
+    words): the connection is still in step, and the same request can be asked again for
+    the tensors through host memory."""
+
+
 class Late(TimeoutError):
     """The whole message did not arrive before the deadline."""
 
@@ -62,8 +71,12 @@ class Message:
     tensors: dict[str, "torch.Tensor"] = field(default_factory=dict)
 
 
-def send(sock: socket.socket, header: dict, tensors: dict[str, "torch.Tensor"] | None = None) -> None:
+def send(sock: socket.socket, header: dict, tensors: dict[str, "torch.Tensor"] | None = None,
+         on_device: bool = False) -> None:
+    """One frame; `on_device`: GPU tensors may stay on the GPU (the request takes them so)."""
     body = json.dumps(header, allow_nan=False).encode()
+    if on_device and tensors and _send_on_device(sock, body, tensors):
+        return
     table, parts = tensor_buffer.encode(tensors) if tensors else (b"", [])
     size = len(table) + sum(p.nbytes for p in parts)
     sealed = tensor_buffer.sealed(table, parts) if size >= tensor_buffer.SEALED_MIN else None
@@ -79,24 +92,49 @@ def send(sock: socket.socket, header: dict, tensors: dict[str, "torch.Tensor"] |
     sock.sendall(body)
 
 
+def _send_on_device(sock: socket.socket, body: bytes, tensors: dict) -> bool:
+    """A TCW3 frame, where the tensors are on the GPU, large enough to be worth it, and this
+    process can share GPU memory; False (nothing sent) otherwise."""
+    encoded = tensor_buffer.encode_on_device(tensors)
+    if encoded is None:
+        return False
+    table, parts = encoded
+    if sum(p.numel() for p in parts) < tensor_buffer.SEALED_MIN:
+        return False
+    shared = device_memory.shared(parts)
+    if shared is None:
+        return False
+    fd, size = shared
+    try:
+        socket.send_fds(sock, [_PREFIX.pack(MAGIC_DEVICE, len(body), len(table) + size)], [fd])
+    finally:
+        os.close(fd)
+    sock.sendall(body + table)
+    return True
+
+
 def receive(sock: socket.socket, deadline: float | None = None,
-            max_bytes: int = 1 << 30) -> Message:
-    """The next message; `deadline` is a time.monotonic() value for all of it."""
+            max_bytes: int = 1 << 30, on_device: bool = False) -> Message:
+    """The next message; `deadline` is a time.monotonic() value for all of it; `on_device`:
+    the request takes GPU memory (its tensors then come back on the GPU)."""
     prefix, fd = _read_prefix(sock, deadline)
     try:
         magic, header_len, blob_len = _PREFIX.unpack(prefix)
-        if magic not in (MAGIC, MAGIC_SEALED):
+        if magic not in (MAGIC, MAGIC_SEALED, MAGIC_DEVICE):
             raise ProtocolError("the reply does not start like a message")
         if (fd is None) != (magic == MAGIC):
             raise ProtocolError("the reply's tensors and the descriptor it sent disagree")
-        return _rest(sock, deadline, max_bytes, header_len, blob_len, fd)
+        if magic == MAGIC_DEVICE and not on_device:
+            raise ProtocolError("the reply sent GPU memory, which its request does not take")
+        return _rest(sock, deadline, max_bytes, header_len, blob_len, fd,
+                     magic == MAGIC_DEVICE)
     finally:
         if fd is not None:
             os.close(fd)
 
 
 def _rest(sock: socket.socket, deadline: float | None, max_bytes: int, header_len: int,
-          blob_len: int, fd: int | None) -> Message:
+          blob_len: int, fd: int | None, on_device: bool = False) -> Message:
     if header_len > MAX_HEADER:
         raise ProtocolError(f"a reply header of {header_len} bytes is over the {MAX_HEADER} limit")
     if blob_len > max_bytes:
@@ -109,13 +147,32 @@ def _rest(sock: socket.socket, deadline: float | None, max_bytes: int, header_le
     if not isinstance(header, dict):
         raise ProtocolError("the reply header is not a JSON object")
     try:
-        if fd is not None:
+        if on_device:
+            tensors = _on_device(sock, deadline, blob_len, fd)
+        elif fd is not None:
             tensors = tensor_buffer.decode(tensor_buffer.mapped(fd, blob_len))
         else:
             tensors = tensor_buffer.decode(_read(sock, blob_len, deadline)) if blob_len else {}
     except tensor_buffer.Malformed as exc:
         raise ProtocolError(str(exc)) from None
     return Message(header, tensors)
+
+
+def _on_device(sock: socket.socket, deadline: float | None, blob_len: int,
+               fd: int) -> dict[str, "torch.Tensor"]:
+    """A TCW3 frame's tensors: its table from the socket, their bytes from the GPU allocation
+    `fd` names, copied into this process's own memory (NotShared if the driver refuses)."""
+    table = _read(sock, 8, deadline)
+    size = tensor_buffer.table_size(table)
+    if 8 + size >= blob_len:
+        raise tensor_buffer.Malformed("the reply's tensors are malformed (a table past its "
+                                      "buffer)")
+    table += _read(sock, size, deadline)
+    try:  # the frame is read whole: refused, the same request can be asked again
+        data = device_memory.imported(fd, blob_len - len(table))
+    except device_memory.Unshareable as exc:
+        raise NotShared(f"the reply's GPU memory could not be taken here: {exc}") from None
+    return tensor_buffer.decode(table, data)
 
 
 def _read_prefix(sock: socket.socket, deadline: float | None) -> tuple[bytes, int | None]:

@@ -53,18 +53,34 @@ def encode(tensors: dict[str, "torch.Tensor"]) -> tuple[bytes, list[memoryview]]
     checks the table against the bytes before it makes a tensor (`decode`)."""
     import torch
 
-    table, parts, offset = {}, [], 0
-    for name, t in _on_host(tensors).items():
-        raw = t.reshape(-1).view(torch.uint8).numpy() if t.numel() else None
-        size = 0 if raw is None else raw.nbytes
+    host = _on_host(tensors)
+    return _table(host), [memoryview(t.reshape(-1).view(torch.uint8).numpy())
+                          for t in host.values() if t.numel()]
+
+
+def encode_on_device(tensors: dict[str, "torch.Tensor"]) \
+        -> tuple[bytes, list["torch.Tensor"]] | None:
+    """`encode`'s buffer with the tensors' bytes left on the GPU (uint8 CUDA tensors, for
+    grader.device_memory), or None unless every tensor is a CUDA tensor."""
+    import torch
+
+    if not tensors or any(t.device.type != "cuda" for t in tensors.values()):
+        return None
+    flat = {n: t.detach().contiguous() for n, t in tensors.items()}
+    return _table(flat), [t.reshape(-1).view(torch.uint8) for t in flat.values() if t.numel()]
+
+
+def _table(tensors: dict[str, "torch.Tensor"]) -> bytes:
+    """The buffer's table (its length, then JSON) for these tensors, laid out in order."""
+    table, offset = {}, 0
+    for name, t in tensors.items():
+        size = t.numel() * t.element_size()
         table[name] = {"dtype": _SAFETENSORS_DTYPE[str(t.dtype).removeprefix("torch.")],
                        "shape": list(t.shape), "data_offsets": [offset, offset + size]}
-        if raw is not None:
-            parts.append(memoryview(raw))
         offset += size
     text = json.dumps(table).encode()
     text += b" " * (-len(text) % 8)  # the tensors' bytes start 8-byte aligned, as safetensors'
-    return struct.pack("<Q", len(text)) + text, parts
+    return struct.pack("<Q", len(text)) + text
 
 
 _staging = None  # pinned host memory that GPU tensors are copied to before they are sent
@@ -152,17 +168,16 @@ MAX_TABLE = 1 << 20  # bytes of a tensor table: a reply carries a few tensors, n
 MAX_DIMS = 8
 
 
-def decode(blob: bytearray) -> dict[str, "torch.Tensor"]:
+def decode(blob: bytearray, on_device: "torch.Tensor | None" = None) -> dict[str, "torch.Tensor"]:
     """The tensors of a safetensors buffer, each a view of `blob` (no byte is copied;
-    safetensors' own `load` copies each twice). The buffer comes from another process: its
+    safetensors' own `load` copies each twice), or, where `blob` is only the table, of the
+    bytes `on_device` holds (a uint8 GPU tensor). The buffer comes from another process: its
     table must describe exactly the bytes that follow it, in the dtypes that cross, or it
     is refused as malformed."""
     import torch
 
-    if len(blob) < 8:
-        raise Malformed("the reply's tensors are malformed (no table)")
-    size = int.from_bytes(blob[:8], "little")
-    if size > min(MAX_TABLE, len(blob) - 8):
+    size = table_size(blob)
+    if size > len(blob) - 8:
         raise Malformed("the reply's tensors are malformed (a table past its buffer)")
     try:
         table = json.loads(bytes(blob[8:8 + size]))
@@ -171,7 +186,13 @@ def decode(blob: bytearray) -> dict[str, "torch.Tensor"]:
             from None
     if not isinstance(table, dict):
         raise Malformed("the reply's tensors are malformed (a table that is not an object)")
-    data = memoryview(blob)[8 + size:]
+    if on_device is None:
+        data = memoryview(blob)[8 + size:]
+        length = len(data)
+    elif len(blob) != 8 + size:
+        raise Malformed("the reply's tensors are malformed (bytes after its table)")
+    else:
+        length = on_device.numel()
     entries = sorted((_entry(name, entry) for name, entry in table.items()),
                      key=lambda e: e[3])
     tensors, offset = {}, 0
@@ -180,15 +201,32 @@ def decode(blob: bytearray) -> dict[str, "torch.Tensor"]:
             raise Malformed("the reply's tensors are malformed (their bytes overlap or "
                                 "leave a gap)")
         count = math.prod(shape)
-        if end - begin != count * dtype.itemsize or end > len(data):
+        if end - begin != count * dtype.itemsize or end > length:
             raise Malformed("the reply's tensors are malformed (a tensor whose bytes do "
                                 "not fit its shape)")
-        tensors[name] = (torch.frombuffer(data, dtype=dtype, count=count, offset=begin)
-                         .reshape(shape) if count else torch.empty(shape, dtype=dtype))
+        if not count:
+            tensors[name] = torch.empty(shape, dtype=dtype)
+        elif on_device is None:
+            tensors[name] = torch.frombuffer(data, dtype=dtype, count=count,
+                                             offset=begin).reshape(shape)
+        else:  # a dtype's view needs its bytes aligned to it: elsewhere, a copy of them
+            raw = on_device[begin:end]
+            raw = raw if begin % dtype.itemsize == 0 else raw.clone()
+            tensors[name] = raw.view(dtype).reshape(shape)
         offset = end
-    if offset != len(data):
+    if offset != length:
         raise Malformed("the reply's tensors are malformed (bytes that no tensor holds)")
     return tensors
+
+
+def table_size(blob: bytes | bytearray) -> int:
+    """The length of a buffer's table, from its first 8 bytes (at most MAX_TABLE)."""
+    if len(blob) < 8:
+        raise Malformed("the reply's tensors are malformed (no table)")
+    size = int.from_bytes(blob[:8], "little")
+    if size > MAX_TABLE:
+        raise Malformed("the reply's tensors are malformed (a table past its buffer)")
+    return size
 
 
 def _entry(name: str, entry: Any) -> tuple:

@@ -162,7 +162,9 @@ if part benchmark; then
 fi
 if part wire; then
   echo "== wire check"
-  for how in "" --socket; do "$PY" -m scripts wire $how 2>&1 | tee -a "$OUT/wire.txt" || status=1; done
+  for route in gpu sealed socket; do
+    "$PY" -m scripts wire --route $route 2>&1 | tee -a "$OUT/wire.txt" || status=1
+  done
 fi
 if part clockgap; then
   echo "== clock gap check"

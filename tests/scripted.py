@@ -20,6 +20,7 @@ class ScriptedReplay:
 
     outcomes: list
     calls: list = field(default_factory=list)
+    installing: float = 0.0  # seconds waiting for binaries (none here: nothing is built)
 
     def call(self, problem_id, params, dtype, seed, inputs, output_bytes, proposal):
         self.calls.append(seed)

@@ -27,6 +27,7 @@ LAYERS = {
     "grader.cache": 0,
     "grader.timing": 0,  # the one timed loop, run on both sides of the trust boundary
     "grader.tensor_buffer": 0,  # the tensors a message of the wire carries
+    "grader.device_memory": 0,  # ... or their bytes, in GPU memory the two processes share
     "grader.install": 0,  # `python -m grader.install`: the standard library only
     "grader.tracks": 0,  # the tile languages, a record each: every layer reads them
     "grader.results": 0,  # the result records: written where decided, read by the reports

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from grader.backends.selection import Selection
 from grader.course import Stage
-from grader.judge.stage import proposal_misconduct
+from grader.judge.misconduct import proposal_misconduct
 from grader.results import CheckResult
 from grader.sandbox import ChildProcess
 

@@ -16,18 +16,16 @@ from __future__ import annotations
 
 import time
 
-import torch
-
 from grader import timing
 from grader.backends.selection import Selection, dtype_unsupported
 from grader.course import Case, Stage
 from grader.judge.compare import Expected, Verdict, compare, drawn
 from grader.judge.experiments import shown
-from grader.problems import DTYPES, Call
-from grader.quoting import inline, is_quoted, quoted, said
+from grader.judge.misconduct import HOST_WORK, proposal_misconduct, replay_misconduct
+from grader.problems import DTYPES
+from grader.quoting import is_quoted, quoted, said
 from grader.results import CaseResult, CheckResult, Failure
-from grader.sandbox import Outcome, ChildProcess
-from grader.sandbox.outcomes import Proposed
+from grader.sandbox import ChildProcess
 from grader.sandbox.ahead import Build
 from grader.tracks import TRACKS
 
@@ -37,6 +35,7 @@ REPLAY_DRAW = 0x5EED
 # The most probe replays (grader.judge.experiments) one stage may run for its failing cases:
 # each costs a recorded and a replayed call.
 PROBES = 3
+BINARIES = "of the replay: waiting for its binaries"  # grade --profile, on a GPU
 COMPILES = "compiles for a GPU"  # the stage-wide check that a GPU compiler saw the kernels
 # Failures decided before the numbers whose output is still worth a picture: the loads and
 # stores that left their tensor, or wrote an input, mark the elements their programs stored.
@@ -210,10 +209,14 @@ class StageCheck:
         with timing.phase(phases, "inputs and the reference"):
             call = problem.draw(params, dtype, replay_seed)
             expected = problem.reference(call.to(self.backend.device))
+        replay = self.child.replay_process
+        installing = replay.installing
         with timing.phase(phases, "replay"):
-            outcome = self.child.replay_process.call(problem.id, dict(params), dtype,
-                                                     replay_seed, call.tensors(),
-                                                     expected.nbytes, proposed.proposal)
+            outcome = replay.call(problem.id, dict(params), dtype, replay_seed, call.tensors(),
+                                  expected.nbytes, proposed.proposal)
+        if replay.installing > installing:  # of the replay: its binaries, built ahead or not
+            phases[BINARIES] = round(phases.get(BINARIES, 0.0) + replay.installing
+                                     - installing, 3)
         # A probe (no case) is judged without the stage-wide check: the case it serves
         # already went through it, and a probe that fails only leaves its cause unnamed.
         if outcome.unchecked and case is not None and case.hidden:
@@ -229,7 +232,8 @@ class StageCheck:
                           self.stage.hypotheses if explained else (), problem.experiments,
                           self._probe(case, seed) if explained else None)
         with timing.phase(phases, "judge the output"):  # its probes' replays included
-            verdict = self._misconduct(call, outcome)
+            verdict = replay_misconduct(call, outcome, self.stage.problem,
+                                         self.backend.device)
             if verdict is None:
                 verdict = compare(outcome, judged)
             elif verdict.kind in DRAWN and (picture := drawn(outcome, judged)):
@@ -243,103 +247,6 @@ class StageCheck:
                               Failure.HOST_WORK if verdict.kind is Failure.WRONG_RESULT
                               else verdict.kind, verdict.picture)
         return verdict
-
-    def _misconduct(self, call: Call, outcome: Outcome) -> Verdict | None:
-        """Everything wrong with the replay besides the numbers it returned."""
-        if outcome.failure:  # the grader's own finding: it timed out or its process died
-            return told(outcome.error, outcome.failure)
-        if outcome.error:
-            return Verdict(False, "its kernels failed when the grader ran them:",
-                           quoted(outcome.error), kind=Failure.RAISED)
-        if outcome.compile_errors:
-            return Verdict(False, "a kernel does not compile for a GPU (the interpreter ran it, "
-                                  "a GPU compiler would not); the compiler said:",
-                           _each(outcome.compile_errors), kind=Failure.DOES_NOT_COMPILE)
-        if outcome.unchecked:
-            # A kernel body that only an interpreter would run must earn nothing: without
-            # the front end's word the case is not graded, however right its output.
-            return Verdict(False, "not graded: its kernel could not be checked by a GPU "
-                                  "compiler's front end:", quoted(outcome.unchecked),
-                           kind=Failure.NOT_GRADED)
-        failing = [f for f in outcome.traffic if f["fails"]]  # grader.replay.traffic
-        seen = quoted("\n".join(f["text"] for f in failing))  # one finding a line
-        if failing and failing[0]["kind"] == "store_to_input":
-            return Verdict(False, "modified its input, as the watch of its loads and stores "
-                                  "saw:", seen, kind=Failure.MODIFIED_INPUTS)
-        if failing:
-            return Verdict(False, "read or wrote outside a tensor, as the watch of its loads "
-                                  "and stores saw:", seen, kind=Failure.OUT_OF_BOUNDS)
-        if outcome.overruns:
-            return Verdict(False, "wrote out of bounds, past the end of a tensor:",
-                           [*quoted("\n".join(outcome.overruns)),
-                            "a load or store is missing its mask, or its mask is too loose"],
-                           kind=Failure.OUT_OF_BOUNDS)
-        names = self.stage.problem.tensor_names(call)
-        for name, before, after in zip(names, call.tensors(), outcome.inputs_after):
-            if not torch.equal(before, after):
-                return Verdict(False, f"modified its input `{name}`: a kernel must not write its inputs",
-                               kind=Failure.MODIFIED_INPUTS)
-        if outcome.output is None:
-            return Verdict(False, f"returned {inline(outcome.returned)}, expected a torch.Tensor",
-                           kind=Failure.WRONG_RETURN)
-        if outcome.output_device != torch.device(self.backend.device).type:
-            return Verdict(False, f"returned a tensor on {inline(outcome.output_device)}, expected "
-                                  f"it on {self.backend.device} like the inputs",
-                           kind=Failure.WRONG_RETURN)
-        return None
-
-
-def proposal_misconduct(proposed: Proposed, track: str) -> Verdict | None:
-    """Why a recorded call gives nothing to replay: it failed, no kernel of the track was
-    launched, or what it launched cannot be replayed."""
-    if proposed.failure:  # the grader's own finding: it timed out or its process died
-        return told(proposed.error, proposed.failure)
-    if proposed.error:  # what the child reported its call raised
-        return Verdict(False, "the wrapper raised an exception:", quoted(proposed.error),
-                       kind=Failure.RAISED)
-    launched = [s for s in proposed.proposal.get("steps", []) if isinstance(s, dict)
-                and s.get("op") == "launch" and s.get("language") == track]
-    cannot = [CANNOT, *quoted(proposed.refused or "")]
-    if proposed.refused_launch or not proposed.host:  # the launch itself is the cause
-        refused = Verdict(False, cannot[0], cannot[1:] + _watched(proposed.host),
-                          kind=Failure.NOT_REPLAYABLE)
-    else:  # host code made what it launched or returned: the watch says what
-        refused = Verdict(False, HOST_WORK, [*quoted("\n".join(proposed.host)), *cannot],
-                          kind=Failure.HOST_WORK)
-    if proposed.refused and proposed.launches:  # it launched, in a way that cannot be replayed
-        return refused
-    if not launched:
-        language = TRACKS[track].title if track in TRACKS else track
-        return Verdict(False, f"launched no {language} kernel: the stage must be computed by "
-                              "a kernel, not by PyTorch", _watched(proposed.host),
-                       kind=Failure.NO_KERNEL)
-    if proposed.refused:
-        return refused
-    return None
-
-
-HOST_WORK = "its wrapper worked on the host, as the host watch saw it:"
-CANNOT = "its launches cannot be replayed:"
-
-
-def told(message: str | None, kind: Failure) -> Verdict:
-    """A failure the grader found (a timeout, a crash), in its message's words: the first
-    line the grader's sentence, the rest (what the process said, quoted) below it."""
-    first, *rest = (message or kind.value).split("\n")
-    return Verdict(False, first, rest, kind=kind)
-
-
-def _watched(host: list[str]) -> list[str]:
-    """The host watch's findings under a line of the grader's, when there are any."""
-    return ["what the host watch saw:", *quoted("\n".join(host))] if host else []
-
-
-def _each(messages: list[str]) -> list[str]:
-    """Several messages quoted one after another, each block under a line of its own."""
-    lines = quoted(messages[0])
-    for more in messages[1:]:
-        lines += ["and:", *quoted(more)]
-    return lines
 
 
 def _withheld(verdict: Verdict) -> Verdict:

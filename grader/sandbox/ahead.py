@@ -28,7 +28,11 @@ if TYPE_CHECKING:
     from grader import protocol
     from grader.sandbox.builder import BuilderProcess
 
-AHEAD_BUILDERS = max(1, min(6, (os.cpu_count() or 2) // 2))  # side by side: a core each
+# Side by side, a core each, leaving four for the grader, the replay and the child (half
+# the cores on a small machine). On the H200's host (16 cores), six builders left cuTile's
+# correctness cases waiting 14.7 s for their binaries in all, the first case of a stage
+# 1.2-2.7 s (BENCHMARKS.md).
+AHEAD_BUILDERS = min(10, max(1, (os.cpu_count() or 2) - 4, (os.cpu_count() or 2) // 2))
 
 
 class Build(NamedTuple):
@@ -43,28 +47,61 @@ class Build(NamedTuple):
 
 
 class StageBuilds:
-    """The builds of one replay's proposals, by proposal key; `new_builder` makes a builder
-    process (not started)."""
+    """The builds of one replay's proposals, by proposal key, and the builders that make
+    them: the replay's own (`builder`, for a call not built ahead) and those ahead;
+    `new_builder` makes a builder process (not started)."""
 
     def __init__(self, new_builder: Callable[[], "BuilderProcess"]):
         self.new_builder = new_builder
+        self.own: "BuilderProcess | None" = None
         self.kept: dict[str, "protocol.Message"] = {}
         self.hidden_given = False  # a hidden case's inputs were given: nothing more is kept
         self.builds: dict[str, Future] = {}  # proposal key -> its build begun ahead
         self.printed: list[str] = []  # what the builders printed
         self.builders: list["BuilderProcess"] = []
+        self.ready: list["BuilderProcess"] = []  # started early, for the builds ahead
+        self.readied = False  # ... once a stage: at its first start
         self.threads: list[threading.Thread] = []
         self.stopped = threading.Event()
 
+    @property
+    def builder(self) -> "BuilderProcess":
+        """The replay's own builder (made when first wanted)."""
+        if self.own is None:
+            self.own = self.new_builder()
+            if self.hidden_given:
+                self.own.withhold_output()
+        return self.own
+
+    def spawn(self) -> None:
+        """Start the replay's own builder and, at the stage's first start, those that will
+        build ahead (they load while the child loads and records the stage's calls), without
+        waiting for them."""
+        if not self.builder.running:
+            self.builder.spawn()
+        if not self.readied:
+            self.readied = True
+            self.ready = [self.new_builder() for _ in range(AHEAD_BUILDERS)]
+            for builder in self.ready:
+                builder.spawn()
+
+    def withhold_output(self) -> None:
+        """A hidden case's inputs are about to be given: until the processes end, nothing
+        built is kept, and what the builder prints is withheld."""
+        self.hidden_given = True
+        if self.own is not None:
+            self.own.withhold_output()
+
     def start(self, builds: list[Build]) -> None:
         """Begin the builds of these proposals not begun already, shared out in order
-        among up to AHEAD_BUILDERS new builders."""
+        among up to AHEAD_BUILDERS builders (those started early first)."""
         todo: dict[str, Build] = {}
         for build in builds:
             key = proposal_key(build.proposal)
             if key not in self.builds and key not in todo:
                 todo[key] = build
         if not todo:
+            self._close_ready()
             return
         self.stopped.clear()
         items = list(todo.items())
@@ -73,13 +110,21 @@ class StageBuilds:
             share = items[i::count]
             for key, _ in share:
                 self.builds[key] = Future()
-            builder = self.new_builder()
-            builder.spawn()  # all of them start at once; each thread waits for its own
+            builder = self.ready.pop(0) if self.ready else self.new_builder()
+            if not builder.running:
+                builder.spawn()  # all of them start at once; each thread waits for its own
             thread = threading.Thread(target=self._build_share, args=(builder, share),
                                       daemon=True, name="tilecourse-build-ahead")
             self.builders.append(builder)
             self.threads.append(thread)
             thread.start()
+        self._close_ready()
+
+    def _close_ready(self) -> None:
+        """End the builders started early that no build wants."""
+        for builder in self.ready:
+            builder.close()
+        self.ready = []
 
     def _build_share(self, builder: "BuilderProcess", share: list[tuple[str, Build]]) -> None:
         try:
@@ -118,7 +163,11 @@ class StageBuilds:
 
     def stop(self) -> None:
         """Every builder ended, and its thread: the stage's processes are all gone once the
-        replay is closed. Builds not begun are cancelled; those done stay."""
+        replay is closed. Builds not begun are cancelled; those done stay, and the next
+        processes start without a hidden case."""
+        if self.own is not None:
+            self.own.close()
+        self._close_ready()
         self.stopped.set()
         for build in self.builds.values():
             build.cancel()
@@ -127,6 +176,8 @@ class StageBuilds:
         for thread in self.threads:
             thread.join()
         self.builders, self.threads = [], []
+        self.hidden_given = False
 
     def output(self) -> str:
-        return "".join(self.printed)
+        """What the builders printed: those ahead, then the replay's own."""
+        return "".join(self.printed) + (self.own.output() if self.own is not None else "")

@@ -210,8 +210,10 @@ class Process:
     # --- one request ------------------------------------------------------------------
 
     def _ask(self, op: str, max_bytes: int, timeout: float | None = None,
-             tensors: dict | None = None, **args) -> protocol.Message:
-        """The ok reply to one request; raises Failed or SubmissionError."""
+             tensors: dict | None = None, on_device: bool = False, **args) -> protocol.Message:
+        """The ok reply to one request; raises Failed or SubmissionError (and
+        protocol.NotShared where `on_device`: the reply's tensors may come in GPU memory, and
+        this process could not take them)."""
         if self._retired:
             raise Failed(Failure.CRASHED, "ended: its work was no longer wanted")
         if self._refused is None and (self._process is None
@@ -230,10 +232,12 @@ class Process:
         try:
             if protocol.unasked(self._sock):
                 raise self._broken("sent data before it was asked for anything")
-            protocol.send(self._sock, {"id": self._serial, "op": op, "args": args}, tensors)
+            request = {"id": self._serial, "op": op, "args": args}
+            protocol.send(self._sock, {**request, "on_device": True} if on_device else request,
+                          tensors)
         except (protocol.Closed, OSError):
             raise self._died() from None
-        reply = self._receive(self._serial, deadline, max_bytes)
+        reply = self._receive(self._serial, deadline, max_bytes, on_device)
         status = reply.header.get("status")
         value = reply.header.get("value")
         if status == "submission-error" and isinstance(value, str):
@@ -247,15 +251,18 @@ class Process:
             raise self._broken(f"sent a reply the grader cannot read ({_text(reply.header)})")
         return reply
 
-    def _receive(self, serial: int, deadline: float, max_bytes: int) -> protocol.Message:
+    def _receive(self, serial: int, deadline: float, max_bytes: int,
+                 on_device: bool = False) -> protocol.Message:
         try:
-            reply = protocol.receive(self._sock, deadline, max_bytes)
+            reply = protocol.receive(self._sock, deadline, max_bytes, on_device)
         except protocol.Late:
             self.end()
             raise Failed(Failure.TIMED_OUT, f"timed out after {self.timeout:g} s (an endless "
                                              "loop, or a kernel that never finishes?)") from None
         except protocol.Closed:
             raise self._died() from None
+        except protocol.NotShared:
+            raise  # read whole: the caller asks again, through host memory
         except protocol.ProtocolError as exc:
             raise self._broken(str(exc)) from None
         if reply.header.get("id") != serial:

@@ -203,37 +203,29 @@ TIMING_REPLY = {"times": [float], "digests": [(int, None)], "outputs": [RETURNED
 
 
 class ReplayProcess(Process):
-    """The grader's side of one submission's replay process (and, on a GPU, its builder)."""
+    """The grader's side of one submission's replay process (and, on a GPU, its builders)."""
 
     role = ReplayWorker.role
+    on_device = True  # fetched outputs may come in GPU memory (until that fails once)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self._builder: BuilderProcess | None = None
         self._installed: set[str] = set()  # the proposals whose binaries the process holds
         self._installed_in = None  # ... that process
-        self._builds = StageBuilds(lambda: BuilderProcess(  # kept, and compiled ahead
+        self.installing = 0.0  # seconds spent waiting for builds and installing them
+        self._builds = StageBuilds(lambda: BuilderProcess(  # its own, kept, compiled ahead
             self.path, self.function, self.device, self.timeout, self.hidden, self.rules,
             self.track))
-
-    @property
-    def builder(self) -> BuilderProcess:
-        if self._builder is None:
-            self._builder = self._builds.new_builder()
-        return self._builder
 
     def spawn(self) -> None:
         """Start the replay, and on a GPU its builder, without waiting for them."""
         super().spawn()
-        if self.device != "cpu" and not self.builder.running:
-            self.builder.spawn()
+        if self.device != "cpu":
+            self._builds.spawn()
 
     def close(self) -> None:
-        if self._builder is not None:
-            self._builder.close()
         self._builds.stop()
         super().close()
-        self._builds.hidden_given = False  # the next processes start without a hidden case
 
     def build_ahead(self, builds: list[Build]) -> None:
         """On a GPU: compile these proposals now, side by side, while the cases go on."""
@@ -241,15 +233,12 @@ class ReplayProcess(Process):
             self._builds.start(builds)
 
     def withhold_output(self) -> None:
-        self._builds.hidden_given = True  # until these processes end: nothing built is kept
+        self._builds.withhold_output()
         super().withhold_output()
-        if self.device != "cpu":
-            self.builder.withhold_output()
 
     def output(self) -> str:
         """What the kernels printed: while they compiled (a GPU), then while they ran."""
-        built = self._builder.output() if self._builder is not None else ""
-        return self._builds.output() + built + super().output()
+        return self._builds.output() + super().output()
 
     def _install(self, problem_id: str, params: dict, dtype: str, seed: int,
                  proposal: dict) -> None:
@@ -264,10 +253,12 @@ class ReplayProcess(Process):
         key = proposal_key(proposal)
         if key in self._installed:
             return
-        built = self._builds.get(key, lambda: self.builder.build(problem_id, params, dtype,
-                                                                 seed, proposal), self.timeout)
+        start = time.perf_counter()  # waited for a build, installed it (grade --profile)
+        built = self._builds.get(key, lambda: self._builds.builder.build(
+            problem_id, params, dtype, seed, proposal), self.timeout)
         self._ask("install", 0, tensors=built.tensors, key=key, value=built.header["value"])
         self._installed.add(key)
+        self.installing += time.perf_counter() - start
 
     def call(self, problem_id: str, params: dict, dtype: str, seed: int,
              inputs: list, output_bytes: int, proposal: dict) -> Outcome:
@@ -338,9 +329,18 @@ class ReplayProcess(Process):
         return Batch(value["times"], value["digests"], wall)
 
     def fetch(self, index: int, output_bytes: int):
-        """The output of call `index` of the last batch; raises TimingFailed."""
+        """The output of call `index` of the last batch, in GPU memory where the processes can
+        share it (grader.device_memory), else through the host; raises TimingFailed."""
+        def ask(on_device: bool) -> protocol.Message:
+            return self._ask("fetch", 2 * output_bytes + (1 << 20), on_device=on_device,
+                             index=index)
+
         try:
-            reply = self._ask("fetch", 2 * output_bytes + (1 << 20), index=index)
+            try:
+                reply = ask(self.device != "cpu" and ReplayProcess.on_device)
+            except protocol.NotShared:  # and from now on: through host memory
+                ReplayProcess.on_device = False
+                reply = ask(False)
             self._check(reply.header["value"], RETURNED, "the fetched output")
         except (Failed, SubmissionError) as exc:
             raise TimingFailed(str(exc)) from None

@@ -122,4 +122,5 @@ def main(fd: int, start: str = "cold") -> None:
             reply = {"status": "submission-error", "value": str(exc)}
         except Exception as exc:  # noqa: BLE001 - a broken request is the parent's to report
             reply = {"status": "error", "value": f"{type(exc).__name__}: {exc}"}
-        protocol.send(sock, {"id": request["id"], **reply}, tensors)
+        protocol.send(sock, {"id": request["id"], **reply}, tensors,
+                      on_device=request.get("on_device") is True)

@@ -38,7 +38,7 @@ from grader import timing
 from grader.speed import allowance
 from grader.course import Tolerance
 from grader.judge.compare import Expected, compare
-from grader.judge.stage import proposal_misconduct
+from grader.judge.misconduct import proposal_misconduct
 from grader.problems import DTYPES, Call, Problem
 from grader.quoting import said
 from grader.sandbox.outcomes import Outcome, Proposed, TimingFailed

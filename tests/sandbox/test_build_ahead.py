@@ -24,7 +24,11 @@ class FakeBuilder:
         FakeBuilder.made.append(self)
 
     def spawn(self):
-        self.spawned = True
+        self.spawned, self.closed = True, False
+
+    @property
+    def running(self):
+        return self.spawned and not self.closed
 
     def build(self, problem_id, params, dtype, seed, proposal):
         if self.retired:
@@ -83,6 +87,22 @@ def test_proposals_are_compiled_once_each_by_builders_side_by_side(replay):
     assert "[builder 0]" in replay.output()  # what the builders printed is the stage's
 
 
+def test_the_builders_ahead_start_with_the_stage_and_load_while_its_calls_are_recorded(replay):
+    """The stage's first start starts its own builder and those that will build ahead; the
+    builds take those first, and the ones no build wants are ended. A later start (a new
+    process after a crash or a hidden case) starts only the replay's own builder again."""
+    replay._builds.spawn()  # as ReplayProcess.spawn does on a GPU
+    own, *early = FakeBuilder.made
+    assert len(early) == 3 and all(b.spawned for b in FakeBuilder.made)
+    replay.build_ahead(_builds(1, 2))  # two builds: two of the three started early
+    assert _ahead(replay, proposal_key({"n": 2})) == "binaries of 2"
+    assert [b.built for b in early] == [[1], [2], []] and early[2].closed
+    assert len(FakeBuilder.made) == 4 and own.built == []  # no builder made at build time
+    replay.close()
+    replay._builds.spawn()
+    assert len(FakeBuilder.made) == 4 and own.running
+
+
 def test_a_build_that_failed_ahead_is_built_again_by_its_case(replay):
     replay.build_ahead(_builds(1, 2, broken=(2,)))
     assert _ahead(replay, proposal_key({"n": 1})) == "binaries of 1"
@@ -118,8 +138,8 @@ def test_builds_are_kept_for_a_later_process_but_none_made_after_a_hidden_case(r
     builds, installed = [], []
     monkeypatch.setattr(replay, "_loaded", True)
     monkeypatch.setattr(replay, "_process", object())
-    monkeypatch.setattr(replay, "_builder", FakeBuilder())
-    monkeypatch.setattr(replay._builder, "build", lambda *a: builds.append(a[-1]["n"]) or
+    monkeypatch.setattr(replay._builds, "own", FakeBuilder())
+    monkeypatch.setattr(replay._builds.own, "build", lambda *a: builds.append(a[-1]["n"]) or
                         replayer.protocol.Message({"value": a[-1]["n"]}))
     monkeypatch.setattr(replay, "_ask", lambda op, *a, **k: installed.append(k["value"]))
 

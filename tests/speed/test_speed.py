@@ -911,12 +911,13 @@ def test_the_gpu_studies_have_one_entry_point():
     assert main(["no-such-study"]) == 2 and main([]) == 0
 
 
-@pytest.mark.parametrize("through", [[], ["--socket"]])
+@pytest.mark.parametrize("through", [[], ["--route", "socket"], ["--route", "gpu"]])
 def test_the_wire_study_sends_a_tensor_whole_between_two_processes(capsys, through):
     """`python -m scripts wire` (on a GPU: how fast an output crosses the wire) runs here on
-    a CPU tensor: every round arrives whole, in a sealed memory file or through the socket."""
+    a CPU tensor: every round arrives whole, in a sealed memory file or through the socket
+    (asked for GPU memory, a CPU tensor goes as it would without)."""
     from scripts.__main__ import main
 
     assert main(["wire", "--megabytes", "2", "--rounds", "2", *through]) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
-    assert len(rows) == 2 + 2 and all(row.endswith("| yes |") for row in rows[2:])
+    assert len(rows) == 2 + 2 and all(row.endswith("| yes (cpu) |") for row in rows[2:])
