@@ -28,11 +28,11 @@ if TYPE_CHECKING:
     from grader import protocol
     from grader.sandbox.builder import BuilderProcess
 
-# Side by side, a core each, leaving four for the grader, the replay and the child (half
-# the cores on a small machine). On the H200's host (16 cores), six builders left cuTile's
-# correctness cases waiting 14.7 s for their binaries in all, the first case of a stage
-# 1.2-2.7 s (BENCHMARKS.md).
-AHEAD_BUILDERS = min(10, max(1, (os.cpu_count() or 2) - 4, (os.cpu_count() or 2) // 2))
+# Side by side, a core each. Ten on the H200's host (16 cores), started with the stage's
+# processes rather than with the builds, made a grading slower (49.3 s against 42.8 s for
+# Triton's references): the forks and loads at once slowed the processes the stage waits
+# for, and the first case still waited for its build (BENCHMARKS.md).
+AHEAD_BUILDERS = max(1, min(6, (os.cpu_count() or 2) // 2))
 
 
 class Build(NamedTuple):
@@ -59,10 +59,11 @@ class StageBuilds:
         self.builds: dict[str, Future] = {}  # proposal key -> its build begun ahead
         self.printed: list[str] = []  # what the builders printed
         self.builders: list["BuilderProcess"] = []
-        self.ready: list["BuilderProcess"] = []  # started early, for the builds ahead
-        self.readied = False  # ... once a stage: at its first start
         self.threads: list[threading.Thread] = []
         self.stopped = threading.Event()
+        # The first builder ahead, started with the stage's processes: it loads while the
+        # child loads and records the stage's calls, and builds the first case's binaries.
+        self.first: "BuilderProcess | None" = None
 
     @property
     def builder(self) -> "BuilderProcess":
@@ -74,16 +75,14 @@ class StageBuilds:
         return self.own
 
     def spawn(self) -> None:
-        """Start the replay's own builder and, at the stage's first start, those that will
-        build ahead (they load while the child loads and records the stage's calls), without
-        waiting for them."""
-        if not self.builder.running:
+        """Start the first builder ahead with the stage's first processes, or later (a
+        process started again) the replay's own builder; without waiting for it. (The own
+        builder starts when first wanted: a call not built ahead.)"""
+        if not self.builds and self.first is None:
+            self.first = self.new_builder()
+            self.first.spawn()
+        elif self.builds and not self.builder.running:
             self.builder.spawn()
-        if not self.readied:
-            self.readied = True
-            self.ready = [self.new_builder() for _ in range(AHEAD_BUILDERS)]
-            for builder in self.ready:
-                builder.spawn()
 
     def withhold_output(self) -> None:
         """A hidden case's inputs are about to be given: until the processes end, nothing
@@ -94,14 +93,13 @@ class StageBuilds:
 
     def start(self, builds: list[Build]) -> None:
         """Begin the builds of these proposals not begun already, shared out in order
-        among up to AHEAD_BUILDERS builders (those started early first)."""
+        among up to AHEAD_BUILDERS new builders."""
         todo: dict[str, Build] = {}
         for build in builds:
             key = proposal_key(build.proposal)
             if key not in self.builds and key not in todo:
                 todo[key] = build
         if not todo:
-            self._close_ready()
             return
         self.stopped.clear()
         items = list(todo.items())
@@ -110,7 +108,7 @@ class StageBuilds:
             share = items[i::count]
             for key, _ in share:
                 self.builds[key] = Future()
-            builder = self.ready.pop(0) if self.ready else self.new_builder()
+            builder, self.first = (self.first, None) if self.first else (self.new_builder(), None)
             if not builder.running:
                 builder.spawn()  # all of them start at once; each thread waits for its own
             thread = threading.Thread(target=self._build_share, args=(builder, share),
@@ -118,13 +116,6 @@ class StageBuilds:
             self.builders.append(builder)
             self.threads.append(thread)
             thread.start()
-        self._close_ready()
-
-    def _close_ready(self) -> None:
-        """End the builders started early that no build wants."""
-        for builder in self.ready:
-            builder.close()
-        self.ready = []
 
     def _build_share(self, builder: "BuilderProcess", share: list[tuple[str, Build]]) -> None:
         try:
@@ -165,9 +156,10 @@ class StageBuilds:
         """Every builder ended, and its thread: the stage's processes are all gone once the
         replay is closed. Builds not begun are cancelled; those done stay, and the next
         processes start without a hidden case."""
-        if self.own is not None:
-            self.own.close()
-        self._close_ready()
+        for idle in (self.own, self.first):
+            if idle is not None:
+                idle.close()
+        self.first = None
         self.stopped.set()
         for build in self.builds.values():
             build.cancel()

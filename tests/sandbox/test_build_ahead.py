@@ -87,20 +87,20 @@ def test_proposals_are_compiled_once_each_by_builders_side_by_side(replay):
     assert "[builder 0]" in replay.output()  # what the builders printed is the stage's
 
 
-def test_the_builders_ahead_start_with_the_stage_and_load_while_its_calls_are_recorded(replay):
-    """The stage's first start starts its own builder and those that will build ahead; the
-    builds take those first, and the ones no build wants are ended. A later start (a new
-    process after a crash or a hidden case) starts only the replay's own builder again."""
+def test_the_first_builder_ahead_starts_with_the_stage_and_builds_the_first_share(replay):
+    """The stage's first processes start one builder, which loads while the child records
+    the stage's calls and then builds the first share (the first case's binaries first);
+    started again later (a crash, a hidden case), the processes start the replay's own
+    builder instead, for what was not built ahead."""
     replay._builds.spawn()  # as ReplayProcess.spawn does on a GPU
-    own, *early = FakeBuilder.made
-    assert len(early) == 3 and all(b.spawned for b in FakeBuilder.made)
-    replay.build_ahead(_builds(1, 2))  # two builds: two of the three started early
-    assert _ahead(replay, proposal_key({"n": 2})) == "binaries of 2"
-    assert [b.built for b in early] == [[1], [2], []] and early[2].closed
-    assert len(FakeBuilder.made) == 4 and own.built == []  # no builder made at build time
+    first, = FakeBuilder.made
+    replay.build_ahead(_builds(1, 2, 3, 4))
+    assert _ahead(replay, proposal_key({"n": 4})) == "binaries of 4"
+    assert first.built == [1, 4] and len(FakeBuilder.made) == 3
     replay.close()
     replay._builds.spawn()
-    assert len(FakeBuilder.made) == 4 and own.running
+    assert len(FakeBuilder.made) == 4 and FakeBuilder.made[3] is replay._builds.own
+    assert replay._builds.own.running and replay._builds.own.built == []
 
 
 def test_a_build_that_failed_ahead_is_built_again_by_its_case(replay):
