@@ -4,9 +4,10 @@ a table of names, dtypes, shapes and offsets (length, then JSON), then the raw b
 The grader writes and reads the format itself rather than through safetensors' `save` and
 `load`, which copy every byte twice each way: a timed trial fetches outputs of 256 MB, and
 those copies were most of its time. Each tensor's bytes go from where they lie onto the
-socket, or into a sealed memory file (from SEALED_MIN bytes, on Linux), and come back as
-views of the buffer they were read into or of the file, mapped (the tests check both ends
-against safetensors itself). Reading makes plain CPU tensors and nothing else: the table
+socket, or into a sealed memory file (from SEALED_MIN bytes, on Linux), or stay on the GPU
+(`encode_on_device`, for grader.device_memory), and come back as views of the buffer they
+were read into, of the file, mapped, or of the GPU bytes (the tests check both ends against
+safetensors itself). Reading makes plain CPU tensors and nothing else: the table
 must describe exactly the bytes that follow it, in the dtypes that cross, and a memory file
 is read only once sealed against any change and of exactly the size its frame says.
 """

@@ -15,6 +15,7 @@ the verdict (grader.quoting): the grader's sentence, then the text as a block of
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 from grader import timing
 from grader.backends.selection import Selection, dtype_unsupported
@@ -25,7 +26,7 @@ from grader.judge.misconduct import HOST_WORK, proposal_misconduct, replay_misco
 from grader.problems import DTYPES
 from grader.quoting import is_quoted, quoted, said
 from grader.results import CaseResult, CheckResult, Failure
-from grader.sandbox import ChildProcess
+from grader.sandbox import ChildProcess, Outcome
 from grader.sandbox.ahead import Build
 from grader.tracks import TRACKS
 
@@ -36,7 +37,8 @@ REPLAY_DRAW = 0x5EED
 # each costs a recorded and a replayed call.
 PROBES = 3
 BINARIES = "of the replay: waiting for its binaries"  # grade --profile, on a GPU
-COMPILES = "compiles for a GPU"  # the stage-wide check that a GPU compiler saw the kernels
+COMPILES = "compiles for a GPU"
+GPU_JUDGED_MIN = 1 << 20  # elements of an output from which a GPU judges it first  # the stage-wide check that a GPU compiler saw the kernels
 # Failures decided before the numbers whose output is still worth a picture: the loads and
 # stores that left their tensor, or wrote an input, mark the elements their programs stored.
 DRAWN = (Failure.OUT_OF_BOUNDS, Failure.MODIFIED_INPUTS)
@@ -235,7 +237,8 @@ class StageCheck:
             verdict = replay_misconduct(call, outcome, self.stage.problem,
                                          self.backend.device)
             if verdict is None:
-                verdict = compare(outcome, judged)
+                verdict = passed_on_gpu(outcome, judged, self.backend.device) or \
+                    compare(outcome, judged)
             elif verdict.kind in DRAWN and (picture := drawn(outcome, judged)):
                 verdict.picture = picture  # what the strays did to the output
         if not verdict.passed and proposed.host:
@@ -247,6 +250,18 @@ class StageCheck:
                               Failure.HOST_WORK if verdict.kind is Failure.WRONG_RESULT
                               else verdict.kind, verdict.picture)
         return verdict
+
+
+def passed_on_gpu(outcome: Outcome, judged: Expected, device: str) -> Verdict | None:
+    """A large output's verdict where it passes, judged on the GPU beside the reference
+    (on the CPU, the elementwise checks of a 256 MB output took up to a second while the
+    builders compiled); None where it fails, or is small, or there is no GPU: the CPU
+    judges it then, with every explanation."""
+    if device == "cpu" or outcome.output is None or outcome.output.numel() < GPU_JUDGED_MIN:
+        return None
+    verdict = compare(replace(outcome, output=outcome.output.to(device)),
+                      replace(judged, device=device, explain=None, hypotheses=(), probe=None))
+    return verdict if verdict.passed else None
 
 
 def _withheld(verdict: Verdict) -> Verdict:

@@ -66,6 +66,20 @@ def _bind_before_student_code(track: str, role: str, device: str) -> None:
         wing(track).bind(role, device)
     if role == "child":
         launches.install()  # the replay runs kernels; the child only proposes launches
+    elif device != "cpu":
+        _context(device)
+
+
+def _context(device: str) -> None:
+    """The replay's or a builder's CUDA context, made before it says it is ready: the grader
+    asks it nothing until the stage's first case is built, and the context is made while it
+    waits. (One that cannot be made is left to the first request, which reports it.)"""
+    import torch
+
+    try:
+        torch.empty(1, device=device)
+    except Exception:  # noqa: BLE001 - reported by the request that needs the GPU
+        pass
 
 
 def _worker(role: str, track: str):

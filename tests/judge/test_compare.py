@@ -182,3 +182,23 @@ def test_softmax_rows_that_do_not_sum_to_one_are_observed_not_explained():
     assert named.stats["cause_texts"] == {"row_normalisation": found[0].text}
     assert f"cause: {found[0].text}" in named.report
     assert all(not c.key for c in problem.explain(Evidence(want, want)))
+
+
+def test_a_large_output_is_judged_on_the_gpu_first_and_explained_on_the_cpu_when_wrong():
+    """grader.judge.stage.passed_on_gpu: on a GPU a large output is judged beside its
+    reference there; only a pass is taken from it, a failure is judged again on the CPU
+    with every explanation. ("cpu:0" stands in for the GPU here: a device that is not the
+    plain CPU backend's.)"""
+    from grader.judge.stage import GPU_JUDGED_MIN, passed_on_gpu
+
+    ref = torch.randn(GPU_JUDGED_MIN)
+    expected = Expected(ref, ref.dtype, "cpu", TOL, explain=lambda *a: ["never asked"])
+    verdict = passed_on_gpu(Outcome(output=ref.clone()), expected, "cpu:0")
+    assert verdict.passed and verdict.stats["total"] == GPU_JUDGED_MIN
+    wrong = ref.clone()
+    wrong[7] += 1.0
+    assert passed_on_gpu(Outcome(output=wrong), expected, "cpu:0") is None
+    assert passed_on_gpu(Outcome(output=ref.clone()), expected, "cpu") is None  # no GPU
+    small = torch.randn(10)
+    assert passed_on_gpu(Outcome(output=small), Expected(small, small.dtype, "cpu", TOL),
+                         "cpu:0") is None

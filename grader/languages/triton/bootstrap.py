@@ -7,8 +7,8 @@ import os
 
 def bind(role: str, device: str) -> None:
     """Import Triton first (in the mode the backend set); in the replay, start the front
-    end's helper where the interpreter runs the kernels, and give tensor descriptors their
-    scratch memory where the GPU does."""
+    end's helper where the interpreter runs the kernels; where the GPU does (the replay and
+    its builders), give tensor descriptors their scratch memory and make Triton's driver."""
     try:
         import triton  # noqa: F401
     except ImportError:
@@ -24,6 +24,20 @@ def bind(role: str, device: str) -> None:
             pass  # the first launch tries again, and says why it cannot check
     if device != "cpu":
         _scratch_for_descriptors(device)
+        _driver_ready()
+
+
+def _driver_ready() -> None:
+    """Triton's GPU driver made now, before the process says it is ready: making it compiles
+    Triton's C utilities in a fresh cache (each process has its own), about a second that
+    the stage's first case waited for in the replay. (A driver that cannot be made is left
+    to the first launch, which reports it.)"""
+    try:
+        from triton.runtime import driver
+
+        driver.active.get_current_target()
+    except Exception:  # noqa: BLE001 - reported by the launch that needs it
+        pass
 
 
 def _scratch_for_descriptors(device: str) -> None:
