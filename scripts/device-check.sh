@@ -33,7 +33,8 @@
 #   flush: `python -m scripts flush`, the short memory-bound references and their baselines
 #     timed after a zeroing and after a reading L2 flush
 #   wire: `python -m scripts wire`, a 256 MB output sent between two processes as the replay
-#     sends a timed output, in a sealed memory file and through the socket (a table each)
+#     sends a timed output: in GPU memory, in a sealed memory file, through the socket (a
+#     table each)
 #   clockgap: `python -m scripts clockgap`, why the grader's clock and do_bench disagree: each
 #     shape timed with either flush in either order, SM clock and power sampled
 #     (CLOCKGAP_ARGS: its options); the tables also in $OUT/clockgap.md
@@ -43,9 +44,10 @@
 # The default is every part. Where a run has a time limit, name one or two parts per run:
 # on the H200, grading took about 7 minutes with the previous grader (the two `grade all`
 # runs 187 s and 192 s; 150 s and 164 s with the replay grader; 67 s and 61 s once kernels
-# were compiled ahead, the whole part 3 minutes), calibrate 3-4, exercises 2, corpus 3,
-# timing 5, each untuned part 4 (218 s), flush 1 (20 s), repeat 2 (114 s), batch of 8 with
-# --stages 1 2.5 (140 s), sweep 5
+# were compiled ahead; 45 s and 46 s with fetched outputs in GPU memory, the whole part
+# 134 s), calibrate 3-4, exercises 2, corpus 3, timing 5, each untuned part 4 (218 s),
+# flush 1 (20 s), repeat 1.2 (69 s), batch of 8 with --stages 1 2.5 (140 s), with
+# --stages 1 2 3 4 5.5 (320 s), wire 1, sweep 5
 # (268 s for every stage, both tracks), benchmark under 4 (--seconds 1.5), clockgap 2 (98 s).
 set -uo pipefail
 ALL="grading calibrate exercises corpus timing untuned-triton untuned-cutile repeat batch flush sweep benchmark clockgap wire"
