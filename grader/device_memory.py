@@ -191,7 +191,7 @@ def shared(parts: list["torch.Tensor"]) -> tuple[int, int] | None:
         fd = ctypes.c_int(-1)
         _call("cuMemExportToShareableHandle", ctypes.byref(fd), ctypes.c_uint64(handle.value),
               _POSIX_FD, ctypes.c_uint64(0))
-    except (Unshareable, RuntimeError) as exc:
+    except (Unshareable, RuntimeError, TypeError, ValueError) as exc:  # PyTorch's too
         refused = str(exc)
         return None
     refused = None
@@ -211,7 +211,7 @@ def imported(fd: int, size: int) -> "torch.Tensor":
             try:
                 own = mapping.bytes(size).clone()
                 _device()  # the copy done before the mapping goes
-            except RuntimeError as exc:
+            except (RuntimeError, TypeError, ValueError) as exc:  # PyTorch's refusals
                 raise Unshareable(f"the mapped memory could not be read: {exc}") from None
     finally:
         _cuda().cuMemRelease(handle)

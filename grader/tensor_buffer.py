@@ -7,9 +7,10 @@ those copies were most of its time. Each tensor's bytes go from where they lie o
 socket, or into a sealed memory file (from SEALED_MIN bytes, on Linux), or stay on the GPU
 (`encode_on_device`, for grader.device_memory), and come back as views of the buffer they
 were read into, of the file, mapped, or of the GPU bytes (the tests check both ends against
-safetensors itself). Reading makes plain CPU tensors and nothing else: the table
-must describe exactly the bytes that follow it, in the dtypes that cross, and a memory file
-is read only once sealed against any change and of exactly the size its frame says.
+safetensors itself). Reading makes plain tensors and nothing else (on the CPU, or on the
+GPU where the bytes are there): the table must describe exactly the bytes that follow it,
+in the dtypes that cross, and a memory file is read only once sealed against any change and
+of exactly the size its frame says.
 """
 
 from __future__ import annotations

@@ -37,8 +37,8 @@ REPLAY_DRAW = 0x5EED
 # each costs a recorded and a replayed call.
 PROBES = 3
 BINARIES = "of the replay: waiting for its binaries"  # grade --profile, on a GPU
-COMPILES = "compiles for a GPU"
-GPU_JUDGED_MIN = 1 << 20  # elements of an output from which a GPU judges it first  # the stage-wide check that a GPU compiler saw the kernels
+COMPILES = "compiles for a GPU"  # the stage-wide check that a GPU compiler saw the kernels
+GPU_JUDGED_MIN = 1 << 20  # elements of an output from which a GPU judges it first
 # Failures decided before the numbers whose output is still worth a picture: the loads and
 # stores that left their tensor, or wrote an input, mark the elements their programs stored.
 DRAWN = (Failure.OUT_OF_BOUNDS, Failure.MODIFIED_INPUTS)

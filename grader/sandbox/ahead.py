@@ -108,7 +108,7 @@ class StageBuilds:
             share = items[i::count]
             for key, _ in share:
                 self.builds[key] = Future()
-            builder, self.first = (self.first, None) if self.first else (self.new_builder(), None)
+            builder, self.first = self.first or self.new_builder(), None
             if not builder.running:
                 builder.spawn()  # all of them start at once; each thread waits for its own
             thread = threading.Thread(target=self._build_share, args=(builder, share),
