@@ -152,7 +152,6 @@ def _silent(label: str, cases: int):
 
 def grade(grading: Grading, progress: Progress = _silent) -> Report:
     """Grade every stage of the resolved request, one after another, into a Report."""
-    keep_warm()  # each stage's processes are forks of one that imported PyTorch once
     selection = grading.selection
     report = Report(
         course=grading.course.title,
@@ -165,6 +164,7 @@ def grade(grading: Grading, progress: Progress = _silent) -> Report:
     )
     start = time.perf_counter()
     parts = [p for p in (_benchmark_part(grading, s) for s in grading.stages) if p]
+    keep_warm()  # each stage's processes are forks of one that imported PyTorch once
     for stage in grading.stages:
         label = f"{stage.name} {stage.id} [{selection.backend.name}]"
         session = StageSession(grading, stage)

@@ -101,14 +101,11 @@ class Spare:
 
 def keep_warm(on: bool = True) -> None:
     """Take workers from a template from now on (or, off, start each when it is wanted).
-    On, the template starts now: its imports go on while the grader readies the grading
-    (the first stage waited for them, 2-3 s on the H200's host)."""
-    global _keep, _template
+    The template starts when the first worker is wanted: started with the grading instead,
+    it cut nothing measurable from the first stage on the H200 (BENCHMARKS.md) and cost
+    every `grade` that starts no worker (stages not started) a process importing PyTorch."""
+    global _keep
     _keep = on
-    if on and not _declined:
-        with _lock:
-            if _template is None:
-                _template = _keeping(_environment())
 
 
 def take() -> Spare:
