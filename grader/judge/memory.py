@@ -23,8 +23,8 @@ def memory_check(stage: Stage, selection: Selection, child: ChildProcess, seed: 
         refused = proposal_misconduct(proposed, selection.backend.track)
         if refused:
             return CheckResult(name, True, False, f"could not be measured: {refused.report}")
-        used, error = child.replay_process.memory(stage.problem.id, dict(case.params), case.dtype,
-                                           seed, proposed.proposal)
+        used, error = child.replay_process.memory(stage.problem.id, dict(case.params),
+                                                  case.dtype, seed, proposed.proposal)
         if error:
             return CheckResult(name, True, False, f"could not be measured: {error}")
         sizes.append(max(used, 1))

@@ -217,8 +217,7 @@ class StageCheck:
             outcome = replay.call(problem.id, dict(params), dtype, replay_seed, call.tensors(),
                                   expected.nbytes, proposed.proposal)
         if replay.installing > installing:  # of the replay: its binaries, built ahead or not
-            phases[BINARIES] = round(phases.get(BINARIES, 0.0) + replay.installing
-                                     - installing, 3)
+            timing.add_seconds(phases, BINARIES, replay.installing - installing)
         # A probe (no case) is judged without the stage-wide check: the case it serves
         # already went through it, and a probe that fails only leaves its cause unnamed.
         if outcome.unchecked and case is not None and case.hidden:
