@@ -29,6 +29,7 @@ which keeps, summarises and compares them; the measurement itself happens here.
 
 from __future__ import annotations
 
+import gc
 import math
 import statistics
 import time
@@ -53,6 +54,21 @@ _sleep = torch.cuda._sleep
 # (Triton's is tens of microseconds) would count as kernel time. Measured on the H200: a
 # 0.18 ms Triton matmul read 10 to 14% slower graded than timed back to back (BENCHMARKS.md).
 HEADROOM_CYCLES = 200_000
+
+
+@contextmanager
+def collector_paused():
+    """Python's cyclic garbage collector held off, as timeit holds it off: a full collection
+    in a process that loaded PyTorch takes milliseconds, and one that fell inside one side's
+    batch (in the grader or the replay) would count against it as work its calls did not
+    show. The collections put off run after the batch."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()
 
 
 def synchronize() -> None:
@@ -109,7 +125,7 @@ class L2Flush:
     """Reading a buffer twice the size of L2 evicts whatever the last call left there,
     dirty lines included, and leaves only clean lines behind (nothing to write back)."""
 
-    def __init__(self, device: torch.device):
+    def __init__(self, device: "torch.device | str"):
         l2 = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or 64 << 20
         # float32 in, float32 out: the sum reads the buffer where it lies (an int32 buffer
         # summed into int64 would first be copied, writing a temporary twice its size).

@@ -64,9 +64,11 @@ mkdir -p "$OUT"
 TMP=$(mktemp -d)  # each check's own log; $OUT keeps the few files worth keeping
 trap 'rm -rf "$TMP"' EXIT
 export PYTHONUNBUFFERED=1
-# The grader's dependencies that the GPU machine's Python lacks (staged by scripts/stage-device.sh).
+# The grader's dependencies that the GPU machine's Python lacks (staged by scripts/stage-device.sh),
+# compiled to bytecode as pip does by default: left to the first import, the first grading's
+# processes compiled them, and the first stage measured that.
 if ! "$PY" -c "import safetensors, pydantic, yaml" 2>/dev/null; then
-  "$PY" -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .device/wheels/*.whl
+  "$PY" -m pip install -q --no-index --no-deps --target /tmp/site .device/wheels/*.whl
 fi
 status=0
 words() { eval "WORDS=(${1:-})"; }  # options from a variable, quoted words kept whole (--label 'a b')

@@ -1,10 +1,13 @@
 """Where a stage's binaries come from, on a GPU (grader.sandbox.replayer.ReplayProcess).
 
 Built ahead: the calls a stage will replay are recorded before its cases
-(grader.judge.stage.StageCheck.build_ahead), and their proposals compiled side by side,
-each share by a builder of its own (compiling is CPU work, a core a builder), while the
-cases are judged one by one; each case's replay takes its binaries from here rather than
-wait for one builder to compile case after case. A build that failed here is built again
+(grader.judge.stage.StageCheck.build_ahead), and their proposals compiled side by side by
+up to AHEAD_BUILDERS builders (compiling is CPU work, a core a builder), while the cases
+are judged one by one; each case's replay takes its binaries from here rather than wait
+for one builder to compile case after case. The proposals wait in one queue, in the order
+their cases come, and a builder takes the next one once it is loaded and free: a share
+fixed in advance left builders idle while the next case waited behind a slow compile on
+another (cuTile's matmul: compiles of 1.5 to 3 s). A build that failed here is built again
 when its case comes, by the stage's own builder: a compile that timed out among others is
 not held against the submission. Every builder is confined like any process of the
 submission, and ended, with its thread, when the replay is closed.
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import deque
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Callable, NamedTuple
 
@@ -57,6 +61,9 @@ class StageBuilds:
         self.kept: dict[str, "protocol.Message"] = {}
         self.hidden_given = False  # a hidden case's inputs were given: nothing more is kept
         self.builds: dict[str, Future] = {}  # proposal key -> its build begun ahead
+        self.queue: deque[tuple[str, Build]] = deque()  # builds no builder took yet, in order
+        self.lock = threading.Lock()  # the queue, and how many builders serve it
+        self.serving = 0  # builders whose thread has not left
         self.printed: list[str] = []  # what the builders printed
         self.builders: list["BuilderProcess"] = []
         self.threads: list[threading.Thread] = []
@@ -92,36 +99,42 @@ class StageBuilds:
             self.own.withhold_output()
 
     def start(self, builds: list[Build]) -> None:
-        """Begin the builds of these proposals not begun already, shared out in order
-        among up to AHEAD_BUILDERS new builders."""
-        todo: dict[str, Build] = {}
-        for build in builds:
-            key = proposal_key(build.proposal)
-            if key not in self.builds and key not in todo:
-                todo[key] = build
-        if not todo:
-            return
-        self.stopped.clear()
-        items = list(todo.items())
-        count = min(len(items), AHEAD_BUILDERS)
-        for i in range(count):
-            share = items[i::count]
-            for key, _ in share:
-                self.builds[key] = Future()
+        """Queue the builds of these proposals not begun already, in order, and start
+        builders for them: as many as there are builds queued, up to AHEAD_BUILDERS."""
+        with self.lock:
+            for build in builds:
+                key = proposal_key(build.proposal)
+                if key not in self.builds:
+                    self.builds[key] = Future()
+                    self.queue.append((key, build))
+            self.stopped.clear()
+            wanted = min(len(self.queue), AHEAD_BUILDERS - self.serving)
+            self.serving += max(0, wanted)
+        for _ in range(wanted):
             builder, self.first = self.first or self.new_builder(), None
             if not builder.running:
                 builder.spawn()  # all of them start at once; each thread waits for its own
-            thread = threading.Thread(target=self._build_share, args=(builder, share),
-                                      daemon=True, name="tilecourse-build-ahead")
+            thread = threading.Thread(target=self._serve, args=(builder,), daemon=True,
+                                      name="tilecourse-build-ahead")
             self.builders.append(builder)
             self.threads.append(thread)
             thread.start()
 
-    def _build_share(self, builder: "BuilderProcess", share: list[tuple[str, Build]]) -> None:
+    def _serve(self, builder: "BuilderProcess") -> None:
+        """One builder's thread: once the builder is loaded, the next build queued, until
+        none is left."""
         try:
-            for key, build in share:
+            builder.load()  # ready before it takes a build: a loaded builder may be free first
+        except Exception:  # noqa: BLE001 - its builds go to the others, or to their cases
+            self._leave()
+            self.printed.append(builder.output())
+            builder.close()
+            return
+        try:
+            while (taken := self._next()) is not None:
+                key, build = taken
                 future = self.builds[key]
-                if self.stopped.is_set() or not future.set_running_or_notify_cancel():
+                if not future.set_running_or_notify_cancel():
                     continue
                 try:
                     future.set_result(builder.build(*build))
@@ -130,6 +143,25 @@ class StageBuilds:
         finally:
             self.printed.append(builder.output())
             builder.close()
+
+    def _next(self) -> "tuple[str, Build] | None":
+        """The next build queued, or None (nothing left, or stopped): the builder leaves."""
+        with self.lock:
+            if self.queue and not self.stopped.is_set():
+                return self.queue.popleft()
+        self._leave()
+        return None
+
+    def _leave(self) -> None:
+        """A builder left: the last one to leave cancels what is still queued (its cases
+        build it themselves, rather than wait for a build nobody will make)."""
+        with self.lock:
+            self.serving -= 1
+            if self.serving:
+                return
+            left, self.queue = list(self.queue), deque()
+        for key, _ in left:
+            self.builds[key].cancel()
 
     def get(self, key: str, build_now: Callable[[], "protocol.Message"],
             timeout: float) -> "protocol.Message":
@@ -160,7 +192,9 @@ class StageBuilds:
             if idle is not None:
                 idle.close()
         self.first = None
-        self.stopped.set()
+        with self.lock:
+            self.stopped.set()
+            self.queue.clear()
         for build in self.builds.values():
             build.cancel()
         for builder in self.builders:

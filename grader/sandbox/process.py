@@ -108,6 +108,8 @@ class Process:
     def load(self) -> None:
         """Start the process (unless `spawn` just did), wait until it is confined, and load
         the submission there; raises SubmissionError."""
+        if self._retired:
+            raise SubmissionError("ended: its work was no longer wanted")
         if self._process is None or self._loaded:
             self.spawn()
         try:

@@ -150,12 +150,13 @@ class ReplayWorker(KernelWorker):
                 run = self._executor(proposal, inputs).timed(self.parsed(proposal, inputs))
             return inputs
 
-        times, outputs = timing.run_batch(prepare, lambda inputs: run(inputs), len(seeds),
-                                          self._flush())
-        self.kept = outputs
-        described = [describe_output(o) for o in outputs]
-        digests = [timing.digest(o, key) if "device" in d else None
-                   for o, d in zip(outputs, described)]
+        with timing.collector_paused():  # as the grader's own batches
+            times, outputs = timing.run_batch(prepare, lambda inputs: run(inputs), len(seeds),
+                                              self._flush())
+            self.kept = outputs
+            described = [describe_output(o) for o in outputs]
+            digests = [timing.digest(o, key) if "device" in d else None
+                       for o, d in zip(outputs, described)]
         return {"times": times, "digests": digests, "outputs": described}, {}
 
     def fetch(self, index: int):
@@ -184,9 +185,7 @@ class ReplayWorker(KernelWorker):
         from grader import timing
 
         if self.flush is None:
-            import torch
-
-            self.flush = timing.L2Flush(torch.device(self.device))
+            self.flush = timing.L2Flush(self.device)
         return self.flush
 
 

@@ -41,7 +41,7 @@ from grader.judge.compare import Expected, compare
 from grader.judge.misconduct import proposal_misconduct
 from grader.problems import DTYPES, Call, Problem
 from grader.quoting import said
-from grader.sandbox.outcomes import Outcome, Proposed, TimingFailed
+from grader.sandbox.outcomes import Batch, Outcome, Proposed, TimingFailed
 from grader.sandbox.child import ChildProcess
 from grader.sandbox.replayer import ReplayProcess
 
@@ -145,13 +145,22 @@ class Trial:
         """The baseline's call times, and the wall time of its whole batch here: the same
         work as a batch in the child (drawing, flushing, synchronising, checksumming every
         output), so that what the child's batch took beyond its calls can be compared."""
-        start = time.perf_counter()
-        times, outputs = timing.run_batch(lambda i: self.draw(seeds[i]), self.baseline,
-                                          len(seeds), self._flush())
-        for output in outputs:
-            timing.digest(output, key)
-        timing.synchronize()
-        return times, (time.perf_counter() - start) * 1e3
+        with timing.collector_paused():
+            start = time.perf_counter()
+            times, outputs = timing.run_batch(lambda i: self.draw(seeds[i]), self.baseline,
+                                              len(seeds), self._flush())
+            for output in outputs:
+                timing.digest(output, key)
+            timing.synchronize()
+            return times, (time.perf_counter() - start) * 1e3
+
+    def replay_batch(self, seeds: list[int], key: int) -> Batch:
+        """One batch of the submission's timed calls, in its replay process, under the
+        grader's clock (ReplayProcess.time_batch), the collector held off here as around the
+        baseline's batch; raises TimingFailed."""
+        with timing.collector_paused():
+            return self.replay_process.time_batch(self.problem.id, self.params, self.dtype,
+                                                  seeds, key, self.proposal)
 
     def _flush(self):
         if not hasattr(self, "_l2"):
@@ -206,8 +215,7 @@ class Trial:
             # allocated there, and what has not run before is loaded.
             with timing.phase(self.phases, FIRST_BATCHES):
                 self.baseline_batch(self._seeds(count), key)
-                self.replay_process.time_batch(self.problem.id, self.params, self.dtype,
-                                               self._seeds(count), key, self.proposal)
+                self.replay_batch(self._seeds(count), key)
             while True:
                 self._batch(result, count, key, size)
                 done = len(result.student)
@@ -239,8 +247,7 @@ class Trial:
         overhead = max(0.0, wall - sum(theirs))  # drawing, flushing, syncing, checksums here
         seeds = self._seeds(count)
         with timing.phase(self.phases, REPLAY_BATCHES):
-            batch = self.replay_process.time_batch(self.problem.id, self.params, self.dtype,
-                                                   seeds, key, self.proposal)
+            batch = self.replay_batch(seeds, key)
         if len(result.student) < MIN_BATCHES or secrets.randbelow(CHECKED) == 0:
             self._check_one(result, batch, seeds, key, size)  # a wrong output says more
         claimed = sum(batch.times_ms)

@@ -1,7 +1,8 @@
 """A stage's proposals compiled ahead on a GPU (grader.sandbox.ahead, through
-ReplayProcess.build_ahead): side by side, by builders of their own, each proposal once; a
-case takes its binaries from there, and builds again itself whatever failed there; the
-builders are all gone once the replay is closed. The builders here are stand-ins: what is
+ReplayProcess.build_ahead): side by side, each proposal once, by builders that take the
+next one queued once loaded and free; a case takes its binaries from there, and builds
+again itself whatever failed or was never taken there; the builders are all gone once the
+replay is closed. The builders here are stand-ins: what is
 tested is the bookkeeping, not compiling."""
 
 import threading
@@ -18,13 +19,24 @@ from grader.results import Failure
 class FakeBuilder:
     made: list["FakeBuilder"] = []
     slow = threading.Event()  # set: each build waits until it is cleared
+    held = threading.Event()  # set: a proposal with "hold" waits until it is cleared
+    load_seconds = 0.0  # how long a builder takes to load
+    loads_fail = False
 
     def __init__(self, *args):
         self.built, self.retired, self.closed, self.spawned = [], False, False, False
+        self.loaded = False
         FakeBuilder.made.append(self)
 
     def spawn(self):
         self.spawned, self.closed = True, False
+
+    def load(self):
+        if FakeBuilder.loads_fail:
+            raise replayer.SubmissionError("loading stage.py crashed: stand-in")
+        if not self.loaded:
+            time.sleep(FakeBuilder.load_seconds)
+            self.loaded = True
 
     @property
     def running(self):
@@ -34,6 +46,8 @@ class FakeBuilder:
         if self.retired:
             raise Failed(Failure.CRASHED, "ended")
         while FakeBuilder.slow.is_set() and not self.retired:
+            time.sleep(0.01)
+        while proposal.get("hold") and FakeBuilder.held.is_set():
             time.sleep(0.01)
         if proposal.get("broken"):
             raise Failed(Failure.TIMED_OUT, "timed out")
@@ -54,17 +68,26 @@ class FakeBuilder:
 def replay(monkeypatch, tmp_path):
     FakeBuilder.made = []
     FakeBuilder.slow.clear()
+    FakeBuilder.held.clear()
+    monkeypatch.setattr(FakeBuilder, "load_seconds", 0.0)
+    monkeypatch.setattr(FakeBuilder, "loads_fail", False)
     monkeypatch.setattr(replayer, "BuilderProcess", FakeBuilder)
     monkeypatch.setattr(ahead, "AHEAD_BUILDERS", 3)
     process = replayer.ReplayProcess(tmp_path / "stage.py", "f", "cuda", timeout=5.0)
     yield process
     FakeBuilder.slow.clear()
+    FakeBuilder.held.clear()
     process._builds.stop()
 
 
-def _builds(*ns, broken=()):
-    return [ahead.Build("softmax", {"n": n}, "float32", n,
-                        {"n": n, **({"broken": True} if n in broken else {})}) for n in ns]
+def _builds(*ns, broken=(), held=()):
+    return [ahead.Build("softmax", {"n": n}, "float32", n, _proposal(n, broken, held))
+            for n in ns]
+
+
+def _proposal(n, broken=(), held=()):
+    return {"n": n, **({"broken": True} if n in broken else {}),
+            **({"hold": True} if n in held else {})}
 
 
 def _ahead(replay, key):
@@ -78,29 +101,55 @@ def test_proposals_are_compiled_once_each_by_builders_side_by_side(replay):
     assert [_ahead(replay, k) for k in keys] == [f"binaries of {n}" for n in range(1, 6)]
     assert len(FakeBuilder.made) == 3 and all(b.spawned for b in FakeBuilder.made)
     assert sorted(n for b in FakeBuilder.made for n in b.built) == [1, 2, 3, 4, 5]
-    assert FakeBuilder.made[0].built == [1, 4]  # each its share, in case order
+    assert all(b.built == sorted(b.built) for b in FakeBuilder.made)  # taken in case order
     replay.build_ahead(_builds(1, 6))  # later: only what is new
     assert _ahead(replay, proposal_key({"n": 6})) == "binaries of 6"
-    assert len(FakeBuilder.made) == 4 and FakeBuilder.made[3].built == [6]
+    assert len(FakeBuilder.made) == 4  # a builder for it (one still serving may take it)
+    assert [n for b in FakeBuilder.made for n in b.built].count(6) == 1
     replay.close()
     assert all(b.closed for b in FakeBuilder.made)
     assert "[builder 0]" in replay.output()  # what the builders printed is the stage's
 
 
-def test_the_first_builder_ahead_starts_with_the_stage_and_builds_the_first_share(replay):
+def test_the_first_builder_ahead_starts_with_the_stage_and_builds_the_first_case(replay):
     """The stage's first processes start one builder, which loads while the child records
-    the stage's calls and then builds the first share (the first case's binaries first);
+    the stage's calls and then takes the first case's build (the others are still loading);
     started again later (a crash, a hidden case), the processes start the replay's own
     builder instead, for what was not built ahead."""
+    FakeBuilder.load_seconds = 0.2
     replay._builds.spawn()  # as ReplayProcess.spawn does on a GPU
     first, = FakeBuilder.made
+    first.loaded = True  # it loaded while the child recorded the calls
     replay.build_ahead(_builds(1, 2, 3, 4))
     assert _ahead(replay, proposal_key({"n": 4})) == "binaries of 4"
-    assert first.built == [1, 4] and len(FakeBuilder.made) == 3
+    assert first.built[0] == 1 and len(FakeBuilder.made) == 3
     replay.close()
     replay._builds.spawn()
     assert len(FakeBuilder.made) == 4 and FakeBuilder.made[3] is replay._builds.own
     assert replay._builds.own.running and replay._builds.own.built == []
+
+
+def test_a_free_builder_takes_the_next_build_rather_than_wait_behind_a_slow_one(replay):
+    """One queue, in case order: while one builder is held by a slow compile, the others
+    build everything after it (a share fixed in advance would keep some of it waiting)."""
+    FakeBuilder.held.set()
+    replay.build_ahead(_builds(1, 2, 3, 4, 5, 6, 7, held=(2,)))
+    for n in (1, 3, 4, 5, 6, 7):
+        assert _ahead(replay, proposal_key(_proposal(n))) == f"binaries of {n}"
+    assert sorted(n for b in FakeBuilder.made for n in b.built) == [1, 3, 4, 5, 6, 7]
+    FakeBuilder.held.clear()
+    assert _ahead(replay, proposal_key(_proposal(2, held=(2,)))) == "binaries of 2"
+
+
+def test_builds_nobody_can_take_are_left_to_their_cases_at_once(replay):
+    """Builders that cannot load leave their builds queued; the last to leave cancels
+    them, so that a case builds its own at once rather than wait out a time limit."""
+    FakeBuilder.loads_fail = True
+    replay.build_ahead(_builds(1, 2, 3, 4))
+    start = time.monotonic()
+    assert _ahead(replay, proposal_key({"n": 4})) is None
+    assert time.monotonic() - start < 2.0 and not replay._builds.queue
+    assert all(b.closed for b in FakeBuilder.made)
 
 
 def test_a_build_that_failed_ahead_is_built_again_by_its_case(replay):

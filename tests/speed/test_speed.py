@@ -489,6 +489,42 @@ def test_times_the_graders_clock_contradicts_are_rejected(grade, monkeypatch):
         assert "more than the same batch of the baseline spent around its calls" in case.summary
 
 
+def test_both_sides_batches_are_timed_with_the_garbage_collector_held_off(grade, monkeypatch):
+    """A collection inside one side's batch would count against that side alone (the
+    grader's clock saw milliseconds more): both sides' batches run with the collector off,
+    and it is back on after every batch, as timeit does."""
+    import gc
+
+    fake, seen = ReplayProcess.time_batch, []
+
+    def watched(self, *args):
+        seen.append(gc.isenabled())
+        return fake(self, *args)
+
+    monkeypatch.setattr(ReplayProcess, "time_batch", watched)
+    assert gc.isenabled()
+    result = grade(1.5)
+    assert result.speed.points > 0 and seen and not any(seen) and gc.isenabled()
+    with timing.collector_paused():
+        assert not gc.isenabled()
+        with timing.collector_paused():  # nested: the outer one turns it back on
+            pass
+        assert not gc.isenabled()
+    assert gc.isenabled()
+
+
+def test_the_baseline_batch_runs_with_the_garbage_collector_held_off(monkeypatch):
+    import gc
+
+    seen = []
+    monkeypatch.setattr(timing, "run_batch", lambda *a: seen.append(gc.isenabled()) or ([1.0], []))
+    monkeypatch.setattr(timing, "synchronize", lambda: None)
+    trial = Trial.__new__(Trial)
+    trial.device, trial._l2, trial.baseline, trial.problem = "cpu", None, None, None
+    assert trial.baseline_batch([1], key=3)[0] == [1.0]
+    assert seen == [False] and gc.isenabled()
+
+
 @pytest.mark.parametrize("noisy, rejected", [({3}, False), ({3, 6}, True)])
 def test_one_batch_over_its_allowance_is_timed_again(grade, monkeypatch, noisy, rejected):
     """An honest kernel's batch can take a few ms more than allowed once (seen on the
