@@ -11,6 +11,7 @@ so the two cannot disagree on either.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -27,6 +28,13 @@ from grader.speed.check import SpeedCheck
 NEEDS_CORRECTNESS = "needs all correctness cases to pass first"
 
 
+def readied_beside(device: str) -> bool:
+    """Whether a stage is opened beside the one before it (StageSession.ready_beside): on
+    a GPU, where its kernels compile meanwhile; a CPU has nothing to compile ahead, and the
+    stage before would share its cores with it."""
+    return device != "cpu"
+
+
 @dataclass
 class StageSession:
     """`stage` of the resolved request `grading`, from its file."""
@@ -35,6 +43,9 @@ class StageSession:
     stage: Stage
     child: ChildProcess | None = field(default=None, init=False)
     check: StageCheck | None = field(default=None, init=False)
+    # Opened beside the stage before (`ready_beside`): the thread, then what it came to.
+    readying: threading.Thread | None = field(default=None, init=False)
+    readied: TodoState | BaseException | None = field(default=None, init=False)
 
     @property
     def file(self) -> StageFile:
@@ -48,7 +59,47 @@ class StageSession:
     def open(self) -> TodoState:
         """Read the file and load it in its processes; its TODOs. Raises grader.intake.NotRun
         (not gradable as it is: missing, not started, refused by the static check) or
-        grader.sandbox.submission.SubmissionError (it did not load)."""
+        grader.sandbox.submission.SubmissionError (it did not load). A stage readied beside
+        the one before is taken as it came to be."""
+        if self.readying is None:
+            return self._open()
+        self.readying.join()
+        self.readying = None
+        if isinstance(self.readied, BaseException):
+            raise self.readied
+        return self.readied
+
+    def ready_beside(self) -> None:
+        """On a GPU, open the stage now, while the stage before it judges its correctness
+        cases, and record the calls it will replay so that their kernels compile meanwhile
+        (StageCheck.build_ahead): its first cases then find their binaries built. Then its
+        child is ended: the student's wrapper must not run while the stage before is timed
+        (a call not recorded here starts it again, in this stage's own turn)."""
+        if readied_beside(self.grading.selection.backend.device):
+            self.readying = threading.Thread(target=self._ready, daemon=True,
+                                             name="tilecourse-next-stage")
+            self.readying.start()
+
+    def _ready(self) -> None:
+        try:
+            self.readied = self._open()
+            self.check.build_ahead()
+        except BaseException as exc:  # noqa: BLE001 - raised in the stage's own turn
+            self.readied = exc
+        finally:
+            if self.child is not None:
+                self.child.end()
+
+    def settle(self) -> None:
+        """Return once nothing of this stage, readied beside the one before, runs: its child
+        ended, its builders done (they draw inputs on the GPU), only its replay left, idle.
+        The stage before times its speed only then."""
+        if self.readying is not None:
+            self.readying.join()
+        if self.child is not None:
+            self.child.replay_process.settle_builds()
+
+    def _open(self) -> TodoState:
         course, selection = self.grading.course, self.grading.selection
         todos = read_submission(self.file.path, self.file.shown, course.rules)
         backend = selection.backend
@@ -81,6 +132,12 @@ class StageSession:
                           run_seed=self.grading.seed)
 
     def close(self) -> None:
-        """End every process of the submission (before any result is kept)."""
+        """End every process of the submission (before any result is kept); one readied
+        beside the stage before once the readying is over."""
+        if self.readying is not None:
+            if self.child is not None:
+                self.child.close()  # a load under way fails at once
+            self.readying.join()
+            self.readying = None
         if self.child is not None:
             self.child.close()

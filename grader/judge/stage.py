@@ -65,6 +65,7 @@ class StageCheck:
         # (changes, dtype) -> the probed parameters, in words, where the probe passed
         self.probes: dict[tuple, str | None] = {}
         self.phases: dict[str, float] = {}  # where the cases' seconds went (grade --profile)
+        self.built_ahead = False  # its calls recorded and their builds begun (build_ahead)
 
     def build_ahead(self) -> None:
         """On a GPU: the calls the stage will replay, recorded now in the child, in the order
@@ -74,8 +75,9 @@ class StageCheck:
         recorded here. Hidden cases are left to their turn (their inputs reach the
         processes only then), and so is every call after one that gave no proposal (one
         that hangs costs one time limit)."""
-        if self.backend.device == "cpu":
+        if self.backend.device == "cpu" or self.built_ahead:
             return
+        self.built_ahead = True  # once: the stage may have been readied beside the one before
         problem, builds = self.stage.problem, []
         memory = self.stage.memory_growth
         calls = [(c, c.seed_in_run(self.run_seed), REPLAY_DRAW) for c in self.stage.cases

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import deque
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from grader.replay.binaries import proposal_key
@@ -183,6 +183,16 @@ class StageBuilds:
             return build.result(timeout=timeout)
         except Exception:  # noqa: BLE001 - failed or late here: its case builds it itself
             return None
+
+    def settle(self, timeout: float) -> None:
+        """Return once no build ahead is under way or queued: each done, or, after
+        `timeout` seconds, stopped (`stop`: their cases build them in their turn). What
+        runs beside a stage's timing must not use the GPU (a builder draws inputs there)."""
+        wait(list(self.builds.values()), timeout=timeout)
+        if not all(build.done() for build in self.builds.values()):
+            self.stop()
+        for thread in self.threads:
+            thread.join()
 
     def stop(self) -> None:
         """Every builder ended, and its thread: the stage's processes are all gone once the

@@ -27,7 +27,7 @@ from grader.replay.execute import LaunchRecord
 from grader.sandbox.ahead import Build, StageBuilds
 from grader.sandbox.builder import BuilderProcess
 from grader.sandbox.outcomes import Batch, Outcome, TimingFailed, call_outcome
-from grader.sandbox.process import Failed, Process, failed_call
+from grader.sandbox.process import STARTUP_SECONDS, Failed, Process, failed_call
 from grader.sandbox.serve import KernelWorker, describe_output
 from grader.sandbox.submission import SubmissionError
 
@@ -58,8 +58,7 @@ class ReplayWorker(KernelWorker):
         return True, {}
 
     def install(self, key: str, value: dict, tensors: dict | None = None):
-        """Keep the builder's binaries of the proposal named `key`, for the requests that
-        carry it."""
+        """Keep the builder's binaries of proposal `key`, for the requests that carry it."""
         self.binaries.install(key, value, tensors or {})
         return True, {}
 
@@ -213,8 +212,7 @@ class ReplayProcess(Process):
         self._installed_in = None  # ... that process
         self.installing = 0.0  # seconds spent waiting for builds and installing them
         self._builds = StageBuilds(lambda: BuilderProcess(  # its own, kept, compiled ahead
-            self.path, self.function, self.device, self.timeout, self.hidden, self.rules,
-            self.track))
+            self.path, self.function, self.device, self.timeout, self.hidden, self.rules, self.track))
 
     def spawn(self) -> None:
         """Start the replay, and on a GPU its builder, without waiting for them."""
@@ -230,6 +228,10 @@ class ReplayProcess(Process):
         """On a GPU: compile these proposals now, side by side, while the cases go on."""
         if self.device != "cpu":
             self._builds.start(builds)
+
+    def settle_builds(self) -> None:
+        """Once this returns, none of its builders runs (grader.sandbox.ahead.settle)."""
+        self._builds.settle(2 * max(self.timeout, STARTUP_SECONDS))
 
     def withhold_output(self) -> None:
         self._builds.withhold_output()
@@ -322,8 +324,7 @@ class ReplayProcess(Process):
         if not len(value["times"]) == len(value["digests"]) == len(seeds):
             self.end()
             raise TimingFailed("crashed: its process sent timings for other calls than asked")
-        returned = next((o.get("type") for o in value["outputs"] if "type" in o), None)
-        if returned:
+        if returned := next((o.get("type") for o in value["outputs"] if "type" in o), None):
             raise TimingFailed(f"they returned {inline(returned)}, expected a torch.Tensor")
         return Batch(value["times"], value["digests"], wall)
 

@@ -47,8 +47,10 @@ class FakeBuilder:
             raise Failed(Failure.CRASHED, "ended")
         while FakeBuilder.slow.is_set() and not self.retired:
             time.sleep(0.01)
-        while proposal.get("hold") and FakeBuilder.held.is_set():
+        while proposal.get("hold") and FakeBuilder.held.is_set() and not self.retired:
             time.sleep(0.01)
+        if self.retired:
+            raise Failed(Failure.CRASHED, "ended")
         if proposal.get("broken"):
             raise Failed(Failure.TIMED_OUT, "timed out")
         self.built.append(proposal["n"])
@@ -289,3 +291,21 @@ def test_a_call_recorded_ahead_is_taken_once_by_the_record_that_asks_for_it(tmp_
     child.record("softmax", {"M": 2}, "float32", 5)  # taken already: recorded again
     child.record("softmax", {"M": 3}, "float32", 5)  # another call
     assert len(asked) == 3
+
+
+def test_settling_waits_for_the_builds_and_stops_what_outlasts_its_time(replay):
+    """Before the stage before a readied one is timed: every build ahead done; one still
+    compiling after the time given is stopped (its case builds it in its own turn), its
+    builder ended, so that nothing draws inputs on the GPU beside the timing."""
+    replay.build_ahead(_builds(1, 2, 3))
+    replay._builds.settle(5.0)
+    assert all(b.done() and not b.cancelled() for b in replay._builds.builds.values())
+    assert not any(t.is_alive() for t in replay._builds.threads)
+    FakeBuilder.held.set()
+    replay.build_ahead(_builds(4, 5, held=(4,)))
+    start = time.monotonic()
+    replay._builds.settle(0.3)
+    assert time.monotonic() - start < 3.0
+    assert _ahead(replay, proposal_key({"n": 5})) == "binaries of 5"
+    assert _ahead(replay, proposal_key(_proposal(4, held=(4,)))) is None  # its case builds it
+    assert not replay._builds.threads and all(b.closed for b in FakeBuilder.made)

@@ -1,0 +1,96 @@
+"""The next stage readied beside the one before it (grader.grading.session.StageSession
+.ready_beside): on a GPU a stage is opened, and its calls recorded and compiled, while the
+stage before judges its correctness cases; its child is ended at once, and nothing of it
+runs while the stage before is timed. Graded this way, a stage gets the same result as
+graded in its own turn, and one that cannot be graded says so in its own turn. Here on
+Triton's interpreter, readying forced (a CPU does not ready stages beside each other)."""
+
+import threading
+
+import pytest
+
+from grader.grading import session as sessions
+from grader.grading import stages as grading
+from grader.grading.request import GradingRequest
+from grader.intake import NotRun
+from grader.results import Status
+from grader.sandbox.replayer import ReplayProcess
+
+
+@pytest.fixture
+def two_stages(course):
+    request = GradingRequest(course, (course.select("vector_add"), course.select("fused_gelu")),
+                             "triton-interpret", solutions=True, seed=11)
+    return request.resolve()
+
+
+def _watched(monkeypatch):
+    """Where each stage was opened (the thread) and every child ended."""
+    opened, ended = [], []
+    open_now = sessions.StageSession._open
+
+    def watched_open(self):
+        opened.append((self.stage.id, threading.current_thread().name))
+        return open_now(self)
+
+    monkeypatch.setattr(sessions.StageSession, "_open", watched_open)
+    end = sessions.ChildProcess.end
+    monkeypatch.setattr(sessions.ChildProcess, "end",
+                        lambda self: ended.append(threading.current_thread().name) or end(self))
+    return opened, ended
+
+
+def test_a_stage_readied_beside_the_one_before_is_graded_as_in_its_own_turn(two_stages,
+                                                                          monkeypatch):
+    alone = grading.grade(two_stages)
+    opened, ended = _watched(monkeypatch)
+    monkeypatch.setattr(sessions, "readied_beside", lambda device: True)
+    beside = grading.grade(two_stages)
+    assert opened == [("vector_add", "MainThread"), ("fused_gelu", "tilecourse-next-stage")]
+    assert "tilecourse-next-stage" in ended  # its child ended once readied
+    assert [(s.status, s.points, [c.passed for c in s.cases]) for s in beside.stages] == \
+        [(s.status, s.points, [c.passed for c in s.cases]) for s in alone.stages]
+    assert all(s.status is Status.PASS for s in beside.stages)
+    assert not any(t.name == "tilecourse-next-stage" for t in threading.enumerate())
+
+
+def test_a_stage_readied_beside_that_cannot_be_graded_says_so_in_its_own_turn(two_stages,
+                                                                            monkeypatch):
+    open_now = sessions.StageSession._open
+
+    def refused(self):
+        if self.stage.id == "fused_gelu":
+            raise NotRun(Status.NOT_STARTED, "stage2_fused_gelu.py: every TODO is still open")
+        return open_now(self)
+
+    monkeypatch.setattr(sessions.StageSession, "_open", refused)
+    monkeypatch.setattr(sessions, "readied_beside", lambda device: True)
+    report = grading.grade(two_stages)
+    first, second = report.stages
+    assert first.status is Status.PASS
+    assert second.status is Status.NOT_STARTED and "every TODO" in second.message
+
+
+def test_settling_a_stage_readied_beside_waits_for_its_readying_and_its_builds(two_stages,
+                                                                             monkeypatch):
+    """What the stage before waits for before its speed is timed: the readying over (the
+    child recorded and ended) and every build ahead done, none left running."""
+    gate, order = threading.Event(), []
+    open_now = sessions.StageSession._open
+
+    def slow_open(self):
+        gate.wait(5)
+        order.append("opened")
+        return open_now(self)
+
+    monkeypatch.setattr(sessions.StageSession, "_open", slow_open)
+    monkeypatch.setattr(sessions, "readied_beside", lambda device: True)
+    monkeypatch.setattr(ReplayProcess, "settle_builds",
+                        lambda self: order.append("builds settled"))
+    session = sessions.StageSession(two_stages, two_stages.stages[1])
+    session.ready_beside()
+    threading.Timer(0.2, gate.set).start()
+    session.settle()
+    assert order == ["opened", "builds settled"] and not session.readying.is_alive()
+    session.close()
+    assert session.readying is None
