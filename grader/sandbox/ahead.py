@@ -35,7 +35,10 @@ if TYPE_CHECKING:
 # Side by side, a core each. Ten on the H200's host (16 cores), started with the stage's
 # processes rather than with the builds, made a grading slower (49.3 s against 42.8 s for
 # Triton's references): the forks and loads at once slowed the processes the stage waits
-# for, and the first case still waited for its build (BENCHMARKS.md).
+# for, and the first case still waited for its build (BENCHMARKS.md). With the next stage
+# readied beside the one before (grader.grading.session), ten made the stage before wait
+# longer for the next one's builds (9.0 / 15.3 s against 7.2 / 13.0 s, Triton / cuTile):
+# more compiles at once, each slower.
 AHEAD_BUILDERS = max(1, min(6, (os.cpu_count() or 2) // 2))
 
 
