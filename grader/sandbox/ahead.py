@@ -188,9 +188,13 @@ class StageBuilds:
             return None
 
     def settle(self, timeout: float) -> None:
-        """Return once no build ahead is under way or queued: each done, or, after
-        `timeout` seconds, stopped (`stop`: their cases build them in their turn). What
-        runs beside a stage's timing must not use the GPU (a builder draws inputs there)."""
+        """Return once no builder ahead runs: each build done, or, after `timeout` seconds,
+        stopped (`stop`: their cases build them in their turn), and a builder started with
+        the processes but never given a build ended. What runs beside a stage's timing must
+        not use the GPU (a builder draws inputs there)."""
+        if self.first is not None:  # started with the processes, never given a build
+            self.first.close()
+            self.first = None
         wait(list(self.builds.values()), timeout=timeout)
         if not all(build.done() for build in self.builds.values()):
             self.stop()

@@ -297,6 +297,10 @@ def test_settling_waits_for_the_builds_and_stops_what_outlasts_its_time(replay):
     """Before the stage before a readied one is timed: every build ahead done; one still
     compiling after the time given is stopped (its case builds it in its own turn), its
     builder ended, so that nothing draws inputs on the GPU beside the timing."""
+    replay._builds.spawn()  # the builder started with the processes: nothing recorded yet
+    first = replay._builds.first
+    replay._builds.settle(1.0)  # a stage that recorded nothing: its idle builder ended too
+    assert first.closed and replay._builds.first is None
     replay.build_ahead(_builds(1, 2, 3))
     replay._builds.settle(5.0)
     assert all(b.done() and not b.cancelled() for b in replay._builds.builds.values())
