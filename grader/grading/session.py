@@ -46,6 +46,7 @@ class StageSession:
     # Opened beside the stage before (`ready_beside`): the thread, then what it came to.
     readying: threading.Thread | None = field(default=None, init=False)
     readied: TodoState | BaseException | None = field(default=None, init=False)
+    closing: bool = field(default=False, init=False)  # closed while it was being readied
 
     @property
     def file(self) -> StageFile:
@@ -83,7 +84,8 @@ class StageSession:
     def _ready(self) -> None:
         try:
             self.readied = self._open()
-            self.check.build_ahead()
+            if not self.closing:
+                self.check.build_ahead()
         except BaseException as exc:  # noqa: BLE001 - raised in the stage's own turn
             self.readied = exc
         finally:
@@ -135,6 +137,7 @@ class StageSession:
         """End every process of the submission (before any result is kept); one readied
         beside the stage before once the readying is over."""
         if self.readying is not None:
+            self.closing = True
             if self.child is not None:
                 self.child.close()  # a load under way fails at once
             self.readying.join()

@@ -65,7 +65,7 @@ class StageBuilds:
         self.hidden_given = False  # a hidden case's inputs were given: nothing more is kept
         self.builds: dict[str, Future] = {}  # proposal key -> its build begun ahead
         self.queue: deque[tuple[str, Build]] = deque()  # builds no builder took yet, in order
-        self.lock = threading.Lock()  # the queue, and how many builders serve it
+        self.lock = threading.RLock()  # the queue, and how many builders serve it
         self.serving = 0  # builders whose thread has not left
         self.printed: list[str] = []  # what the builders printed
         self.builders: list["BuilderProcess"] = []
@@ -149,10 +149,10 @@ class StageBuilds:
 
     def _next(self) -> "tuple[str, Build] | None":
         """The next build queued, or None (nothing left, or stopped): the builder leaves."""
-        with self.lock:
+        with self.lock:  # no build queued meanwhile is left behind by a builder leaving
             if self.queue and not self.stopped.is_set():
                 return self.queue.popleft()
-        self._leave()
+            self._leave()
         return None
 
     def _leave(self) -> None:
@@ -160,11 +160,10 @@ class StageBuilds:
         build it themselves, rather than wait for a build nobody will make)."""
         with self.lock:
             self.serving -= 1
-            if self.serving:
-                return
-            left, self.queue = list(self.queue), deque()
-        for key, _ in left:
-            self.builds[key].cancel()
+            if not self.serving:
+                for key, _ in self.queue:
+                    self.builds[key].cancel()
+                self.queue.clear()
 
     def get(self, key: str, build_now: Callable[[], "protocol.Message"],
             timeout: float) -> "protocol.Message":

@@ -92,5 +92,6 @@ def test_settling_a_stage_readied_beside_waits_for_its_readying_and_its_builds(t
     threading.Timer(0.2, gate.set).start()
     session.settle()
     assert order == ["opened", "builds settled"] and not session.readying.is_alive()
+    assert session.child is not None and not session.child.running  # the wrapper's process
     session.close()
     assert session.readying is None
