@@ -59,9 +59,10 @@ HEADROOM_CYCLES = 200_000
 @contextmanager
 def collector_paused():
     """Python's cyclic garbage collector held off, as timeit holds it off: a full collection
-    in a process that loaded PyTorch takes milliseconds, and one that fell inside one side's
-    batch (in the grader or the replay) would count against it as work its calls did not
-    show. The collections put off run after the batch."""
+    in a process that imported PyTorch and Triton took 65-70 ms on the CPU machine
+    (BENCHMARKS.md), and one that fell inside one side's batch (in the grader or the replay)
+    would count against it as work its calls did not show. The collections put off run
+    after the batch."""
     paused = gc.isenabled()
     gc.disable()
     try:
