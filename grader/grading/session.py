@@ -11,6 +11,7 @@ so the two cannot disagree on either.
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -30,9 +31,10 @@ NEEDS_CORRECTNESS = "needs all correctness cases to pass first"
 
 def readied_beside(device: str) -> bool:
     """Whether a stage is opened beside the one before it (StageSession.ready_beside): on
-    a GPU, where its kernels compile meanwhile; a CPU has nothing to compile ahead, and the
-    stage before would share its cores with it."""
-    return device != "cpu"
+    a GPU, where its kernels compile meanwhile, with cores to spare for it (four or more:
+    Colab's T4 has two). On a CPU there is nothing to compile ahead, and the stage before
+    would share its cores with it."""
+    return device != "cpu" and (os.cpu_count() or 1) >= 4
 
 
 @dataclass

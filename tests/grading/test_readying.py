@@ -95,3 +95,11 @@ def test_settling_a_stage_readied_beside_waits_for_its_readying_and_its_builds(t
     assert session.child is not None and not session.child.running  # the wrapper's process
     session.close()
     assert session.readying is None
+
+
+@pytest.mark.parametrize("device, cores, readied", [("cpu", 16, False), ("cuda", 16, True),
+                                                    ("cuda", 4, True), ("cuda", 2, False)])
+def test_stages_are_readied_beside_each_other_only_on_a_gpu_with_cores_to_spare(
+        monkeypatch, device, cores, readied):
+    monkeypatch.setattr(sessions.os, "cpu_count", lambda: cores)
+    assert sessions.readied_beside(device) is readied
