@@ -525,6 +525,20 @@ def test_the_baseline_batch_runs_with_the_garbage_collector_held_off(monkeypatch
     assert seen == [False] and gc.isenabled()
 
 
+def test_the_replay_runs_its_timed_batch_with_the_garbage_collector_held_off(monkeypatch):
+    import gc
+
+    from grader.sandbox.replayer import ReplayWorker
+
+    seen = []
+    monkeypatch.setattr(timing, "run_batch",
+                        lambda prepare, call, count, flush: seen.append(gc.isenabled()) or ([], []))
+    worker = ReplayWorker.__new__(ReplayWorker)
+    worker.flush, worker.kept = (lambda: None), []
+    value, _ = worker.time_batch("vector_add", {}, "float32", [], 1, {})
+    assert seen == [False] and gc.isenabled() and value["times"] == []
+
+
 @pytest.mark.parametrize("noisy, rejected", [({3}, False), ({3, 6}, True)])
 def test_one_batch_over_its_allowance_is_timed_again(grade, monkeypatch, noisy, rejected):
     """An honest kernel's batch can take a few ms more than allowed once (seen on the
