@@ -40,7 +40,7 @@ BINARIES = "of the replay: waiting for its binaries"  # grade --profile, on a GP
 COMPILES = "compiles for a GPU"  # the stage-wide check that a GPU compiler saw the kernels
 # Elements of an output from which a GPU judges it first: with the next stage's builders
 # compiling beside the cases, judging the outputs took 5.2 / 5.6 s of a grading on the
-# H200 (Triton / cuTile) from 2^20 elements, 3.6 / 3.1 s from 2^16 (BENCHMARKS.md).
+# H200 (Triton / cuTile) from 2^20 elements, 3.6 / 3.1 s from 2^16 (two runs, BENCHMARKS.md).
 GPU_JUDGED_MIN = 1 << 16
 # Failures decided before the numbers whose output is still worth a picture: the loads and
 # stores that left their tensor, or wrote an input, mark the elements their programs stored.
@@ -257,10 +257,10 @@ class StageCheck:
 
 
 def passed_on_gpu(outcome: Outcome, judged: Expected, device: str) -> Verdict | None:
-    """A large output's verdict where it passes, judged on the GPU beside the reference
-    (on the CPU, the elementwise checks of a 256 MB output took up to a second while the
-    builders compiled); None where it fails, or is small, or there is no GPU: the CPU
-    judges it then, with every explanation."""
+    """The verdict of an output of GPU_JUDGED_MIN elements or more where it passes, judged
+    on the GPU beside the reference (on the CPU, the elementwise checks of a 256 MB output
+    took up to a second while the builders compiled); None where it fails, or is smaller,
+    or there is no GPU: the CPU judges it then, with every explanation."""
     if device == "cpu" or outcome.output is None or outcome.output.numel() < GPU_JUDGED_MIN:
         return None
     verdict = compare(replace(outcome, output=outcome.output.to(device)),

@@ -127,13 +127,11 @@ class StageBuilds:
         """One builder's thread: once the builder is loaded, the next build queued, until
         none is left."""
         try:
-            builder.load()  # ready before it takes a build: a loaded builder may be free first
-        except Exception:  # noqa: BLE001 - its builds go to the others, or to their cases
-            self._leave()
-            self.printed.append(builder.output())
-            builder.close()
-            return
-        try:
+            try:
+                builder.load()  # ready before it takes a build: a loaded one may be free first
+            except Exception:  # noqa: BLE001 - its builds go to the others, or to their cases
+                self._leave()
+                return
             while (taken := self._next()) is not None:
                 key, build = taken
                 future = self.builds[key]
