@@ -145,6 +145,11 @@ class Wing(abc.ABC):
         """Modules a spare worker imports before it has a plan: slow imports that every
         worker, of any role, pays."""
 
+    def warm(self) -> None:
+        """What a spare's template does once its imports are done, before it forks a worker:
+        work every worker of the language would otherwise repeat. No CUDA may be
+        initialised here, and no submission is near. Nothing, unless a language says so."""
+
     @abc.abstractmethod
     def bind(self, role: str, device: str) -> None:
         """Import the language before the submission can, and set up how the process of this

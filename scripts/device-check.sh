@@ -45,10 +45,11 @@
 # on the H200, grading took about 7 minutes with the previous grader (the two `grade all`
 # runs 187 s and 192 s; 150 s and 164 s with the replay grader; 67 s and 61 s once kernels
 # were compiled ahead; 45 s and 46 s with fetched outputs in GPU memory; 41-54 s and
-# 43-51 s with the next stage readied, the whole part 134-164 s), calibrate 3-4,
-# exercises 2, corpus 3, timing 5, each untuned part 4 (218 s), flush 1 (20 s), repeat 1.2 (66-77 s), a batch of 8 2.5 with --stages 1 (140 s) and 5.5
-# with --stages 1 2 3 4 (320 s), wire 1, sweep 5
-# (268 s for every stage, both tracks), benchmark under 4 (--seconds 1.5), clockgap 2 (98 s).
+# 43-51 s with the next stage readied; 40 s and 41 s with every later stage readied, the
+# whole part about 2 minutes), calibrate 3-4, exercises 2, corpus 3, timing 5, each
+# untuned part 4 (218 s), flush 1 (20 s), repeat 1-1.2 (63-77 s), a batch of 8 2.5 with
+# --stages 1 (140 s) and 5.5 with every stage (315 s), wire 1, sweep 5 (268 s for every
+# stage, both tracks), benchmark under 4 (--seconds 1.5), clockgap 2 (98 s).
 set -uo pipefail
 ALL="grading calibrate exercises corpus timing untuned-triton untuned-cutile repeat batch flush sweep benchmark clockgap wire"
 PARTS=${*:-$ALL}

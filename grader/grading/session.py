@@ -30,10 +30,10 @@ NEEDS_CORRECTNESS = "needs all correctness cases to pass first"
 
 
 def readied_beside(device: str) -> bool:
-    """Whether a stage is opened beside the one before it (StageSession.ready_beside): on
-    a GPU, where its kernels compile meanwhile, with cores to spare for it (four or more:
-    Colab's T4 has two). On a CPU there is nothing to compile ahead, and the stage before
-    would share its cores with it."""
+    """Whether the later stages are opened beside the one graded (StageSession.ready_beside):
+    on a GPU, where their kernels compile meanwhile, with cores to spare for them (four or
+    more: Colab's T4 has two). On a CPU there is nothing to compile ahead, and the stage
+    graded would share its cores with them."""
     return device != "cpu" and (os.cpu_count() or 1) >= 4
 
 
@@ -45,7 +45,7 @@ class StageSession:
     stage: Stage
     child: ChildProcess | None = field(default=None, init=False)
     check: StageCheck | None = field(default=None, init=False)
-    # Opened beside the stage before (`ready_beside`): the thread, then what it came to.
+    # Opened beside an earlier stage (`ready_beside`): the thread, then what it came to.
     readying: threading.Thread | None = field(default=None, init=False)
     readied: TodoState | BaseException | None = field(default=None, init=False)
     closing: bool = field(default=False, init=False)  # closed while it was being readied
@@ -63,7 +63,7 @@ class StageSession:
         """Read the file and load it in its processes; its TODOs. Raises grader.intake.NotRun
         (not gradable as it is: missing, not started, refused by the static check) or
         grader.sandbox.submission.SubmissionError (it did not load). A stage readied beside
-        the one before is taken as it came to be."""
+        an earlier one is taken as it came to be."""
         if self.readying is None:
             return self._open()
         self.readying.join()
@@ -73,14 +73,17 @@ class StageSession:
         return self.readied
 
     def ready_beside(self) -> None:
-        """On a GPU, open the stage now, while the stage before it judges its correctness
-        cases, and record the calls it will replay so that their kernels compile meanwhile
-        (StageCheck.build_ahead): its first cases then find their binaries built. Then its
-        child is ended: the student's wrapper must not run while the stage before is timed
-        (a call not recorded here starts it again, in this stage's own turn)."""
+        """On a GPU, open the stage now, while an earlier stage judges its correctness cases,
+        and record the calls it will replay so that their kernels compile meanwhile
+        (StageCheck.build_ahead): its cases then find their binaries built. Then its child
+        is ended: the student's wrapper must not run while an earlier stage is timed (a
+        call not recorded here starts it again, in this stage's own turn). Once only: a
+        stage readied, or opened, is left as it is."""
+        if self.readying is not None or self.readied is not None or self.child is not None:
+            return
         if readied_beside(self.grading.selection.backend.device):
             self.readying = threading.Thread(target=self._ready, daemon=True,
-                                             name="tilecourse-next-stage")
+                                             name="tilecourse-later-stage")
             self.readying.start()
 
     def _ready(self) -> None:
@@ -95,9 +98,9 @@ class StageSession:
                 self.child.end()
 
     def settle(self) -> None:
-        """Return once nothing of this stage, readied beside the one before, runs: its child
+        """Return once nothing of this stage, readied beside an earlier one, runs: its child
         ended, its builders done (they draw inputs on the GPU), only its replay left, idle.
-        The stage before times its speed only then."""
+        An earlier stage times its speed only then."""
         if self.readying is not None:
             self.readying.join()
         if self.child is not None:
@@ -137,7 +140,7 @@ class StageSession:
 
     def close(self) -> None:
         """End every process of the submission (before any result is kept); one readied
-        beside the stage before once the readying is over."""
+        beside an earlier stage once the readying is over."""
         if self.readying is not None:
             self.closing = True
             if self.child is not None:

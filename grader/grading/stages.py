@@ -10,6 +10,7 @@ ERROR of that stage; the run goes on with the next.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 
@@ -50,28 +51,28 @@ def grade_stage(grading: Grading, stage: Stage, progress: CaseProgress | None = 
 
 
 def grade_session(session: StageSession, progress: CaseProgress | None,
-                  following: StageSession | None = None) -> StageResult:
-    """Grade the stage a session holds (not yet opened, or readied beside the stage before);
-    it is closed when this returns. `following`, the next stage's session, is readied
-    beside this one's correctness cases (StageSession.ready_beside), and settled before
-    this one's speed is timed."""
+                  later: Sequence[StageSession] = ()) -> StageResult:
+    """Grade the stage a session holds (not yet opened, or readied beside an earlier stage);
+    it is closed when this returns. `later`, the sessions of the stages graded after it, are
+    readied beside this one's correctness cases (StageSession.ready_beside; those readied
+    already are left as they are), and settled before this one's speed is timed."""
     stage, grading = session.stage, session.grading
     result = StageResult(number=stage.number, id=stage.id, title=stage.title,
                          backend=grading.selection.backend.name, module=session.file.shown,
                          max_points=stage.points)
     try:
-        return _graded(session, result, progress, following)
+        return _graded(session, result, progress, later)
     except Exception as exc:  # noqa: BLE001 - one stage's failure must not end the run
         return _broke(result, exc)
 
 
 def _graded(session: StageSession, result: StageResult, progress: CaseProgress | None,
-            following: StageSession | None) -> StageResult:
+            later: Sequence[StageSession]) -> StageResult:
     result.speed = SpeedResult(False, session.no_speed or NEEDS_CORRECTNESS)
     try:
         with phase(result.phases, "start processes, load"):
             todos = session.open()
-        return _grade_loaded(session, result, todos, progress, following)
+        return _grade_loaded(session, result, todos, progress, later)
     except NotRun as exc:
         result.status, result.message = exc.status, exc.message
         return result
@@ -87,7 +88,7 @@ def _graded(session: StageSession, result: StageResult, progress: CaseProgress |
 
 
 def _grade_loaded(session: StageSession, result: StageResult, todos: TodoState,
-                  progress: CaseProgress | None, following: StageSession | None
+                  progress: CaseProgress | None, later: Sequence[StageSession]
                   ) -> StageResult:
     stage, check = session.stage, session.check
     if todos.unfilled:
@@ -95,8 +96,8 @@ def _grade_loaded(session: StageSession, result: StageResult, todos: TodoState,
     plugin = CorrectnessPlugin(check, progress)
     with phase(result.phases, "correctness cases"):
         check.build_ahead()
-        if following is not None:
-            following.ready_beside()  # its builds queue behind this stage's own
+        for readied in later:  # in order: their builders take cores behind this stage's own
+            readied.ready_beside()
         broken = run_checks("test_correctness.py", plugin)
     result.add_parts("correctness cases", check.phases)
     result.cases = plugin.results()
@@ -120,10 +121,11 @@ def _grade_loaded(session: StageSession, result: StageResult, todos: TodoState,
     if session.not_timed(result.cases, result.checks):
         return result
 
-    if following is not None:
+    if later:
         settled: dict[str, float] = {}
-        with phase(result.phases, "speed"), phase(settled, "the next stage settled"):
-            following.settle()  # nothing of the next stage runs while this one is timed
+        with phase(result.phases, "speed"), phase(settled, "the later stages settled"):
+            for readied in later:  # nothing of a later stage runs while this one is timed
+                readied.settle()
         result.add_parts("speed", settled)
     timer = session.speed_check()
     extra = ["-p", "pytest_benchmark.plugin"]
@@ -178,20 +180,21 @@ def grade(grading: Grading, progress: Progress = _silent) -> Report:
     parts = [p for p in (_benchmark_part(grading, s) for s in grading.stages) if p]
     keep_warm()  # each stage's processes are forks of one that imported PyTorch once
     sessions = [StageSession(grading, stage) for stage in grading.stages]
-    for session, following in zip(sessions, [*sessions[1:], None]):
+    for index, session in enumerate(sessions):
+        later = sessions[index + 1:]
         stage = session.stage
         label = f"{stage.name} {stage.id} [{selection.backend.name}]"
         timed = 0 if session.no_speed else len(stage.speed.cases)
         started = time.perf_counter()
         try:
             with progress(label, len(stage.cases) + timed) as cases:
-                result = grade_session(session, cases, following)
+                result = grade_session(session, cases, later)
         except KeyboardInterrupt:
-            # The stage's child is already ended (grade_stage's finally), and the next
-            # stage's, readied beside it, is ended here; what it had graded is dropped, so
+            # The stage's child is already ended (grade_stage's finally), and the later
+            # stages', readied beside it, are ended here; what it had graded is dropped, so
             # nothing half-graded looks like a result.
-            if following is not None:
-                following.close()
+            for readied in later:
+                readied.close()
             report.seconds = round(time.perf_counter() - start, 2)
             for written in parts:  # pytest-benchmark's records of the stages graded so far
                 written.unlink(missing_ok=True)

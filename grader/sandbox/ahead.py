@@ -12,6 +12,10 @@ when its case comes, by the stage's own builder: a compile that timed out among 
 not held against the submission. Every builder is confined like any process of the
 submission, and ended, with its thread, when the replay is closed.
 
+Several stages build at once (grader.grading.session readies every later stage beside the
+one graded), so builders are counted across them: each holds one of CORES while it lives,
+taken in the order asked, so that the stage graded first is built first.
+
 Kept: a build is data, kept for a later replay process of the stage (after a restart, or
 for the speed cases), except one made once a hidden case's inputs were given: its
 binaries could carry them.
@@ -40,6 +44,54 @@ if TYPE_CHECKING:
 # longer for the next one's builds (9.0 / 15.3 s against 7.2 / 13.0 s, Triton / cuTile):
 # more compiles at once, each slower.
 AHEAD_BUILDERS = max(1, min(6, (os.cpu_count() or 2) // 2))
+# Builders ahead alive at once, of every stage: the cores but four (the grader, the stage's
+# replay and child, and the later stages' processes starting). On the H200's host (16
+# cores) the CPU stayed more than half idle with one stage's six at a time.
+SIDE_BY_SIDE = max(1, (os.cpu_count() or 2) - 4)
+
+
+class Cores:
+    """The builders ahead that may live at once, in this process, whichever stage they
+    serve: a builder takes one before it starts and gives it back once ended. Taken in the
+    order asked: builds queued first (the stage graded next) are built first."""
+
+    def __init__(self, count: int):
+        self.free = count
+        self.waiting: deque[object] = deque()
+        self.changed = threading.Condition()
+
+    def take(self, given_up: threading.Event) -> bool:
+        """One core, once every taker before this one has had its own; False if `given_up`
+        is set first (its stage stopped)."""
+        ticket = object()
+        with self.changed:
+            self.waiting.append(ticket)
+            try:
+                while not (self.free and self.waiting[0] is ticket):
+                    if given_up.is_set():
+                        return False
+                    self.changed.wait(0.05)
+                self.free -= 1
+                return True
+            finally:
+                self.waiting.remove(ticket)
+                self.changed.notify_all()
+
+    def take_now(self) -> bool:
+        """One core if one is free and nobody waits for it."""
+        with self.changed:
+            if self.free and not self.waiting:
+                self.free -= 1
+                return True
+            return False
+
+    def give(self) -> None:
+        with self.changed:
+            self.free += 1
+            self.changed.notify_all()
+
+
+CORES = Cores(SIDE_BY_SIDE)
 
 
 class Build(NamedTuple):
@@ -85,12 +137,13 @@ class StageBuilds:
         return self.own
 
     def spawn(self) -> None:
-        """Start the first builder ahead with the stage's first processes, or later (a
-        process started again) the replay's own builder; without waiting for it. (The own
-        builder starts when first wanted: a call not built ahead.)"""
+        """Start the first builder ahead with the stage's first processes (if a core is
+        free), or later (a process started again) the replay's own builder; without waiting
+        for it. (The own builder starts when first wanted: a call not built ahead.)"""
         if not self.builds and self.first is None:
-            self.first = self.new_builder()
-            self.first.spawn()
+            if CORES.take_now():
+                self.first = self.new_builder()
+                self.first.spawn()
         elif self.builds and not self.builder.running:
             self.builder.spawn()
 
@@ -114,18 +167,22 @@ class StageBuilds:
             wanted = min(len(self.queue), AHEAD_BUILDERS - self.serving)
             self.serving += max(0, wanted)
         for _ in range(wanted):
-            builder, self.first = self.first or self.new_builder(), None
-            if not builder.running:
-                builder.spawn()  # all of them start at once; each thread waits for its own
+            builder, self.first = self.first, None  # started already, and holds a core
+            if builder is not None:
+                self.builders.append(builder)
             thread = threading.Thread(target=self._serve, args=(builder,), daemon=True,
                                       name="tilecourse-build-ahead")
-            self.builders.append(builder)
             self.threads.append(thread)
             thread.start()
 
-    def _serve(self, builder: "BuilderProcess") -> None:
-        """One builder's thread: once the builder is loaded, the next build queued, until
-        none is left."""
+    def _serve(self, builder: "BuilderProcess | None") -> None:
+        """One builder's thread: a builder (`builder`, or one started once a core is free),
+        loaded, then the next build queued, until none is left."""
+        if builder is None:
+            builder = self._started()
+        if builder is None:
+            self._leave()
+            return
         try:
             try:
                 builder.load()  # ready before it takes a build: a loaded one may be free first
@@ -144,6 +201,20 @@ class StageBuilds:
         finally:
             self.printed.append(builder.output())
             builder.close()
+            CORES.give()
+
+    def _started(self) -> "BuilderProcess | None":
+        """A new builder, once a core is free for it; None if no build is left for it by
+        then (the others took them, or the builds were stopped)."""
+        if not CORES.take(self.stopped):
+            return None
+        with self.lock:
+            if self.queue and not self.stopped.is_set():
+                builder = self.new_builder()
+                self.builders.append(builder)
+                return builder
+        CORES.give()
+        return None
 
     def _next(self) -> "tuple[str, Build] | None":
         """The next build queued, or None (nothing left, or stopped): the builder leaves."""
@@ -189,9 +260,7 @@ class StageBuilds:
         stopped (`stop`: their cases build them in their turn), and a builder started with
         the processes but never given a build ended. What runs beside a stage's timing must
         not use the GPU (a builder draws inputs there)."""
-        if self.first is not None:  # started with the processes, never given a build
-            self.first.close()
-            self.first = None
+        self._end_first()
         wait(list(self.builds.values()), timeout=timeout)
         if not all(build.done() for build in self.builds.values()):
             self.stop()
@@ -202,10 +271,9 @@ class StageBuilds:
         """Every builder ended, and its thread: the stage's processes are all gone once the
         replay is closed. Builds not begun are cancelled; those done stay, and the next
         processes start without a hidden case."""
-        for idle in (self.own, self.first):
-            if idle is not None:
-                idle.close()
-        self.first = None
+        if self.own is not None:
+            self.own.close()
+        self._end_first()
         with self.lock:
             self.stopped.set()
             self.queue.clear()
@@ -217,6 +285,14 @@ class StageBuilds:
             thread.join()
         self.builders, self.threads = [], []
         self.hidden_given = False
+
+    def _end_first(self) -> None:
+        """The builder started with the processes and never given a build ended, its core
+        given back."""
+        if self.first is not None:
+            self.first.close()
+            self.first = None
+            CORES.give()
 
     def output(self) -> str:
         """What the builders printed: those ahead, then the replay's own."""

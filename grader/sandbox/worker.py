@@ -38,6 +38,11 @@ def _warm() -> None:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 - imported again once confined, its error seen then
             pass
+    for track in TRACKS:
+        try:
+            wing(track).warm()
+        except Exception:  # noqa: BLE001 - each worker then does the work itself
+            pass
 
 
 def _cuda_initialised() -> bool:

@@ -110,7 +110,7 @@ def test_untouched_skeletons_are_not_started(run_grade, course, tmp_path):
 def test_a_stage_can_be_named_three_ways(run_grade, course, tmp_path, selector, monkeypatch):
     # Which stage is graded, not how: a stand-in grades it (the stage is graded for real in
     # the tests above and below).
-    def stand_in(session, progress, following=None):
+    def stand_in(session, progress, later=()):
         stage = session.stage
         return StageResult(stage.number, stage.id, stage.title,
                            session.grading.selection.backend.name, "stand-in.py", stage.points,
@@ -139,7 +139,7 @@ def test_grading_options_stand_before_or_after_the_stage(run_grade, course, tmp_
 
 
 def test_profile_shows_where_the_time_went_after_the_scorecard(run_grade, course, monkeypatch):
-    def stand_in(session, progress, following=None):  # a stage whose phases are known
+    def stand_in(session, progress, later=()):  # a stage whose phases are known
         stage = session.stage
         return StageResult(stage.number, stage.id, stage.title,
                            session.grading.selection.backend.name, "stand-in.py", stage.points,

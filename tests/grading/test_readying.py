@@ -1,9 +1,10 @@
-"""The next stage readied beside the one before it (grader.grading.session.StageSession
-.ready_beside): on a GPU a stage is opened, and its calls recorded and compiled, while the
-stage before judges its correctness cases; its child is ended at once, and nothing of it
-runs while the stage before is timed. Graded this way, a stage gets the same result as
-graded in its own turn, and one that cannot be graded says so in its own turn. Here on
-Triton's interpreter, readying forced (a CPU does not ready stages beside each other)."""
+"""The later stages readied beside the one graded (grader.grading.session.StageSession
+.ready_beside): on a GPU every later stage is opened, and its calls recorded and compiled,
+while the first judges its correctness cases; each child is ended at once, and nothing of a
+later stage runs while an earlier one is timed. Graded this way, a stage gets the same
+result as graded in its own turn, and one that cannot be graded says so in its own turn.
+Here on Triton's interpreter, readying forced (a CPU does not ready stages beside each
+other)."""
 
 import threading
 
@@ -15,6 +16,14 @@ from grader.grading.request import GradingRequest
 from grader.intake import NotRun
 from grader.results import Status
 from grader.sandbox.replayer import ReplayProcess
+
+
+@pytest.fixture
+def three_stages(course):
+    request = GradingRequest(course, tuple(course.select(s) for s in
+                                           ("vector_add", "fused_gelu", "softmax")),
+                             "triton-interpret", solutions=True, seed=11)
+    return request.resolve()
 
 
 @pytest.fixture
@@ -40,18 +49,21 @@ def _watched(monkeypatch):
     return opened, ended
 
 
-def test_a_stage_readied_beside_the_one_before_is_graded_as_in_its_own_turn(two_stages,
-                                                                          monkeypatch):
-    alone = grading.grade(two_stages)
+def test_every_later_stage_readied_beside_the_first_is_graded_as_in_its_own_turn(
+        three_stages, monkeypatch):
+    alone = grading.grade(three_stages)
     opened, ended = _watched(monkeypatch)
     monkeypatch.setattr(sessions, "readied_beside", lambda device: True)
-    beside = grading.grade(two_stages)
-    assert opened == [("vector_add", "MainThread"), ("fused_gelu", "tilecourse-next-stage")]
-    assert "tilecourse-next-stage" in ended  # its child ended once readied
+    beside = grading.grade(three_stages)
+    # each stage opened once: the first in its turn, both later ones beside it
+    assert opened[0] == ("vector_add", "MainThread")
+    assert sorted(opened[1:]) == [("fused_gelu", "tilecourse-later-stage"),
+                                  ("softmax", "tilecourse-later-stage")]
+    assert ended.count("tilecourse-later-stage") >= 2  # their children ended once readied
     assert [(s.status, s.points, [c.passed for c in s.cases]) for s in beside.stages] == \
         [(s.status, s.points, [c.passed for c in s.cases]) for s in alone.stages]
     assert all(s.status is Status.PASS for s in beside.stages)
-    assert not any(t.name == "tilecourse-next-stage" for t in threading.enumerate())
+    assert not any(t.name == "tilecourse-later-stage" for t in threading.enumerate())
 
 
 def test_a_stage_readied_beside_that_cannot_be_graded_says_so_in_its_own_turn(two_stages,

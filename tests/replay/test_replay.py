@@ -353,6 +353,28 @@ def test_a_built_kernels_record_names_no_file_outside_its_folder(tmp_path, hash_
     assert not any(tmp_path.parent.glob("escape*")) and list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("signature", [{"x": '*fp32"); abort(); //'}, {"x;": "*fp32"},
+                                       {"x": ["*fp32"]}, {"x": "tensordesc<fp16[64]>{}"}])
+def test_a_built_kernels_signature_holds_only_parameter_types_triton_spells(tmp_path,
+                                                                            signature):
+    """Triton makes a compiled kernel's launcher from its signature (in Triton 3.6, C source
+    compiled in the replay): what the builder sent is checked before anything is made."""
+    from grader.languages.triton.binary import TritonBinary
+
+    record = {"hash": "abc", "files": ["0/k.json"], "params": [], "signature": signature}
+    with pytest.raises(ValueError, match="parameter the grader does not launch"):
+        TritonBinary(record, {"0/k.json": torch.zeros(1, dtype=torch.uint8)}, tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_parameter_types_triton_spells_pass_the_check():
+    from grader.languages.triton.binary import _SAFE_TYPE
+
+    for kind in ("*fp32", "*kfp16", "i32", "i64", "u1", "fp8e4nv", "constexpr", "nvTmaDesc",
+                 "tensordesc<bf16[64, 64]>", "tensordesc<fp16[128, 64],NVMMASharedLayout()>"):
+        assert _SAFE_TYPE.fullmatch(kind), kind
+
+
 class _FakeBinary:
     """Stands in for a loaded cubin on the CPU: it adds, as the kernel it was built from."""
 

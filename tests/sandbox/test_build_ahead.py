@@ -22,6 +22,7 @@ class FakeBuilder:
     held = threading.Event()  # set: a proposal with "hold" waits until it is cleared
     load_seconds = 0.0  # how long a builder takes to load
     loads_fail = False
+    alive, most_alive = 0, 0  # builders started and not ended, now and at most
 
     def __init__(self, *args):
         self.built, self.retired, self.closed, self.spawned = [], False, False, False
@@ -29,9 +30,14 @@ class FakeBuilder:
         FakeBuilder.made.append(self)
 
     def spawn(self):
+        if not self.running:
+            FakeBuilder.alive += 1
+            FakeBuilder.most_alive = max(FakeBuilder.most_alive, FakeBuilder.alive)
         self.spawned, self.closed = True, False
 
     def load(self):
+        if not self.running:
+            self.spawn()  # as a process's load starts it
         if FakeBuilder.loads_fail:
             raise replayer.SubmissionError("loading stage.py crashed: stand-in")
         if not self.loaded:
@@ -63,6 +69,8 @@ class FakeBuilder:
         self.retired = True
 
     def close(self):
+        if self.running:
+            FakeBuilder.alive -= 1
         self.closed = True
 
 
@@ -75,6 +83,8 @@ def replay(monkeypatch, tmp_path):
     monkeypatch.setattr(FakeBuilder, "loads_fail", False)
     monkeypatch.setattr(replayer, "BuilderProcess", FakeBuilder)
     monkeypatch.setattr(ahead, "AHEAD_BUILDERS", 3)
+    monkeypatch.setattr(ahead, "CORES", ahead.Cores(8))
+    FakeBuilder.alive = FakeBuilder.most_alive = 0
     process = replayer.ReplayProcess(tmp_path / "stage.py", "f", "cuda", timeout=5.0)
     yield process
     FakeBuilder.slow.clear()
@@ -98,7 +108,10 @@ def _ahead(replay, key):
 
 
 def test_proposals_are_compiled_once_each_by_builders_side_by_side(replay):
+    FakeBuilder.slow.set()  # every builder finds a build left for it
     replay.build_ahead(_builds(1, 2, 3, 4, 5, 1, 2))  # two cases share a proposal
+    time.sleep(0.2)
+    FakeBuilder.slow.clear()
     keys = [proposal_key({"n": n}) for n in (1, 2, 3, 4, 5)]
     assert [_ahead(replay, k) for k in keys] == [f"binaries of {n}" for n in range(1, 6)]
     assert len(FakeBuilder.made) == 3 and all(b.spawned for b in FakeBuilder.made)
@@ -122,8 +135,12 @@ def test_the_first_builder_ahead_starts_with_the_stage_and_builds_the_first_case
     replay._builds.spawn()  # as ReplayProcess.spawn does on a GPU
     first, = FakeBuilder.made
     first.loaded = True  # it loaded while the child recorded the calls
+    FakeBuilder.slow.set()
     replay.build_ahead(_builds(1, 2, 3, 4))
-    assert _ahead(replay, proposal_key({"n": 4})) == "binaries of 4"
+    time.sleep(0.4)  # the others loaded, and each took a build
+    FakeBuilder.slow.clear()
+    for n in (1, 2, 3, 4):
+        assert _ahead(replay, proposal_key({"n": n})) == f"binaries of {n}"
     assert first.built[0] == 1 and len(FakeBuilder.made) == 3
     replay.close()
     replay._builds.spawn()
@@ -313,3 +330,67 @@ def test_settling_waits_for_the_builds_and_stops_what_outlasts_its_time(replay):
     assert _ahead(replay, proposal_key({"n": 5})) == "binaries of 5"
     assert _ahead(replay, proposal_key(_proposal(4, held=(4,)))) is None  # its case builds it
     assert not replay._builds.threads and all(b.closed for b in FakeBuilder.made)
+
+
+def test_builders_of_several_stages_share_the_cores_the_first_stage_first(replay, tmp_path,
+                                                                          monkeypatch):
+    """Every later stage builds ahead at once (grader.grading.session): their builders
+    together never outnumber the cores given to building, and the stage that asked first
+    (the one graded next) has its builders first."""
+    monkeypatch.setattr(ahead, "CORES", ahead.Cores(2))
+    later = replayer.ReplayProcess(tmp_path / "later.py", "f", "cuda", timeout=5.0)
+    FakeBuilder.slow.set()
+    replay.build_ahead(_builds(1, 2, 3, 4))
+    time.sleep(0.1)
+    later.build_ahead(_builds(5, 6, 7, 8))
+    time.sleep(0.3)
+    assert len(FakeBuilder.made) == 2  # the later stage's builders wait for a core
+    FakeBuilder.slow.clear()
+    for n in range(1, 9):
+        ahead_of = replay if n < 5 else later
+        assert _ahead(ahead_of, proposal_key({"n": n})) == f"binaries of {n}"
+    assert FakeBuilder.most_alive == 2
+    assert sorted(FakeBuilder.made[0].built + FakeBuilder.made[1].built)[:4] == [1, 2, 3, 4]
+    later.close()
+    assert ahead.CORES.free == 2  # every core given back
+
+
+def test_a_stage_stopped_while_its_builders_wait_for_cores_gives_up_at_once(replay, tmp_path,
+                                                                            monkeypatch):
+    monkeypatch.setattr(ahead, "CORES", ahead.Cores(1))
+    later = replayer.ReplayProcess(tmp_path / "later.py", "f", "cuda", timeout=5.0)
+    FakeBuilder.slow.set()
+    replay.build_ahead(_builds(1, 2))
+    time.sleep(0.1)
+    later.build_ahead(_builds(3, 4))
+    start = time.monotonic()
+    later.close()  # its threads were waiting for the one core
+    assert time.monotonic() - start < 2.0 and not later._builds.threads
+    assert _ahead(later, proposal_key({"n": 3})) is None  # its case builds it itself
+    assert len(FakeBuilder.made) == 1
+    FakeBuilder.slow.clear()
+    assert _ahead(replay, proposal_key({"n": 2})) == "binaries of 2"
+
+
+def test_cores_are_taken_in_the_order_asked():
+    cores, order, never = ahead.Cores(1), [], threading.Event()
+    assert cores.take_now() and not cores.take_now()
+
+    def taker(name):
+        assert cores.take(never)
+        order.append(name)
+
+    threads = [threading.Thread(target=taker, args=(name,)) for name in ("first", "second")]
+    for thread in threads:
+        thread.start()
+        time.sleep(0.1)
+    assert not cores.take_now()  # others wait: a core freed goes to them first
+    cores.give()
+    threads[0].join(2)
+    assert order == ["first"]
+    cores.give()
+    threads[1].join(2)
+    assert order == ["first", "second"] and cores.free == 0
+    given_up = threading.Event()
+    given_up.set()
+    assert not cores.take(given_up)

@@ -207,3 +207,22 @@ def test_a_spares_triton_cache_is_in_its_scratch_folder(tmp_path):
     found = subprocess.run([sys.executable, "-c", script, str(tmp_path)], check=True, cwd=root,
                            timeout=120, capture_output=True, text=True).stdout.strip()
     assert found.startswith(str(tmp_path) + os.sep), found
+
+
+@pytest.mark.parametrize("interpret, warmed", [("0", True), ("1", False), ("", False)])
+def test_a_template_for_the_gpu_computes_tritons_digest_once_for_every_spare(interpret, warmed):
+    """Every compile's cache key holds a digest of Triton itself, which each process
+    otherwise computes at its first compile (Triton's sources and library read and hashed):
+    a template for Triton on the GPU computes it before it forks, without initialising
+    CUDA; one for the interpreter, or for another track, which compiles nothing with
+    Triton, does not."""
+    script = ("import os; os.environ['TRITON_INTERPRET'] = os.sys.argv[1]; "
+              "os.environ['TRITON_INTERPRET'] or os.environ.pop('TRITON_INTERPRET'); "
+              "from grader.sandbox import worker; worker._warm(); "
+              "from triton.runtime.cache import triton_key; "
+              "assert not worker._cuda_initialised(); "
+              "print(triton_key.cache_info().currsize)")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    found = subprocess.run([sys.executable, "-c", script, interpret], check=True, cwd=root,
+                           timeout=120, capture_output=True, text=True).stdout.strip()
+    assert found == ("1" if warmed else "0")

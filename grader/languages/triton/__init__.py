@@ -71,6 +71,11 @@ class Triton(Wing):
 
     preload = ("triton",)
 
+    def warm(self):
+        from grader.languages.triton.bootstrap import warm
+
+        warm()
+
     def bind(self, role, device):
         from grader.languages.triton.bootstrap import bind
 

@@ -27,6 +27,23 @@ def bind(role: str, device: str) -> None:
         _driver_ready()
 
 
+def warm() -> None:
+    """In a template, where kernels run on the GPU: the compiler's modules imported, and the
+    digest of Triton itself computed, which every compile's cache key holds and which its
+    first compile in each process computed again (its sources and its 400-500 MB library
+    read and hashed: 0.4 s of each builder's first build). Kept for the process's life, so
+    a fork of the template has it. Reading files only: no CUDA, nothing of a submission."""
+    if os.environ.get("TRITON_INTERPRET") != "0":  # set so by the Triton GPU backend alone
+        return
+    import triton.compiler.code_generator  # noqa: F401
+
+    try:
+        from triton.runtime.cache import triton_key
+    except ImportError:  # where an older Triton kept it
+        from triton.compiler.compiler import triton_key
+    triton_key()
+
+
 def _driver_ready() -> None:
     """Triton's GPU driver made now, before the process says it is ready: making it compiles
     Triton's C utilities in a fresh cache (each process has its own), about a second that
