@@ -199,9 +199,11 @@ class StageBuilds:
                 except Exception as exc:  # noqa: BLE001 - its case builds it again itself
                     future.set_exception(exc)
         finally:
-            self.printed.append(builder.output())
-            builder.close()
-            CORES.give()
+            try:
+                self.printed.append(builder.output())
+                builder.close()
+            finally:
+                CORES.give()  # whatever happened: a core lost would be lost to every stage
 
     def _started(self) -> "BuilderProcess | None":
         """A new builder, once a core is free for it; None if no build is left for it by
@@ -290,9 +292,11 @@ class StageBuilds:
         """The builder started with the processes and never given a build ended, its core
         given back."""
         if self.first is not None:
-            self.first.close()
-            self.first = None
-            CORES.give()
+            first, self.first = self.first, None
+            try:
+                first.close()
+            finally:
+                CORES.give()
 
     def output(self) -> str:
         """What the builders printed: those ahead, then the replay's own."""

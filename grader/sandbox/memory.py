@@ -5,7 +5,8 @@ reserves tens of GB of it that it never fills (its unified addressing), while a 
 with many cores gives every thread a stack. So the grader measures what the tree really
 holds: the anonymous and shared-memory pages of each of its processes (the bootstrap, the
 namespace's init, the worker and anything the submission started, which the PID namespace
-keeps below them), every PERIOD seconds, and kills the tree that holds more than LIMIT. Each
+keeps below them), every PERIOD seconds (none while a batch is timed: `held_off`), and
+kills the tree that holds more than LIMIT. Each
 measurement must be cheap, for it runs all through a grading: the resident pages come from
 /proc/PID/status (a fraction of a millisecond), and a process's parent is read once, when it
 is first seen. Resident pages count a page that a fork still shares with its parent in both
@@ -24,6 +25,7 @@ import os
 import signal
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from grader.sandbox.privileges import Protection
@@ -43,6 +45,9 @@ _over: dict[int, int] = {}  # root -> bytes it held when it was killed
 _thread: threading.Thread | None = None
 _parent_of: dict[int, int] = {}  # every process seen alive, and its parent
 _parents_lock = threading.Lock()
+_timing = 0  # batches being timed in this process: no tree is measured meanwhile
+_steady = threading.Event()  # set while none is
+_steady.set()
 
 
 def watch(root: int) -> None:
@@ -82,13 +87,35 @@ def tree_bytes(root: int, parents: dict[int, int] | None = None, shares: bool = 
     return sum(held(pid) for pid in _tree(root, parents))
 
 
+@contextmanager
+def held_off():
+    """No tree measured while a batch is timed in this process (grader.speed.trial): reading
+    a process's memory maps (smaps_rollup) holds the kernel's lock on them, which the timed
+    replay may wait for, and the measuring thread competes with the timing thread for the
+    interpreter. The measurements go on once no batch is being timed: a batch lasts
+    milliseconds, a trial a few seconds, and the processes are measured between batches."""
+    global _timing
+    with _lock:
+        _timing += 1
+        _steady.clear()
+    try:
+        yield
+    finally:
+        with _lock:
+            _timing -= 1
+            if not _timing:
+                _steady.set()
+
+
 def _keep() -> None:
     while True:
         with _lock:
             roots = set(_watched)
         if roots:
+            _steady.wait()
             parents = _parents()
             for root in roots:
+                _steady.wait()  # a batch began meanwhile: its tree waits until it is done
                 if tree_bytes(root, parents) > LIMIT:  # cheap, and never below the shares
                     held = tree_bytes(root, parents, shares=True)
                     if held > LIMIT:

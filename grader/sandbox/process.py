@@ -27,6 +27,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,9 @@ class Process:
         self._retired = False  # ended for good (`retire`): never started again
         self._refused: str | None = None  # why the replay or builder refused the kernels
         self._serial = 0
+        # Two threads may end one process at once: a builder's own thread, done, and the
+        # stage stopping its builders. One ends it; the other waits, then finds it ended.
+        self._ending = threading.RLock()
 
     # --- lifecycle ------------------------------------------------------------------
 
@@ -177,6 +181,10 @@ class Process:
 
     def end(self) -> None:
         """End this process alone (`close` may end more: the child's replay too)."""
+        with self._ending:
+            self._end()
+
+    def _end(self) -> None:
         if self._sock is not None:
             self._sock.close()
         if self._process is not None:
@@ -196,7 +204,7 @@ class Process:
         self._log.child_ended()
 
     def __del__(self):
-        if hasattr(self, "_log"):  # not when __init__ itself failed
+        if hasattr(self, "_ending"):  # not when __init__ itself failed
             self.close()
 
     def withhold_output(self) -> None:

@@ -394,3 +394,44 @@ def test_cores_are_taken_in_the_order_asked():
     given_up = threading.Event()
     given_up.set()
     assert not cores.take(given_up)
+
+
+def test_a_builder_ended_by_its_thread_and_by_its_stage_at_once_ends_once(tmp_path,
+                                                                          monkeypatch):
+    """A builder's own thread closes it as the stage stops its builders: both end the same
+    process at once, one does, the other waits and finds it ended (it once raised in the
+    stage's thread, failing the stage)."""
+    from grader.sandbox import process as processes_module
+    from grader.sandbox.builder import BuilderProcess
+
+    class SlowToDie:
+        pid, ended = 2 ** 22 + 7, 0
+
+        def poll(self):
+            return None if not SlowToDie.ended else 0
+
+        def send_signal(self, sig):
+            time.sleep(0.2)
+
+        def wait(self, timeout=None):
+            SlowToDie.ended += 1
+            return 0
+
+    monkeypatch.setattr(processes_module.processes, "kill_group", lambda pid: None)
+    builder = BuilderProcess(tmp_path / "stage.py", "f", "cuda")
+    builder._process = SlowToDie()
+    errors = []
+
+    def end(how):
+        try:
+            how()
+        except Exception as exc:  # noqa: BLE001 - what the test looks for
+            errors.append(exc)
+
+    threads = [threading.Thread(target=end, args=(how,))
+               for how in (builder.close, builder.retire)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(5)
+    assert errors == [] and SlowToDie.ended == 1 and builder._process is None

@@ -8,6 +8,10 @@ scripts/device-check.sh.
 
 import dataclasses
 import json
+import os
+import sys
+import threading
+import time
 
 import pytest
 import torch
@@ -19,7 +23,7 @@ from grader.course import Threshold, load_course
 from grader.errors import CourseError
 from grader.problems import PROBLEMS
 from grader.results import CaseResult, CheckResult, Failure, Status
-from grader.sandbox import ChildProcess
+from grader.sandbox import ChildProcess, memory
 from grader.sandbox.replayer import ReplayProcess
 from grader.sandbox.outcomes import Batch
 from grader.speed import ceilings
@@ -499,18 +503,69 @@ def test_both_sides_batches_are_timed_with_the_garbage_collector_held_off(grade,
 
     def watched(self, *args):
         seen.append(gc.isenabled())
+        switches.append(sys.getswitchinterval())
+        measuring.append(memory._steady.is_set())
         return fake(self, *args)
 
+    switches, measuring = [], []
     monkeypatch.setattr(ReplayProcess, "time_batch", watched)
     assert gc.isenabled()
     result = grade(1.5)
     assert result.speed.points > 0 and seen and not any(seen) and gc.isenabled()
+    # nor another thread of the grader: handed the interpreter back at once, and the memory
+    # ceiling measuring nothing until the batch is done
+    assert switches == pytest.approx([timing.QUICK_SWITCH_SECONDS] * len(switches))
+    assert not any(measuring)
+    assert sys.getswitchinterval() == pytest.approx(0.005) and memory._steady.is_set()
     with timing.collector_paused():
         assert not gc.isenabled()
         with timing.collector_paused():  # nested: the outer one turns it back on
             pass
         assert not gc.isenabled()
     assert gc.isenabled()
+
+
+def test_quick_switches_last_while_any_thread_times_a_batch():
+    """Gradings on several GPUs time in threads of one process: the interval comes back only
+    once no batch is timed."""
+    before, inside = sys.getswitchinterval(), threading.Event()
+    done = threading.Event()
+
+    def other():
+        with timing.quick_switches():
+            inside.set()
+            done.wait(5)
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    inside.wait(5)
+    quick = pytest.approx(timing.QUICK_SWITCH_SECONDS)
+    with timing.quick_switches():
+        assert sys.getswitchinterval() == quick
+    assert sys.getswitchinterval() == quick  # the other thread still times
+    done.set()
+    thread.join(5)
+    assert sys.getswitchinterval() == before
+
+
+def test_the_memory_ceiling_measures_nothing_while_a_batch_is_timed(monkeypatch):
+    measured = []
+    monkeypatch.setattr(memory, "PERIOD", 0.02)
+    monkeypatch.setattr(memory, "tree_bytes", lambda root, parents=None, shares=False:
+                        measured.append(root) or 0)
+    memory.watch(os.getpid())
+    try:
+        time.sleep(0.2)
+        assert measured  # it measures, every PERIOD
+        with memory.held_off():
+            time.sleep(0.1)  # one measurement under way may finish
+            count = len(measured)
+            time.sleep(0.3)
+            assert len(measured) == count
+        time.sleep(0.3)
+        assert len(measured) > count  # and again once the batch is done
+    finally:
+        memory.forget(os.getpid())
 
 
 def test_the_baseline_batch_runs_with_the_garbage_collector_held_off(monkeypatch):
