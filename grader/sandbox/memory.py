@@ -12,9 +12,9 @@ measurement must be cheap, for it runs all through a grading: the resident pages
 is first seen. Resident pages count a page that a fork still shares with its parent in both
 (the spares are forks of a template that imported PyTorch; a submission may fork too), so a
 tree that seems over the ceiling is measured again by each process's share of its pages
-(/proc/PID/smaps_rollup, tens of milliseconds a process), and only a tree over the ceiling
-by its shares is killed. The verdict is a crash of the case that says how much the tree held
-(`describe`). The child's scratch tmpfs mounts are bounded apart, by their size
+(/proc/PID/smaps_rollup, tens of milliseconds a process; again only once it grew, or
+seconds later), and only a tree over the ceiling by its shares is killed. The verdict is a
+crash of the case that says how much the tree held (`describe`). The child's scratch tmpfs mounts are bounded apart, by their size
 (grader.sandbox.filesystem): one submission can hold at most LIMIT per process tree plus
 those.
 """
@@ -32,6 +32,12 @@ from grader.sandbox.privileges import Protection
 
 LIMIT = 4 << 30  # bytes per process tree: far above any honest stage (a few hundred MiB)
 PERIOD = 0.2  # seconds between two measurements
+# A tree measured by its shares under the ceiling is measured so again only once its
+# resident pages grew by GROWN bytes, or SHARES_PERIOD seconds later: a share measurement
+# takes tens of milliseconds a process, holding the kernel's lock on its memory maps, and
+# every stage's replay, idle, can seem over the ceiling by its resident pages.
+GROWN = 64 << 20
+SHARES_PERIOD = 2.0
 PROC = Path("/proc")
 PROTECTION = Protection("memory ceiling", True, f"at most {LIMIT >> 30} GiB per process tree, "
                         f"measured by the grader every {PERIOD:g} s (the scratch tmpfs apart, "
@@ -45,6 +51,7 @@ _over: dict[int, int] = {}  # root -> bytes it held when it was killed
 _thread: threading.Thread | None = None
 _parent_of: dict[int, int] = {}  # every process seen alive, and its parent
 _parents_lock = threading.Lock()
+_shares: dict[int, tuple[int, int, float]] = {}  # root -> resident, shares, when: the last
 _timing = 0  # batches being timed in this process: no tree is measured meanwhile
 _steady = threading.Event()  # set while none is
 _steady.set()
@@ -65,6 +72,7 @@ def forget(root: int) -> int | None:
     """Stop watching `root`; the bytes its tree held if the ceiling killed it."""
     with _lock:
         _watched.discard(root)
+        _shares.pop(root, None)
         return _over.pop(root, None)
 
 
@@ -116,11 +124,22 @@ def _keep() -> None:
             parents = _parents()
             for root in roots:
                 _steady.wait()  # a batch began meanwhile: its tree waits until it is done
-                if tree_bytes(root, parents) > LIMIT:  # cheap, and never below the shares
-                    held = tree_bytes(root, parents, shares=True)
-                    if held > LIMIT:
-                        _kill(root, held)
+                _measure(root, parents)
         time.sleep(PERIOD)
+
+
+def _measure(root: int, parents: dict[int, int]) -> None:
+    resident = tree_bytes(root, parents)  # cheap, and never below the shares
+    if resident <= LIMIT:
+        return
+    last = _shares.get(root)
+    if last is not None and resident - last[0] < GROWN \
+            and time.monotonic() - last[2] < SHARES_PERIOD:
+        return  # under the ceiling by its shares, and it holds no more since
+    held = tree_bytes(root, parents, shares=True)
+    _shares[root] = (resident, held, time.monotonic())
+    if held > LIMIT:
+        _kill(root, held)
 
 
 def _kill(root: int, held: int) -> None:

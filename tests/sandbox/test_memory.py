@@ -63,3 +63,34 @@ def test_the_tree_over_the_ceiling_is_killed_and_says_how_much_it_held(monkeypat
         memory.forget(small.pid)
         end(small)
         end(large)
+
+
+def test_a_tree_under_the_ceiling_by_its_shares_is_measured_so_again_once_it_grew(monkeypatch):
+    """A share measurement reads every process's memory maps (tens of milliseconds each,
+    holding the kernel's lock on them): a tree over the ceiling only by its resident pages
+    (forks of one template share most of theirs) is measured by its shares again once it
+    grew, or seconds later, not every PERIOD; once over the ceiling by them, it is killed."""
+    resident, by_shares, measured, killed = [5 << 30], [3 << 30], [], []
+
+    def tree_bytes(root, parents=None, shares=False):
+        if shares:
+            measured.append(root)
+            return by_shares[0]
+        return resident[0]
+
+    monkeypatch.setattr(memory, "tree_bytes", tree_bytes)
+    monkeypatch.setattr(memory, "_kill", lambda root, held: killed.append(held))
+    memory._shares.pop(7, None)
+    memory._measure(7, {})
+    memory._measure(7, {})
+    assert measured == [7] and not killed  # the second time: nothing new to measure
+    resident[0] += memory.GROWN
+    by_shares[0] = 5 << 30
+    memory._measure(7, {})
+    assert measured == [7, 7] and killed == [5 << 30]
+    monkeypatch.setattr(memory, "SHARES_PERIOD", 0.0)
+    by_shares[0] = 1 << 30
+    memory._measure(7, {})
+    assert measured == [7, 7, 7]  # and again once the period passed
+    memory.forget(7)
+    assert 7 not in memory._shares
