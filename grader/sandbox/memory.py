@@ -6,17 +6,17 @@ with many cores gives every thread a stack. So the grader measures what the tree
 holds: the anonymous and shared-memory pages of each of its processes (the bootstrap, the
 namespace's init, the worker and anything the submission started, which the PID namespace
 keeps below them), every PERIOD seconds (none while a batch is timed: `held_off`), and
-kills the tree that holds more than LIMIT. Each
-measurement must be cheap, for it runs all through a grading: the resident pages come from
-/proc/PID/status (a fraction of a millisecond), and a process's parent is read once, when it
-is first seen. Resident pages count a page that a fork still shares with its parent in both
-(the spares are forks of a template that imported PyTorch; a submission may fork too), so a
-tree that seems over the ceiling is measured again by each process's share of its pages
-(/proc/PID/smaps_rollup, tens of milliseconds a process; again only once it grew, or
-seconds later), and only a tree over the ceiling by its shares is killed. The verdict is a
-crash of the case that says how much the tree held (`describe`). The child's scratch tmpfs mounts are bounded apart, by their size
-(grader.sandbox.filesystem): one submission can hold at most LIMIT per process tree plus
-those.
+kills the tree that holds more than LIMIT. Each measurement must be cheap, for it runs all
+through a grading: the resident pages come from /proc/PID/status (a fraction of a
+millisecond), and a process's parent is read once, when it is first seen. Resident pages
+count a page that a fork still shares with its parent in both (the spares are forks of a
+template that imported PyTorch; a submission may fork too), so a tree that seems over the
+ceiling is measured again by each process's share of its pages (/proc/PID/smaps_rollup,
+tens of milliseconds a process; again only once it grew, or seconds later), and only a
+tree over the ceiling by its shares is killed. The verdict is a crash of the case that says
+how much the tree held (`describe`). The child's scratch tmpfs mounts are bounded apart, by
+their size (grader.sandbox.filesystem): one submission can hold at most LIMIT per process
+tree plus those.
 """
 
 from __future__ import annotations
