@@ -433,6 +433,9 @@ def main() -> int:
                 got = (hit or [t for t in texts if t] or ["(nothing)"])[0][:200]
             failures += not ok
             print(f"{'ok  ' if ok else 'FAIL'} {name:<34} {result.status.value:<11} {got}", flush=True)
+            if not ok:  # everything the grader said, so that a run on a GPU tells why
+                for text in (t for t in texts if t):
+                    print("     | " + text.replace("\n", "\n     | ")[:2000], flush=True)
     print(f"gpu corpus: {'OK' if not failures else f'{failures} unexpected verdicts'}")
     return 1 if failures else 0
 
