@@ -115,3 +115,32 @@ def test_stages_are_readied_beside_each_other_only_on_a_gpu_with_cores_to_spare(
         monkeypatch, device, cores, readied):
     monkeypatch.setattr(sessions.os, "cpu_count", lambda: cores)
     assert sessions.readied_beside(device) is readied
+
+
+def test_a_stage_is_timed_only_once_every_later_stage_settled(two_stages, monkeypatch):
+    """The later stages are readied, in order, once the stage's own calls are recorded, and
+    every one of them is settled (its builders done, its child ended) before the stage's
+    first batch is timed."""
+    order = []
+
+    class Later:
+        def __init__(self, name):
+            self.name = name
+
+        def ready_beside(self):
+            order.append(("readied", self.name))
+
+        def settle(self):
+            order.append(("settled", self.name))
+
+    def speed_check(self):
+        order.append(("timed", self.stage.id))
+        raise RuntimeError("the test stops here")
+
+    monkeypatch.setattr(sessions.StageSession, "not_timed", lambda self, cases, checks=(): None)
+    monkeypatch.setattr(sessions.StageSession, "speed_check", speed_check)
+    first = sessions.StageSession(two_stages, two_stages.stages[0])
+    result = grading.grade_session(first, None, [Later("second"), Later("third")])
+    assert order == [("readied", "second"), ("readied", "third"), ("settled", "second"),
+                     ("settled", "third"), ("timed", "vector_add")]
+    assert result.status is Status.ERROR and "the test stops here" in result.message
