@@ -33,7 +33,6 @@ import gc
 import math
 import statistics
 import sys
-import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -79,28 +78,22 @@ def collector_paused():
 # ceiling's measurements) could hold the timing thread back that long each time it wakes,
 # for the reply of the replay's batch or after a synchronisation of the baseline's.
 QUICK_SWITCH_SECONDS = 1e-4
-_quick = 0  # batches being timed in this process, each with quick switches
-_quick_lock = threading.Lock()
-_interval = sys.getswitchinterval()
 
 
 @contextmanager
 def quick_switches():
     """The interpreter handed between this process's threads every QUICK_SWITCH_SECONDS
-    while any batch is timed in it (gradings on several GPUs time in threads of one process)."""
-    global _quick, _interval
-    with _quick_lock:
-        if not _quick:
-            _interval = sys.getswitchinterval()
-            sys.setswitchinterval(min(_interval, QUICK_SWITCH_SECONDS))
-        _quick += 1
+    while a batch is timed; the interval before, after it. (A process times one batch at a
+    time: `grade batch` grades each submission in a process of its own.)"""
+    before = sys.getswitchinterval()
+    if before <= QUICK_SWITCH_SECONDS:  # within a batch already
+        yield
+        return
+    sys.setswitchinterval(QUICK_SWITCH_SECONDS)
     try:
         yield
     finally:
-        with _quick_lock:
-            _quick -= 1
-            if not _quick:
-                sys.setswitchinterval(_interval)
+        sys.setswitchinterval(before)
 
 
 def synchronize() -> None:

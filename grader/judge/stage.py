@@ -38,7 +38,7 @@ REPLAY_DRAW = 0x5EED
 PROBES = 3
 BINARIES = "of the replay: waiting for its binaries"  # grade --profile, on a GPU
 COMPILES = "compiles for a GPU"  # the stage-wide check that a GPU compiler saw the kernels
-# Elements of an output from which a GPU judges it first: with the next stage's builders
+# Elements of an output from which a GPU judges it first: with a later stage's builders
 # compiling beside the cases, judging the outputs took 5.2 / 5.6 s of a grading on the
 # H200 (Triton / cuTile) from 2^20 elements, 3.6 / 3.1 s from 2^16 (two runs, BENCHMARKS.md).
 GPU_JUDGED_MIN = 1 << 16
@@ -80,7 +80,7 @@ class StageCheck:
         that hangs costs one time limit)."""
         if self.backend.device == "cpu" or self.built_ahead:
             return
-        self.built_ahead = True  # once: the stage may have been readied beside the one before
+        self.built_ahead = True  # once: the stage may have been readied beside an earlier one
         problem, builds = self.stage.problem, []
         memory = self.stage.memory_growth
         calls = [(c, c.seed_in_run(self.run_seed), REPLAY_DRAW) for c in self.stage.cases

@@ -137,7 +137,9 @@ def _measure(root: int, parents: dict[int, int]) -> None:
             and time.monotonic() - last[2] < SHARES_PERIOD:
         return  # under the ceiling by its shares, and it holds no more since
     held = tree_bytes(root, parents, shares=True)
-    _shares[root] = (resident, held, time.monotonic())
+    with _lock:
+        if root in _watched:  # not forgotten meanwhile: a pid is used again later
+            _shares[root] = (resident, held, time.monotonic())
     if held > LIMIT:
         _kill(root, held)
 

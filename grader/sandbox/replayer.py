@@ -115,8 +115,7 @@ class ReplayWorker(KernelWorker):
 
     def warm(self, problem_id: str, params: dict, dtype: str, seed: int, calls: int,
              proposal: dict):
-        """Untimed calls at the timed size: they absorb compilation and autotuning. The first
-        is checked like a graded call (front end, errors)."""
+        """Untimed calls at the timed size (compiling, autotuning); the first checked."""
         from grader.problems import PROBLEMS
 
         inputs = self.drawn(PROBLEMS[problem_id], params, dtype, seed)
@@ -212,7 +211,8 @@ class ReplayProcess(Process):
         self._installed_in = None  # ... that process
         self.installing = 0.0  # seconds spent waiting for builds and installing them
         self._builds = StageBuilds(lambda: BuilderProcess(  # its own, kept, compiled ahead
-            self.path, self.function, self.device, self.timeout, self.hidden, self.rules, self.track))
+            self.path, self.function, self.device, self.timeout, self.hidden, self.rules,
+            self.track))
 
     def spawn(self) -> None:
         """Start the replay, and on a GPU its builder, without waiting for them."""

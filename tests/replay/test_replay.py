@@ -353,7 +353,7 @@ def test_a_built_kernels_record_names_no_file_outside_its_folder(tmp_path, hash_
     assert not any(tmp_path.parent.glob("escape*")) and list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("signature", [{"x": '*fp32"); abort(); //'}, {"x;": "*fp32"},
+@pytest.mark.parametrize("signature", [{"x": '*fp32"); abort(); //'}, {"x; y": "*fp32"},
                                        {"x": ["*fp32"]}, {"x": "tensordesc<fp16[64]>{}"}])
 def test_a_built_kernels_signature_holds_only_parameter_types_triton_spells(tmp_path,
                                                                             signature):
@@ -365,6 +365,16 @@ def test_a_built_kernels_signature_holds_only_parameter_types_triton_spells(tmp_
     with pytest.raises(ValueError, match="parameter the grader does not launch"):
         TritonBinary(record, {"0/k.json": torch.zeros(1, dtype=torch.uint8)}, tmp_path)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_parameter_named_in_any_python_identifier_passes_the_check(tmp_path):
+    """Only the types reach the launcher's C source: a name Python allows (non-ASCII too)
+    is no reason to refuse a kernel; the check gets as far as the files."""
+    from grader.languages.triton.binary import TritonBinary
+
+    record = {"hash": "../x", "files": ["0/k.json"], "params": [], "signature": {"αβ": "*fp32"}}
+    with pytest.raises(ValueError, match="outside its folder"):
+        TritonBinary(record, {"0/k.json": torch.zeros(1, dtype=torch.uint8)}, tmp_path)
 
 
 def test_the_parameter_types_triton_spells_pass_the_check():

@@ -81,6 +81,7 @@ def test_a_tree_under_the_ceiling_by_its_shares_is_measured_so_again_once_it_gre
     monkeypatch.setattr(memory, "tree_bytes", tree_bytes)
     monkeypatch.setattr(memory, "_kill", lambda root, held: killed.append(held))
     memory._shares.pop(7, None)
+    monkeypatch.setattr(memory, "_watched", {7})
     memory._measure(7, {})
     memory._measure(7, {})
     assert measured == [7] and not killed  # the second time: nothing new to measure

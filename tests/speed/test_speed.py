@@ -10,7 +10,6 @@ import dataclasses
 import json
 import os
 import sys
-import threading
 import time
 
 import pytest
@@ -525,26 +524,16 @@ def test_both_sides_batches_are_timed_with_the_garbage_collector_held_off(grade,
     assert gc.isenabled()
 
 
-def test_quick_switches_last_while_any_thread_times_a_batch():
-    """Gradings on several GPUs time in threads of one process: the interval comes back only
-    once no batch is timed."""
-    before, inside = sys.getswitchinterval(), threading.Event()
-    done = threading.Event()
-
-    def other():
-        with timing.quick_switches():
-            inside.set()
-            done.wait(5)
-
-    thread = threading.Thread(target=other)
-    thread.start()
-    inside.wait(5)
-    quick = pytest.approx(timing.QUICK_SWITCH_SECONDS)
+def test_quick_switches_give_the_interval_back_after_the_batch():
+    before, quick = sys.getswitchinterval(), pytest.approx(timing.QUICK_SWITCH_SECONDS)
     with timing.quick_switches():
         assert sys.getswitchinterval() == quick
-    assert sys.getswitchinterval() == quick  # the other thread still times
-    done.set()
-    thread.join(5)
+        with timing.quick_switches():  # nested: the outer one gives the interval back
+            assert sys.getswitchinterval() == quick
+        assert sys.getswitchinterval() == quick
+    assert sys.getswitchinterval() == before
+    with pytest.raises(RuntimeError), timing.quick_switches():
+        raise RuntimeError("a batch that failed")
     assert sys.getswitchinterval() == before
 
 

@@ -22,17 +22,19 @@ from typing import Any
 import torch
 
 from grader.languages.triton.frontend import constant_json, constant_value, unwrap
+from grader.quoting import inline
 
 _KEPT = (".json", ".cubin")  # of a compiled kernel's files, what launching it needs
 # What a record may name (it is data from another process): a hash, and files within it.
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_-]{1,128}")
 _SAFE_FILE = re.compile(r"\d{1,4}/[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
-# A parameter's name and type, as Triton spells them in a compiled kernel's signature
-# ("*fp16", "i32", "constexpr", "tensordesc<bf16[64, 64]>"): its launcher is made from them,
-# and in Triton 3.6 compiled as C. What the builder sends is checked before that.
-_SAFE_PARAMETER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+# A parameter's type, as Triton spells it in a compiled kernel's signature ("*fp16", "i32",
+# "constexpr", "tensordesc<bf16[64, 64]>"): its launcher is made from the types, and in
+# Triton 3.6 compiled as C. What the builder sends is checked before that (the names too:
+# Python identifiers).
 _SAFE_TYPE = re.compile(r"constexpr|nvTmaDesc|\*{0,2}k?[a-z0-9]{1,12}"
-                        r"|tensordesc<[a-z0-9]{1,12}\[[0-9, ]{1,64}\][A-Za-z0-9_,.=\[\]() -]{0,200}>")
+                        r"|tensordesc<[a-z0-9]{1,12}\[[0-9, ]{1,64}\]"
+                        r"[A-Za-z0-9_,.=\[\]() -]{0,200}>")
 # What makes Triton's own autotuner pass over a configuration rather than fail the launch:
 # one that does not fit this GPU (shared memory, registers) or that its compiler refuses.
 SKIPPED = ("OutOfResources", "CompileTimeAssertionFailure", "PTXASError")
@@ -97,10 +99,10 @@ class TritonBinary:
         from triton.compiler.compiler import CompiledKernel
 
         for parameter, kind in record["signature"].items():
-            if not (_SAFE_PARAMETER.fullmatch(parameter) and isinstance(kind, str)
+            if not (parameter.isidentifier() and isinstance(kind, str)
                     and _SAFE_TYPE.fullmatch(kind)):
                 raise ValueError("a built kernel's record has a parameter the grader does not "
-                                 f"launch: {parameter!r}: {kind!r}")
+                                 f"launch: {inline(parameter)}: {inline(kind)}")
         group = {}
         for name in record["files"]:
             if not _SAFE_NAME.fullmatch(record["hash"]) or not _SAFE_FILE.fullmatch(name):
