@@ -36,6 +36,13 @@ class Rejected(Exception):
     """The child's figures or outputs did not stand up to the grader's checks."""
 
 
+class Unseen(Rejected):
+    """The grader's clock saw more around the timed calls than the allowances grant: work
+    the calls did not show, or something else of the machine that delayed the batches (on
+    the H200 honest references were rejected so, now and then, in one trial of a grading).
+    Such a trial is timed once more (grader.speed.check); hidden work shows in both."""
+
+
 def batch(calls: int, claimed: float) -> float:
     """What one batch of `calls` calls whose times add up to `claimed` ms may show beyond
     them, in ms."""
@@ -53,7 +60,7 @@ def judge_median(unexplained: list[float], student: list[float], around: list[fl
     allowed = (MEDIAN_PER_BATCH_MS + calls * MEDIAN_PER_CALL_MS
                + MEDIAN_FRACTION * claimed + MEDIAN_AROUND_FRACTION * around)
     if seen > allowed:
-        raise Rejected(
+        raise Unseen(
             f"over {len(unexplained)} batches of {calls} calls, the grader's "
             f"clock saw a median {seen:.3g} ms per batch more than the reported times "
             f"({claimed:.4g} ms) and the baseline's own work around its calls ({around:.3g} "

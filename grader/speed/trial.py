@@ -87,6 +87,7 @@ class TrialResult:
     checked: int = 0  # outputs fetched and checked
     wrong: str | None = None  # why a checked output is wrong
     rejected: str | None = None  # why the timing was not believed
+    unseen: bool = False  # rejected for what the grader's clock saw beyond the calls
     failed: str | None = None  # why the timed calls could not run
 
     @property
@@ -235,6 +236,7 @@ class Trial:
             result.failed = str(exc)
         except allowance.Rejected as exc:
             result.rejected = str(exc)
+            result.unseen = isinstance(exc, allowance.Unseen)
         except _Wrong:
             pass
         return result
@@ -268,7 +270,7 @@ class Trial:
                 f"same batch of the baseline spent around its calls here, {allowed:.3g} ms "
                 "allowed")
             if len(result.over) > allowance.OVER_ALLOWANCE_TOLERATED:
-                raise allowance.Rejected(
+                raise allowance.Unseen(
                     f"{'; then '.join(result.over)} (work the timed calls did not show: on "
                     "another stream, before or after their events, or timers altered)")
             return  # timed again: the next batch stands in for this one
