@@ -14,7 +14,8 @@
 
 Exit codes: 0 every graded stage passes, 1 a stage fails (or is not started: `--fail-on
 failure`, as CI runs it, counts only a started stage that fails), 2 a usage or configuration
-error (the message says what to fix), 130 interrupted (Ctrl-C).
+error (the message says what to fix), 130 interrupted (Ctrl-C, or SIGTERM: Slurm's scancel
+and time limit, `timeout`, a CI job cancelled).
 
     parsing.py     how the line is read: stage names as commands, grading options anywhere
     grade.py       grade STAGE..., grade all, grade list
@@ -35,7 +36,8 @@ from rich.markup import escape
 
 from grader import __version__
 from grader.cli import batch, grade, instructor, machine
-from grader.cli.context import EXIT_CODES_HELP, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from grader.cli.context import (EXIT_CODES_HELP, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE,
+                                 stop_on_sigterm)
 from grader.cli.parsing import GradeGroup
 from grader.errors import GradeError
 from grader.quoting import visible
@@ -68,6 +70,7 @@ def main(args: list[str] | None = None) -> int:
         # a non-interactive shell, some CI runners and wrappers), and Ctrl-C would then do
         # nothing; grading must stop on it wherever it was started from.
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        stop_on_sigterm()
     try:
         code = cli.main(args=args, prog_name="grade", standalone_mode=False)
     except GradeError as exc:

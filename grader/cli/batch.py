@@ -10,7 +10,7 @@ import click
 
 from grader import sandbox
 from grader.backends import selection as backends
-from grader.cli.context import EXIT_INTERRUPTED, EXIT_OK, course_of
+from grader.cli.context import EXIT_INTERRUPTED, EXIT_OK, course_of, interruption
 from grader.errors import GradeError
 from grader.grading.request import GradingRequest, Limits
 from grader.instructor import batch, regrade, roster, slurm
@@ -136,8 +136,17 @@ def batch_command(ctx, submissions, **options) -> int:
     changed = f" ({len(plan.changed)} changed since their result)" if plan.changed else ""
     console.print(f"grading {len(plan.todo)} of {len(found)} submissions{changed}, {tracks}, "
                   f"seed {request.seed}, {workers}; results in {out}", markup=False)
-    with batch_progress(console, len(plan.todo)) as on_done:
-        graded = batch.run(plan.todo, out, request, jobs, gpus, limit, on_done)
+    graded: list[batch.Graded] = []
+    try:
+        with batch_progress(console, len(plan.todo)) as on_done:
+            batch.run(plan.todo, out, request, jobs, gpus, limit,
+                      lambda g: (graded.append(g), on_done(g)))
+    except KeyboardInterrupt:
+        _write_class_files(course, out, found)
+        console.print(f"interrupted ({interruption()}) after {len(graded)} of "
+                      f"{len(plan.todo)} submissions; what was graded is kept, and the same "
+                      "command grades the rest", markup=False)
+        return EXIT_INTERRUPTED
     _finish(course, out, found, graded, console)
     return EXIT_OK
 
@@ -171,7 +180,7 @@ def _on_slurm(found, plan: regrade.Plan, request: GradingRequest, out: Path, lim
             graded = slurm.watch(course, runs, out, request.seed, options, on_update)
     except KeyboardInterrupt:
         _write_class_files(course, out, found)
-        console.print(f"interrupted (Ctrl-C): {slurm.cancel_hint(runs)}", markup=False)
+        console.print(f"interrupted ({interruption()}): {slurm.cancel_hint(runs)}", markup=False)
         return EXIT_INTERRUPTED
     _finish(course, out, found, graded, console)
     return EXIT_OK

@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from grader.cli.context import (EXIT_CODES_HELP, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK,
-                                course_of)
+                                course_of, interruption)
 from grader.cli.parsing import GradingCommand, StageCommand, grading_options
 from grader.course import HIDDEN_DEFAULT, Course, Stage
 from grader.grading import stages as grading
@@ -116,7 +116,7 @@ def _grade_resolved(request: GradingRequest, fail_on: str, unpacked: Unpacked | 
     except grading.Interrupted as stop:
         if stop.report.stages:
             render(stop.report, console, outputs.verbose)
-        console.print(f"interrupted (Ctrl-C) while grading {escape(visible(stop.stage))}: "
+        console.print(f"interrupted ({interruption()}) while grading {escape(visible(stop.stage))}: "
                       f"{len(stop.report.stages)} of {len(request.stages)} stages graded"
                       + ("; no result files were written" if outputs.files() else ""),
                       soft_wrap=True)

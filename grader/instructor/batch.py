@@ -28,15 +28,11 @@ import json
 import os
 import queue
 import secrets
-import shutil
-import signal
 import subprocess
 import sys
-import tempfile
-import time
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -48,13 +44,13 @@ from grader.instructor.regrade import keep_graded_stages
 from grader.instructor.submissions import (  # noqa: F401
     Entry, NotASubmission, comparable, digest, entries, unpack)
 from grader.grading.request import GradingRequest
+from grader.instructor.isolation import Stopped, run_isolated, scratch
 from grader.intake.overlay import Unpacked, from_the_handout, student_text
 from grader.results import Status, write_file
 from grader.sandbox.privileges import NEEDED_FOR_A_CLASS
 
 GRADED_EXIT_CODES = (0, 1)  # `grade all` graded the submission (passed or not)
 SUBMISSION = "exercises"  # the submission's folder, relative to the grading process's own
-WAIT_STEP = 0.1  # seconds between two looks at a grading process that may have ended
 
 
 @dataclass
@@ -65,10 +61,11 @@ class Graded:
 
 
 def grade_one(entry: Entry, out: Path, request: GradingRequest, env: dict, limit: float,
-              results: Path | None = None) -> Graded:
+              results: Path | None = None, stop: threading.Event | None = None) -> Graded:
     """Grade one submission in its own `grade all` process; its result goes to `results`
     (OUT/students/ unless given: a Slurm task's go to its run folder), its log to OUT/logs/,
-    what its intake found to OUT/students/NAME.intake.json."""
+    what its intake found to OUT/students/NAME.intake.json. Once `stop` is set, its grading
+    is ended and Stopped raised, its scratch folder removed."""
     result = (results or out / "students") / f"{entry.name}.json"
     # The grader writes to a scratch name, renamed only once it has finished: a run that
     # crashes or times out leaves no result (nor half of one). An earlier result (--force)
@@ -119,7 +116,11 @@ def grade_one(entry: Entry, out: Path, request: GradingRequest, env: dict, limit
             # records names the student's own paths (exercises/triton/...).
             try:
                 code = run_isolated(command, log, {**importing_this_grader(env),
-                                                   "TMPDIR": str(tmp)}, tmp, limit)
+                                                   "TMPDIR": str(tmp)}, tmp, limit, stop=stop)
+            except Stopped:  # nothing of a grading cut short stays beside the results
+                fresh.unlink(missing_ok=True)
+                so_far.unlink(missing_ok=True)
+                raise
             except subprocess.TimeoutExpired:
                 fresh.unlink(missing_ok=True)
                 # Before the stages finished are kept: `finally` runs only after the return.
@@ -179,18 +180,6 @@ def _not_graded(entry: Entry, out: Path, intake: Intake, why: str) -> Graded:
     return Graded(entry.name, None, why)
 
 
-@contextmanager
-def scratch() -> Iterator[Path]:
-    """A private temporary folder for one submission. It is removed only by this batch,
-    after run_isolated has ended every process that could still be using it; a removal that
-    fails (a file a process left read-only) leaves it behind rather than failing the batch."""
-    folder = Path(tempfile.mkdtemp(prefix="tilecourse-batch-"))
-    try:
-        yield folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
 def importing_this_grader(env: dict) -> dict:
     """`env` with this grader's package first on PYTHONPATH: a student's grading runs in
     their own folder, where `python -m grader` finds the grader only if it is installed;
@@ -199,42 +188,6 @@ def importing_this_grader(env: dict) -> dict:
     root = str(Path(__file__).resolve().parents[2])
     rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != root]
     return {**env, "PYTHONPATH": os.pathsep.join([root, *rest])}
-
-
-def run_isolated(command: list[str], log: Path, env: dict, cwd: Path, limit: float) -> int:
-    """Run `command` in a session of its own with its output in `log`; returns its exit code,
-    or raises subprocess.TimeoutExpired after `limit` seconds. Either way every process of
-    its session has ended before this returns: a straggler must never outlive its scratch
-    folder (it would write a traceback about the vanished folder into the log) nor go on
-    writing to the log."""
-    with log.open("w") as handle:
-        child = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, env=env,
-                                 stdin=subprocess.DEVNULL, cwd=cwd, start_new_session=True)
-    try:
-        ended = _wait_unreaped(child.pid, limit)
-    finally:
-        # The leader is alive or a zombie (not reaped yet), so its pid, the session's
-        # process group id, cannot have been given to anyone else.
-        try:
-            os.killpg(child.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        code = child.wait()
-    if not ended:
-        with log.open("a") as handle:
-            handle.write(f"\n[grade batch] stopped after {limit:g} s (--limit)\n")
-        raise subprocess.TimeoutExpired(command, limit)
-    return code
-
-
-def _wait_unreaped(pid: int, limit: float) -> bool:
-    """Wait up to `limit` s for `pid` to end without reaping it; whether it ended."""
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
-            return True
-        time.sleep(WAIT_STEP)
-    return False
 
 
 def student_paths(path: Path, tmp: Path) -> None:
@@ -265,7 +218,10 @@ def pending(students: list[Entry], out: Path, force: bool) -> list[Entry]:
 
 def run(todo: list[Entry], out: Path, request: GradingRequest, jobs: int, gpus: list[str],
         limit: float, on_done: Callable[[Graded], None] = lambda g: None) -> list[Graded]:
-    """Grade each submission in `todo`; returns what happened to each one."""
+    """Grade each submission in `todo`; returns what happened to each one. On Ctrl-C (or
+    SIGTERM) no submission is started any more, those being graded are ended and their
+    scratch folders removed, and then KeyboardInterrupt goes on: the results of the
+    submissions graded before stay, and the same command grades the rest."""
     (out / "students").mkdir(parents=True, exist_ok=True)
     slots = gpus or [None] * max(1, jobs)
     free: queue.SimpleQueue[str | None] = queue.SimpleQueue()  # GPUs no submission is using
@@ -278,18 +234,27 @@ def run(todo: list[Entry], out: Path, request: GradingRequest, jobs: int, gpus: 
             env = dict(os.environ)
             if gpu is not None:
                 env["CUDA_VISIBLE_DEVICES"] = gpu
-            return grade_one(entry, out, request, env, limit)
+            return grade_one(entry, out, request, env, limit, stop=stop)
         finally:
             free.put(gpu)
 
     done: list[Graded] = []
-    with ThreadPoolExecutor(max_workers=len(slots)) as pool:
+    stop = threading.Event()
+    pool = ThreadPoolExecutor(max_workers=len(slots))
+    try:
         futures = {pool.submit(grade_on_a_free_gpu, entry): entry for entry in todo}
         for future in as_completed(futures):
             graded = future.result()
             record(out / "students", graded)
             done.append(graded)
             on_done(graded)
+    except BaseException:
+        stop.set()  # the gradings under way end within WAIT_STEP
+        raise
+    finally:
+        # Left to the pool's own exit, an interrupted batch went on grading every submission
+        # not yet started, and waited for each one under way.
+        pool.shutdown(wait=True, cancel_futures=True)
     return done
 
 

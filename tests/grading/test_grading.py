@@ -328,13 +328,14 @@ def test_plain_pytest_on_untouched_exercises_says_not_started(tmp_path):
 # --- Ctrl-C ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("inherited", ["default", "ignored"])
-def test_ctrl_c_stops_grading_at_once_and_writes_no_result(tmp_path, inherited):
+@pytest.mark.parametrize("inherited, stop", [("default", "Ctrl-C"), ("ignored", "Ctrl-C"),
+                                             ("default", "SIGTERM")])
+def test_ctrl_c_stops_grading_at_once_and_writes_no_result(tmp_path, inherited, stop):
     """Ctrl-C while stage 2 hangs: the run stops there (no traceback, no ERROR for stage 2,
     no stage 3), shows stage 1 as graded, says it was interrupted, writes no JSON, leaves no
-    process of the submission behind, and exits 130. Also when `grade` starts with SIGINT
-    ignored, as a background job of a non-interactive shell does: Python would keep it
-    ignored."""
+    process of the submission and no scratch folder behind, and exits 130. Also when `grade`
+    starts with SIGINT ignored, as a background job of a non-interactive shell does: Python
+    would keep it ignored. SIGTERM (Slurm's scancel, `timeout`) stops it the same way."""
     submission = tmp_path / "exercises" / "triton"
     submission.mkdir(parents=True)
     for name in ("stage1_vector_add.py", "stage3_softmax.py"):
@@ -342,8 +343,10 @@ def test_ctrl_c_stops_grading_at_once_and_writes_no_result(tmp_path, inherited):
     hang = broken("triton", "stage2_fused_gelu.py", "    return out\n",
                   "    while 'hang-token-2417':\n        pass\n    return out\n")
     (submission / "stage2_fused_gelu.py").write_text(hang)
-    result = tmp_path / "result.json"
+    result, scratch = tmp_path / "result.json", tmp_path / "tmp"
+    scratch.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env["TMPDIR"] = str(scratch)
     process = subprocess.Popen(
         [sys.executable, "-m", "grader", "--course", str(COURSE_FILE), "1", "2", "3",
          "--backend", "triton-interpret", f"--submission={tmp_path}", "--json", str(result)],
@@ -357,16 +360,17 @@ def test_ctrl_c_stops_grading_at_once_and_writes_no_result(tmp_path, inherited):
             break
     time.sleep(3)  # inside the hanging call
     start = time.monotonic()
-    process.send_signal(signal.SIGINT)
+    assert list(scratch.glob("tilecourse-*"))  # the grading's own, while it runs
+    process.send_signal(signal.SIGINT if stop == "Ctrl-C" else signal.SIGTERM)
     out, err = process.communicate(timeout=60)
     out = "".join(seen) + out
     assert process.returncode == 130, out + err
     assert time.monotonic() - start < 20
-    assert "interrupted (Ctrl-C) while grading stage2 fused_gelu" in out
+    assert f"interrupted ({stop}) while grading stage2 fused_gelu" in out
     assert "1 of 3 stages graded; no result files were written" in out
     assert "vector_add" in out and "softmax" not in out.split("interrupted")[0].split("grading stage2")[1]
     assert "Traceback" not in out + err and "KeyboardInterrupt" not in out + err
-    assert not result.exists()
+    assert not result.exists() and not list(scratch.iterdir())
     assert not [pid for pid in os.listdir("/proc") if pid.isdigit() and _mentions(pid, "hang-token")]
 
 

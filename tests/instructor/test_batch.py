@@ -4,6 +4,7 @@ submissions, hostile zips, the students' feedback files, and paths as students k
 import csv
 import json
 import shutil
+import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 from conftest import GELU_STAGE, ROOT, vector_add_course
 
 from grader.course import load_course
-from grader.instructor import batch, submissions
+from grader.instructor import batch, isolation, submissions
 from grader.intake import overlay, upload
 
 TRITON_ADD, CUTILE_ADD = "triton/stage1_vector_add.py", "cutile/stage1_vector_add.py"
@@ -46,7 +47,7 @@ def test_a_class_is_graded_each_on_their_own_track(tmp_path, run_grade, small_co
                                                    monkeypatch):
     temp = tmp_path / "tmp"  # the batch's temporary folders, apart from other tests' ones
     temp.mkdir()
-    monkeypatch.setattr(batch.tempfile, "tempdir", str(temp))
+    monkeypatch.setattr(isolation.tempfile, "tempdir", str(temp))
     subs = tmp_path / "subs"
     _student(subs / "tia/exercises", {TRITON_ADD: _solution(TRITON_ADD)})
     # A wrong cuTile GELU: its failure and its file must reach the feedback.
@@ -211,16 +212,77 @@ def test_a_straggler_is_ended_before_its_scratch_folder_goes(tmp_path):
     straggler = ("import subprocess, sys; "
                  "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
                  "print('left behind', p.pid, flush=True)")
-    with batch.scratch() as tmp:
-        code = batch.run_isolated([sys.executable, "-c", straggler], log, {}, tmp, 20)
+    with isolation.scratch() as tmp:
+        code = isolation.run_isolated([sys.executable, "-c", straggler], log, {}, tmp, 20)
     pid = int(log.read_text().split("left behind ")[1].split()[0])
     deadline = time.monotonic() + 5  # SIGKILL is delivered, not waited for
     while _running(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert code == 0 and not _running(pid) and not tmp.exists()
-    with batch.scratch() as tmp, pytest.raises(batch.subprocess.TimeoutExpired):
-        batch.run_isolated([sys.executable, "-c", "import time; time.sleep(30)"], log, {}, tmp, 0.5)
+    with isolation.scratch() as tmp, pytest.raises(subprocess.TimeoutExpired):
+        isolation.run_isolated([sys.executable, "-c", "import time; time.sleep(30)"], log, {},
+                               tmp, 0.5)
     assert "stopped after 0.5 s" in log.read_text()
+
+
+def test_a_stopped_batch_ends_its_grading_at_once(tmp_path):
+    """Once the batch is stopped (Ctrl-C, SIGTERM), a grading under way is ended within a
+    look or two, not at its --limit, and its scratch folder goes with it."""
+    import threading
+    import time
+
+    stop = threading.Event()
+    threading.Timer(0.5, stop.set).start()
+    start = time.monotonic()
+    with pytest.raises(isolation.Stopped), isolation.scratch() as tmp:
+        isolation.run_isolated([sys.executable, "-c", "import time; time.sleep(60)"],
+                               tmp_path / "log", {}, tmp, 60, stop=stop)
+    assert time.monotonic() - start < 5 and not tmp.exists()
+    assert "stopped after" not in (tmp_path / "log").read_text()  # not its --limit
+
+
+SLEEPS = _solution(TRITON_ADD).replace(
+    '    """Return x + y for two 1-D tensors of the same shape and dtype."""\n',
+    '    """Return x + y for two 1-D tensors of the same shape and dtype."""\n'
+    "    import time\n    time.sleep(1000)\n")
+
+
+@pytest.mark.parametrize("stop", ["Ctrl-C", "SIGTERM"])
+def test_an_interrupted_batch_stops_at_once_and_leaves_nothing(tmp_path, small_course, stop):
+    """Ctrl-C or SIGTERM (Slurm's scancel, `timeout`) while the first of three students,
+    whose wrapper sleeps, is graded: no other student is started, the grading under way is
+    ended and its scratch folder removed, the class files are written, and the command
+    says so and exits 130."""
+    import os
+    import signal
+    import time
+
+    assert "time.sleep(1000)" in SLEEPS
+    for name in ("ann", "ben", "cat"):
+        _student(tmp_path / "class" / name, {TRITON_ADD: SLEEPS})
+    temp, out = tmp_path / "tmp", tmp_path / "out"
+    temp.mkdir()
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")},
+           "TMPDIR": str(temp)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "grader", "--course", str(small_course.path), "batch",
+         str(tmp_path / "class"), "--out", str(out), "--backend", "triton-interpret",
+         "--jobs", "1"], env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True)
+    deadline = time.monotonic() + 60
+    while not list(temp.glob("tilecourse-batch-*")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(1)  # the grading process started
+    start = time.monotonic()
+    process.send_signal(signal.SIGINT if stop == "Ctrl-C" else signal.SIGTERM)
+    said, _ = process.communicate(timeout=60)
+    assert process.returncode == 130, said
+    assert time.monotonic() - start < 10
+    assert f"interrupted ({stop}) after 0 of 3 submissions" in said
+    assert "the same command grades the rest" in said and "Traceback" not in said
+    assert not list(temp.iterdir())  # no scratch folder left
+    assert sorted(p.name for p in (out / "logs").iterdir()) == ["ann.log"]  # none started after
+    assert (out / "gradebook.csv").is_file() and not list((out / "students").glob("*.json.*"))
 
 
 def _running(pid: int) -> bool:

@@ -18,7 +18,8 @@ from grader.course import HIDDEN_DEFAULT, LatePenalty, Policy, load_course
 from grader.errors import CourseError, GradeError
 from grader.grading.request import GradingRequest
 from grader.grading.session import NEEDS_CORRECTNESS
-from grader.instructor import batch, export, gradebook, regrade, roster, submissions
+from grader.instructor import (batch, export, gradebook, isolation, regrade, roster,
+                               submissions)
 from grader.results import CaseResult, Report, SpeedResult, StageResult, Status
 
 EXPORT = Path(__file__).parent / "gradescope_export"
@@ -92,7 +93,7 @@ def test_a_bulk_export_yields_named_rows_with_late_work(tmp_path, run_grade, mon
     started, one not a submission; names, emails and SIDs reach the gradebook."""
     temp = tmp_path / "tmp"
     temp.mkdir()
-    monkeypatch.setattr(batch.tempfile, "tempdir", str(temp))
+    monkeypatch.setattr(isolation.tempfile, "tempdir", str(temp))
     course = _course(tmp_path, POLICY)
     copy = _export(tmp_path)
     (copy / "submission_2571001" / TRITON_ADD).write_text(
@@ -191,7 +192,7 @@ def _result(course, points: dict[str, float], gpu: str | None = None,
 def _fake_grader(course, scores: dict[str, dict], commands: list | None = None):
     """A stand-in for the `grade all` process: writes the result `scores` gives the
     submission whose folder is graded (by the word its stage file holds)."""
-    def fake_run(command, log, env, cwd, limit):
+    def fake_run(command, log, env, cwd, limit, stop=None):
         if commands is not None:
             commands.append(command)
         text = (cwd / "exercises" / TRITON_ADD).read_text()
@@ -327,7 +328,7 @@ def test_two_submissions_of_one_name_are_refused_naming_both(tmp_path, run_grade
 def test_limit_keeps_the_stages_graded_before_it(tmp_path, monkeypatch):
     course = _course(tmp_path)
 
-    def slow(command, log, env, cwd, limit):  # the first stage finished, the second did not
+    def slow(command, log, env, cwd, limit, stop=None):  # the first stage finished, the second did not
         data = _result(course, {"vector_add": 10.0})
         data["stages"] = data["stages"][:1]
         Path(command[command.index("--json-so-far") + 1]).write_text(json.dumps(data))
@@ -350,7 +351,7 @@ def test_limit_keeps_the_stages_graded_before_it(tmp_path, monkeypatch):
     assert row["total"] == "10" and row["total max"] == "20"
     assert "fused_gelu: not graded: the submission's time ran out" in row["error"]
 
-    def nothing(command, log, env, cwd, limit):
+    def nothing(command, log, env, cwd, limit, stop=None):
         raise subprocess.TimeoutExpired(command, limit)
 
     monkeypatch.setattr(batch, "run_isolated", nothing)
@@ -385,7 +386,7 @@ def test_a_stage_file_not_handed_in_is_named_so(tmp_path, monkeypatch):
     batch.write_feedback_files(out, [])
     assert NOT_HANDED_IN in (out / "students" / "ada.md").read_text(encoding="utf-8")
 
-    def out_of_time(command, log, env, cwd, limit):  # both stages finished, then the limit
+    def out_of_time(command, log, env, cwd, limit, stop=None):  # both stages finished, then the limit
         Path(command[command.index("--json-so-far") + 1]).write_text(
             json.dumps(_result(course, {"vector_add": 10.0})))
         raise subprocess.TimeoutExpired(command, limit)
@@ -400,7 +401,7 @@ def test_the_stages_kept_past_the_limit_name_the_students_own_files(tmp_path, mo
     folder: what is kept of them past --limit names the student's files, as a result does."""
     course = _course(tmp_path)
 
-    def out_of_time(command, log, env, cwd, limit):
+    def out_of_time(command, log, env, cwd, limit, stop=None):
         data = _result(course, {"vector_add": 0.0})
         data["stages"] = data["stages"][:1]
         inner = cwd / "tilecourse-submission-x" / "exercises"
@@ -573,7 +574,7 @@ def test_each_students_grading_imports_the_grader_that_runs_the_batch(tmp_path, 
     course = _course(tmp_path, POLICY)
     envs = []
     fake = _fake_grader(course, {"good": {"vector_add": 10.0}})
-    monkeypatch.setattr(batch, "run_isolated", lambda c, log, env, cwd, limit:
+    monkeypatch.setattr(batch, "run_isolated", lambda c, log, env, cwd, limit, stop=None:
                         envs.append(env) or fake(c, log, env, cwd, limit))
     monkeypatch.setenv("PYTHONPATH", "/elsewhere")
     subs = _class(tmp_path, {"ada": "good"})

@@ -249,7 +249,7 @@ def test_batch_runs_one_worker_per_gpu(tmp_path, run_grade, course, monkeypatch)
 
     seen, lock, running, peak = [], threading.Lock(), [0], [0]
 
-    def fake_grade_one(entry, out, request, env, limit):
+    def fake_grade_one(entry, out, request, env, limit, stop=None):
         with lock:
             running[0] += 1
             peak[0] = max(peak[0], running[0])
@@ -285,7 +285,7 @@ def test_batch_never_runs_two_submissions_on_one_gpu(tmp_path, course, monkeypat
     lock, busy, clashes, used = threading.Lock(), {}, [], []
     seconds = {"a": 0.01, "b": 0.5}  # b holds its GPU while a, c, d and e go through
 
-    def fake_grade_one(entry, out, request, env, limit):
+    def fake_grade_one(entry, out, request, env, limit, stop=None):
         gpu = env.get("CUDA_VISIBLE_DEVICES")
         with lock:
             if busy.get(gpu):
@@ -308,7 +308,7 @@ def test_batch_never_runs_two_submissions_on_one_gpu(tmp_path, course, monkeypat
 
 def _fake_grader(behaviour):
     """A stand-in for the `grade all` subprocess: `behaviour(json_path)` returns its exit code."""
-    def fake_run(command, log, env, cwd, limit):
+    def fake_run(command, log, env, cwd, limit, stop=None):
         return behaviour(Path(command[command.index("--json") + 1]))
 
     return fake_run

@@ -79,7 +79,12 @@ def test_a_class_is_graded_on_a_real_slurm_cluster(tmp_path, cluster, course, ru
     command = [sys.executable, "-m", "grader", "--course", str(course.path), "batch", str(subs),
                "--out", str(out), "--backend", "triton-interpret", "--seed", "11", "--slurm",
                "--time", "1", "--timeout", "300", "--poll", "1"]
-    env = {k: v for k, v in cluster.env.items() if not k.startswith("PYTEST_")}
+    # The tasks' temporary folder (sbatch passes the environment on): carl's and dan's
+    # tasks, cancelled and out of time, must leave nothing there.
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {**{k: v for k, v in cluster.env.items() if not k.startswith("PYTEST_")},
+           "TMPDIR": str(temp)}
     first = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              text=True)
     try:
@@ -133,6 +138,7 @@ def test_a_class_is_graded_on_a_real_slurm_cluster(tmp_path, cluster, course, ru
     assert {f for f in files if f.endswith(".md")} == {"ada.md", "bob.md", "carl.md", "dan.md"}
     assert {"ada.intake.json", "bob.intake.json"} <= set(files)
     assert json.loads((out / "class.json").read_text()) == {"seed": 11}
+    assert not list(temp.iterdir())
 
     # Resumed: only the students without a result are submitted (cancelled here at once).
     third = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
