@@ -4,5 +4,6 @@
     release.py     the student handout: no solutions/, no hidden cases
     calibrate.py   speed thresholds from the references on this GPU
     batch.py       a class of submissions, each isolated, into a gradebook
+    isolation.py   one submission's grading process: scratch folder, session, time limit, stop
     backups.py     a copy kept before any file a person wrote is replaced
 """
