@@ -92,6 +92,8 @@ class SpeedCase:
     spread: float = 0.0  # interquartile range / median of the submission's batch times
     unexplained_ms: float = 0.0  # per call, the most the grader's clock saw beyond its times
     checked: int = 0  # outputs of timed calls fetched and checked
+    # trials rejected for what the grader's clock saw beyond the calls (each timed again once)
+    trials_rejected: int = 0
     failure: Failure | None = None  # set when it failed
 
 

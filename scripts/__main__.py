@@ -18,6 +18,8 @@ STUDIES = {
     "simdiff": ("cutile_sim_diff", "the cuTile simulator against the GPU, kernel by kernel"),
     "sweep": ("sweep", "variants of the references' TUNE places, side by side"),
     "timing": ("timing_check", "the grader's timing against an in-process CUDA-event figure"),
+    "trials": ("trials_table", "how the speed trials of `grade --json` results went, case by "
+                               "case"),
     "untuned": ("untuned_check", "the plain solutions against the references' speed points"),
     "wire": ("wire_check", "how fast an output crosses the wire between two processes"),
 }

@@ -5,7 +5,10 @@
 #     each stage's seconds went, after each scorecard) on the Triton GPU backend
 #     and on cuTile, every case passing, speed included (pytest-benchmark records in
 #     $OUT/<backend>-bench.json); `--backend auto` must pick cuTile when it works; cuTile
-#     with a stale CUDA_HOME (the machine's older toolkit) must still grade
+#     with a stale CUDA_HOME (the machine's older toolkit) must still grade; then every speed
+#     trial of both gradings (`python -m scripts trials`, also in $OUT/trials.txt): no case
+#     may fail, and the trials rejected and timed again, the worst excess per call and the
+#     batches in all are the figures to compare across machines
 #   calibrate: `grade calibrate --write`, speed thresholds from the references on this GPU
 #     (the updated course.toml comes back as $OUT/course.toml)
 #   exercises: `grade all` on the untouched exercises, every stage NOT STARTED; two stages
@@ -103,6 +106,8 @@ if [ -d /usr/local/cuda ]; then
   grep -o '"backend_reason": "[^"]*"' "$TMP/stale.json" | sed 's/^/   /'
 fi
 for name in triton cutile; do echo "--- $name"; grep -v '^grading\|^timing' "$TMP/$name.log"; done
+"$PY" -m scripts trials "$OUT/triton.json" "$OUT/cutile.json" 2>&1 | tee "$OUT/trials.txt"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
 if part calibrate; then
 cp course.toml "$TMP/course.toml.before"

@@ -171,10 +171,11 @@ class SpeedCheck:
         work = problem.work(case.params, dtype)
         roofline = ceilings_module.ceilings().roofline(work, case.dtype)
         trial = self._trial(case, self._certainty(alone, roofline))
-        found, retimed = self._run(trial)
+        found, rejected = self._run(trial)
         if self._near_threshold(found):
-            again, retimed_again = self._run(trial)
-            found, retimed = _together(found, again), retimed or retimed_again
+            again, rejected_again = self._run(trial)
+            found, rejected = _together(found, again), rejected + rejected_again
+        result.trials_rejected = rejected
         if found.failed:
             result.summary = f"the timed calls failed: {found.failed}"
             result.failure = Failure.CALLS_FAILED
@@ -206,25 +207,27 @@ class SpeedCheck:
         tampered = found.rejected or self._implausible(result)
         result.passed, result.summary, result.failure = self._verdict(
             result, found.wrong is None, found.wrong or "", tampered)
-        result.summary += slowed + retimed
+        result.summary += slowed
+        if rejected and not found.rejected:
+            result.summary += ("; timed twice: in the first trial the grader's clock saw more "
+                               "than the calls' times and its own work explain")
         return Timed(result, found.student)
 
     @staticmethod
-    def _run(trial: Trial) -> tuple[TrialResult, str]:
-        """The trial's result, and what its verdict must add: a trial its clock alone
-        rejected (allowance.Unseen) is timed once more, and the second trial stands. On the
-        H200 two gradings of four rejected one honest reference each so, in one trial,
-        where every other grading of the same code passed it; work hidden in the calls
-        shows in every trial."""
+    def _run(trial: Trial) -> tuple[TrialResult, int]:
+        """The trial's result, and how many trials its clock alone rejected
+        (allowance.Unseen): a trial rejected so is timed once more, and the second trial
+        stands. On the H200 two gradings of four rejected one honest reference each so, in
+        one trial, where every other grading of the same code passed it; work hidden in the
+        calls shows in every trial."""
         first = trial.run()
         if not first.unseen:
-            return first, ""
+            return first, 0
         second = trial.run()
         if second.unseen:
             second.rejected += "; a first trial was rejected likewise"
-            return second, ""
-        return second, ("; timed twice: in the first trial the grader's clock saw more than "
-                        "the calls' times and its own work explain")
+            return second, 2
+        return second, 1
 
     def _near_threshold(self, found) -> bool:
         """Whether an untroubled trial's speed-up lies within the noise of the threshold."""

@@ -21,7 +21,7 @@ from grader.backends import selection as backends
 from grader.course import Threshold, load_course
 from grader.errors import CourseError
 from grader.problems import PROBLEMS
-from grader.results import CaseResult, CheckResult, Failure, Status
+from grader.results import CaseResult, CheckResult, Failure, Report, Status
 from grader.sandbox import ChildProcess, memory
 from grader.sandbox.replayer import ReplayProcess
 from grader.sandbox.outcomes import Batch
@@ -608,7 +608,35 @@ def test_one_batch_over_its_allowance_is_timed_again(grade, monkeypatch, noisy, 
     assert first.passed and first.repeats >= trial.MIN_BATCHES, first.summary
     assert ("timed twice: in the first trial the grader's clock saw more" in first.summary) \
         == (trials == 2)
-    assert second.passed and "timed twice" not in second.summary
+    assert first.trials_rejected == trials - 1
+    assert second.passed and "timed twice" not in second.summary and not second.trials_rejected
+
+
+def test_the_trials_table_shows_each_case_and_the_trials_rejected(grade, monkeypatch, tmp_path,
+                                                                  capsys):
+    """`python -m scripts trials RESULT.json`, how a grading's speed trials went: a row per
+    speed case, and a line of totals; exit code 1 when a case failed."""
+    fake = ReplayProcess.time_batch
+    batches = iter(range(10**6))
+
+    def noisy_batches(self, *args):  # the first trial rejected (two batches over), once
+        batch = fake(self, *args)
+        extra = 20.0 if next(batches) in (3, 6) else 0.0
+        return Batch(batch.times_ms, batch.digests, batch.wall_ms + extra)
+
+    monkeypatch.setattr(ReplayProcess, "time_batch", noisy_batches)
+    passing, failing = tmp_path / "pass.json", tmp_path / "fail.json"
+    for path, threshold in ((passing, 1.5), (failing, 2.5)):  # 2.5: too slow
+        Report("course", "exercises", "triton", "", {}, "", stages=[grade(threshold)]
+               ).write_json(path)
+    monkeypatch.setattr(sys, "argv", ["trials", str(passing), str(failing)])
+    assert _script("trials_table").main() == 1
+    out = capsys.readouterr().out
+    assert "vector_add" in out and "too slow" in out
+    assert "pass.json: 2 speed cases, 0 failed, 1 trials rejected and timed again" in out
+    assert "fail.json: 2 speed cases, 2 failed, 0 trials rejected" in out
+    monkeypatch.setattr(sys, "argv", ["trials", str(passing)])
+    assert _script("trials_table").main() == 0
 
 
 def test_a_trial_rejected_for_unseen_work_twice_is_rejected(grade, monkeypatch):
@@ -629,6 +657,7 @@ def test_a_trial_rejected_for_unseen_work_twice_is_rejected(grade, monkeypatch):
         assert case.failure is Failure.TIMING_REJECTED
         assert case.summary.count("the grader's clock saw") == 2 and "; then " in case.summary
         assert case.summary.endswith("; a first trial was rejected likewise"), case.summary
+        assert case.trials_rejected == 2
 
 
 @pytest.mark.parametrize("hidden, rejected", [((2.5,), True), ((2.5, 0.0, 0.0), False)])
