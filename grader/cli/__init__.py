@@ -65,12 +65,23 @@ for command in (grade.stage_command, grade.all_command, grade.list_command,
 
 def main(args: list[str] | None = None) -> int:
     """Entry point: run the CLI and turn errors into messages and exit codes."""
-    if threading.current_thread() is threading.main_thread():
+    main_thread = threading.current_thread() is threading.main_thread()
+    if main_thread:
         # Python leaves SIGINT ignored when it starts with it ignored (a background job of
         # a non-interactive shell, some CI runners and wrappers), and Ctrl-C would then do
         # nothing; grading must stop on it wherever it was started from.
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        stop_on_sigterm()
+    # SIGTERM stops grading as Ctrl-C does, for this command only (a process that calls
+    # main() keeps its own handler afterwards).
+    previous = stop_on_sigterm() if main_thread else None
+    try:
+        return _run(args)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _run(args: list[str] | None) -> int:
     try:
         code = cli.main(args=args, prog_name="grade", standalone_mode=False)
     except GradeError as exc:

@@ -136,11 +136,14 @@ def batch_command(ctx, submissions, **options) -> int:
     changed = f" ({len(plan.changed)} changed since their result)" if plan.changed else ""
     console.print(f"grading {len(plan.todo)} of {len(found)} submissions{changed}, {tracks}, "
                   f"seed {request.seed}, {workers}; results in {out}", markup=False)
-    graded: list[batch.Graded] = []
+    graded: list[batch.Graded] = []  # as each ends: what an interrupted batch has graded
     try:
-        with batch_progress(console, len(plan.todo)) as on_done:
-            batch.run(plan.todo, out, request, jobs, gpus, limit,
-                      lambda g: (graded.append(g), on_done(g)))
+        with batch_progress(console, len(plan.todo)) as shown:
+            def done(one: batch.Graded) -> None:
+                graded.append(one)
+                shown(one)
+
+            batch.run(plan.todo, out, request, jobs, gpus, limit, done)
     except KeyboardInterrupt:
         _write_class_files(course, out, found)
         console.print(f"interrupted ({interruption()}) after {len(graded)} of "

@@ -20,11 +20,11 @@ EXIT_CODES_HELP = (
     "course.toml (the message says what to fix); 130 interrupted (Ctrl-C or SIGTERM).")
 
 
-def stop_on_sigterm() -> None:
+def stop_on_sigterm():
     """SIGTERM (Slurm's scancel and time limit, `timeout`, a CI job cancelled) stops grading
     as Ctrl-C does: every process ended, every scratch folder removed. Left to its default it
     ended the process at once, and a Slurm task cancelled or out of time left its students'
-    copies in the node's /tmp. Called from the main thread."""
+    copies in the node's /tmp. Called from the main thread; returns the handler it replaced."""
     pid = os.getpid()
 
     def interrupt(signum, frame):
@@ -33,7 +33,7 @@ def stop_on_sigterm() -> None:
         _received.append(signum)
         raise KeyboardInterrupt
 
-    signal.signal(signal.SIGTERM, interrupt)
+    return signal.signal(signal.SIGTERM, interrupt)
 
 
 _received: list[int] = []  # the stop signals received (stop_on_sigterm)

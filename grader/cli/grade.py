@@ -116,8 +116,9 @@ def _grade_resolved(request: GradingRequest, fail_on: str, unpacked: Unpacked | 
     except grading.Interrupted as stop:
         if stop.report.stages:
             render(stop.report, console, outputs.verbose)
-        console.print(f"interrupted ({interruption()}) while grading {escape(visible(stop.stage))}: "
-                      f"{len(stop.report.stages)} of {len(request.stages)} stages graded"
+        console.print(f"interrupted ({interruption()}) while grading "
+                      f"{escape(visible(stop.stage))}: {len(stop.report.stages)} of "
+                      f"{len(request.stages)} stages graded"
                       + ("; no result files were written" if outputs.files() else ""),
                       soft_wrap=True)
         return EXIT_INTERRUPTED

@@ -374,6 +374,21 @@ def test_ctrl_c_stops_grading_at_once_and_writes_no_result(tmp_path, inherited, 
     assert not [pid for pid in os.listdir("/proc") if pid.isdigit() and _mentions(pid, "hang-token")]
 
 
+def test_sigterm_is_the_grade_commands_only_while_it_runs(run_grade):
+    """`grade` stops on SIGTERM as on Ctrl-C while it runs; a process that called it (the
+    test suite, a notebook) has its own handler back afterwards."""
+    def own(signum, frame):
+        pass
+
+    before = signal.signal(signal.SIGTERM, own)
+    try:
+        code, out, _ = run_grade("list")
+        assert code == 0 and "vector_add" in out
+        assert signal.getsignal(signal.SIGTERM) is own
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
 def _mentions(pid: str, token: str) -> bool:
     try:
         return token in Path(f"/proc/{pid}/cmdline").read_text()
