@@ -59,10 +59,22 @@ def _entries_of(course: Course, path: Path) -> list[Entry]:
     return [Entry(_name(path), path)]
 
 
+# A submission's files in OUT/students/ are NAME.json, NAME.intake.json, ...: a name that
+# ends so would write its result where another student's intake record is, or be read as one.
+RESERVED_ENDING = ".intake"
+
+
 def require_unique_names(found: list[Entry]) -> None:
-    """Two submissions of one name would overwrite each other's results: name both."""
+    """Two submissions of one name would overwrite each other's results: name both. A name
+    ending in RESERVED_ENDING would do the same to another's record: name it."""
     first: dict[str, Path] = {}
     for entry in found:
+        if entry.name.endswith(RESERVED_ENDING):
+            raise GradeError(f"A submission is named '{entry.name}' ({entry.source}): its result "
+                             f"would be written as {entry.name}.json, the name of the intake "
+                             f"record of a submission named "
+                             f"'{entry.name[:-len(RESERVED_ENDING)]}'. Rename it (say, to "
+                             f"'{entry.name[:-len(RESERVED_ENDING)]}-intake').")
         if entry.name in first:
             raise GradeError(f"Two submissions are both named '{entry.name}': {first[entry.name]} "
                              f"and {entry.source}. Their results would overwrite each other; "

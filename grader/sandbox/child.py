@@ -3,6 +3,9 @@
 The child imports the submission and calls its wrapper on inputs drawn from the grader's
 seeds, with every launch written down and none run (`record`): what comes back is a
 proposal, plain data that the replay process (grader.sandbox.replayer) checks and runs.
+The seeds the child is given are masked by a key that never leaves the grader: the wrapper
+can read them (in the frames that call it), and the replay's own seeds, the ones that
+`--seed` reproduces, must not follow from them.
 The child also captures a language's launches for `grade compile` (`compile`), which the
 language's wing builds without a GPU.
 
@@ -13,6 +16,7 @@ each reply sits between them.
 from __future__ import annotations
 
 import json
+import secrets
 
 from grader import protocol
 from grader.sandbox.outcomes import Proposed
@@ -85,6 +89,12 @@ class ChildProcess(Process):
         super().__init__(*args, **kwargs)
         self._replay: ReplayProcess | None = None
         self._ahead: dict[str, Proposed] = {}  # calls recorded ahead (`record_ahead`)
+        # XORed into every seed the child draws from: the seeds it sees are uniform and
+        # independent of the run's seed, so the replay's seeds (the run's, drawn from
+        # another way) cannot be told from them. A wrapper that found its seed in the
+        # frames that call it drew the replay's inputs itself and patched its output with
+        # a step the replay repeats (tests/attacks/triton/stage1_predicts_the_replays_inputs.py).
+        self._seed_key = secrets.randbits(31)
 
     def load(self) -> None:
         """Start the child and load the submission there; the replay is started first, so
@@ -129,14 +139,15 @@ class ChildProcess(Process):
         return proposed
 
     def record(self, problem_id: str, params: dict, dtype: str, seed: int) -> Proposed:
-        """One call of the wrapper on the case's inputs drawn from `seed`, written down as a
-        proposal (its launches are not run); one recorded ahead is taken as it is."""
+        """One call of the wrapper on inputs of the case's size drawn from `seed` masked
+        (the module's docstring says why), written down as a proposal (its launches are not
+        run); one recorded ahead is taken as it is."""
         ahead = self._ahead.pop(_call_key(problem_id, params, dtype, seed), None)
         if ahead is not None:
             return ahead
         try:
             reply = self._ask("record", 0, problem_id=problem_id, params=params, dtype=dtype,
-                              seed=seed)
+                              seed=seed ^ self._seed_key)
             value = self._check(reply.header["value"], RECORD_REPLY, "the recorded call")
         except (Failed, SubmissionError) as exc:
             failed = failed_call(exc)

@@ -325,6 +325,22 @@ def test_two_submissions_of_one_name_are_refused_naming_both(tmp_path, run_grade
     assert str(tmp_path / "a" / "ada") in err and str(tmp_path / "b" / "ada") in err
 
 
+@pytest.mark.parametrize("names", [("alice", "alice.intake"), ("alice.intake",)])
+def test_a_name_that_would_write_over_another_students_record_is_refused(tmp_path, run_grade,
+                                                                         names):
+    """A submission named 'alice.intake' would write its result as alice.intake.json, alice's
+    intake record (her submission count gone, then the gradebook unreadable), or be read as
+    the record of an 'alice' who never handed in: refused, before anything is graded."""
+    course = _course(tmp_path)
+    for name in names:
+        (tmp_path / "class" / name / "triton").mkdir(parents=True)
+        (tmp_path / "class" / name / TRITON_ADD).write_text("# x\n")
+    code, _, err = run_grade("--course", str(course.path), "batch", str(tmp_path / "class"),
+                             "--out", str(tmp_path / "out"))
+    assert code == 2 and "A submission is named 'alice.intake'" in err, err
+    assert "Rename it" in err and not (tmp_path / "out" / "students").exists()
+
+
 def test_limit_keeps_the_stages_graded_before_it(tmp_path, monkeypatch):
     course = _course(tmp_path)
 
