@@ -204,8 +204,16 @@ def _extents(spec, bad: torch.Tensor, launches) -> list[int] | None:
             next((la.constants[entry] for la in reversed(launches) if entry in la.constants), None)
         if not isinstance(value, int) or value < 1:
             return None
-        extents.append(value)
+        extents.append(_bounded(value, bad.shape[dim]))
     return extents
+
+
+def _bounded(extent: int, n: int) -> int:
+    """A tile extent as the report and the picture group by: one beyond the smallest power
+    of two that covers its dimension groups as that power does (one tile). A launch
+    constant can be any integer its language takes, 2**64 - 1 included: the picture padded
+    the output to it, and looked for its divisors one by one."""
+    return min(extent, 1 << max(n - 1, 0).bit_length())
 
 
 def _block(spec, constants: dict) -> int | None:
@@ -277,7 +285,8 @@ def _tile_report(bad: torch.Tensor, spec, launches) -> list[str]:
             if not isinstance(value, int) or value < 1:
                 return [f"(tiles not shown: no kernel launch passed {entry})"]
             extents.append(value)
-    size = torch.tensor(extents, device=bad.device)
+    size = torch.tensor([_bounded(e, s) for e, s in zip(extents, bad.shape)],
+                        device=bad.device)
     tile_ids = bad.nonzero() // size
     tiles, counts = torch.unique(tile_ids, dim=0, return_counts=True)
     n_tiles = [-(-s // e) for s, e in zip(bad.shape, extents)]

@@ -84,6 +84,20 @@ def test_tiles_come_from_the_launch_constants():
     assert "tile (1, 1): out[4:8, 4:8], 2 bad (the last tile along dim 0, 1)" in verdict.report
 
 
+def test_a_tile_constant_past_int64_groups_as_one_tile():
+    """A kernel may take any integer its language does (Triton: up to 2**64 - 1) under the
+    name course.toml gives the tile: the report groups by it rather than failing (the stage
+    showed as the grader's own error, its checks unable to run)."""
+    ref = torch.zeros(10)
+    verdict = judge(ref + 1, ref, tiles=("BLOCK_SIZE",),
+                    launches=[Launch("k", (1,), {"BLOCK_SIZE": 2**63 + 1}, language="triton")])
+    assert "10 of 10 elements mismatch" in verdict.summary
+    assert f"bad elements lie in 1 of 1 tiles (BLOCK_SIZE={2**63 + 1} per tile)" in verdict.report
+    # The picture groups by it too, rather than padding the output to it (exabytes) or
+    # looking for its divisors one by one (a hang).
+    assert verdict.picture is not None and "the output by tile" in verdict.report
+
+
 def test_whole_dimension_and_single_index_tiles():
     ref = torch.zeros(3, 10)
     out = ref.clone()
