@@ -96,6 +96,11 @@ def replay_misconduct(call: Call, outcome: Outcome, problem: Problem,
     if failing and failing[0]["kind"] == "store_to_input":
         return Verdict(False, "modified its input, as the watch of its loads and stores "
                               "saw:", seen, kind=Failure.MODIFIED_INPUTS)
+    if failing and all(f["kind"] == "race" for f in failing):
+        return Verdict(False, "its programs race: one reads what another stores in the same "
+                              "launch, as the watch of its loads and stores saw (here the "
+                              "programs ran one by one, in order; a GPU runs them at once):",
+                       seen, kind=Failure.WRONG_RESULT)
     if failing:
         return Verdict(False, "read or wrote outside a tensor, as the watch of its loads "
                               "and stores saw:", seen, kind=Failure.OUT_OF_BOUNDS)

@@ -19,6 +19,7 @@ its own, and a traceback through a helper holds the call's frame above the helpe
 from __future__ import annotations
 
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 
 from grader.tracks import TRACKS, wing
@@ -187,3 +188,16 @@ def _frames(exc: BaseException, path: Path) -> list[tuple[int, str]]:
         found = frames or found
         exc = exc.__cause__ or exc.__context__
     return found
+
+
+@dataclass(frozen=True)
+class Source:
+    """The student's file, to quote a kernel line."""
+
+    lines: tuple[str, ...]
+    name: str
+
+    def at(self, line: int | None) -> str:
+        if line is None or not 0 < line <= len(self.lines):
+            return f"in {self.name}"
+        return f"line {line} (`{self.lines[line - 1].strip()}`)"

@@ -9,7 +9,7 @@ plain sentences at the kernel's line:
 
 - a load outside its tensor (past its end, or between the rows of a view): on a GPU that
   reads memory that belongs to something else, even where the value is later discarded;
-- stores that several programs make to the same element (a race on a GPU);
+- stores of several programs to one element, one program's store another reads (races);
 - programs that stored nothing, and output elements no program stored;
 - input elements no program read (the addresses skip part of the input).
 
@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from grader.replay.locate import Source
+from grader.replay.races import Races
 from grader.tracks import Words
 
 WRITTEN, SHARED, OOB_READER = 1, 2, 4  # bits of Traffic.output_map
@@ -38,8 +40,8 @@ SHOW = 3  # programs or elements named in one finding
 class Finding:
     """One fact about the traffic, for the student: `kind` is what checks key on."""
 
-    # load_out_of_bounds, load_between_rows, store_out_of_bounds, store_to_input, overlap,
-    # same_elements, idle, unread, never_read (grader.replay.watch adds undetermined_edge)
+    # load_out_of_bounds, load_between_rows, store_out_of_bounds, store_to_input, race, overlap,
+    # same_elements, idle, unread, never_read (grader.replay.watch: undetermined_edge)
     kind: str
     text: str
     line: int | None = None
@@ -120,7 +122,7 @@ class Traffic:
 class LaunchWatch:
     """Accumulates the accesses of one launch; `close` turns them into findings."""
 
-    def __init__(self, regions: list[Region], programs: int, source: "Source", words: Words,
+    def __init__(self, regions: list[Region], programs: int, source: Source, words: Words,
                  index: int = 0):
         self.regions = sorted(regions, key=lambda r: r.start)
         self.starts = np.array([r.start for r in self.regions], dtype=np.int64)
@@ -140,6 +142,7 @@ class LaunchWatch:
         # line -> lanes its mask switched off: a line with any has a mask (a wrong one, where
         # its lanes still leave the tensor), not a missing one
         self.masked_off: dict[int | None, int] = {}
+        self.races = Races()  # an element one program stores and another reads
 
     def access(self, store: bool, addresses: np.ndarray, mask: np.ndarray, program: int,
                line: int | None) -> None:
@@ -178,6 +181,8 @@ class LaunchWatch:
             self.oob_programs.add(program)
             if access.first is None:
                 access.first = (program, int(elements[past].max() - last))
+        if not region.is_input:
+            self.races.access(store, index, region, flat[inside], program, line)
         if store and region.is_output:
             self.out_writes.append((program, flat[inside]))
             self.out_line = self.out_line or line
@@ -201,6 +206,9 @@ class LaunchWatch:
             found.append(Finding("store_to_input", f"{self.source.at(line)}: stores into the "
                                  f"input {name}: a kernel reads its inputs and writes only the "
                                  "output", line, fails=True))
+        if race := self.races.first:  # grader.replay.races
+            found.append(Finding("race", self.races.text(race, self.source, self.words),
+                                 race.line, fails=True))
         found += self._idle()
         if output is not None:
             found += self._output(traffic, output)
@@ -332,16 +340,3 @@ def _count(n: int) -> str:
 def _order(item) -> tuple:
     (line, index), _ = item
     return (line or 0, index)
-
-
-@dataclass(frozen=True)
-class Source:
-    """The student's file, to quote a kernel line."""
-
-    lines: tuple[str, ...]
-    name: str
-
-    def at(self, line: int | None) -> str:
-        if line is None or not 0 < line <= len(self.lines):
-            return f"in {self.name}"
-        return f"line {line} (`{self.lines[line - 1].strip()}`)"

@@ -17,7 +17,8 @@ from typing import Iterator
 import numpy as np
 import torch
 
-from grader.replay.traffic import Finding, LaunchWatch, Region, Source, Traffic
+from grader.replay.locate import Source
+from grader.replay.traffic import Finding, LaunchWatch, Region, Traffic
 from grader.tracks import TRACKS, wing
 
 

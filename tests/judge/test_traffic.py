@@ -10,8 +10,9 @@ from grader.judge import ownership, picture
 from grader.problems.evidence import Evidence, row_factor
 from grader.protocol import ProtocolError
 from grader.replay import traffic as traffic_module
+from grader.replay.locate import Source
 from grader.replay.traffic import (NOBODY, OOB_READER, SEVERAL, SHARED, WRITTEN, LaunchWatch,
-                                   Region, Source, Traffic)
+                                   Region, Traffic)
 from grader.sandbox.outcomes import call_outcome
 from grader.tracks import TRACKS
 
@@ -48,6 +49,23 @@ def test_a_load_past_the_end_fails_at_its_line_even_when_the_store_is_masked():
     assert finding.fails and finding.line == 1
     assert "line 1 (`x = tl.load(x_ptr + offsets)`): reads 4 elements past the end of `x`" in finding.text
     assert "program 1" in finding.text
+
+
+def test_an_element_one_program_stores_and_another_reads_is_a_race():
+    """Program 0 stores to the output what program 1 then reads: right on the CPU, where
+    the programs run in order, undefined on a GPU. Both orders of the two accesses count;
+    a program reading what it stored itself, and separate launches, do not."""
+    for accesses, second, verb in (
+            ([(True, "out", range(0, 4), 0, 2), (False, "out", range(2, 6), 1, 1)], 1, "reads"),
+            ([(False, "out", range(4, 8), 1, 1), (True, "out", range(4, 8), 0, 2)], 0,
+             "stores to")):
+        [race] = [f for f in run(2, accesses).findings if f.kind == "race"]
+        assert race.fails and race.line == accesses[1][4]
+        assert f"program {second} {verb} an element of the output (flat index" in race.text
+        assert "in the same launch" in race.text and "(a race)" in race.text
+    alone = run(2, [(True, "out", range(0, 4), 0, 2), (False, "out", range(0, 4), 0, 1),
+                    (True, "out", range(4, 8), 1, 2), (False, "x", range(0, 8), 1, 1)])
+    assert not [f for f in alone.findings if f.kind == "race"]
 
 
 def test_masked_lanes_are_not_accesses():
