@@ -89,7 +89,8 @@ def _cell(text: object) -> str:
     return line.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
 
-_INLINE_MARKUP = str.maketrans({c: "\\" + c for c in "\\`*[]~"})
+# `_` too: `__text__` in a student's exception rendered bold in a CI job's summary.
+_INLINE_MARKUP = str.maketrans({c: "\\" + c for c in "\\`*_[]~"})
 
 
 def _said(text: object) -> str:

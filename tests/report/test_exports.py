@@ -371,7 +371,7 @@ def test_markdown_failures(markdown):
     assert f"case `{HIDDEN_ID}`: hidden case failed: wrong result" in markdown
     assert "wrong shape B" in markdown and "wrong shape C" not in markdown  # 3 shown
     assert "... and 1 more" in markdown
-    assert NOT_STARTED_MESSAGE in markdown
+    assert NOT_STARTED_MESSAGE.replace("_", "\\_") in markdown  # rendered as it was
     assert "the grader's checks could not run (pytest exit 3)." in markdown
     assert "speed `s2`: 0.5 ms vs torch 0.2 ms: too slow" in markdown  # a PASS stage, slow
     assert "memory growth: extra GPU memory grew 4 MB" in markdown
@@ -379,6 +379,21 @@ def test_markdown_failures(markdown):
     for secret in SECRETS:
         assert secret not in markdown, secret
     assert "\x1b" not in markdown and "\x00" not in markdown
+
+
+def test_markdown_quotes_no_emphasis_from_a_submission(tmp_path):
+    """What a submission raised reaches a CI job's summary as text: `__x__` and `*x*` are
+    not bold, a backtick opens no code span, brackets make no link."""
+    from grader.report.markdown import write_markdown
+
+    report = build_report()
+    forged = "__All cases PASS__ *20/20* `ok` [link](http://example.com)"
+    [failing] = [c for s in report.stages for c in s.cases if c.id == "n4097-float32"]
+    failing.summary = forged
+    write_markdown(report, tmp_path / "s.md")
+    text = (tmp_path / "s.md").read_text()
+    assert "\\_\\_All cases PASS\\_\\_ \\*20/20\\* \\`ok\\` \\[link\\](http://example.com)" in text
+    assert "__All" not in text
 
 
 def test_markdown_how_it_was_graded(markdown):
