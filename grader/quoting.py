@@ -32,8 +32,10 @@ CUT = "…"
 # What can move a terminal's cursor, recolour, erase or reorder what it shows: C0 (ESC, which
 # starts every ANSI sequence, and carriage return among them), DEL, C1 (CSI 0x9b starts a
 # sequence by itself), the Unicode line separators and the bidirectional overrides that make
-# text read in another order than it is stored.
-_UNSAFE = r"\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+# text read in another order than it is stored; and lone surrogates, which no UTF-8 output can
+# encode (a `raise RuntimeError("\ud800")` ended the scorecard in a traceback).
+_UNSAFE = (r"\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+           r"\ud800-\udfff")
 _UNSAFE_IN_LINES = re.compile(f"[{_UNSAFE}]")
 _UNSAFE_IN_LINE = re.compile(rf"[\t\n{_UNSAFE}]")
 

@@ -15,7 +15,7 @@ from grader.errors import GradeError
 from grader.grading.request import GradingRequest, Limits
 from grader.instructor import batch, regrade, roster, slurm
 from grader.instructor.class_report import write_report
-from grader.instructor.submissions import require_unique_names
+from grader.instructor.submissions import require_usable_names
 from grader.quoting import single_line
 from grader.report.progress import batch_progress, slurm_progress
 from grader.report.scorecard import make_console, sandbox_line
@@ -108,7 +108,7 @@ def batch_command(ctx, submissions, **options) -> int:
     if not found:
         raise GradeError("No submissions found: name folders or .zip files, a folder of them, "
                          "or a Gradescope bulk export (its folder with submission_metadata.yml).")
-    require_unique_names(found)
+    require_usable_names(found)
     chosen = regrade.only(found, options["only"])
     roster.update_roster(out, found)
     # The class's one request: each student's submission fills it in (grader.instructor.batch).

@@ -64,11 +64,18 @@ def _entries_of(course: Course, path: Path) -> list[Entry]:
 RESERVED_ENDING = ".intake"
 
 
-def require_unique_names(found: list[Entry]) -> None:
+def require_usable_names(found: list[Entry]) -> None:
     """Two submissions of one name would overwrite each other's results: name both. A name
-    ending in RESERVED_ENDING would do the same to another's record: name it."""
+    ending in RESERVED_ENDING would do the same to another's record, and one that is not
+    UTF-8 text cannot name a file of results: name it."""
     first: dict[str, Path] = {}
     for entry in found:
+        try:
+            entry.name.encode("utf-8")
+        except UnicodeEncodeError:  # bytes no encoding of the file system's could read
+            raise GradeError(f"A submission's name is not UTF-8 text: {ascii(entry.name)}, in "
+                             f"{entry.source.parent}. Its result files are named after it; "
+                             "rename it to UTF-8 text (say, with `mv`).") from None
         if entry.name.endswith(RESERVED_ENDING):
             raise GradeError(f"A submission is named '{entry.name}' ({entry.source}): its result "
                              f"would be written as {entry.name}.json, the name of the intake "

@@ -341,6 +341,25 @@ def test_a_name_that_would_write_over_another_students_record_is_refused(tmp_pat
     assert "Rename it" in err and not (tmp_path / "out" / "students").exists()
 
 
+def test_a_name_that_is_not_utf8_text_is_refused_with_the_fix(tmp_path, run_grade):
+    """A student folder named with a byte no UTF-8 text holds (0xff) cannot name a file of
+    results: the roster's write failed with a traceback and nobody in the class was graded.
+    Refused, the name spelled out, before anything is graded."""
+    import os
+
+    course = _course(tmp_path)
+    classroom = tmp_path / "class"
+    for name in (b"bad\xffname", b"sue"):
+        folder = os.path.join(os.fsencode(classroom), name, b"triton")
+        os.makedirs(folder)
+        with open(os.path.join(folder, b"stage1_vector_add.py"), "w") as handle:
+            handle.write("# x\n")
+    code, _, err = run_grade("--course", str(course.path), "batch", str(classroom),
+                             "--out", str(tmp_path / "out"))
+    assert code == 2 and "A submission's name is not UTF-8 text: 'bad\\udcffname'" in err, err
+    assert "rename it" in err and "Traceback" not in err
+
+
 def test_limit_keeps_the_stages_graded_before_it(tmp_path, monkeypatch):
     course = _course(tmp_path)
 

@@ -410,6 +410,8 @@ def test_visible_spells_out_what_could_drive_a_terminal():
     assert visible("one\n\ttwo") == "one\n\ttwo"
     assert visible("one\n\ttwo", lines=False) == "one\\x0a\\x09two"
     assert visible("[bold red]x[/] é 日本") == "[bold red]x[/] é 日本"
+    # A lone surrogate encodes in no UTF-8 output; a pair of them as one character is fine.
+    assert visible("a\ud800b\udfff 😀") == "a\\ud800b\\udfff 😀"
 
 
 def test_the_scorecard_shows_a_submissions_text_as_text(report):
