@@ -26,32 +26,34 @@ COLUMNS = ("stage", "case", "verdict", "speed-up", "batches", "spread", "excess 
            "trials rejected")
 
 
-def rows(result: dict) -> list[tuple[str, ...]]:
-    """One row per speed case of one grading's JSON."""
-    found = []
-    for stage in result.get("stages", []):
-        for case in ((stage.get("speed") or {}).get("cases") or []):
-            verdict = "pass" if case["passed"] else (case.get("failure") or "fail")
-            found.append((stage["id"], case["id"], verdict, f"{case['speedup']:.3f}",
-                          str(case["repeats"]), f"{100 * case['spread']:.1f}%",
-                          f"{case['unexplained_ms']:.3f}", str(case.get("trials_rejected", 0))))
-    return found
+def cases(result: dict) -> list[tuple[str, dict]]:
+    """Each speed case of one grading's JSON, with its stage's id."""
+    return [(stage["id"], case) for stage in result.get("stages", [])
+            for case in ((stage.get("speed") or {}).get("cases") or [])]
 
 
-def table(lines: list[tuple[str, ...]]) -> str:
+def row(stage: str, case: dict) -> tuple[str, ...]:
+    verdict = "pass" if case["passed"] else (case.get("failure") or "fail")
+    return (stage, case["id"], verdict, f"{case['speedup']:.3f}", str(case["repeats"]),
+            f"{100 * case['spread']:.1f}%", f"{case['unexplained_ms']:.3f}",
+            str(case.get("trials_rejected", 0)))
+
+
+def table(found: list[tuple[str, dict]]) -> str:
+    lines = [row(stage, case) for stage, case in found]
     widths = [max(len(c), *(len(r[i]) for r in lines)) for i, c in enumerate(COLUMNS)]
     out = ["  ".join(c.ljust(w) for c, w in zip(COLUMNS, widths))]
     out += ["  ".join(v.ljust(w) for v, w in zip(r, widths)) for r in lines]
     return "\n".join(out)
 
 
-def totals(name: str, lines: list[tuple[str, ...]]) -> tuple[str, int]:
+def totals(name: str, found: list[tuple[str, dict]]) -> tuple[str, int]:
     """The file's line of totals, and how many of its cases failed."""
-    failed = sum(r[2] != "pass" for r in lines)
-    rejected = sum(int(r[7]) for r in lines)
-    worst = max((float(r[6]) for r in lines), default=0.0)
-    batches = sum(int(r[4]) for r in lines)
-    return (f"{name}: {len(lines)} speed cases, {failed} failed, {rejected} trials rejected "
+    failed = sum(not case["passed"] for _, case in found)
+    rejected = sum(case.get("trials_rejected", 0) for _, case in found)
+    worst = max((case["unexplained_ms"] for _, case in found), default=0.0)
+    batches = sum(case["repeats"] for _, case in found)
+    return (f"{name}: {len(found)} speed cases, {failed} failed, {rejected} trials rejected "
             f"and timed again, worst excess {worst:.2f} ms per call, {batches} batches"), failed
 
 
@@ -69,9 +71,9 @@ def main() -> int:
         except (OSError, ValueError) as exc:
             print(f"python -m scripts trials: cannot read {path}: {exc}", file=sys.stderr)
             return 2
-        lines = rows(result)
-        print(f"--- {path}\n{table(lines) if lines else '(no speed cases)'}")
-        line, failed = totals(path.name, lines)
+        found = cases(result)
+        print(f"--- {path}\n{table(found) if found else '(no speed cases)'}")
+        line, failed = totals(path.name, found)
         summary.append(line)
         failed_in_all += failed
     print("\n".join(summary))

@@ -26,6 +26,7 @@ def stop_on_sigterm():
     ended the process at once, and a Slurm task cancelled or out of time left its students'
     copies in the node's /tmp. Called from the main thread; returns the handler it replaced."""
     pid = os.getpid()
+    _received.clear()  # of this command only (a process may call main() more than once)
 
     def interrupt(signum, frame):
         if os.getpid() != pid:  # a fork that has not replaced its program: never go on here

@@ -32,6 +32,19 @@ class Race:
     element: int  # its flat index
     store: bool  # whether the second access was a store
 
+    def text(self, source, words) -> str:
+        """The finding, for the student: at its line of `source`, in the track's `words`."""
+        at = source.at(self.line)
+        verb, done = ("stores to", "read") if self.store else ("reads", "stored to")
+        first = (f"{words.program} {words.name(self.other)}" if self.other != SEVERAL
+                 else f"other {words.programs}")
+        return (f"{at}: {words.program} {words.name(self.program)} {verb} an element of "
+                f"{self.region} (flat index {self.element}) that {first} {done} in the same "
+                f"launch. On a GPU the {words.programs} of a launch run in no set order and "
+                f"none waits for another's stores, so what is read there is undefined (a race); "
+                f"a {words.program} may read only what it stored itself, or what an earlier "
+                "launch stored")
+
 
 class Races:
     """The stores and loads of one launch to the tensors it may write, element by element."""
@@ -58,16 +71,3 @@ class Races:
         if self.first is None and clash.any():
             at = int(np.nonzero(clash)[0][0])
             self.first = Race(line, region.name, program, int(other[at]), int(flat[at]), store)
-
-    def text(self, race: Race, source, words) -> str:
-        """The finding, for the student: at its line of `source`, in the track's `words`."""
-        at = source.at(race.line)
-        verb, done = ("stores to", "read") if race.store else ("reads", "stored to")
-        first = (f"{words.program} {words.name(race.other)}" if race.other != SEVERAL
-                 else f"other {words.programs}")
-        return (f"{at}: {words.program} {words.name(race.program)} {verb} an element of "
-                f"{race.region} (flat index {race.element}) that {first} {done} in the same "
-                f"launch. On a GPU the {words.programs} of a launch run in no set order and "
-                f"none waits for another's stores, so what is read there is undefined (a race); "
-                f"a {words.program} may read only what it stored itself, or what an earlier "
-                "launch stored")

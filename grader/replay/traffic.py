@@ -207,8 +207,8 @@ class LaunchWatch:
                                  f"input {name}: a kernel reads its inputs and writes only the "
                                  "output", line, fails=True))
         if race := self.races.first:  # grader.replay.races
-            found.append(Finding("race", self.races.text(race, self.source, self.words),
-                                 race.line, fails=True))
+            found.append(Finding("race", race.text(self.source, self.words), race.line,
+                                 fails=True))
         found += self._idle()
         if output is not None:
             found += self._output(traffic, output)

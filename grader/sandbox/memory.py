@@ -51,7 +51,7 @@ _over: dict[int, int] = {}  # root -> bytes it held when it was killed
 _thread: threading.Thread | None = None
 _parent_of: dict[int, int] = {}  # every process seen alive, and its parent
 _parents_lock = threading.Lock()
-_shares: dict[int, tuple[int, int, float]] = {}  # root -> resident, shares, when: the last
+_shares: dict[int, tuple[int, float]] = {}  # root -> resident, when: its last share measure
 _timing = 0  # batches being timed in this process: no tree is measured meanwhile
 _steady = threading.Event()  # set while none is
 _steady.set()
@@ -134,12 +134,12 @@ def _measure(root: int, parents: dict[int, int]) -> None:
         return
     last = _shares.get(root)
     if last is not None and resident - last[0] < GROWN \
-            and time.monotonic() - last[2] < SHARES_PERIOD:
+            and time.monotonic() - last[1] < SHARES_PERIOD:
         return  # under the ceiling by its shares, and it holds no more since
     held = tree_bytes(root, parents, shares=True)
     with _lock:
         if root in _watched:  # not forgotten meanwhile: a pid is used again later
-            _shares[root] = (resident, held, time.monotonic())
+            _shares[root] = (resident, time.monotonic())
     if held > LIMIT:
         _kill(root, held)
 
