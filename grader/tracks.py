@@ -231,7 +231,7 @@ class Wing(abc.ABC):
               notes: dict) -> ContextManager[None]:
         """While one launch runs on the CPU, every load and store handed to `launch`
         (`watch.line()` says where in the file); `notes`: findings of the language's own,
-        (kind, line, text) -> count."""
+        grader.replay.watch.Note -> how many accesses made it."""
 
     @abc.abstractmethod
     def runtime(self, filename: str) -> str | None:

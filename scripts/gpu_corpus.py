@@ -31,6 +31,10 @@ corpus is tests/attacks/ and tests/faults/, graded by tests/test_attack_files.py
   holds a function the kernel calls at compile time, a module attribute the kernel reads
   (each refused before any kernel is built: no points);
 - honest autotuned Triton kernels (tests/honest/triton/): every point, speed included.
+- flash attention that computes its scores on the fp8 tensor cores at the timed size only
+  (tests/attacks/triton/stage5_fp8_scores_at_the_timed_size.py): every element within the
+  tolerance there, but its timed calls' outputs are judged wrong as a whole (their error over
+  the output's size beyond the stage's rtol).
 - vector add that tries to read the reference and to plant a file next to the grader's
   checks: it finds neither, and still runs on the GPU with every sandbox protection in force.
 
@@ -68,6 +72,7 @@ REFUSED = "its kernels are refused before they run"
 VECTOR_ADD = (ROOT / "solutions/triton/stage1_vector_add.py").read_text()
 ATTENTION = (ROOT / "solutions/triton/stage5_flash_attention.py").read_text()
 MATMUL = (ROOT / "solutions/triton/stage4_matmul.py").read_text()
+FP8_SCORES = (ROOT / "tests/attacks/triton/stage5_fp8_scores_at_the_timed_size.py").read_text()
 
 
 def plain(stage_file: str) -> str:
@@ -347,6 +352,9 @@ def submissions() -> list[tuple[str, str, str, str | tuple[str, ...]]]:
           for stage, source in (("softmax", PLAIN_SOFTMAX), ("matmul", PLAIN_MATMUL))),
         ("honest autotuned vector add", "vector_add", HONEST["stage1_autotuned"], "PASS"),
         ("honest autotuned matmul", "matmul", HONEST["stage4_autotuned"], "PASS"),
+        ("fp8 scores at the timed size", "flash_attention", FP8_SCORES,
+         "the timed calls returned a wrong result: every element is within the tolerance, but "
+         "the error over the whole output"),
     ]
 
 

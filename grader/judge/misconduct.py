@@ -82,8 +82,9 @@ def replay_misconduct(call: Call, outcome: Outcome, problem: Problem,
         return Verdict(False, "its kernels failed when the grader ran them:",
                        quoted(outcome.error), kind=Failure.RAISED)
     if outcome.compile_errors:
-        return Verdict(False, "a kernel does not compile for a GPU (the interpreter ran it, "
-                              "a GPU compiler would not); the compiler said:",
+        # The compiler's front end checks each launch before it runs (on the CPU backends
+        # too): a kernel it refuses never ran.
+        return Verdict(False, "a kernel does not compile; the compiler said:",
                        _each(outcome.compile_errors), kind=Failure.DOES_NOT_COMPILE)
     if outcome.unchecked:
         # A kernel body that only an interpreter would run must earn nothing: without
@@ -97,10 +98,10 @@ def replay_misconduct(call: Call, outcome: Outcome, problem: Problem,
         return Verdict(False, "modified its input, as the watch of its loads and stores "
                               "saw:", seen, kind=Failure.MODIFIED_INPUTS)
     if failing and all(f["kind"] == "race" for f in failing):
-        return Verdict(False, "its programs race: one reads what another stores in the same "
-                              "launch, as the watch of its loads and stores saw (here the "
-                              "programs ran one by one, in order; a GPU runs them at once):",
-                       seen, kind=Failure.WRONG_RESULT)
+        return Verdict(False, "its programs race: in one launch, one reads or stores again "
+                              "an element another stores, as the watch of its loads and stores "
+                              "saw (here the programs ran one by one, in order; a GPU runs them "
+                              "at once):", seen, kind=Failure.WRONG_RESULT)
     if failing:
         return Verdict(False, "read or wrote outside a tensor, as the watch of its loads "
                               "and stores saw:", seen, kind=Failure.OUT_OF_BOUNDS)

@@ -70,7 +70,9 @@ class _Stores:
     def partial(self) -> list[str]:
         """Programs that stored into one tile only, but not the whole of it."""
         part = (self.tiles_of[self.program] == 1) & (self.stored < self.size[self.tile])
-        lines = [f"{self.words.program} {self.words.name(p)} stored {n} of the "
+        # where programs stored the same elements, the map counts each program's own only
+        stored = "alone stored" if bool((self.who == SEVERAL).any()) else "stored"
+        lines = [f"{self.words.program} {self.words.name(p)} {stored} {n} of the "
                  f"{int(self.size[t])} elements of tile {self.place.name(t)} "
                  f"(out[{self.place.ranges(t)}]): out[{self.place.box(self.who == p)}]"
                  for p, t, n in zip(self.program[part][:SHOW].tolist(),

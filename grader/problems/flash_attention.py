@@ -190,6 +190,31 @@ def _exp2_without_log2e(ev: Evidence) -> torch.Tensor | None:
     return _attention(q, k, v, scale * math.log(2), causal)
 
 
+def _exp_with_log2e(ev: Evidence) -> torch.Tensor | None:
+    """exp of scores that hold log2(e), meant for exp2: every exponent log2(e) times too
+    large."""
+    if ev.call is None:
+        return None
+    q, k, v, scale, causal = _inputs(ev)
+    return _attention(q, k, v, scale / math.log(2), causal)
+
+
+def _padded_keys_seen(ev: Evidence) -> torch.Tensor | None:
+    """The keys past N of the last key tile (zeros where a load padded them) seen with a
+    score of 0, as if they were keys: no mask keeps them out of the softmax. Without a
+    causal mask only: with one, which padded keys a query sees depends on the mask too."""
+    cols = ev.constant("BLOCK_N", "TILE_N")
+    if ev.call is None or not cols or ev.call.kwargs["causal"]:
+        return None
+    q, k, v, scale, _ = _inputs(ev)
+    n = k.shape[-2]
+    pad = -(-n // cols) * cols - n
+    if not pad:
+        return None
+    s = torch.cat([(q @ k.transpose(-1, -2)) * scale, q.new_zeros(*q.shape[:-1], pad)], -1)
+    return torch.softmax(s, -1)[..., :n] @ v
+
+
 def _scaled(times: int):
     def recompute(ev: Evidence) -> torch.Tensor | None:
         if ev.call is None:
@@ -247,7 +272,8 @@ PROBLEM = Problem(
     baselines={"torch": _sdpa, "sdpa-flash": lambda c: _sdpa(c, "FLASH_ATTENTION")},
     check=_layout_check,
     explain=_explain,
-    experiments={"exp2_without_log2e": _exp2_without_log2e, "scale_twice": _scaled(2),
+    experiments={"exp2_without_log2e": _exp2_without_log2e, "exp_with_log2e": _exp_with_log2e,
+                 "padded_keys_seen": _padded_keys_seen, "scale_twice": _scaled(2),
                  "scale_missing": _scaled(0), "causal_mask_inverted": _mask_inverted,
                  "causal_mask_tile_local": _mask_tile_local,
                  "unmasked_within_key_tiles": _unmasked_within_key_tiles,

@@ -26,6 +26,9 @@ def _work(p, dt):
 
 
 MISREAD = ("unread", "never_read", "load_between_rows", "load_out_of_bounds")
+# How deep in K one MMA instruction of 16-bit inputs goes: a GPU rounds a 16-bit accumulator
+# after each (the CPU backends round it so too: grader.languages.*).
+MMA_K = 16
 
 
 # --- experiments: the course's hypotheses name them (course.toml) -------------------------
@@ -85,13 +88,18 @@ def _k_loop_short(ev: Evidence):
 
 
 def _half_accumulated(ev: Evidence):
-    """The running sum kept in the 16-bit input dtype, each tile's product rounded or not."""
+    """The running sum kept in the 16-bit input dtype, each tile's product added exact,
+    rounded once, or made in that dtype too (a dot whose own output is 16-bit, rounded
+    every MMA_K as a GPU's instructions round it); or the dot handed the 16-bit sum itself
+    (rounded every MMA_K, whatever the tile)."""
     tile = ev.constant("BLOCK_K", "TILE_K")
     if ev.call is None or not tile or ev.dtype not in (torch.float16, torch.bfloat16):
         return
     a, b = (f32(t) for t in ev.call.args)
-    for rounded in (False, True):
-        yield Finding(_half_accumulator(a, b, tile, ev.dtype, rounded),
+    tried = [(tile, "exact"), (tile, "once"), (tile, "in steps")]
+    tried += [(MMA_K, "exact")] if tile > MMA_K else []
+    for step, product in tried:
+        yield Finding(_half_accumulator(a, b, step, ev.dtype, product),
                       {"dtype": str(ev.dtype).removeprefix("torch.")})
 
 
@@ -109,12 +117,22 @@ def _zeros(ev: Evidence) -> torch.Tensor:
     return torch.zeros_like(ev.want)
 
 
-def _half_accumulator(a, b, tile: int, dtype, rounded: bool) -> torch.Tensor:
-    """The running sum kept in `dtype`; `rounded`: each tile's product rounded to it too."""
+def _half_accumulator(a, b, tile: int, dtype, product: str) -> torch.Tensor:
+    """The running sum kept in `dtype`, a tile of K at a time; each tile's product added
+    `product`: "exact" (float32), rounded to `dtype` "once", or made "in steps" of MMA_K,
+    its own sum rounded to `dtype` after each."""
     acc = torch.zeros(a.shape[0], b.shape[1], dtype=dtype)
     for start in range(0, a.shape[1], tile):
-        part = a[:, start:start + tile] @ b[start:start + tile]
-        acc = (acc.float() + (part.to(dtype).float() if rounded else part)).to(dtype)
+        a_part, b_part = a[:, start:start + tile], b[start:start + tile]
+        if product == "in steps":
+            part = torch.zeros_like(acc)
+            for k in range(0, a_part.shape[1], MMA_K):
+                part = (part.float() + a_part[:, k:k + MMA_K] @ b_part[k:k + MMA_K]).to(dtype)
+            part = part.float()
+        else:
+            part = a_part @ b_part
+            part = part.to(dtype).float() if product == "once" else part
+        acc = (acc.float() + part).to(dtype)
     return acc.float()
 
 

@@ -75,7 +75,23 @@ def _reason(exc: BaseException) -> str:
     bare = getattr(exc, "message", None)
     if getattr(exc, "loc", None) is not None and isinstance(bare, str) and bare.strip():
         return bare.strip()
-    return str(exc).strip()
+    text = str(exc).strip()
+    if hasattr(exc, "error_message") and not exc.error_message:
+        # Triton's error at the student's line says only where: the reason is a cause raised
+        # in Triton's own code (a tl.max given an axis its tile does not have, say).
+        root = _root(exc)
+        if root is not exc and str(root).strip():
+            return f"{text}\n{type(root).__name__}: {str(root).strip()}"
+    return text
+
+
+def _root(exc: BaseException) -> BaseException:
+    """The innermost error of `exc`'s chain of causes."""
+    seen = {id(exc)}
+    while (cause := exc.__cause__ or exc.__context__) is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        exc = cause
+    return exc
 
 
 def message(exc: BaseException, limit: int = 3000) -> str:

@@ -34,6 +34,7 @@ WRITTEN, SHARED, OOB_READER = 1, 2, 4  # bits of Traffic.output_map
 NOBODY, SEVERAL = -1, -2  # entries of Traffic.writers besides a program's number
 SHARED_ROWS = 4096  # elements stored by several programs whose programs are named, at most
 SHOW = 3  # programs or elements named in one finding
+_BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}  # an element's size -> its bits
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,7 @@ class Region:
     logical: np.ndarray  # storage element -> flat index in the tensor, -1 where none
     numel: int
     last: int  # the storage element of the tensor's last element
+    memory: np.ndarray  # the storage's elements as unsigned integers: their bits, read live
     is_output: bool = False
     is_input: bool = False
     given: bool = True  # handed to this launch: only then must it read all of it
@@ -75,8 +77,10 @@ class Region:
             torch.arange(tensor.numel(), dtype=torch.int64).view(tensor.shape))
         table = logical.numpy()
         last = int(np.nonzero(table >= 0)[0][-1]) if tensor.numel() else -1
+        raw = torch.empty(0, dtype=torch.uint8).set_(storage).numpy()
+        bits = raw[:size * tensor.element_size()].view(_BITS[tensor.element_size()])
         return cls(name, storage.data_ptr(), storage.nbytes(), tensor.element_size(), table,
-                   tensor.numel(), last, **flags)
+                   tensor.numel(), last, bits, **flags)
 
 
 @dataclass
@@ -142,11 +146,12 @@ class LaunchWatch:
         # line -> lanes its mask switched off: a line with any has a mask (a wrong one, where
         # its lanes still leave the tensor), not a missing one
         self.masked_off: dict[int | None, int] = {}
-        self.races = Races()  # an element one program stores and another reads
+        self.races = Races()  # an element one program stores and another reads or overwrites
 
     def access(self, store: bool, addresses: np.ndarray, mask: np.ndarray, program: int,
                line: int | None) -> None:
-        """One load or store of one program: byte addresses and the lanes it makes."""
+        """One load or store of one program: byte addresses and the lanes it makes; a store
+        once it is done (grader.replay.races reads what it left)."""
         active = addresses.reshape(-1).astype(np.int64)[np.broadcast_to(mask, addresses.shape)
                                                         .reshape(-1).astype(bool)]
         if store and active.size:
@@ -182,7 +187,7 @@ class LaunchWatch:
             if access.first is None:
                 access.first = (program, int(elements[past].max() - last))
         if not region.is_input:
-            self.races.access(store, index, region, flat[inside], program, line)
+            self.races.access(store, index, region, elements[inside], flat[inside], program, line)
         if store and region.is_output:
             self.out_writes.append((program, flat[inside]))
             self.out_line = self.out_line or line

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 import numpy as np
 import torch
@@ -20,6 +20,18 @@ import torch
 from grader.replay.locate import Source
 from grader.replay.traffic import Finding, LaunchWatch, Region, Traffic
 from grader.tracks import TRACKS, wing
+
+
+class Note(NamedTuple):
+    """A finding a language's hooks count over a launch (grader.tracks.Wing.watch): its words
+    are `template` with {where} (the line, quoted), {name} (the tensor) and {count} ("once",
+    "N times") filled in; the student's line is a value there, never part of the template."""
+
+    kind: str
+    line: int | None
+    template: str
+    name: str
+    fails: bool = False  # a fault on a GPU whatever the output (grader.replay.traffic.Finding)
 
 
 class Watch:
@@ -59,12 +71,15 @@ class Watch:
         programs = int(np.prod(grid))
         words = TRACKS[language].words_for(grid)
         launch = LaunchWatch(regions, programs, self.source, words, index)
-        notes: dict[tuple, list] = {}
+        notes: dict[Note, int] = {}  # what the wing noted -> how many accesses made it
         with wing(language).watch(self, launch, grid, notes):
             yield
         launch.close(self.traffic, output)
-        self.traffic.findings += [Finding(kind, text.format(count=count), line)
-                                  for (kind, line, text), count in notes.items()]
+        self.traffic.findings += [
+            Finding(note.kind, note.template.format(where=self.source.at(note.line),
+                                                    name=note.name, count=_times(count)),
+                    note.line, note.fails)
+            for note, count in notes.items()]
 
     def line(self) -> int | None:
         """The line of the student's file the current memory operation comes from."""
@@ -72,6 +87,10 @@ class Watch:
         while frame is not None and frame.f_code.co_filename != self.file:
             frame = frame.f_back
         return None if frame is None else frame.f_lineno
+
+
+def _times(count: int) -> str:
+    return "once" if count == 1 else f"{count} times"
 
 
 def linear(index: tuple[int, ...], grid: tuple[int, ...]) -> int:

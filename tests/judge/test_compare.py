@@ -38,6 +38,38 @@ def test_errors_are_counted_and_located():
     assert "out[3, 7]: got -2, expected 0" in verdict.report
 
 
+def _attention(q, k, v, scores_dtype=None):
+    """Attention over the keys in float32, its scores made from q and k in `scores_dtype`
+    first (fp8: what a kernel on the fp8 tensor cores computes), its output rounded to q's
+    dtype with the probabilities rounded to it on the way, as a flash kernel does."""
+    qs, ks = (t.to(scores_dtype or t.dtype).float() for t in (q, k))
+    scores = qs @ ks.transpose(-1, -2) / q.shape[-1] ** 0.5
+    p = torch.exp(scores - scores.amax(-1, keepdim=True))
+    return ((p.to(q.dtype).float() @ v.float()) / p.sum(-1, keepdim=True)).to(q.dtype)
+
+
+def test_an_output_less_precise_than_its_dtype_fails_though_every_element_is_within():
+    """Attention over 4096 keys: its elements are about as small as bfloat16's atol (0.02),
+    so an output computed with fp8 scores has every element within the tolerance; as a whole
+    its error is several percent of the output, the honest kernel's a fraction of one."""
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, 4096, 128).to(torch.bfloat16) for _ in range(3))
+    ref = _attention(q.float(), k.float(), v.float())
+    bf16 = Tolerance(atol=2e-2, rtol=2e-2)
+
+    def verdict(out):
+        return compare(Outcome(output=out), Expected(ref, torch.bfloat16, "cpu", bf16))
+
+    honest = verdict(_attention(q, k, v))
+    assert honest.passed and honest.stats["rms_rel_error"] < 0.005
+    fp8 = verdict(_attention(q, k, v, torch.float8_e4m3fn))
+    assert not fp8.passed and fp8.stats["mismatched"] == 0
+    assert fp8.summary.startswith("every element is within the tolerance, but the error over "
+                                  "the whole output is 0.0")
+    assert "more than the rtol=0.02 the stage allows" in fp8.summary
+    assert fp8.stats["rms_rel_error"] > 0.03
+
+
 def test_nan_never_matches_even_a_nan_reference():
     ref = torch.tensor([1.0, float("nan")])
     out = torch.tensor([float("nan"), float("nan")])

@@ -68,6 +68,33 @@ def test_an_element_one_program_stores_and_another_reads_is_a_race():
     assert not [f for f in alone.findings if f.kind == "race"]
 
 
+def test_another_value_stored_where_another_program_stored_is_a_race():
+    """The watch is told of a store once it is done, and holds the bits it left against the
+    first storing program's: program 0 clearing program 1's tile before program 1 stores its
+    values races (on a GPU the zeros may land last); two programs storing the same value do
+    not, nor does a program storing over its own earlier store."""
+    def launch(stores):
+        x, out, found = regions()
+        watch = LaunchWatch(found, 2, SOURCE, TRITON)
+        for program, offsets, value in stores:
+            out[list(offsets)] = value  # the store, done, then told
+            watch.access(True, addresses(out, offsets), np.ones(len(offsets), bool), program, 2)
+        traffic = Traffic()
+        watch.close(traffic, out)
+        return [f for f in traffic.findings if f.kind == "race"]
+
+    [race] = launch([(0, range(4, 8), 0.0), (1, range(4, 8), 3.0)])
+    assert race.fails and race.line == 2
+    assert ("program 1 stores to an element of the output (flat index 4) that program 0 stored "
+            "a different value to in the same launch") in race.text
+    assert "which of the two values stays is undefined (a race)" in race.text
+    assert launch([(0, range(0, 8), 5.0), (1, range(0, 8), 5.0)]) == []
+    assert launch([(0, range(0, 4), 0.0), (0, range(0, 4), 1.0), (1, range(0, 4), 1.0)]) == []
+    assert launch([(0, range(0, 4), float("nan")), (1, range(0, 4), float("nan"))]) == []
+    [later] = launch([(0, range(0, 4), 1.0), (1, range(0, 4), 1.0), (1, range(2, 3), 2.0)])
+    assert "program 1 stores to an element of the output (flat index 2)" in later.text
+
+
 def test_masked_lanes_are_not_accesses():
     x, out, found = regions()
     watch = LaunchWatch(found, 1, SOURCE, TRITON)
@@ -156,7 +183,9 @@ def test_programs_that_stray_from_their_tiles_are_named_with_the_output_s_ranges
                                "(2 x 4 elements per tile, 4 tiles)")
     text = "\n".join(lines)
     assert "block (0, 0) stored into 2 tiles ((0, 0), (0, 1)), out[0:2, 0:6] in all" in text
-    assert "block (1, 0) stored 4 of the 8 elements of tile (1, 0) (out[2:4, 0:4]): " \
+    # some element was stored by several blocks, which the map names none of: what a block
+    # stored is what it alone stored
+    assert "block (1, 0) alone stored 4 of the 8 elements of tile (1, 0) (out[2:4, 0:4]): " \
            "out[2:4, 0:2]" in text
     assert "tile (0, 1) (out[0:2, 4:8]) was stored by more than one block" in text
     assert "1 of the 4 tiles was stored by no block (first: tile (1, 1), out[2:4, 4:8])" in text

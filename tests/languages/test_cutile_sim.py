@@ -78,7 +78,7 @@ def test_storing_the_wrong_dtype_is_an_error(grade_cutile):
     assert half and all(not c.passed for c in half)
     # cuTile's own front end refuses it before the simulator runs it, at the store
     text = failure_text(result)
-    assert "does not compile for a GPU" in text and "ct.store(out, index=(row, 0), tile=y)" in text
+    assert "a kernel does not compile; the compiler said" in text and "ct.store(out, index=(row, 0), tile=y)" in text
 
 
 # --- the simulator's semantics, directly --------------------------------------------------
@@ -167,9 +167,12 @@ VARIANTS = _diff_script_variants()
 # What the failing cases of a variant must report, beyond failing: the simulator names the
 # fault, not only that the result is wrong.
 MESSAGES = {
-    "undetermined padding": ["NaN where a number was expected"],  # padding reads as poison
+    # padding reads as poison, and the message says where the NaN came from
+    "undetermined padding": ["NaN where a number was expected, and a load took a tile over "
+                             "the edge of its array with padding_mode UNDETERMINED"],
     "grid rounded down": ["never written", "TILE_SIZE=1024 per tile"],
-    "no zero padding along K": ["NaN where a number was expected"],
+    "no zero padding along K": ["NaN where a number was expected, and a load took a tile over "
+                                "the edge of its array with padding_mode UNDETERMINED"],
 }
 # Rows that fill whole tiles never read padding, and still pass.
 SOME_CASES_PASS = {"undetermined padding"}

@@ -34,6 +34,7 @@ class CompilationError(Exception):
         lines = src.splitlines()[:lineno]
         super().__init__("\n".join([f"at {lineno}:4:", *lines, *([reason] if reason else [])]))
         self.src, self.node = src, type("Node", (), {"lineno": lineno})()
+        self.error_message = reason
 
 
 def _function(source: str, name: str) -> str:
@@ -64,6 +65,26 @@ def test_an_error_of_one_kernel_line_names_no_call(tmp_path):
     text = describe(CompilationError(_function(HELPER_FILE, "kern"), 3, "bad load"), path)
     assert text.startswith("CompilationError (at stage.py, line 13: x = tl.load(")
     assert "called from" not in text
+
+
+def test_a_compile_error_whose_reason_is_raised_in_triton_itself_shows_that_reason(tmp_path):
+    """tl.max given an axis its tile lacks: Triton's error at the kernel line says only where,
+    its cause is an error in Triton's own code (not the student's file), whose cause says why."""
+    path = tmp_path / "stage.py"
+    path.write_text(HELPER_FILE, encoding="utf-8")
+    library = "def max(input, axis):\n    return core.reduce(input, axis)\n"
+    try:
+        try:
+            try:
+                raise ValueError("invalid axis 1. Expected -1 <= axis < 1")
+            except ValueError as why:
+                raise CompilationError(library, 2, str(why)) from why
+        except CompilationError as inner:
+            raise CompilationError(_function(HELPER_FILE, "kern"), 3, None) from inner
+    except CompilationError as exc:
+        text = describe(exc, path)
+    assert text.startswith("CompilationError (at stage.py, line 13: x = tl.load(")
+    assert text.endswith("\nValueError: invalid axis 1. Expected -1 <= axis < 1")
 
 
 @dataclass

@@ -3,8 +3,8 @@
 The interpreter executes each program's memory operations through its builder's
 `create_masked_load` / `create_masked_store` (plain loads, block pointers and descriptors
 all end there). For the length of one launch those are wrapped: the wrapper passes the
-addresses and the mask of the batch on, with the program that made it and the line of the
-student's kernel it comes from.
+addresses and the mask of the batch on (a store's once it is done), with the program that
+made it and the line of the student's kernel it comes from.
 """
 
 from __future__ import annotations
@@ -28,8 +28,9 @@ def hooks(watch: Watch, launch: LaunchWatch, grid, notes) -> Iterator[None]:
         return load(ptrs, mask, other, cache_policy, is_volatile)
 
     def watched_store(ptrs, value, mask, cache_policy):
+        done = store(ptrs, value, mask, cache_policy)  # told once done: the race check reads it
         launch.access(True, ptrs.data, mask.data, linear(builder.grid_idx, grid), watch.line())
-        return store(ptrs, value, mask, cache_policy)
+        return done
 
     builder.create_masked_load, builder.create_masked_store = watched_load, watched_store
     try:

@@ -6,7 +6,7 @@ and the last line of the output must be the grader's own total.
 
 expect: FAIL
 points: 0
-message: a kernel does not compile for a GPU
+message: a kernel does not compile; the compiler said
 message: ┆ │   │ total │ ... │ 20/20 │ PASS │
 forged: │   │ total │
 forged: total 20/20 PASS

@@ -1,7 +1,7 @@
 """Adds the bias on the wrong axis in a tile helper (`b[:, None]`): the shapes do not match.
 
 expect: FAIL
-message: does not compile for a GPU
+message: a kernel does not compile; the compiler said
 message: line 22
 message: Shapes are not broadcastable
 message: called from line 38

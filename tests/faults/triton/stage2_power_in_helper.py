@@ -1,7 +1,7 @@
 """Cubes with `z ** 3` inside a @triton.jit helper: the interpreter runs it, no GPU compiler does.
 
 expect: FAIL
-message: does not compile for a GPU
+message: a kernel does not compile; the compiler said
 message: line 25
 message: unsupported operand type(s) for **
 message: called from line 50

@@ -10,6 +10,7 @@ import torch
 from grader.languages.cutile.simulator.dtypes import dtype_name
 from grader.languages.cutile.simulator.errors import SimulatorError
 from grader.languages.cutile.simulator.values import Tile, as_tensor
+from grader.problems.matmul import MMA_K
 
 
 def _unary(op):
@@ -107,7 +108,8 @@ _MMA_ACCUMULATORS = {"float16": ("float16", "float32"), "bfloat16": ("float32",)
 
 
 def mma(a, b, acc) -> Tile:
-    """acc + a @ b with cuTile's dtype rules: no input conversion, fp32 math."""
+    """acc + a @ b with cuTile's dtype rules: no input conversion, fp32 math, a float16
+    accumulator rounded every MMA_K of K as a GPU's instructions round it."""
     for name, t in (("a", a), ("b", b), ("acc", acc)):
         if not isinstance(t, Tile):
             raise SimulatorError(f"ct.mma: {name} must be a tile")
@@ -123,8 +125,15 @@ def mma(a, b, acc) -> Tile:
     shape = _matmul_shape(a.shape, b.shape)
     if acc.shape != shape:
         raise SimulatorError(f"ct.mma: Expect acc shape to be {shape}, got {acc.shape}")
-    product = torch.matmul(a._data.float(), b._data.float())
-    return Tile((acc._data.float() + product).to(acc._data.dtype))
+    # A GPU splits a tile's product into MMA instructions, and one that accumulates in
+    # float16 rounds its running sum after each: the error grows with K whatever K a tile
+    # takes in one call.
+    step = a.shape[-1] if acc_dtype == "float32" else MMA_K
+    total = acc._data
+    for k in range(0, builtins.max(a.shape[-1], 1), step):
+        product = torch.matmul(a._data[..., k:k + step].float(), b._data[..., k:k + step, :].float())
+        total = (total.float() + product).to(acc._data.dtype)
+    return Tile(total)
 
 
 def _matmul_shape(a: tuple, b: tuple) -> tuple[int, ...]:

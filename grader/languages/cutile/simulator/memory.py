@@ -85,7 +85,9 @@ def window(array: torch.Tensor, index, shape, order, what: str):
             f"of shape {tuple(view.shape)} in tiles of shape {tuple(shape)} has {space} tiles, "
             "numbered from 0 along each dimension. A tile entirely outside the array is "
             "undefined in cuTile (padding_mode only fills the part of an edge tile past the "
-            "edge): check which tile each block owns, and the order of the tile index's entries")
+            "edge): check which tile each block owns, and the order of the tile index's entries "
+            "(or, where the index is the block's own, that the grid has no more blocks than "
+            "the array has tiles)")
     slices = tuple(slice(builtins.max(st, 0), builtins.min(st + s, n))
                    for st, s, n in zip(starts, shape, view.shape))
     return view, starts, slices

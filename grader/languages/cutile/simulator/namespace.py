@@ -67,6 +67,7 @@ def _in_cutile_words(name: str, function):
 
     checked.__name__ = checked.__qualname__ = getattr(function, "__name__", name)
     checked.__doc__ = function.__doc__
+    checked.__wrapped__ = function  # its signature, for whoever reads the call's arguments
     return checked
 
 
