@@ -81,8 +81,10 @@ def _bias_across_tile(ev: Evidence) -> torch.Tensor | None:
 
 
 def _misread(x: torch.Tensor) -> list[tuple[int, int]]:
-    """Strides a kernel may wrongly use for x: row-major contiguous, or x's own swapped."""
-    return misread_strides(x, [(x.shape[1], 1), (x.stride(1), x.stride(0))])
+    """Strides a kernel may wrongly use for x: row-major contiguous, x's own swapped, or one
+    of its own left out (taken as 1: an offset not scaled by its stride)."""
+    return misread_strides(x, [(x.shape[1], 1), (x.stride(1), x.stride(0)), (x.stride(0), 1),
+                               (1, x.stride(1))])
 
 
 PROBLEM = Problem(

@@ -121,18 +121,21 @@ def _half_accumulator(a, b, tile: int, dtype, product: str) -> torch.Tensor:
     """The running sum kept in `dtype`, a tile of K at a time; each tile's product added
     `product`: "exact" (float32), rounded to `dtype` "once", or made "in steps" of MMA_K,
     its own sum rounded to `dtype` after each."""
+    # Sums in float64, rounded (by way of float32) where the kernel rounds: as the CPU
+    # backends compute a dot (grader.languages.*), so that the roundings to 16 bits fall alike.
+    a, b = a.double(), b.double()
     acc = torch.zeros(a.shape[0], b.shape[1], dtype=dtype)
     for start in range(0, a.shape[1], tile):
         a_part, b_part = a[:, start:start + tile], b[start:start + tile]
         if product == "in steps":
             part = torch.zeros_like(acc)
             for k in range(0, a_part.shape[1], MMA_K):
-                part = (part.float() + a_part[:, k:k + MMA_K] @ b_part[k:k + MMA_K]).to(dtype)
-            part = part.float()
+                part = (part.double() + a_part[:, k:k + MMA_K] @ b_part[k:k + MMA_K]).float().to(dtype)
+            part = part.double()
         else:
             part = a_part @ b_part
-            part = part.to(dtype).float() if product == "once" else part
-        acc = (acc.float() + part).to(dtype)
+            part = part.float().to(dtype).double() if product == "once" else part
+        acc = (acc.double() + part).float().to(dtype)
     return acc.float()
 
 

@@ -28,13 +28,13 @@ import torch
 
 from grader.replay.locate import Source
 from grader.replay.races import Races
+from grader.replay.regions import Region, spanned
 from grader.tracks import Words
 
 WRITTEN, SHARED, OOB_READER = 1, 2, 4  # bits of Traffic.output_map
 NOBODY, SEVERAL = -1, -2  # entries of Traffic.writers besides a program's number
 SHARED_ROWS = 4096  # elements stored by several programs whose programs are named, at most
 SHOW = 3  # programs or elements named in one finding
-_BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}  # an element's size -> its bits
 
 
 @dataclass(frozen=True)
@@ -50,37 +50,6 @@ class Finding:
 
     def to_json(self) -> dict:
         return {"kind": self.kind, "text": self.text, "line": self.line, "fails": self.fails}
-
-
-@dataclass
-class Region:
-    """A tensor the kernels may address: its storage (with the poisoned guard after it)."""
-
-    name: str  # as the student reads it: "`x`", "the output"
-    start: int  # address of the storage's first byte
-    nbytes: int
-    itemsize: int
-    logical: np.ndarray  # storage element -> flat index in the tensor, -1 where none
-    numel: int
-    last: int  # the storage element of the tensor's last element
-    memory: np.ndarray  # the storage's elements as unsigned integers: their bits, read live
-    is_output: bool = False
-    is_input: bool = False
-    given: bool = True  # handed to this launch: only then must it read all of it
-
-    @classmethod
-    def of(cls, tensor: torch.Tensor, name: str, **flags) -> "Region":
-        storage = tensor.untyped_storage()
-        size = storage.nbytes() // tensor.element_size()
-        logical = torch.full((size,), -1, dtype=torch.int64)
-        logical.as_strided(tensor.shape, tensor.stride(), tensor.storage_offset()).copy_(
-            torch.arange(tensor.numel(), dtype=torch.int64).view(tensor.shape))
-        table = logical.numpy()
-        last = int(np.nonzero(table >= 0)[0][-1]) if tensor.numel() else -1
-        raw = torch.empty(0, dtype=torch.uint8).set_(storage).numpy()
-        bits = raw[:size * tensor.element_size()].view(_BITS[tensor.element_size()])
-        return cls(name, storage.data_ptr(), storage.nbytes(), tensor.element_size(), table,
-                   tensor.numel(), last, bits, **flags)
 
 
 @dataclass
@@ -149,9 +118,11 @@ class LaunchWatch:
         self.races = Races()  # an element one program stores and another reads or overwrites
 
     def access(self, store: bool, addresses: np.ndarray, mask: np.ndarray, program: int,
-               line: int | None) -> None:
+               line: int | None, width: int | None = None) -> None:
         """One load or store of one program: byte addresses and the lanes it makes; a store
-        once it is done (grader.replay.races reads what it left)."""
+        once it is done (grader.replay.races reads what it left); `width`: the bytes a lane
+        moves, where a pointer cast makes it more than the tensor's element (every element
+        its bytes reach is accessed)."""
         active = addresses.reshape(-1).astype(np.int64)[np.broadcast_to(mask, addresses.shape)
                                                         .reshape(-1).astype(bool)]
         if store and active.size:
@@ -167,13 +138,15 @@ class LaunchWatch:
             self.unknown[line] = self.unknown.get(line, 0) + int((~known).sum())
             active, which = active[known], which[known]
         for index in np.unique(which):
-            self._region_access(store, int(index), active[which == index], program, line)
+            self._region_access(store, int(index), active[which == index], program, line,
+                                width)
 
     def _region_access(self, store: bool, index: int, addresses: np.ndarray, program: int,
-                       line: int | None) -> None:
+                       line: int | None, width: int | None = None) -> None:
         region = self.regions[index]
-        elements = (addresses - region.start) // region.itemsize
-        flat = region.logical[elements]
+        elements = spanned(addresses - region.start, region.itemsize, width)
+        beyond = elements >= region.logical.size  # a wide lane's bytes past the storage
+        flat = np.where(beyond, -1, region.logical[np.minimum(elements, region.logical.size - 1)])
         table = self.stores if store else self.loads
         access = table.setdefault((line, index), _Access())
         access.lanes += elements.size

@@ -18,7 +18,8 @@ import numpy as np
 import torch
 
 from grader.replay.locate import Source
-from grader.replay.traffic import Finding, LaunchWatch, Region, Traffic
+from grader.replay.regions import Region
+from grader.replay.traffic import Finding, LaunchWatch, Traffic
 from grader.tracks import TRACKS, wing
 
 

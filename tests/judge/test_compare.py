@@ -70,6 +70,21 @@ def test_an_output_less_precise_than_its_dtype_fails_though_every_element_is_wit
     assert fp8.stats["rms_rel_error"] > 0.03
 
 
+def test_a_few_elements_near_zero_are_held_to_atol_not_to_rtol_of_their_size():
+    """GELU at z = -3.6 is -5.9e-4, and PyTorch's float32 reference is 7.9e-5 of itself off
+    there: a one-element output within atol passes, though its error is more than rtol of
+    its size; so does an output whose reference is all zeros."""
+    gelu = Tolerance(atol=1e-5, rtol=1e-5)
+    ref = torch.tensor([-5.9e-4])
+
+    def verdict(out, want):
+        return compare(Outcome(output=out), Expected(want, torch.float32, "cpu", gelu))
+
+    near = verdict(ref * (1 + 7.9e-5), ref)
+    assert near.passed and near.stats["rms_rel_error"] > gelu.rtol
+    assert verdict(torch.full((4,), 5e-6), torch.zeros(4)).passed
+
+
 def test_nan_never_matches_even_a_nan_reference():
     ref = torch.tensor([1.0, float("nan")])
     out = torch.tensor([float("nan"), float("nan")])

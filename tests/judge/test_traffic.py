@@ -11,8 +11,9 @@ from grader.problems.evidence import Evidence, row_factor
 from grader.protocol import ProtocolError
 from grader.replay import traffic as traffic_module
 from grader.replay.locate import Source
+from grader.replay.regions import Region
 from grader.replay.traffic import (NOBODY, OOB_READER, SEVERAL, SHARED, WRITTEN, LaunchWatch,
-                                   Region, Traffic)
+                                   Traffic)
 from grader.sandbox.outcomes import call_outcome
 from grader.tracks import TRACKS
 
@@ -93,6 +94,25 @@ def test_another_value_stored_where_another_program_stored_is_a_race():
     assert launch([(0, range(0, 4), float("nan")), (1, range(0, 4), float("nan"))]) == []
     [later] = launch([(0, range(0, 4), 1.0), (1, range(0, 4), 1.0), (1, range(2, 3), 2.0)])
     assert "program 1 stores to an element of the output (flat index 2)" in later.text
+
+
+def test_a_lane_wider_than_an_element_accesses_every_element_its_bytes_cover():
+    """A pointer cast to a wider type: one 8-byte lane at float32 element 3 writes element 4
+    too, which program 1 then stores again; and one at the last element reaches past the
+    end of the output."""
+    x, out, found = regions()
+    watch = LaunchWatch(found, 2, SOURCE, TRITON)
+    out[3:5] = 0.0
+    watch.access(True, addresses(out, [3]), np.ones(1, bool), 0, 2, width=8)
+    out[4] = 1.0
+    watch.access(True, addresses(out, [4]), np.ones(1, bool), 1, 2)
+    watch.access(True, addresses(out, [7]), np.ones(1, bool), 1, 2, width=8)
+    traffic = Traffic()
+    watch.close(traffic, out)
+    [race] = [f for f in traffic.findings if f.kind == "race"]
+    assert "program 1 stores to an element of the output (flat index 4) that program 0" in race.text
+    [past] = [f for f in traffic.findings if f.kind == "store_out_of_bounds"]
+    assert "writes 1 element past the end of the output" in past.text
 
 
 def test_masked_lanes_are_not_accesses():

@@ -1,12 +1,18 @@
 """Where Triton's interpreter computes otherwise than a GPU, in a way a kernel's output shows,
 made to compute as the GPU does while the replay runs a launch on the CPU.
 
-`tl.dot` with a float16 accumulator (`out_dtype=tl.float16`, or an `acc=` in float16): the
-interpreter multiplies with numpy, which sums a whole K in float32 and rounds once, so a
-kernel that takes all of K in one tile showed the error of one rounding. A GPU splits the
-product into MMA instructions (16 deep in K for 16-bit inputs), and one that accumulates in
-float16 rounds its running sum after each: the error grows with K, as the matmul stage's
-case with a long K is there to show.
+`tl.dot`. The interpreter multiplies with numpy, whose float32 sums depend on where an
+element sits in its tile (its blocking): two programs computing one element of C from the
+same row and column, as a matmul whose edge tiles are shifted back inside the matrix does,
+could store different last bits, and the race check (grader.replay.races) told two stores
+of different values. On a GPU an element's sum depends on its row, its column and the K
+order only. Here a dot sums in float64 and rounds once, whatever the element's place.
+A float16 accumulator (`out_dtype=tl.float16`, or an `acc=` in float16): numpy summed a
+whole K and rounded once, so a kernel that takes all of K in one tile showed the error of
+one rounding. A GPU splits the product into MMA instructions (16 deep in K for 16-bit
+inputs), and one that accumulates in float16 rounds its running sum after each: the error
+grows with K, as the matmul stage's case with a long K is there to show. Here it is
+rounded every MMA_K of K.
 """
 
 from __future__ import annotations
@@ -19,31 +25,35 @@ import numpy as np
 from grader.problems.matmul import MMA_K
 
 
-_EXACT_IN_FP32 = {np.dtype(np.float16), np.dtype(np.float32)}  # inputs float32 holds as they are
+_EXACT_IN_FP64 = {np.dtype(np.float16), np.dtype(np.float32)}  # inputs float64 holds as they are
+_ACCUMULATORS = {np.dtype(np.float16), np.dtype(np.float32)}
 
 
 @contextmanager
 def gpu_arithmetic() -> Iterator[None]:
-    """For the length of a launch: the interpreter's tl.dot rounds a float16 accumulator
-    every MMA_K of K."""
+    """For the length of a launch: the interpreter's tl.dot sums in float64 and rounds once
+    per step (the whole of K; MMA_K for a float16 accumulator)."""
     from triton.runtime import interpreter
 
     builder = interpreter.interpreter_builder
     dot = builder.create_dot
 
-    def rounded_dot(a, b, d, input_precision, max_num_imprecise_acc):
-        if d.data.dtype != np.float16 or not {a.data.dtype, b.data.dtype} <= _EXACT_IN_FP32:
+    def gpu_dot(a, b, d, input_precision, max_num_imprecise_acc):
+        accumulator = d.data.dtype
+        if accumulator not in _ACCUMULATORS or not {a.data.dtype, b.data.dtype} <= _EXACT_IN_FP64:
             return dot(a, b, d, input_precision, max_num_imprecise_acc)
-        # Each instruction: its products summed exactly, added to the accumulator, and the
-        # sum rounded once (the interpreter's own dot rounds the product, then the sum).
-        total = d.data.astype(np.float32)
-        for k in range(0, max(a.data.shape[-1], 1), MMA_K):
-            step = np.matmul(a.data[..., k:k + MMA_K].astype(np.float32),
-                             b.data[..., k:k + MMA_K, :].astype(np.float32))
-            total = (total + step).astype(np.float16).astype(np.float32)
-        return interpreter.TensorHandle(total.astype(np.float16), d.dtype.scalar)
+        depth = max(a.data.shape[-1], 1)
+        step = MMA_K if accumulator == np.float16 else depth
+        total = d.data.astype(np.float64)
+        # each step summed in float64, then rounded by way of float32 (as PyTorch rounds a
+        # double to half, and the matmul stage's experiments with it)
+        for k in range(0, depth, step):
+            product = np.matmul(a.data[..., k:k + step].astype(np.float64),
+                                b.data[..., k:k + step, :].astype(np.float64))
+            total = (total + product).astype(np.float32).astype(accumulator).astype(np.float64)
+        return interpreter.TensorHandle(total.astype(accumulator), d.dtype.scalar)
 
-    builder.create_dot = rounded_dot
+    builder.create_dot = gpu_dot
     try:
         yield
     finally:

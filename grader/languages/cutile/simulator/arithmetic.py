@@ -125,15 +125,21 @@ def mma(a, b, acc) -> Tile:
     shape = _matmul_shape(a.shape, b.shape)
     if acc.shape != shape:
         raise SimulatorError(f"ct.mma: Expect acc shape to be {shape}, got {acc.shape}")
-    # A GPU splits a tile's product into MMA instructions, and one that accumulates in
-    # float16 rounds its running sum after each: the error grows with K whatever K a tile
-    # takes in one call.
-    step = a.shape[-1] if acc_dtype == "float32" else MMA_K
-    total = acc._data
-    for k in range(0, builtins.max(a.shape[-1], 1), step):
-        product = torch.matmul(a._data[..., k:k + step].float(), b._data[..., k:k + step, :].float())
-        total = (total.float() + product).to(acc._data.dtype)
-    return Tile(total)
+    return Tile(_accumulated(a._data, b._data, acc._data))
+
+
+def _accumulated(a: torch.Tensor, b: torch.Tensor, acc: torch.Tensor) -> torch.Tensor:
+    """acc + a @ b as a GPU's MMA instructions make it: a float32 accumulator rounded once, a
+    float16 one after every MMA_K of K (one instruction's depth: the error grows with K
+    whatever K a tile takes in one call); each step summed in float64, so that an element's
+    value depends on its row, its column and K only, not on its place in the tile."""
+    depth = builtins.max(a.shape[-1], 1)
+    step = depth if acc.dtype == torch.float32 else MMA_K
+    total = acc
+    for k in range(0, depth, step):
+        product = torch.matmul(a[..., k:k + step].double(), b[..., k:k + step, :].double())
+        total = (total.double() + product).float().to(acc.dtype)
+    return total
 
 
 def _matmul_shape(a: tuple, b: tuple) -> tuple[int, ...]:
@@ -149,6 +155,10 @@ def _matmul_shape(a: tuple, b: tuple) -> tuple[int, ...]:
 
 
 def matmul(a, b) -> Tile:
-    _matmul_shape(a.shape, b.shape)
-    # tf32 tiles hold float32 data: their product is float32 too
-    return Tile(torch.matmul(a._data.float(), b._data.float()).to(a._data.dtype))
+    """a @ b in the inputs' dtype, accumulated as cuTile's ct.matmul accumulates it: in
+    float16 for float16 inputs (rounded every MMA_K), in float32 otherwise (tf32 tiles hold
+    float32 data: their product is float32 too)."""
+    shape = _matmul_shape(a.shape, b.shape)
+    dtype = a._data.dtype
+    acc = torch.zeros(shape, dtype=torch.float16 if dtype == torch.float16 else torch.float32)
+    return Tile(_accumulated(a._data, b._data, acc).to(dtype))
