@@ -24,6 +24,9 @@ a file tries, `grade` must write its results, show the stage's real status in th
 no raw control character on the terminal, end the terminal's output with lines of its own
 (the total, then the files it wrote), and show nothing of a hidden case (its parameters, its
 seed) on the terminal or in any export a student may see.
+
+The default suite grades every stage-1 attack and honest file, and the first attack of each
+later stage per track; `pytest -m slow` (CI's second step) grades the rest.
 """
 
 import json
@@ -104,7 +107,21 @@ def flat(text: str) -> str:
     return " ".join(text.split())  # the scorecard wraps long lines
 
 
-@pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(p.parents[1])) for p in FILES])
+def _params() -> list:
+    """Every file; an attack of a later stage (graded on its stage's every case) runs in the
+    default suite if it is the first of its track and stage, the others with `-m slow`, as
+    the fault files do. Stage 1's attacks (graded on one case) and honest files all run."""
+    seen, params = set(), []
+    for path in FILES:
+        key = (path.parents[1].name, path.parent.name, path.name.split("_")[0])
+        later = key[0] == "attacks" and key[2] != "stage1"
+        params.append(pytest.param(path, id=str(path.relative_to(path.parents[1])),
+                                   marks=pytest.mark.slow if later and key in seen else ()))
+        seen.add(key)
+    return params
+
+
+@pytest.mark.parametrize("path", _params())
 def test_attack_file(path, tmp_path, run_grade, monkeypatch):
     attack = read_attack(path)
     monkeypatch.setenv("COLUMNS", "400")  # few wrapped lines to look through

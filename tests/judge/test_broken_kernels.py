@@ -22,7 +22,7 @@ def test_missing_tail_mask_is_caught_as_an_out_of_bounds_store(grade_source):
     result = grade_source("vector_add", source)
     assert hint(result) == "The last block reaches past the end of the vector"
     assert result.status is Status.FAIL
-    # Every case with a tail fails (the case of whole tiles, n = 2^17, needs no mask).
+    # Every case with a tail fails (the case of whole tiles, n = 2^16, needs no mask).
     tails = [c for c in result.cases if c.params["n"] % 1024]
     assert failing(result) == tails and len(tails) == len(result.cases) - 1
     for case in tails:
