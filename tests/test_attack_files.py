@@ -25,8 +25,8 @@ no raw control character on the terminal, end the terminal's output with lines o
 (the total, then the files it wrote), and show nothing of a hidden case (its parameters, its
 seed) on the terminal or in any export a student may see.
 
-The default suite grades every stage-1 attack and honest file, and the first attack of each
-later stage per track; `pytest -m slow` (CI's second step) grades the rest.
+The default suite grades every stage-1 file, and the first attack and the first honest file
+of each later stage per track; `pytest -m slow` (CI's second step) grades the rest.
 """
 
 import json
@@ -108,13 +108,13 @@ def flat(text: str) -> str:
 
 
 def _params() -> list:
-    """Every file; an attack of a later stage (graded on its stage's every case) runs in the
-    default suite if it is the first of its track and stage, the others with `-m slow`, as
-    the fault files do. Stage 1's attacks (graded on one case) and honest files all run."""
+    """Every file; one of a later stage (graded on its stage's every case) runs in the
+    default suite if it is the first of its folder, track and stage, the others with `-m
+    slow`, as the fault files do. Stage 1's files (graded on one case) all run."""
     seen, params = set(), []
     for path in FILES:
         key = (path.parents[1].name, path.parent.name, path.name.split("_")[0])
-        later = key[0] == "attacks" and key[2] != "stage1"
+        later = key[2] != "stage1"
         params.append(pytest.param(path, id=str(path.relative_to(path.parents[1])),
                                    marks=pytest.mark.slow if later and key in seen else ()))
         seen.add(key)

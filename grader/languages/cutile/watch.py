@@ -12,6 +12,7 @@ the output alone would not show it).
 
 from __future__ import annotations
 
+import functools
 import inspect
 from contextlib import contextmanager
 from typing import Iterator
@@ -112,9 +113,14 @@ def _arguments(function, *given) -> dict:
     (array, index or indices, positional arguments, keyword arguments)."""
     array, where, args, kwargs = given
     try:
-        return dict(inspect.signature(function).bind(array, where, *args, **kwargs).arguments)
+        return dict(_signature(function).bind(array, where, *args, **kwargs).arguments)
     except TypeError:  # the simulator refused the call already; nothing reaches here
         return dict(kwargs)
+
+
+@functools.lru_cache(maxsize=None)
+def _signature(function) -> inspect.Signature:
+    return inspect.signature(function)  # read once: every load and store binds its call
 
 
 def _tile_shape(tile) -> tuple[int, ...]:
