@@ -12,17 +12,28 @@ SHOW_TILES = 4
 
 
 def extents(spec, bad: torch.Tensor, launches) -> list[int] | None:
-    """Elements per tile along each output dimension, from the stage's tile layout."""
-    if not spec or len(spec) != bad.dim():
+    """Elements per tile along each output dimension, from the stage's tile layout, each
+    bounded as the report and the picture group by."""
+    found = _layout(spec, bad, launches)
+    if not isinstance(found, list):
         return None
-    extents = []
+    return [bounded(e, n) for e, n in zip(found, bad.shape)]
+
+
+def _layout(spec, bad: torch.Tensor, launches) -> list[int] | str | None:
+    """The tile layout's extents as launched (None: no layout; a sentence: why none)."""
+    if not spec:
+        return None
+    if len(spec) != bad.dim():
+        return f"(tile layout in course.toml has {len(spec)} dims, the output {bad.dim()})"
+    found = []
     for dim, entry in enumerate(spec):
         value = bad.shape[dim] if entry == WHOLE_DIM else entry if isinstance(entry, int) else \
             next((la.constants[entry] for la in reversed(launches) if entry in la.constants), None)
         if not isinstance(value, int) or value < 1:
-            return None
-        extents.append(bounded(value, bad.shape[dim]))
-    return extents
+            return f"(tiles not shown: no kernel launch passed {entry})"
+        found.append(value)
+    return found
 
 
 def bounded(extent: int, n: int) -> int:
@@ -42,22 +53,9 @@ def block(spec, constants: dict) -> int | None:
 
 def report(bad: torch.Tensor, spec, launches) -> list[str]:
     """Group bad elements by the tile (program) that owns them."""
-    if not spec:
-        return []
-    if len(spec) != bad.dim():
-        return [f"(tile layout in course.toml has {len(spec)} dims, the output {bad.dim()})"]
-    extents = []
-    for dim, entry in enumerate(spec):
-        if entry == WHOLE_DIM:
-            extents.append(bad.shape[dim])
-        elif isinstance(entry, int):
-            extents.append(entry)
-        else:
-            value = next((la.constants[entry] for la in reversed(launches)
-                          if entry in la.constants), None)
-            if not isinstance(value, int) or value < 1:
-                return [f"(tiles not shown: no kernel launch passed {entry})"]
-            extents.append(value)
+    extents = _layout(spec, bad, launches)
+    if not isinstance(extents, list):
+        return [extents] if extents else []
     size = torch.tensor([bounded(e, s) for e, s in zip(extents, bad.shape)],
                         device=bad.device)
     tile_ids = bad.nonzero() // size

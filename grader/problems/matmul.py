@@ -31,6 +31,20 @@ MISREAD = ("unread", "never_read", "load_between_rows", "load_out_of_bounds")
 MMA_K = 16
 
 
+def mma_accumulated(a: torch.Tensor, b: torch.Tensor, acc: torch.Tensor) -> torch.Tensor:
+    """acc + a @ b as a GPU's MMA instructions make it: a float32 accumulator rounded once, a
+    float16 one after every MMA_K of K (one instruction's depth: the error grows with K
+    whatever K a tile takes in one call); each step summed in float64, so that an element's
+    value depends on its row, its column and K only, not on its place in the tile."""
+    depth = max(a.shape[-1], 1)
+    step = depth if acc.dtype == torch.float32 else MMA_K
+    total = acc
+    for k in range(0, depth, step):
+        product = torch.matmul(a[..., k:k + step].double(), b[..., k:k + step, :].double())
+        total = (total.double() + product).float().to(acc.dtype)
+    return total
+
+
 # --- experiments: the course's hypotheses name them (course.toml) -------------------------
 
 def _k_tiles(ev: Evidence):
@@ -130,7 +144,8 @@ def _half_accumulator(a, b, tile: int, dtype, product: str) -> torch.Tensor:
         if product == "in steps":
             part = torch.zeros_like(acc)
             for k in range(0, a_part.shape[1], MMA_K):
-                part = (part.double() + a_part[:, k:k + MMA_K] @ b_part[k:k + MMA_K]).float().to(dtype)
+                part = (part.double() + a_part[:, k:k + MMA_K] @ b_part[k:k + MMA_K]) \
+                    .float().to(dtype)
             part = part.double()
         else:
             part = a_part @ b_part

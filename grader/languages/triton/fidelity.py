@@ -21,8 +21,9 @@ from contextlib import contextmanager
 from typing import Iterator
 
 import numpy as np
+import torch
 
-from grader.problems.matmul import MMA_K
+from grader.problems.matmul import mma_accumulated
 
 
 _EXACT_IN_FP64 = {np.dtype(np.float16), np.dtype(np.float32)}  # inputs float64 holds as they are
@@ -39,19 +40,11 @@ def gpu_arithmetic() -> Iterator[None]:
     dot = builder.create_dot
 
     def gpu_dot(a, b, d, input_precision, max_num_imprecise_acc):
-        accumulator = d.data.dtype
+        accumulator, accumulated_type = d.data.dtype, d.dtype.scalar
         if accumulator not in _ACCUMULATORS or not {a.data.dtype, b.data.dtype} <= _EXACT_IN_FP64:
             return dot(a, b, d, input_precision, max_num_imprecise_acc)
-        depth = max(a.data.shape[-1], 1)
-        step = MMA_K if accumulator == np.float16 else depth
-        total = d.data.astype(np.float64)
-        # each step summed in float64, then rounded by way of float32 (as PyTorch rounds a
-        # double to half, and the matmul stage's experiments with it)
-        for k in range(0, depth, step):
-            product = np.matmul(a.data[..., k:k + step].astype(np.float64),
-                                b.data[..., k:k + step, :].astype(np.float64))
-            total = (total + product).astype(np.float32).astype(accumulator).astype(np.float64)
-        return interpreter.TensorHandle(total.astype(accumulator), d.dtype.scalar)
+        a, b, d = (torch.from_numpy(np.ascontiguousarray(t.data)) for t in (a, b, d))
+        return interpreter.TensorHandle(mma_accumulated(a, b, d).numpy(), accumulated_type)
 
     builder.create_dot = gpu_dot
     try:

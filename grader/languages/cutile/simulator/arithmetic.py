@@ -10,7 +10,7 @@ import torch
 from grader.languages.cutile.simulator.dtypes import dtype_name
 from grader.languages.cutile.simulator.errors import SimulatorError
 from grader.languages.cutile.simulator.values import Tile, as_tensor
-from grader.problems.matmul import MMA_K
+from grader.problems.matmul import mma_accumulated
 
 
 def _unary(op):
@@ -125,21 +125,7 @@ def mma(a, b, acc) -> Tile:
     shape = _matmul_shape(a.shape, b.shape)
     if acc.shape != shape:
         raise SimulatorError(f"ct.mma: Expect acc shape to be {shape}, got {acc.shape}")
-    return Tile(_accumulated(a._data, b._data, acc._data))
-
-
-def _accumulated(a: torch.Tensor, b: torch.Tensor, acc: torch.Tensor) -> torch.Tensor:
-    """acc + a @ b as a GPU's MMA instructions make it: a float32 accumulator rounded once, a
-    float16 one after every MMA_K of K (one instruction's depth: the error grows with K
-    whatever K a tile takes in one call); each step summed in float64, so that an element's
-    value depends on its row, its column and K only, not on its place in the tile."""
-    depth = builtins.max(a.shape[-1], 1)
-    step = depth if acc.dtype == torch.float32 else MMA_K
-    total = acc
-    for k in range(0, depth, step):
-        product = torch.matmul(a[..., k:k + step].double(), b[..., k:k + step, :].double())
-        total = (total.double() + product).float().to(acc.dtype)
-    return total
+    return Tile(mma_accumulated(a._data, b._data, acc._data))
 
 
 def _matmul_shape(a: tuple, b: tuple) -> tuple[int, ...]:
@@ -161,4 +147,4 @@ def matmul(a, b) -> Tile:
     shape = _matmul_shape(a.shape, b.shape)
     dtype = a._data.dtype
     acc = torch.zeros(shape, dtype=torch.float16 if dtype == torch.float16 else torch.float32)
-    return Tile(_accumulated(a._data, b._data, acc).to(dtype))
+    return Tile(mma_accumulated(a._data, b._data, acc).to(dtype))
