@@ -12,14 +12,15 @@ a class and checks it:
    stages grades them (a class of 8 on one GPU in one sitting);
 2. `grade batch` grades the class (--jobs, one seed for all), timed by the wall clock;
 3. ALONE of the students (the first whole one and the first faulty one, by default) are
-   graded again, each alone, by `grade all --submission` with the class's seed;
+   graded again, each alone, by `grade all --submission --profile` with the class's seed
+   (with --logs, every grading's output is kept there: where a slow one's seconds went);
 4. a table: per student, the batch's points per stage and, where graded alone, the points
    alone; the wall time of the batch and per student.
 
 Exit code 1 when a student's points alone differ from the batch's, or a grading failed.
 
 Usage:  python -m scripts batch [--students N] [--jobs J] [--backend B] [--alone K]
-                                [--stages 1 2 ...]
+                                [--stages 1 2 ...] [--logs DIR]
 """
 
 from __future__ import annotations
@@ -102,13 +103,27 @@ def main() -> int:
                         help="how many students to grade alone as well")
     parser.add_argument("--stages", type=int, nargs="+", default=None,
                         help="grade only these stages (by number), of a copy of the course")
+    parser.add_argument("--logs", type=Path, default=None,
+                        help="keep every grading's output here (the gradings alone with "
+                             "--profile: where their seconds went)")
     options = parser.parse_args()
     track = "cutile" if options.backend.startswith("cutile") else "triton"
     work = Path(tempfile.mkdtemp(prefix="tilecourse-batch-check-"))
     try:
         return _run(options, track, work)
     finally:
+        if options.logs:
+            _keep_logs(work, options.logs)
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _keep_logs(work: Path, logs: Path) -> None:
+    """The batch's log, each student's log in it, and each grading alone's, copied to LOGS."""
+    logs.mkdir(parents=True, exist_ok=True)
+    found = [*work.glob("*.log"), *(work / "results" / "logs").glob("*.log")]
+    for log in found:
+        prefix = "" if log.parent == work else "batch-"
+        shutil.copyfile(log, logs / f"{prefix}{log.name}")
 
 
 def _run(options, track: str, work: Path) -> int:
@@ -143,7 +158,7 @@ def _run(options, track: str, work: Path) -> int:
         result = work / f"{name}-alone.json"
         code, seconds = grade([*course, "all", "--submission", str(work / "class" / name),
                                "--backend", options.backend, "--seed", str(SEED),
-                               "--json", str(result)], work / f"{name}-alone.log")
+                               "--json", str(result), "--profile"], work / f"{name}-alone.log")
         alone_seconds.append(seconds)
         if not result.is_file():
             print((work / f"{name}-alone.log").read_text()[-4000:])

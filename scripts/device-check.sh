@@ -26,7 +26,8 @@
 #     within 2%, the slower copy told apart every time (REPEAT_ARGS: its options)
 #   batch: `python -m scripts batch`, a class of 8 made from the references (every other
 #     student with a fault file in one stage) graded by `grade batch`, two of them graded
-#     alone as well: the same points, and the wall time per student (BATCH_ARGS: its
+#     alone as well: the same points, and the wall time per student (every grading's
+#     output in $OUT/batch-logs, the gradings alone with --profile; BATCH_ARGS: its
 #     options, e.g. --jobs 2 on a host with two GPUs, --backend cutile, --stages 1 2 3 to
 #     stay within one run's time limit)
 #   sweep: `python -m scripts sweep`, variants of the references' TUNE places timed side by side with
@@ -149,7 +150,7 @@ fi
 if part batch; then
   echo "== batch check"
   start=$(date +%s)
-  words "${BATCH_ARGS:-}"; "$PY" -m scripts batch "${WORDS[@]}" 2>&1 | tee "$OUT/batch.txt" || status=1
+  words "${BATCH_ARGS:-}"; "$PY" -m scripts batch --logs "$OUT/batch-logs" "${WORDS[@]}" 2>&1 | tee "$OUT/batch.txt" || status=1
   echo "== batch check: $(( $(date +%s) - start )) s"
 fi
 if part repeat; then

@@ -185,6 +185,26 @@ cases = {cases}
 
 
 @pytest.fixture
+def small_course(tmp_path):
+    """Two stages (vector add, fused GELU), one small case each: a few seconds per student."""
+    root = tmp_path / "course"
+    root.mkdir()
+    shutil.copytree(ROOT / "exercises", root / "exercises",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (root / "course.toml").write_text(
+        vector_add_course('[ { n = 1000, dtypes = ["float32"] } ]', GELU_STAGE),
+        encoding="utf-8")
+    return load_course(root / "course.toml")
+
+
+def fewer_cases(course, keep: int):
+    """`course` with only the first `keep` correctness cases of each stage (the smallest,
+    by the course's order): for tests whose claim is about the machinery, not the cases."""
+    return dataclasses.replace(course, stages=tuple(
+        dataclasses.replace(stage, cases=stage.cases[:keep]) for stage in course.stages))
+
+
+@pytest.fixture
 def run_grade(capsys):
     """Run the `grade` CLI in-process; returns (exit code, stdout, stderr)."""
 

@@ -4,7 +4,7 @@ once passed 10 of 11 cases in one run and 9 of 11 in another).
 
 Each fault is a reference with one substitution (as in tests/judge/test_broken_kernels.py), and
 the reference's shortcuts to second kernels never taken (conftest.without_shortcuts), in
-both tracks (Triton on its interpreter, cuTile on the simulator), graded on 20 run seeds
+both tracks (Triton on its interpreter, cuTile on the simulator), graded on 12 run seeds
 in one sandboxed child. Per seed only the cases where the fault shows are called (`where`),
 which is enough for the claim and keeps the test short.
 """
@@ -17,7 +17,10 @@ from grader.judge.stage import StageCheck
 from grader.results import Failure
 from grader.sandbox import ChildProcess
 
-SEEDS = [7 * n + 1 for n in range(20)]
+# Twelve seeds: a fault that passes one seed in ten is seen with probability 0.72 (0.88
+# with the twenty this sweep once took; two-core CI keeps its slow sweeps under 20
+# minutes).
+SEEDS = [7 * n + 1 for n in range(12)]
 
 TRITON = {
     "grid rounded down": ("vector_add", "stage1_vector_add.py",

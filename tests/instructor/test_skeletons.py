@@ -277,6 +277,8 @@ def plain_folder(tmp_path_factory, course):
     return folder
 
 
+# A sweep of content, as the fault files are (about 30 s a track): with `-m slow`.
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["triton-interpret", "cutile-sim"])
 def test_every_plain_solution_passes_every_correctness_case(run_grade, course, plain_folder,
                                                            backend, tmp_path):

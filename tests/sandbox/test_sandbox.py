@@ -436,12 +436,17 @@ MALLORY = attack("""
 """, prelude="import os\nEXERCISES = EXERCISES_GLOB\n")
 
 
-def test_a_class_is_graded_the_same_next_to_a_saboteur(tmp_path, run_grade, course):
+def test_a_class_is_graded_the_same_next_to_a_saboteur(tmp_path, run_grade):
     import csv
 
     honest = VECTOR_ADD.replace("x + y, mask=mask)", "x + y + 0 * x, mask=mask)")
     wrong = VECTOR_ADD.replace("x + y, mask=mask)", "x - y, mask=mask)")
-    course_file = relax(copy_course(tmp_path / "course"))
+    # The course's exercises to aim at; stage 1 graded on two cases (the claim is about the
+    # class beside the saboteur, not about the cases).
+    course_file = copy_course(tmp_path / "course", parts=("exercises",))
+    course_file.write_text(vector_add_course(
+        '[ { n = 1000, dtypes = ["float32"] }, { n = 4097, dtypes = ["float32"] } ]',
+        rules=RELAXED_RULES), encoding="utf-8")
     exercises_glob = str(course_file.parent / "exercises/triton/*.py")
     before = {p: p.read_text() for p in (course_file.parent / "exercises/triton").glob("*.py")}
 
@@ -463,7 +468,7 @@ def test_a_class_is_graded_the_same_next_to_a_saboteur(tmp_path, run_grade, cour
     mixed = batch(["ada", "bob", "mallory"], "mixed")
     for name in ("ada", "bob"):  # (their files were written at different times)
         assert {**mixed[name], "submitted at": ""} == {**alone[name], "submitted at": ""}
-    assert float(mixed["ada"]["vector_add"]) == course.select("vector_add").points
+    assert float(mixed["ada"]["vector_add"]) == 10
     assert float(mixed["bob"]["vector_add"]) == 0
     assert mixed["mallory"]["total"] != ""  # graded too, and nobody is missing
     assert {p: p.read_text() for p in before} == before
