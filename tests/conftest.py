@@ -198,8 +198,8 @@ def small_course(tmp_path):
 
 
 def fewer_cases(course, keep: int):
-    """`course` with only the first `keep` correctness cases of each stage (the smallest,
-    by the course's order): for tests whose claim is about the machinery, not the cases."""
+    """`course` with only the first `keep` correctness cases of each stage: for tests whose
+    claim is about the machinery, not about the cases."""
     return dataclasses.replace(course, stages=tuple(
         dataclasses.replace(stage, cases=stage.cases[:keep]) for stage in course.stages))
 
