@@ -1,0 +1,48 @@
+"""The grader's pytest runs (grader.grading.pytest_run): what pytest-benchmark writes of the
+machine and the commit is read once a grading, not once a stage."""
+
+import json
+from types import SimpleNamespace
+
+import pytest
+import pytest_benchmark.plugin
+
+from grader.grading import pytest_run
+
+TIMED = """
+def test_timed(benchmark):
+    benchmark.pedantic(lambda: None, rounds=1, iterations=1)
+"""
+
+
+def test_the_machine_and_commit_are_described_once_for_every_stage(tmp_path, monkeypatch):
+    calls = []
+
+    def machine():
+        calls.append("machine")
+        return {"cpu": {"brand_raw": "described"}}
+
+    monkeypatch.setattr(pytest_benchmark.plugin, "pytest_benchmark_generate_machine_info", machine)
+    pytest_run.benchmark_machine_info.cache_clear()
+    pytest_run.benchmark_commit_info.cache_clear()
+    (tmp_path / "test_timed.py").write_text(TIMED)
+    check = SimpleNamespace(speed=SimpleNamespace(cases=[]), results={})
+    records = []
+    try:
+        for stage in (1, 2, 3):  # pytest runs once a stage, each writing its record
+            record = tmp_path / f"stage{stage}.json"
+            with pytest_run.isolated_pytest():
+                code = pytest.main([str(tmp_path / "test_timed.py"), "-q", "-p", "no:cacheprovider",
+                                    "-p", "pytest_benchmark.plugin", "--rootdir", str(tmp_path),
+                                    f"--benchmark-json={record}"],
+                                   plugins=[pytest_run.SpeedPlugin(check, None)])
+            assert code == 0
+            records.append(json.loads(record.read_text()))
+        asked_git = pytest_run.benchmark_commit_info.cache_info()
+    finally:
+        pytest_run.benchmark_machine_info.cache_clear()
+        pytest_run.benchmark_commit_info.cache_clear()
+    assert calls == ["machine"]
+    assert (asked_git.misses, asked_git.hits) == (1, 2)
+    assert all(r["machine_info"] == {"cpu": {"brand_raw": "described"}} for r in records)
+    assert len({json.dumps(r["commit_info"], sort_keys=True) for r in records}) == 1
