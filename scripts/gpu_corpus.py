@@ -9,7 +9,7 @@ corpus is tests/attacks/ and tests/faults/, graded by tests/test_attack_files.py
 - flash attention that also allocates an N x N buffer: the memory growth check, measured on
   the replay, fails;
 - vector add that patches the CUDA event timer and launches its kernel 20 times: too slow
-  (the replay runs the 20 launches);
+  (the replay runs the 20 launches), or its timing rejected: no speed point;
 - vector add that patches the grader's timing loop in its process, or leaves GPU work running
   after a batch (kept from settling or not): its honest speed (the child times nothing);
 - vector add that launches three times on a side stream: too slow (the replay runs all three);
@@ -321,7 +321,10 @@ def submissions() -> list[tuple[str, str, str, str | tuple[str, ...]]]:
     return [
         ("confined, on the GPU", "vector_add", snoop, ""),
         ("N x N buffer in flash attention", "flash_attention", quadratic, "N x N is being stored"),
-        ("patched CUDA timer, 20x the work", "vector_add", timer, "too slow"),
+        # Too slow, or its timing rejected (on a machine whose batches were disturbed, the
+        # clock rejected both trials before a speed-up was judged): no speed point either way.
+        ("patched CUDA timer, 20x the work", "vector_add", timer,
+         ("too slow", "timing rejected")),
         ("patched grader timing loop", "vector_add", patched_loop, "PASS"),
         ("work on a side stream", "vector_add", side_stream, "too slow"),
         ("slow matmul on a side stream, asleep", "matmul", hidden_matmul, "too slow"),
@@ -436,8 +439,9 @@ def main() -> int:
                 ok = not first.passed and second.passed
                 got = f"case 1: {first.summary[:120]} | case 2: {'PASS' if second.passed else second.summary}"
             else:
-                hit = [t for t in texts if expected in t]
-                ok = bool(hit)
+                wanted = (expected,) if isinstance(expected, str) else expected
+                hit = [t for t in texts if any(w in t for w in wanted)]
+                ok = bool(hit) and (isinstance(expected, str) or result.speed.points == 0)
                 got = (hit or [t for t in texts if t] or ["(nothing)"])[0][:200]
             failures += not ok
             print(f"{'ok  ' if ok else 'FAIL'} {name:<34} {result.status.value:<11} {got}", flush=True)
