@@ -361,6 +361,12 @@ def submissions() -> list[tuple[str, str, str, str | tuple[str, ...]]]:
     ]
 
 
+def said(texts: list[str], expected: str | tuple[str, ...]) -> list[str]:
+    """The grader's texts that hold the expected words (any of them, for a tuple)."""
+    words = (expected,) if isinstance(expected, str) else expected
+    return [t for t in texts if t and any(w in t for w in words)]
+
+
 def speedups(result) -> list[float]:
     return [c.speedup for c in result.speed.cases]
 
@@ -415,7 +421,7 @@ def main() -> int:
                 # without effect: both kernels stream at the copy bandwidth, so a speed-up
                 # above FLATTERED means the baseline was slowed and believed.
                 speeds = [c.speedup for c in result.speed.cases if c.speedup]
-                hit = [t for t in texts if any(e in t for e in expected)]
+                hit = said(texts, expected)
                 ok = bool(hit) or (bool(speeds) and max(speeds) <= FLATTERED)
                 got = (hit or [c.summary[:150] for c in result.speed.cases] or ["(nothing)"])[0]
             elif expected == "honest":
@@ -439,8 +445,7 @@ def main() -> int:
                 ok = not first.passed and second.passed
                 got = f"case 1: {first.summary[:120]} | case 2: {'PASS' if second.passed else second.summary}"
             else:
-                wanted = (expected,) if isinstance(expected, str) else expected
-                hit = [t for t in texts if any(w in t for w in wanted)]
+                hit = said(texts, expected)
                 ok = bool(hit) and (isinstance(expected, str) or result.speed.points == 0)
                 got = (hit or [t for t in texts if t] or ["(nothing)"])[0][:200]
             failures += not ok

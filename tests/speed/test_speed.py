@@ -1076,3 +1076,13 @@ def test_the_wire_study_sends_a_tensor_whole_between_two_processes(capsys, throu
     assert main(["wire", "--megabytes", "2", "--rounds", "2", *through]) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
     assert len(rows) == 2 + 2 and all(row.endswith("| yes (cpu) |") for row in rows[2:])
+
+
+def test_the_gpu_corpus_takes_any_of_an_entrys_verdicts():
+    """scripts/gpu_corpus.py: an entry that allows two verdicts (the patched timer: too slow,
+    or its timing rejected) is matched by either, one that names a verdict by that one only."""
+    corpus = _script("gpu_corpus")
+    texts = ["all 1000 elements match", "", "timing rejected: the grader's clock saw more"]
+    assert corpus.said(texts, ("too slow", "timing rejected")) == [texts[2]]
+    assert corpus.said(texts, "too slow") == []
+    assert corpus.said(texts, "elements match") == [texts[0]]
