@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import io
 import os
+import time
 from contextlib import contextmanager, nullcontext, redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Callable, ContextManager, Protocol
@@ -33,6 +34,11 @@ class CaseProgress(Protocol):
     def end(self, result: CaseResult) -> None: ...
 
 
+# The part of a phase spent in pytest itself, outside the cases it ran (grade --profile):
+# starting, collecting, the plugins' reports (pytest-benchmark's record) and finishing.
+PYTEST_OWN = "pytest's own work"
+
+
 # A stage's progress display: given its label and the number of cases, the context in which
 # it is graded, yielding the CaseProgress told as each case starts and ends.
 Progress = Callable[[str, int], ContextManager[CaseProgress | None]]
@@ -46,10 +52,18 @@ class CasePlugin:
         self.cases, self.check, self.progress = cases, check, progress
         self.failures: dict[str, str] = {}  # nodeid -> what happened, for checks that broke
         self.running = None  # the case whose item pytest runs now
+        self.in_items = 0.0  # seconds pytest spent running the items (set-up to teardown)
+        self.own_seconds = 0.0  # seconds of the whole run outside them (run_checks)
 
     def pytest_generate_tests(self, metafunc):
         if "case" in metafunc.fixturenames:
             metafunc.parametrize("case", self.cases, ids=[c.id for c in self.cases])
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        start = time.perf_counter()
+        yield
+        self.in_items += time.perf_counter() - start
 
     def pytest_runtest_setup(self, item):
         case = item.callspec.params.get("case") if hasattr(item, "callspec") else None
@@ -137,7 +151,8 @@ def isolated_pytest():
 
 def run_checks(module: str, plugin: CasePlugin, extra: list[str] = (),
                quiet: bool = False) -> str | None:
-    """Run one check module through pytest; returns why it broke, or None.
+    """Run one check module through pytest; returns why it broke, or None. The plugin keeps
+    the seconds pytest spent outside the cases (`own_seconds`).
 
     `quiet` swallows what pytest and its plugins print (pytest-benchmark announces the files
     it writes); correctness runs keep it, so a student's debug prints still show.
@@ -151,12 +166,19 @@ def run_checks(module: str, plugin: CasePlugin, extra: list[str] = (),
         "-p", "no:cacheprovider",
         "-p", "no:terminal",
         "-p", "no:warnings",
+        # They turn exceptions raised where nothing catches them into warnings, which the
+        # grader shows nowhere; pytest collects garbage twice a run for them, 0.2 s in a
+        # process holding PyTorch (two runs a stage: the cases, then speed).
+        "-p", "no:unraisableexception",
+        "-p", "no:threadexception",
         *extra,
     ]
     sink = io.StringIO()
+    start = time.perf_counter()
     with isolated_pytest(), redirect_stdout(sink) if quiet else nullcontext(), \
             redirect_stderr(sink) if quiet else nullcontext():
         code = pytest.main(args, plugins=[plugin])
+    plugin.own_seconds = max(0.0, time.perf_counter() - start - plugin.in_items)
     if code == pytest.ExitCode.INTERRUPTED:
         raise KeyboardInterrupt  # pytest caught the Ctrl-C: it stops grading, not one stage
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) or plugin.failures:

@@ -18,8 +18,8 @@ from grader.backends import selection as backends
 from grader.course import Stage, matching_hints
 from grader.course.todos import TodoState
 from grader.errors import one_line
-from grader.grading.pytest_run import (CaseProgress, CorrectnessPlugin, Progress, SpeedPlugin,
-                                       run_checks)
+from grader.grading.pytest_run import (PYTEST_OWN, CaseProgress, CorrectnessPlugin, Progress,
+                                       SpeedPlugin, run_checks)
 from grader.grading.request import Grading
 from grader.grading.session import NEEDS_CORRECTNESS, StageSession
 from grader.intake import NotRun
@@ -99,7 +99,7 @@ def _grade_loaded(session: StageSession, result: StageResult, todos: TodoState,
         for readied in later:  # in order: their builders take cores behind this stage's own
             readied.ready_beside()
         broken = run_checks("test_correctness.py", plugin)
-    result.add_parts("correctness cases", check.phases)
+    result.add_parts("correctness cases", {**check.phases, PYTEST_OWN: round(plugin.own_seconds, 3)})
     result.cases = plugin.results()
     # Processes that saw the hidden cases' inputs could print or say them at any later
     # call: what follows (memory, speed) runs in fresh ones.
@@ -134,7 +134,7 @@ def _grade_loaded(session: StageSession, result: StageResult, todos: TodoState,
     plugin = SpeedPlugin(timer, progress)
     with phase(result.phases, "speed"):
         broken = run_checks("test_speed.py", plugin, extra, quiet=True)
-    result.add_parts("speed", timer.phases)
+    result.add_parts("speed", {**timer.phases, PYTEST_OWN: round(plugin.own_seconds, 3)})
     result.speed = timer.summary(plugin.results())
     if broken:
         result.speed.reason = broken

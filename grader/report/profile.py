@@ -2,12 +2,14 @@
 
 Each stage's phases (grader.results.StageResult.phases): starting the submission's
 processes and loading it, the correctness cases and, below them, their parts (recording the
-call, drawing the inputs and the reference, the replay, judging the output), the compile
-and memory checks, the speed trials and their parts (recording the calls, the baselines
-timed alone, building and warming up, the baseline's warm-up, then the timed batches: the
-first ones, not counted, the baseline's, the replay's, the outputs fetched and those
-checked), ending the processes.
-What no phase holds is the rest of the stage (pytest's own work, the results).
+call, drawing the inputs and the reference, the replay, judging the output, pytest's own
+work), the compile and memory checks, the speed trials and their parts (the later stages
+settled, recording the calls, the baselines timed alone, the GPU's ceilings, building and
+warming up, the baseline's warm-up, then the timed batches: the first ones, not counted,
+the baseline's, the replay's, the outputs fetched and those checked; pytest's own work),
+ending the processes. Below a phase's parts, what none of them holds (the seconds still to
+explain); what no phase holds is the rest of the stage (opening the speed check, the
+results).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from rich.table import Table
 
 from grader.results import PHASE_PART, Report
 
+NOT_IN_A_PART = "not in a part"  # a phase's seconds outside the parts it names
 ORDER = ("start processes, load", "correctness cases", "compile check", "memory check",
          "speed", "end processes")
 
@@ -39,11 +42,16 @@ def profile_table(report: Report) -> Table:
     for stage in report.stages:
         table.add_column(f"{stage.number} {stage.id}", justify="right")
     table.add_column("all", justify="right")
-    for name in phase_names(report):
+    names = phase_names(report)
+    for index, name in enumerate(names):
         shown = f"  {name.partition(PHASE_PART)[2]}" if PHASE_PART in name else name
         values = [stage.phases.get(name) for stage in report.stages]
-        table.add_row(shown, *(_seconds(v) for v in values),
-                      _seconds(sum(v for v in values if v is not None)))
+        _row(table, shown, values)
+        top = name.partition(PHASE_PART)[0]
+        following = names[index + 1] if index + 1 < len(names) else ""
+        if PHASE_PART in name and not following.startswith(top + PHASE_PART):
+            _row(table, f"  {NOT_IN_A_PART}", [_outside_parts(s.phases, top)
+                                              for s in report.stages])
     counted = [sum(v for k, v in s.phases.items() if PHASE_PART not in k) for s in report.stages]
     table.add_row("rest of the stage", *(_seconds(max(0.0, s.seconds - c))
                                          for s, c in zip(report.stages, counted)),
@@ -52,6 +60,19 @@ def profile_table(report: Report) -> Table:
                   _seconds(sum(s.seconds for s in report.stages)), style="bold")
     table.caption = f"the whole run: {report.seconds:.1f} s"
     return table
+
+
+def _row(table: Table, shown: str, values: list[float | None]) -> None:
+    table.add_row(shown, *(_seconds(v) for v in values),
+                  _seconds(sum(v for v in values if v is not None)))
+
+
+def _outside_parts(phases: dict[str, float], top: str) -> float | None:
+    """The seconds of phase `top` that none of its parts holds (None: no such phase)."""
+    if top not in phases:
+        return None
+    parts = sum(v for k, v in phases.items() if k.startswith(top + PHASE_PART))
+    return max(0.0, phases[top] - parts)
 
 
 def _seconds(value: float | None) -> str:

@@ -23,6 +23,10 @@ from grader.sandbox.outcomes import Proposed
 from grader.speed import ceilings as ceilings_module
 from grader.speed.trial import RECORD_CALLS, TimedCase, Trial, TrialResult
 
+# The parts of speed (grade --profile) that read the GPU's ceilings (measured where none are
+# cached), and that measure them again when a kernel seems to beat them.
+CEILINGS = "the GPU's ceilings"
+CEILINGS_AGAIN = "the GPU's ceilings measured again"
 PLAUSIBLE_FRACTION = 1.15  # above the measured ceiling by more than noise: impossible
 # A speed-up this close to its threshold (either side) is timed once more, and the verdict
 # taken over both trials' batches: five gradings of the same matmul on the H200 spread 1.85%
@@ -169,7 +173,8 @@ class SpeedCheck:
             result.failure = Failure.NOT_GRADED
             return Timed(result, [])
         work = problem.work(case.params, dtype)
-        roofline = ceilings_module.ceilings().roofline(work, case.dtype)
+        with timing.phase(self.phases, CEILINGS):
+            roofline = ceilings_module.ceilings().roofline(work, case.dtype)
         trial = self._trial(case, self._certainty(alone, roofline))
         found, rejected = self._run(trial)
         if self._near_threshold(found):
@@ -188,7 +193,8 @@ class SpeedCheck:
         if roofline.fraction(found.student_ms / 1e3) > PLAUSIBLE_FRACTION:
             # Faster than the cached ceiling allows: measure the ceiling again before
             # calling the timing altered (a ceiling cached from a busy GPU is too low).
-            roofline = ceilings_module.ceilings(remeasure=True).roofline(work, case.dtype)
+            with timing.phase(self.phases, CEILINGS_AGAIN):
+                roofline = ceilings_module.ceilings(remeasure=True).roofline(work, case.dtype)
         baseline_ms, slowed = found.baseline_ms, ""
         if alone and baseline_ms > alone * (1 + BASELINE_SLOWER):
             slowed = (f"; the {self.baseline} baseline ran {100 * (baseline_ms / alone - 1):.0f}% "

@@ -1,6 +1,8 @@
 """The grader's pytest runs (grader.grading.pytest_run): what pytest-benchmark writes of the
-machine and the commit is read once a grading, not once a stage."""
+machine and the commit is read once a grading, not once a stage; a run collects no garbage
+of its own and says how long pytest itself took."""
 
+import gc
 import json
 from types import SimpleNamespace
 
@@ -46,3 +48,17 @@ def test_the_machine_and_commit_are_described_once_for_every_stage(tmp_path, mon
     assert (asked_git.misses, asked_git.hits) == (1, 2)
     assert all(r["machine_info"] == {"cpu": {"brand_raw": "described"}} for r in records)
     assert len({json.dumps(r["commit_info"], sort_keys=True) for r in records}) == 1
+
+
+def test_a_run_collects_no_garbage_and_tells_pytests_own_seconds(monkeypatch):
+    """pytest collected garbage twice a run (for its unraisable-exception warnings, which
+    the grader shows nowhere): 0.2 s a run in a process holding PyTorch, two runs a stage."""
+    collected = []
+    monkeypatch.setattr(gc, "collect", lambda *args: collected.append(args) or 0)
+    check = SimpleNamespace(speed=SimpleNamespace(cases=[]), results={})
+    plugin = pytest_run.SpeedPlugin(check, None)
+    broken = pytest_run.run_checks("test_speed.py", plugin, ["-p", "pytest_benchmark.plugin"],
+                                   quiet=True)
+    assert broken is None
+    assert collected == []
+    assert plugin.own_seconds > 0 and plugin.in_items >= 0
