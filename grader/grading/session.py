@@ -98,12 +98,14 @@ class StageSession:
                 self.child.end()
 
     def settle(self) -> None:
-        """Return once nothing of this stage, readied beside an earlier one, runs: its child
-        ended, its builders done (they draw inputs on the GPU), only its replay left, idle.
-        An earlier stage times its speed only then."""
+        """Return once nothing of this stage runs: its readying over (readied beside an
+        earlier stage), its child ended, its builders done (they draw inputs on the GPU),
+        only its replay left, idle. A stage's speed is timed only once every stage settled;
+        the child starts again when the stage's own speed records its calls."""
         if self.readying is not None:
             self.readying.join()
         if self.child is not None:
+            self.child.end()
             self.child.replay_process.settle_builds()
 
     def _open(self) -> TodoState:

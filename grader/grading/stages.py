@@ -5,6 +5,14 @@ through the check module test_correctness.py, its stage-wide checks follow, and,
 case passed on a GPU with thresholds, its speed cases run through test_speed.py
 (grader.grading.pytest_run runs both). A stage the grader itself fails to grade is an
 ERROR of that stage; the run goes on with the next.
+
+`grade` judges the correctness of every stage first, in order, and then times the speed of
+each stage to be timed, in order. On a GPU the later stages are opened, and their kernels
+compiled, beside the first stage's cases (StageSession.ready_beside); nothing of another
+stage may run while one is timed, so with each stage timed right after its own cases the
+first stage's timing waited for every later stage's builds (8.3 s of a 34.8 s grading on
+the H200, BENCHMARKS.md). Judged first, the later stages' cases run while those builds
+finish, and every stage is settled once, before the first stage is timed.
 """
 
 from __future__ import annotations
@@ -12,6 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from grader.backends import selection as backends
@@ -31,8 +40,14 @@ from grader.speed import check as speed
 from grader.timing import phase
 
 
+# The part of speed (grade --profile) that waited, before the first stage was timed, for
+# every stage to settle: the later stages' kernels built, every child ended.
+SETTLED = "every stage settled"
+
+
 class Interrupted(Exception):
-    """Ctrl-C during grading: `report` holds the stages graded before it, none after."""
+    """Ctrl-C during grading: `report` holds the stages whole before it (judged, and timed
+    if they were to be), none half-graded."""
 
     def __init__(self, report: Report, stage: str):
         super().__init__(f"interrupted while grading {stage}")
@@ -56,40 +71,45 @@ def grade_session(session: StageSession, progress: CaseProgress | None,
     it is closed when this returns. `later`, the sessions of the stages graded after it, are
     readied beside this one's correctness cases (StageSession.ready_beside; those readied
     already are left as they are), and settled before this one's speed is timed."""
-    stage, grading = session.stage, session.grading
-    result = StageResult(number=stage.number, id=stage.id, title=stage.title,
-                         backend=grading.selection.backend.name, module=session.file.shown,
-                         max_points=stage.points)
+    result = new_result(session)
     try:
-        return _graded(session, result, progress, later)
-    except Exception as exc:  # noqa: BLE001 - one stage's failure must not end the run
-        return _broke(result, exc)
+        if judge_correctness(session, result, progress, later):
+            settle(later, result)
+            time_speed(session, result, progress)
+    finally:
+        close(session, result)
+    return result
 
 
-def _graded(session: StageSession, result: StageResult, progress: CaseProgress | None,
-            later: Sequence[StageSession]) -> StageResult:
+def new_result(session: StageSession) -> StageResult:
+    """The result of the session's stage before anything is graded."""
+    stage, grading = session.stage, session.grading
+    return StageResult(number=stage.number, id=stage.id, title=stage.title,
+                       backend=grading.selection.backend.name, module=session.file.shown,
+                       max_points=stage.points)
+
+
+def judge_correctness(session: StageSession, result: StageResult,
+                      progress: CaseProgress | None, later: Sequence[StageSession]) -> bool:
+    """Open the session's stage and judge its correctness cases and checks into `result`,
+    `later` readied beside the cases; whether its speed is to be timed (`time_speed`). The
+    session stays open."""
     result.speed = SpeedResult(False, session.no_speed or NEEDS_CORRECTNESS)
     try:
         with phase(result.phases, "start processes, load"):
             todos = session.open()
-        return _grade_loaded(session, result, todos, progress, later)
+        return _judged(session, result, todos, progress, later)
     except NotRun as exc:
         result.status, result.message = exc.status, exc.message
-        return result
     except SubmissionError as exc:
         result.message = str(exc)
-        return result
-    finally:
-        with phase(result.phases, "end processes"):
-            session.close()  # every process of the submission is gone before a result is kept
-        if session.child is not None:
-            result.sandbox = session.child.protections
-            result.output = session.child.output()
+    except Exception as exc:  # noqa: BLE001 - one stage's failure must not end the run
+        _broke(result, exc)
+    return False
 
 
-def _grade_loaded(session: StageSession, result: StageResult, todos: TodoState,
-                  progress: CaseProgress | None, later: Sequence[StageSession]
-                  ) -> StageResult:
+def _judged(session: StageSession, result: StageResult, todos: TodoState,
+            progress: CaseProgress | None, later: Sequence[StageSession]) -> bool:
     stage, check = session.stage, session.check
     if todos.unfilled:
         result.message = f"{result.module} {todos.describe()}"
@@ -107,7 +127,7 @@ def _grade_loaded(session: StageSession, result: StageResult, todos: TodoState,
         check.forget_hidden()
     if broken:
         result.message, result.status = broken, Status.ERROR
-        return result
+        return False
     with phase(result.phases, "compile check"):
         compiles = check.compile_check()
     if compiles:
@@ -118,27 +138,52 @@ def _grade_loaded(session: StageSession, result: StageResult, todos: TodoState,
                                               session.grading.seed))
     result.hints = matching_hints(stage.hints, result.cases)
     result.conclude(len(stage.cases))
-    if session.not_timed(result.cases, result.checks):
-        return result
+    return not session.not_timed(result.cases, result.checks)
 
-    if later:
-        settled: dict[str, float] = {}
-        with phase(result.phases, "speed"), phase(settled, "the later stages settled"):
-            for readied in later:  # nothing of a later stage runs while this one is timed
-                readied.settle()
-        result.add_parts("speed", settled)
-    timer = session.speed_check()
-    extra = ["-p", "pytest_benchmark.plugin"]
-    if part := _benchmark_part(session.grading, stage):
-        extra.append(f"--benchmark-json={part}")
-    plugin = SpeedPlugin(timer, progress)
-    with phase(result.phases, "speed"):
-        broken = run_checks("test_speed.py", plugin, extra, quiet=True)
-    result.add_parts("speed", {**timer.phases, PYTEST_OWN: round(plugin.own_seconds, 3)})
-    result.speed = timer.summary(plugin.results())
-    if broken:
-        result.speed.reason = broken
-    return result
+
+def settle(sessions: Sequence[StageSession], result: StageResult) -> None:
+    """Return once nothing of `sessions` runs (StageSession.settle): the wait is a part of
+    the speed of `result`, the stage timed next."""
+    if not sessions:
+        return
+    settled: dict[str, float] = {}
+    with phase(result.phases, "speed"), phase(settled, SETTLED):
+        for session in sessions:
+            session.settle()
+    result.add_parts("speed", settled)
+
+
+def time_speed(session: StageSession, result: StageResult, progress: CaseProgress | None
+               ) -> None:
+    """Time the speed cases of the session's stage (its correctness all passed) into
+    `result`."""
+    try:
+        timer = session.speed_check()
+        extra = ["-p", "pytest_benchmark.plugin"]
+        if part := _benchmark_part(session.grading, session.stage):
+            extra.append(f"--benchmark-json={part}")
+        plugin = SpeedPlugin(timer, progress)
+        with phase(result.phases, "speed"):
+            broken = run_checks("test_speed.py", plugin, extra, quiet=True)
+        result.add_parts("speed", {**timer.phases, PYTEST_OWN: round(plugin.own_seconds, 3)})
+        result.speed = timer.summary(plugin.results())
+        if broken:
+            result.speed.reason = broken
+    except Exception as exc:  # noqa: BLE001 - one stage's failure must not end the run
+        _broke(result, exc)
+
+
+def close(session: StageSession, result: StageResult) -> None:
+    """End every process of the session's stage (before its result is kept), and keep in
+    `result` what they ran under and printed."""
+    try:
+        with phase(result.phases, "end processes"):
+            session.close()
+    except Exception as exc:  # noqa: BLE001 - one stage's failure must not end the run
+        _broke(result, exc)
+    if session.child is not None:
+        result.sandbox = session.child.protections
+        result.output = session.child.output()
 
 
 def _benchmark_part(grading: Grading, stage: Stage):
@@ -164,8 +209,21 @@ def _silent(label: str, cases: int):
     yield None  # no display: the plugins tell nobody
 
 
+@dataclass
+class _Judged:
+    """A stage whose correctness was judged: its session (open while its speed is still to
+    be timed), its result so far, and the seconds it took."""
+
+    session: StageSession
+    result: StageResult
+    timed: bool  # its speed is to be timed
+    seconds: float
+    whole: bool = False  # judged, and timed if it was to be: the result is final
+
+
 def grade(grading: Grading, progress: Progress = _silent) -> Report:
-    """Grade every stage of the resolved request, one after another, into a Report."""
+    """Grade every stage of the resolved request into a Report: the correctness of each
+    stage, one after another, then the speed of each whose correctness all passed."""
     selection = grading.selection
     report = Report(
         course=grading.course.title,
@@ -180,31 +238,58 @@ def grade(grading: Grading, progress: Progress = _silent) -> Report:
     parts = [p for p in (_benchmark_part(grading, s) for s in grading.stages) if p]
     keep_warm()  # each stage's processes are forks of one that imported PyTorch once
     sessions = [StageSession(grading, stage) for stage in grading.stages]
-    for index, session in enumerate(sessions):
-        later = sessions[index + 1:]
-        stage = session.stage
-        label = f"{stage.name} {stage.id} [{selection.backend.name}]"
-        timed = 0 if session.no_speed else len(stage.speed.cases)
-        started = time.perf_counter()
-        try:
-            with progress(label, len(stage.cases) + timed) as cases:
-                result = grade_session(session, cases, later)
-        except KeyboardInterrupt:
-            # The stage's child is already ended (grade_stage's finally), and the later
-            # stages', readied beside it, are ended here; what it had graded is dropped, so
-            # nothing half-graded looks like a result.
-            for readied in later:
-                readied.close()
-            report.seconds = round(time.perf_counter() - start, 2)
-            for written in parts:  # pytest-benchmark's records of the stages graded so far
-                written.unlink(missing_ok=True)
-            raise Interrupted(report, label) from None
-        result.seconds = round(time.perf_counter() - started, 2)
-        report.stages.append(result)
-        if grading.outputs.so_far:  # whole stages only: one cut short leaves no trace
-            report.seconds = round(time.perf_counter() - start, 2)
-            report.write_json(grading.outputs.so_far)
+    judged: list[_Judged] = []
+    label = ""
+    try:
+        for index, session in enumerate(sessions):
+            label = _label(session)
+            started = time.perf_counter()
+            result = new_result(session)
+            with progress(label, len(session.stage.cases)) as cases:
+                timed = judge_correctness(session, result, cases, sessions[index + 1:])
+            if not timed:  # whole already: nothing of it stays
+                close(session, result)
+            judged.append(_Judged(session, result, timed, time.perf_counter() - started))
+            if not timed:
+                _keep(report, judged, grading, start, judged[-1])
+        waiting = [j.session for j in judged if j.timed]
+        for stage in (j for j in judged if j.timed):
+            label = _label(stage.session)
+            started = time.perf_counter()
+            settle(waiting, stage.result)  # before the first: every build done, every child ended
+            waiting = []
+            with progress(f"{label}: speed", len(stage.session.stage.speed.cases)) as cases:
+                time_speed(stage.session, stage.result, cases)
+            close(stage.session, stage.result)
+            stage.seconds += time.perf_counter() - started
+            _keep(report, judged, grading, start, stage)
+    except KeyboardInterrupt:
+        # The stages whole so far are the report; every process of the others is ended here,
+        # and what they had graded is dropped, so nothing half-graded looks like a result.
+        for session in sessions:
+            session.close()
+        report.seconds = round(time.perf_counter() - start, 2)
+        for written in parts:  # pytest-benchmark's records of the stages graded so far
+            written.unlink(missing_ok=True)
+        raise Interrupted(report, label) from None
     if grading.outputs.benchmark_json:
         speed.merge_benchmark_files(parts, grading.outputs.benchmark_json)
     report.seconds = round(time.perf_counter() - start, 2)
     return report
+
+
+def _label(session: StageSession) -> str:
+    stage = session.stage
+    return f"{stage.name} {stage.id} [{session.grading.selection.backend.name}]"
+
+
+def _keep(report: Report, judged: list[_Judged], grading: Grading, start: float,
+          stage: _Judged) -> None:
+    """`stage` is whole: the report's stages are those whole, in the request's order
+    (written to the request's so-far file)."""
+    stage.whole = True
+    stage.result.seconds = round(stage.seconds, 2)
+    report.stages = [j.result for j in judged if j.whole]
+    if grading.outputs.so_far:  # whole stages only: one cut short leaves no trace
+        report.seconds = round(time.perf_counter() - start, 2)
+        report.write_json(grading.outputs.so_far)

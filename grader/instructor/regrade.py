@@ -82,7 +82,8 @@ def held_note(name: str, limit: int) -> str:
 def keep_graded_stages(so_far: Path, result: Path, stages: tuple[Stage, ...], track: str,
                        limit: float) -> bool:
     """After a submission ran out of --limit: its result is the stages it finished, each
-    later stage an ERROR that says why. Whether there was any stage to keep."""
+    other stage an ERROR that says why, in the course's order. Whether there was any stage
+    to keep."""
     try:
         data = json.loads(so_far.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -97,7 +98,11 @@ def keep_graded_stages(so_far: Path, result: Path, stages: tuple[Stage, ...], tr
         f"{limit:g} s) before this stage finished; grade it again with a larger --limit")
         for s in stages if s.id not in done]
     extra = Report("", "", "", "", {}, "", stages=missing).to_json()["stages"]
-    data["stages"] += extra
+    # On a GPU a stage finishes once its speed is timed, after every stage's cases: the
+    # stages kept need not come first.
+    order = {s.id: index for index, s in enumerate(stages)}
+    data["stages"] = sorted(data["stages"] + extra,
+                            key=lambda s: order.get(s.get("id"), len(order)))
     data["points"] = round(sum(s["total_points"] for s in data["stages"]), 2)
     data["max_points"] = round(sum(s["total_max_points"] for s in data["stages"]), 2)
     data["passed"] = data["passed"] and not extra

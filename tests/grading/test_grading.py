@@ -18,7 +18,7 @@ from grader.backends import selection as backends
 from grader.course import load_course
 from grader.grading import stages as grading
 from grader.grading.request import GradingRequest
-from grader.results import SCHEMA, Failure, StageResult, Status
+from grader.results import SCHEMA, Failure, Status
 from grader.tracks import TRACKS
 
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "grader" / "result.schema.json"
@@ -110,13 +110,11 @@ def test_untouched_skeletons_are_not_started(run_grade, course, tmp_path):
 def test_a_stage_can_be_named_three_ways(run_grade, course, tmp_path, selector, monkeypatch):
     # Which stage is graded, not how: a stand-in grades it (the stage is graded for real in
     # the tests above and below).
-    def stand_in(session, progress, later=()):
-        stage = session.stage
-        return StageResult(stage.number, stage.id, stage.title,
-                           session.grading.selection.backend.name, "stand-in.py", stage.points,
-                           Status.PASS, stage.points)
+    def stand_in(session, result, progress, later=()):
+        result.module, result.status, result.points = "stand-in.py", Status.PASS, result.max_points
+        return False  # not timed
 
-    monkeypatch.setattr(grading, "grade_session", stand_in)
+    monkeypatch.setattr(grading, "judge_correctness", stand_in)
     out = tmp_path / "r.json"
     code, _, _ = run_grade("--course", str(course.path), selector, "--solutions",
                            "--backend", "triton-interpret", "--json", str(out))
@@ -139,14 +137,12 @@ def test_grading_options_stand_before_or_after_the_stage(run_grade, course, tmp_
 
 
 def test_profile_shows_where_the_time_went_after_the_scorecard(run_grade, course, monkeypatch):
-    def stand_in(session, progress, later=()):  # a stage whose phases are known
-        stage = session.stage
-        return StageResult(stage.number, stage.id, stage.title,
-                           session.grading.selection.backend.name, "stand-in.py", stage.points,
-                           Status.PASS, stage.points,
-                           phases={"start processes, load": 1.25, "correctness cases": 1.5})
+    def stand_in(session, result, progress, later=()):  # a stage whose phases are known
+        result.status, result.points = Status.PASS, result.max_points
+        result.phases.update({"start processes, load": 1.25, "correctness cases": 1.5})
+        return False  # not timed
 
-    monkeypatch.setattr(grading, "grade_session", stand_in)
+    monkeypatch.setattr(grading, "judge_correctness", stand_in)
     code, stdout, _ = run_grade("--course", str(course.path), "1", "--solutions",
                                 "--backend", "triton-interpret", "--profile")
     assert code == 0

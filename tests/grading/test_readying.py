@@ -6,6 +6,7 @@ result as graded in its own turn, and one that cannot be graded says so in its o
 Here on Triton's interpreter, readying forced (a CPU does not ready stages beside each
 other)."""
 
+import json
 import threading
 
 import pytest
@@ -13,7 +14,7 @@ from conftest import fewer_cases
 
 from grader.grading import session as sessions
 from grader.grading import stages as grading
-from grader.grading.request import GradingRequest
+from grader.grading.request import GradingRequest, Outputs
 from grader.intake import NotRun
 from grader.results import Status
 from grader.sandbox.replayer import ReplayProcess
@@ -64,7 +65,8 @@ def test_every_later_stage_readied_beside_the_first_is_graded_as_in_its_own_turn
                                   ("softmax", "tilecourse-later-stage")]
     assert ended.count("tilecourse-later-stage") >= 2  # their children ended once readied
     assert [(s.status, s.points, [c.passed for c in s.cases]) for s in beside.stages] == \
-        [(s.status, s.points, [c.passed for c in s.cases]) for s in alone.stages]
+        [(s.status, s.points, [c.passed for c in s.cases]) for s in alone.stages], \
+        [s.message for s in beside.stages]
     assert all(s.status is Status.PASS for s in beside.stages)
     assert not any(t.name == "tilecourse-later-stage" for t in threading.enumerate())
 
@@ -147,3 +149,49 @@ def test_a_stage_is_timed_only_once_every_later_stage_settled(two_stages, monkey
     assert order == [("readied", "second"), ("readied", "third"), ("settled", "second"),
                      ("settled", "third"), ("timed", "vector_add")]
     assert result.status is Status.ERROR and "the test stops here" in result.message
+
+
+def test_every_stage_is_judged_before_any_is_timed_and_settled_once_before_the_first(
+        course, tmp_path, monkeypatch):
+    """`grade` judges the correctness of every stage first (the later stages' cases run while
+    their kernels are still being built), then settles every stage once, then times each
+    stage to be timed, in order. A stage not to be timed is whole after its cases; the
+    report, and the so-far file written as each stage becomes whole, list the stages in
+    the request's order."""
+    course = fewer_cases(course, 2)
+    so_far = tmp_path / "so-far.json"
+    request = GradingRequest(course, (course.select("vector_add"), course.select("fused_gelu"),
+                                      course.select("softmax")), "triton-interpret",
+                             solutions=True, seed=11, outputs=Outputs(so_far=so_far))
+    order, written = [], []
+
+    def not_timed(self, cases, checks=()):
+        order.append(("judged", self.stage.id))
+        return "not timed here" if self.stage.id == "fused_gelu" else None
+
+    def speed_check(self):
+        written.append([s["id"] for s in json.loads(so_far.read_text())["stages"]]
+                       if so_far.exists() else [])
+        order.append(("timed", self.stage.id))
+        raise RuntimeError("the test stops here")
+
+    settle = sessions.StageSession.settle
+    monkeypatch.setattr(sessions.StageSession, "not_timed", not_timed)
+    monkeypatch.setattr(sessions.StageSession, "speed_check", speed_check)
+    monkeypatch.setattr(sessions.StageSession, "settle",
+                        lambda self: order.append(("settled", self.stage.id)) or settle(self))
+    report = grading.grade(request.resolve())
+    assert order == [("judged", "vector_add"), ("judged", "fused_gelu"), ("judged", "softmax"),
+                     ("settled", "vector_add"), ("settled", "softmax"),
+                     ("timed", "vector_add"), ("timed", "softmax")]
+    assert written == [["fused_gelu"], ["vector_add", "fused_gelu"]]
+    assert [s.id for s in report.stages] == ["vector_add", "fused_gelu", "softmax"]
+    first, second, third = report.stages
+    assert second.status is Status.PASS and not second.speed.graded
+    for timed in (first, third):  # a stage that broke while timed is an ERROR of its own
+        assert timed.status is Status.ERROR and "the test stops here" in timed.message
+        assert len(timed.cases) == 2 and all(c.passed for c in timed.cases)
+    assert [s["id"] for s in json.loads(so_far.read_text())["stages"]] == \
+        ["vector_add", "fused_gelu", "softmax"]
+    assert all(s.seconds >= sum(v for k, v in s.phases.items() if " / " not in k) - 0.05
+               for s in report.stages)

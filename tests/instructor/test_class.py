@@ -394,6 +394,29 @@ def test_limit_keeps_the_stages_graded_before_it(tmp_path, monkeypatch):
     assert graded.json_path is None and "before its first stage finished" in graded.error
 
 
+def test_limit_keeps_a_later_stage_that_finished_first_in_the_courses_order(tmp_path,
+                                                                            monkeypatch):
+    """On a GPU a stage finishes once its speed is timed, after every stage's cases: the
+    second stage (not timed) can finish before the first (timed)."""
+    course = _course(tmp_path)
+
+    def slow(command, log, env, cwd, limit, stop=None):
+        data = _result(course, {"vector_add": 10.0, "fused_gelu": 10.0})
+        data["stages"] = data["stages"][1:]
+        Path(command[command.index("--json-so-far") + 1]).write_text(json.dumps(data))
+        raise subprocess.TimeoutExpired(command, limit)
+
+    monkeypatch.setattr(batch, "run_isolated", slow)
+    subs = _class(tmp_path, {"ada": "good"})
+    request = GradingRequest(course, course.stages, "triton-interpret", seed=3)
+    [graded] = batch.run(submissions.entries(course, [subs]), tmp_path / "out", request, 1,
+                         [], 30)
+    data = json.loads(graded.json_path.read_text())
+    assert [(s["id"], s["status"]) for s in data["stages"]] == [("vector_add", "ERROR"),
+                                                                ("fused_gelu", "PASS")]
+    assert data["points"] == 10
+
+
 NOT_HANDED_IN = ("stage2_fused_gelu.py is not in the submission, so the handout's untouched "
                  "skeleton was graded: fill in its TODOs and submit it")
 

@@ -20,6 +20,8 @@ from grader import timing
 from grader.backends import selection as backends
 from grader.course import Threshold, load_course
 from grader.errors import CourseError
+from grader.grading import stages as grading
+from grader.grading.request import GradingRequest, Outputs
 from grader.grading.pytest_run import PYTEST_OWN
 from grader.problems import PROBLEMS
 from grader.results import CaseResult, CheckResult, Failure, Report, Status
@@ -151,6 +153,35 @@ def test_speed_waits_for_correctness(grade):
     assert result.status is Status.FAIL
     assert not result.speed.graded and result.speed.reason == "needs all correctness cases to pass first"
     assert result.total_max_points == 10
+
+
+def test_ctrl_c_while_a_stage_is_timed_stops_the_run_and_ends_its_processes(
+        tmp_path, fake_gpu_timing, monkeypatch):
+    """`grade` times a stage after every stage's cases: Ctrl-C then keeps no half-graded
+    stage (its cases were judged, its speed not timed), and ends its processes."""
+    (tmp_path / "course.toml").write_text(COURSE.replace("THRESHOLD", "1.5"), encoding="utf-8")
+    course = load_course(tmp_path / "course.toml")
+    module = tmp_path / "vector_add_submission.py"
+    module.write_text(REFERENCE, encoding="utf-8")
+    so_far = tmp_path / "so-far.json"
+    request = GradingRequest(course, (course.select("vector_add"),), backends.AUTO,
+                             module=module, outputs=Outputs(so_far=so_far))
+    resolved = dataclasses.replace(request.resolve(), selection=fake_gpu_timing)
+    seen = []
+    batch = Trial.baseline_batch
+
+    def interrupted(self, seeds, key):  # Ctrl-C once the submission's replay runs
+        if self.replay_process.running:
+            seen.append(self.replay_process)
+            raise KeyboardInterrupt
+        return batch(self, seeds, key)
+
+    monkeypatch.setattr(Trial, "baseline_batch", interrupted)
+    with pytest.raises(grading.Interrupted) as stop:
+        grading.grade(resolved)
+    assert stop.value.report.stages == [] and "vector_add" in stop.value.stage
+    assert not so_far.exists()
+    assert len(seen) == 1 and not seen[0].running
 
 
 def test_a_speed_case_in_a_dtype_this_gpu_lacks_is_not_graded(grade, monkeypatch):
