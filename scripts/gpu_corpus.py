@@ -22,7 +22,9 @@ corpus is tests/attacks/ and tests/faults/, graded by tests/test_attack_files.py
 - the plain (untuned) Triton softmax and matmul, each also with its CUDA-event times forged
   (x0.7 on softmax, x0.9 on matmul) and with every clock of its process forged (the grader's
   timing loop, time.perf_counter, CUDA events): each forgery earns what the honest plain
-  kernel earns (speed-ups within FORGED_WITHIN of it, no speed point more);
+  kernel earns (speed-ups within FORGED_WITHIN of it, no speed point more; where they
+  differ, the honest twin is graded again once and the forgery judged against that: a
+  twin timed once on a disturbed machine was seen to be the outlier);
 - the same plain kernels forging the replay's clock (its timing loop and CUDA events x0.7)
   by each route by which a file's Python could reach the process that builds or times its
   kernels: a constant's evaluation, only the wrapper using it (host code: it runs in the
@@ -383,6 +385,13 @@ def like_honest(result, honest, within: float = FORGED_WITHIN) -> tuple[bool, st
     return close and same, f"{shown}; speed points {result.speed.points:g} vs {honest.speed.points:g}"
 
 
+def like_twin(result, twin, exactly: bool) -> tuple[bool, str]:
+    """A forgery against its honest twin (like_honest): a forgery by a route the grader
+    leaves in the child (`exactly`) must also earn exactly the twin's speed points."""
+    ok, got = like_honest(result, twin, FORGED_ROUTE_WITHIN if exactly else FORGED_WITHIN)
+    return ok and (not exactly or result.speed.points == twin.speed.points), got
+
+
 def main() -> int:
     selection = backends.select("triton")
     real = common.course()
@@ -393,17 +402,23 @@ def main() -> int:
         relaxed = dataclasses.replace(real, rules=small.rules)
         wanted = sys.argv[1:]
         graded = {}
-        for name, stage_id, source, expected in submissions():
-            if wanted and not any(word in name for word in wanted):
-                continue
+        sources = {name: (stage_id, source) for name, stage_id, source, _ in submissions()}
+
+        def grade(name: str):
+            stage_id, source = sources[name]
             module = tmp / f"{stage_id}_submission.py"
             module.write_text(source)
             course = small if stage_id == "vector_add" else relaxed
             stage = course.select(stage_id)
             request = GradingRequest(course, (stage,), selection.backend.name, module=module,
                                      limits=Limits(timeout=120))
-            result = grade_stage(request.resolve(), stage)
-            graded[name] = result
+            graded[name] = grade_stage(request.resolve(), stage)
+            return graded[name]
+
+        for name, stage_id, source, expected in submissions():
+            if wanted and not any(word in name for word in wanted):
+                continue
+            result = grade(name)
             texts = [c.summary for c in result.cases] + [c.message for c in result.checks] \
                 + [c.summary for c in result.speed.cases] + [result.message, result.speed.reason]
             if name == "confined, on the GPU":
@@ -427,12 +442,12 @@ def main() -> int:
             elif expected == "honest":
                 ok = result.status.value in ("PASS", "FAIL") and bool(result.speed.cases)
                 got = "; ".join(c.summary[:80] for c in result.speed.cases)
-            elif expected.endswith(", honest, exactly"):
-                twin = graded.get(expected.removesuffix(", exactly"))
-                ok, got = like_honest(result, twin, FORGED_ROUTE_WITHIN)
-                ok = ok and result.speed.points == twin.speed.points
-            elif expected.endswith(", honest"):
-                ok, got = like_honest(result, graded.get(expected))
+            elif expected.endswith((", honest", ", honest, exactly")):
+                twin = expected.removesuffix(", exactly")
+                ok, got = like_twin(result, graded.get(twin), twin != expected)
+                if not ok and twin in graded:  # the twin, timed once, may be the outlier
+                    ok, got = like_twin(result, grade(twin), twin != expected)
+                    got += " (the honest twin graded again)"
             elif expected == REFUSED:
                 hit = [t for t in texts if t and REFUSED in t]
                 ok = bool(hit) and result.points == 0

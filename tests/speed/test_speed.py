@@ -1119,3 +1119,25 @@ def test_the_gpu_corpus_takes_any_of_an_entrys_verdicts():
     assert corpus.said(texts, ("too slow", "timing rejected")) == [texts[2]]
     assert corpus.said(texts, "too slow") == []
     assert corpus.said(texts, "elements match") == [texts[0]]
+
+
+def test_the_gpu_corpus_judges_a_forgery_against_its_honest_twin():
+    """scripts/gpu_corpus.py: a forgery earns what its honest twin earns, each speed-up
+    within the allowed spread; one by a route left in the child earns exactly its points."""
+    from types import SimpleNamespace
+
+    corpus = _script("gpu_corpus")
+
+    def graded(points, *speedups):
+        cases = [SimpleNamespace(speedup=s, passed=s >= 1.0) for s in speedups]
+        return SimpleNamespace(speed=SimpleNamespace(points=points, cases=cases))
+
+    honest = graded(2, 1.20, 0.90)
+    assert corpus.like_twin(graded(2, 1.23, 0.92), honest, exactly=False)[0]
+    assert not corpus.like_twin(graded(2, 1.23, 0.92), honest, exactly=True)[0]  # 2.5% off
+    assert corpus.like_twin(graded(2, 1.21, 0.90), honest, exactly=True)[0]
+    assert not corpus.like_twin(graded(2, 1.20, 1.00), graded(2, 1.20, 0.99),
+                                exactly=False)[0]  # a verdict more, within the spread
+    assert not corpus.like_twin(graded(4, 1.21, 0.90), honest, exactly=True)[0]  # points
+    ok, got = corpus.like_twin(graded(2, 1.2, 0.9), None, exactly=True)
+    assert not ok and "not graded in this run" in got
