@@ -119,7 +119,8 @@ def _judged(session: StageSession, result: StageResult, todos: TodoState,
         for readied in later:  # in order: their builders take cores behind this stage's own
             readied.ready_beside()
         broken = run_checks("test_correctness.py", plugin)
-    result.add_parts("correctness cases", {**check.phases, PYTEST_OWN: round(plugin.own_seconds, 3)})
+    result.add_parts("correctness cases",
+                     {**check.phases, PYTEST_OWN: round(plugin.own_seconds, 3)})
     result.cases = plugin.results()
     # Processes that saw the hidden cases' inputs could print or say them at any later
     # call: what follows (memory, speed) runs in fresh ones.
