@@ -101,6 +101,58 @@ def _k_loop_short(ev: Evidence):
                       {"done": done, "tiles": count, "tile": tile})
 
 
+def _k_step_in_elements(ev: Evidence):
+    """The loop over K moves a pointer BLOCK_K elements in memory each step, not BLOCK_K
+    steps of its stride along K (B's, A's, or both): at step t it reads its tile's elements
+    t * BLOCK_K places further on in memory. Tried for each input where that differs from
+    the right step (a stride along K other than 1) and lands on the input's own elements."""
+    tiles = _k_tiles(ev)
+    if tiles is None:
+        return
+    tile = tiles[2]
+    a, b = ev.call.args
+    for shifted in ("B", "A", "A and B"):
+        if ("A" in shifted and a.stride(1) == 1) or ("B" in shifted and b.stride(0) == 1):
+            continue  # the same as the right step
+        steps = range(0, a.shape[1], tile)
+        a_tiles = [_tile_read(a, 1, start, tile, "A" in shifted) for start in steps]
+        b_tiles = [_tile_read(b, 0, start, tile, "B" in shifted) for start in steps]
+        if any(t is None for t in a_tiles + b_tiles):
+            continue  # some read lands off the input's elements: nothing to predict
+        out = sum(x @ y for x, y in zip(a_tiles, b_tiles))
+        along = " and ".join(f"{tile} {unit}" for name, unit in (("A", "columns of A"),
+                                                                 ("B", "rows of B"))
+                             if name in shifted)
+        yield Finding(out.float(), {"tile": tile, "inputs": shifted, "along": along})
+
+
+def _tile_read(x: torch.Tensor, axis: int, start: int, tile: int, shifted: bool):
+    """The K tile of the 2-D input `x` (K along `axis`) at `start`, in float64, lanes past K
+    zero; `shifted`: read `start` elements further on in memory from the first tile's
+    places instead. None where such a read is not an element of `x`."""
+    k = x.shape[axis]
+    lanes = torch.arange(tile).clamp_max(k - 1)
+    inside = torch.arange(tile) + start < k
+    inside = inside[None, :] if axis == 1 else inside[:, None]
+    values = x.double()
+    if not shifted:
+        return values.index_select(axis, (lanes + start).clamp_max(k - 1)) * inside
+    # Where each element of x lies in memory, and what lies at each such place.
+    rows, cols = x.shape
+    places = (x.storage_offset() + torch.arange(rows)[:, None] * x.stride(0)
+              + torch.arange(cols)[None, :] * x.stride(1))
+    held = torch.zeros(int(places.max()) + 1, dtype=torch.float64)
+    known = torch.zeros(held.shape, dtype=torch.bool)
+    held[places.flatten()], known[places.flatten()] = values.flatten(), True
+    read = places.index_select(axis, lanes) + start
+    inside = inside.expand_as(read)
+    within = read < held.numel()
+    read = read.clamp_max(held.numel() - 1)
+    if not bool((known[read] & within)[inside].all()):
+        return None
+    return torch.where(inside, held[read], torch.zeros((), dtype=torch.float64))
+
+
 def _half_accumulated(ev: Evidence):
     """The running sum kept in the 16-bit input dtype, each tile's product added exact,
     rounded once, or made in that dtype too (a dot whose own output is 16-bit, rounded
@@ -170,5 +222,7 @@ PROBLEM = Problem(
                  "first_k_tile_repeated": Experiment(_first_k_tile_repeated, ("tile", "tiles")),
                  "k_loop_short": Experiment(_k_loop_short, ("done", "tiles", "tile")),
                  "accumulator_in_input_dtype": Experiment(_half_accumulated, ("dtype",)),
+                 "k_step_in_elements": Experiment(_k_step_in_elements,
+                                                   ("tile", "inputs", "along")),
                  "inputs_misread": _inputs_misread},
 )

@@ -120,3 +120,50 @@ def test_inputs_never_read_at_all_name_no_pointer():
     one = causes.from_traffic(evidence(torch.zeros(4), torch.ones(4), Call((x, y)), never[:1]),
                               None, None)
     assert [c.key for c in one] == ["input_not_read"] and "check which pointer" in one[0].text
+
+
+def _stepped_in_elements(flat_a, a, flat_b, b, tile, shifted):
+    """C as a Triton kernel computes it, read element by element from the inputs' memory,
+    whose pointers into the inputs named in `shifted` step `tile` elements along K, not
+    `tile` times their stride along K; lanes past K masked."""
+    (m, k), n = a.shape, b.shape[1]
+    out = torch.zeros(m, n, dtype=torch.float64)
+    for start in range(0, k, tile):
+        for lane in range(min(tile, k - start)):
+            step_a = start if "A" in shifted else start * a.stride(1)
+            step_b = start if "B" in shifted else start * b.stride(0)
+            column = flat_a[a.storage_offset() + torch.arange(m) * a.stride(0)
+                            + lane * a.stride(1) + step_a]
+            row = flat_b[b.storage_offset() + lane * b.stride(0)
+                         + torch.arange(n) * b.stride(1) + step_b]
+            out += torch.outer(column.double(), row.double())
+    return out.float()
+
+
+def test_matmul_recomputes_a_k_loop_that_steps_its_pointers_in_elements():
+    """A pointer into B (rows along K) or into a transposed A (columns along K) moved
+    BLOCK_K elements each step, not BLOCK_K times its stride along K: the recompute tells
+    which input's, and a right kernel, or one stepping a pointer whose stride along K is 1,
+    is not taken for it."""
+    from grader.problems.evidence import experiment
+
+    gen = torch.Generator().manual_seed(3)
+    m, n, k, tile = 5, 7, 70, 32
+    flat_a, flat_b = torch.randn(m * k, generator=gen), torch.randn(k * n, generator=gen)
+    contiguous_a = flat_a.view(m, k)
+    transposed_a = flat_a.view(k, m).t()
+    b = flat_b.view(k, n)
+    recompute = experiment(PROBLEMS["matmul"].experiments["k_step_in_elements"])
+
+    def named(a, shifted):
+        got = _stepped_in_elements(flat_a, a, flat_b, b, tile, shifted)
+        ev = Evidence(got, a @ b, Call((a, b)), torch.float32, 1e-4, 1e-4, {"BLOCK_K": tile})
+        return [(f.facts["inputs"], f.facts["along"]) for f in recompute.findings(ev)
+                if f.holds(ev)]
+
+    assert named(contiguous_a, "B") == [("B", "32 rows of B")]
+    assert named(transposed_a, "B") == [("B", "32 rows of B")]
+    assert named(transposed_a, "A") == [("A", "32 columns of A")]
+    assert named(transposed_a, "A and B") == [("A and B", "32 columns of A and 32 rows of B")]
+    assert named(contiguous_a, "A") == []  # its stride along K is 1: the step is right
+    assert named(contiguous_a, "") == []  # a right kernel
