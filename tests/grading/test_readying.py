@@ -8,6 +8,7 @@ other)."""
 
 import json
 import threading
+from contextlib import contextmanager
 
 import pytest
 from conftest import fewer_cases
@@ -180,7 +181,19 @@ def test_every_stage_is_judged_before_any_is_timed_and_settled_once_before_the_f
     monkeypatch.setattr(sessions.StageSession, "speed_check", speed_check)
     monkeypatch.setattr(sessions.StageSession, "settle",
                         lambda self: order.append(("settled", self.stage.id)) or settle(self))
-    report = grading.grade(request.resolve())
+    shown = []
+
+    @contextmanager
+    def progress(label, cases):  # what a progress display is told, stage by stage
+        shown.append((label, cases))
+        yield None
+
+    report = grading.grade(request.resolve(), progress)
+    assert shown == [("stage1 vector_add [triton-interpret]", 2),
+                     ("stage2 fused_gelu [triton-interpret]", 2),
+                     ("stage3 softmax [triton-interpret]", 2),
+                     ("stage1 vector_add [triton-interpret]: speed", 1),
+                     ("stage3 softmax [triton-interpret]: speed", 3)]
     assert order == [("judged", "vector_add"), ("judged", "fused_gelu"), ("judged", "softmax"),
                      ("settled", "vector_add"), ("settled", "softmax"),
                      ("timed", "vector_add"), ("timed", "softmax")]
