@@ -3,7 +3,7 @@
 Each stage's phases (grader.results.StageResult.phases): starting the submission's
 processes and loading it, the correctness cases and, below them, their parts (recording the
 call, drawing the inputs and the reference, the replay, judging the output, pytest's own
-work), the compile and memory checks, the speed trials and their parts (the later stages
+work), the compile and memory checks, the speed trials and their parts (every stage
 settled, recording the calls, the baselines timed alone, the GPU's ceilings, building and
 warming up, the baseline's warm-up, then the timed batches: the first ones, not counted,
 the baseline's, the replay's, the outputs fetched and those checked; pytest's own work),

@@ -1,8 +1,9 @@
 """The later stages readied beside the one graded (grader.grading.session.StageSession
 .ready_beside): on a GPU every later stage is opened, and its calls recorded and compiled,
-while the first judges its correctness cases; each child is ended at once, and nothing of a
-later stage runs while an earlier one is timed. Graded this way, a stage gets the same
-result as graded in its own turn, and one that cannot be graded says so in its own turn.
+while the first judges its correctness cases; each child is ended at once; every stage's
+cases are judged before any stage's speed is timed, and nothing of a stage runs while
+another is timed. Graded this way, a stage gets the same result as graded in its own turn,
+and one that cannot be graded says so in its own turn.
 Here on Triton's interpreter, readying forced (a CPU does not ready stages beside each
 other)."""
 
