@@ -402,7 +402,8 @@ def main() -> int:
         relaxed = dataclasses.replace(real, rules=small.rules)
         wanted = sys.argv[1:]
         graded = {}
-        sources = {name: (stage_id, source) for name, stage_id, source, _ in submissions()}
+        entries = submissions()
+        sources = {name: (stage_id, source) for name, stage_id, source, _ in entries}
 
         def grade(name: str):
             stage_id, source = sources[name]
@@ -415,7 +416,7 @@ def main() -> int:
             graded[name] = grade_stage(request.resolve(), stage)
             return graded[name]
 
-        for name, stage_id, source, expected in submissions():
+        for name, _, _, expected in entries:
             if wanted and not any(word in name for word in wanted):
                 continue
             result = grade(name)
