@@ -6,8 +6,8 @@ Imports run one way, from the command line down to the course:
         -> replay -> course -> problems, backends
 
 with a few leaves any layer may use (errors, cache, the GPU clock, the tile languages'
-records, the result records, the quoting of a submission's text), and the report modules
-depending on the result records (and that quoting) only. The languages' wings stand above
+records, the result records, the quoting of a submission's text, the parse of Python
+source), and the report modules depending on the result records (and that quoting) only. The languages' wings stand above
 the machinery they use, which reaches them only through grader.tracks.wing. Every import
 counts, those inside functions too, so a late import cannot hide a cycle.
 """
@@ -32,6 +32,7 @@ LAYERS = {
     "grader.tracks": 0,  # the tile languages, a record each: every layer reads them
     "grader.results": 0,  # the result records: written where decided, read by the reports
     "grader.quoting": 0,  # text from a submission, quoted: every layer that words a message
+    "grader.syntax": 0,  # Python source parsed one at a time: threads may parse at once
     "grader.protocol": 1,  # the wire between the grader and its processes
     "grader.problems": 1,
     "grader.backends": 1,

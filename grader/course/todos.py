@@ -12,6 +12,8 @@ import ast
 import re
 from dataclasses import dataclass
 
+from grader import syntax
+
 _TODO = re.compile(r"^\s*# TODO (\d+):")
 
 
@@ -39,7 +41,7 @@ class TodoState:
 def todo_state(source: str) -> TodoState:
     """Find placeholders (`...` expressions) and the TODO block each belongs to."""
     try:
-        tree = ast.parse(source)
+        tree = syntax.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         # The import reports a syntax error itself, the static check a source too deep to read.
         return TodoState((), ())

@@ -64,10 +64,11 @@ class StageSession:
         (not gradable as it is: missing, not started, refused by the static check) or
         grader.sandbox.submission.SubmissionError (it did not load). A stage readied beside
         an earlier one is taken as it came to be."""
-        if self.readying is None:
-            return self._open()
-        self.readying.join()
-        self.readying = None
+        if self.readying is not None:
+            self.readying.join()
+            self.readying = None
+        if self.readied is None:
+            return self._start(self._read())
         if isinstance(self.readied, BaseException):
             raise self.readied
         return self.readied
@@ -81,14 +82,22 @@ class StageSession:
         stage readied, or opened, is left as it is."""
         if self.readying is not None or self.readied is not None or self.child is not None:
             return
-        if readied_beside(self.grading.selection.backend.device):
-            self.readying = threading.Thread(target=self._ready, daemon=True,
-                                             name="tilecourse-later-stage")
-            self.readying.start()
-
-    def _ready(self) -> None:
+        if not readied_beside(self.grading.selection.backend.device):
+            return
+        # Read here, not in the thread: the file is parsed, and a parse beside another
+        # thread's (pytest's, wording an earlier stage's failed case) can fail (grader.syntax).
         try:
-            self.readied = self._open()
+            todos = self._read()
+        except Exception as exc:  # noqa: BLE001 - raised in the stage's own turn
+            self.readied = exc
+            return
+        self.readying = threading.Thread(target=self._ready, args=(todos,), daemon=True,
+                                         name="tilecourse-later-stage")
+        self.readying.start()
+
+    def _ready(self, todos: TodoState) -> None:
+        try:
+            self.readied = self._start(todos)
             if not self.closing:
                 self.check.build_ahead()
         except BaseException as exc:  # noqa: BLE001 - raised in the stage's own turn
@@ -108,9 +117,11 @@ class StageSession:
             self.child.end()
             self.child.replay_process.settle_builds()
 
-    def _open(self) -> TodoState:
+    def _read(self) -> TodoState:
+        return read_submission(self.file.path, self.file.shown, self.grading.course.rules)
+
+    def _start(self, todos: TodoState) -> TodoState:
         course, selection = self.grading.course, self.grading.selection
-        todos = read_submission(self.file.path, self.file.shown, course.rules)
         backend = selection.backend
         backend.prepare()  # before the processes start: they inherit the environment
         timeout = self.grading.limits.timeout or self.stage.time_limit.seconds(backend.device)

@@ -9,6 +9,7 @@ import sys
 import types
 from typing import Any
 
+from grader import syntax
 from grader.replay.literals import NotData, Reader
 from grader.tracks import TRACKS, wing
 
@@ -43,8 +44,8 @@ def bare_function(node: ast.FunctionDef, reader: Reader, module: types.ModuleTyp
         returns=None, type_comment=None,
         **({"type_params": []} if sys.version_info >= (3, 12) else {}))
     ast.copy_location(bare, node)
-    code = compile(ast.fix_missing_locations(ast.Module([bare], [])), module.__file__, "exec",
-                   flags=flags, dont_inherit=True)
+    code = syntax.compile_tree(ast.fix_missing_locations(ast.Module([bare], [])),
+                               module.__file__, flags)
     scratch = dict(module.__dict__)  # defining it binds its name: not in the kernels' namespace
     exec(code, scratch)  # defines the function; its body does not run  # noqa: S102
     function = types.FunctionType(scratch[node.name].__code__, module.__dict__, node.name)

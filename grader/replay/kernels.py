@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grader import syntax
 from grader.replay import bodies, definitions
 from grader.replay.literals import NotData, Reader
 from grader.replay.spellings import Aliases, Spellings, Unknown, lookup, part_of_language
@@ -75,7 +76,7 @@ def load(path: Path, track: str, interpreted: bool = False) -> KernelFile:
     runs them (as a GPU compiles them otherwise). Raises SourceError."""
     path = Path(path)
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        tree = syntax.parse(path.read_text(encoding="utf-8"), str(path))
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         line = getattr(exc, "lineno", None)
         raise SourceError(f"{path.name} cannot be read" + (f" at line {line}" if line else "")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 
+from grader import syntax
 from grader.course import SubmissionRules
 from grader.quoting import inline
 
@@ -32,7 +33,7 @@ def screen(source: str, filename: str, rules: SubmissionRules) -> list[str]:
         raise Unreadable(f"line {line} of {filename} holds a null byte, which Python cannot "
                          "read; save the file as plain text.")
     try:
-        tree = ast.parse(source, filename)
+        tree = syntax.parse(source, filename)
     except SyntaxError:
         return []
     except (RecursionError, MemoryError, ValueError) as exc:
@@ -88,7 +89,7 @@ def _too_deep(line: str) -> bool:
     """Whether this line alone exhausts the parser (a line that is not a whole statement
     alone is a syntax error, and so not the culprit here)."""
     try:
-        ast.parse(line.strip())
+        syntax.parse(line.strip())
     except (RecursionError, MemoryError):
         return True
     except (SyntaxError, ValueError):

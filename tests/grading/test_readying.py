@@ -40,27 +40,36 @@ def two_stages(course):
 
 
 def _watched(monkeypatch):
-    """Where each stage was opened (the thread) and every child ended."""
-    opened, ended = [], []
-    open_now = sessions.StageSession._open
+    """Where each stage's file was read and its processes started (the thread), and where
+    every child ended."""
+    read, opened, ended = [], [], []
+    read_now, start_now = sessions.StageSession._read, sessions.StageSession._start
 
-    def watched_open(self):
+    def watched_read(self):
+        read.append((self.stage.id, threading.current_thread().name))
+        return read_now(self)
+
+    def watched_start(self, todos):
         opened.append((self.stage.id, threading.current_thread().name))
-        return open_now(self)
+        return start_now(self, todos)
 
-    monkeypatch.setattr(sessions.StageSession, "_open", watched_open)
+    monkeypatch.setattr(sessions.StageSession, "_read", watched_read)
+    monkeypatch.setattr(sessions.StageSession, "_start", watched_start)
     end = sessions.ChildProcess.end
     monkeypatch.setattr(sessions.ChildProcess, "end",
                         lambda self: ended.append(threading.current_thread().name) or end(self))
-    return opened, ended
+    return read, opened, ended
 
 
 def test_every_later_stage_readied_beside_the_first_is_graded_as_in_its_own_turn(
         three_stages, monkeypatch):
     alone = grading.grade(three_stages)
-    opened, ended = _watched(monkeypatch)
+    read, opened, ended = _watched(monkeypatch)
     monkeypatch.setattr(sessions, "readied_beside", lambda device: True)
     beside = grading.grade(three_stages)
+    # every file read (parsed) in the main thread: a parse beside another thread's can fail
+    assert sorted(read) == [("fused_gelu", "MainThread"), ("softmax", "MainThread"),
+                            ("vector_add", "MainThread")]
     # each stage opened once: the first in its turn, both later ones beside it
     assert opened[0] == ("vector_add", "MainThread")
     assert sorted(opened[1:]) == [("fused_gelu", "tilecourse-later-stage"),
@@ -75,14 +84,14 @@ def test_every_later_stage_readied_beside_the_first_is_graded_as_in_its_own_turn
 
 def test_a_stage_readied_beside_that_cannot_be_graded_says_so_in_its_own_turn(two_stages,
                                                                             monkeypatch):
-    open_now = sessions.StageSession._open
+    read_now = sessions.StageSession._read
 
     def refused(self):
         if self.stage.id == "fused_gelu":
             raise NotRun(Status.NOT_STARTED, "stage2_fused_gelu.py: every TODO is still open")
-        return open_now(self)
+        return read_now(self)
 
-    monkeypatch.setattr(sessions.StageSession, "_open", refused)
+    monkeypatch.setattr(sessions.StageSession, "_read", refused)
     monkeypatch.setattr(sessions, "readied_beside", lambda device: True)
     report = grading.grade(two_stages)
     first, second = report.stages
@@ -95,14 +104,14 @@ def test_settling_a_stage_readied_beside_waits_for_its_readying_and_its_builds(t
     """What the stage before waits for before its speed is timed: the readying over (the
     child recorded and ended) and every build ahead done, none left running."""
     gate, order = threading.Event(), []
-    open_now = sessions.StageSession._open
+    start_now = sessions.StageSession._start
 
-    def slow_open(self):
+    def slow_start(self, todos):
         gate.wait(5)
         order.append("opened")
-        return open_now(self)
+        return start_now(self, todos)
 
-    monkeypatch.setattr(sessions.StageSession, "_open", slow_open)
+    monkeypatch.setattr(sessions.StageSession, "_start", slow_start)
     monkeypatch.setattr(sessions, "readied_beside", lambda device: True)
     monkeypatch.setattr(ReplayProcess, "settle_builds",
                         lambda self: order.append("builds settled"))
