@@ -42,7 +42,9 @@ class Failure(str, Enum):
     NO_KERNEL = "launched no kernel"
     HOST_WORK = "host did the work"
     NOT_REPLAYABLE = "launches not replayable"  # the grader could not replay what it proposed
-    OUT_OF_BOUNDS = "wrote out of bounds"
+    # A load (and no store) outside its tensor: the GPU read memory of something else.
+    READ_OUT_OF_BOUNDS = "read out of bounds"
+    OUT_OF_BOUNDS = "wrote out of bounds"  # a store outside its tensor (loads too, maybe)
     MODIFIED_INPUTS = "modified its inputs"
     WRONG_RETURN = "returned no tensor on its device"
     NOT_RUN = "not run"  # an earlier case of the stage timed out

@@ -139,7 +139,7 @@ class Checker:
     def hint(self, h, where: str, tolerance) -> Hint:
         when = h.when
         self.dtypes(when.dtypes or [], f"{where}.when.dtypes", tolerance)
-        return Hint(text=h.hint, failure=when.failure,
+        return Hint(text=h.hint, failures=tuple(when.failure or ()),
                     stats=tuple(k for k in ("never_written", "nan", "inf") if getattr(when, k)),
                     params=_given(when.params), larger=_given(when.larger),
                     dtypes=tuple(when.dtypes or ()), cause=when.cause)

@@ -115,7 +115,7 @@ class Hint:
     never the code that fixes it."""
 
     text: str
-    failure: str | None = None  # the failure kind, as the result records it
+    failures: tuple[str, ...] = ()  # failure kinds, as the result records them: any one
     stats: tuple[str, ...] = ()  # diagnostics that must be present: never_written, nan, inf
     params: tuple[tuple[str, Any], ...] = ()  # parameters that must have these values
     larger: tuple[tuple[str, float], ...] = ()  # parameters that must exceed these
@@ -132,8 +132,8 @@ class Hint:
 
     def matches(self, case) -> bool:
         """Whether a failed CaseResult shows this mistake's signature."""
-        return ((self.failure is None or (case.failure is not None
-                                          and case.failure.value == self.failure))
+        return ((not self.failures or (case.failure is not None
+                                       and case.failure.value in self.failures))
                 and all(case.stats.get(name) for name in self.stats) and self.covers(case)
                 and (self.cause is None or self.cause in case.stats.get("causes", ())))
 

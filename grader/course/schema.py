@@ -65,6 +65,17 @@ class Threshold(Table):
         return self
 
 
+def _one_or_more(value: Any) -> Any:
+    """A hint's `failure`: one kind, or a list of kinds, read as a list. One unknown kind is
+    named at the field itself (in a list, at its place)."""
+    if not isinstance(value, str):
+        return value
+    if value not in FAILURE_KINDS:
+        raise ValueError(f"unknown failure {value!r}; known: "
+                         + ", ".join(repr(kind) for kind in FAILURE_KINDS))
+    return [value]
+
+
 def _per_arch(value: Any) -> Any:
     """The keys of `thresholds` are GPU architectures; an older course's backend keys
     (`thresholds.triton`) get a sentence that shows the new layout."""
@@ -108,7 +119,9 @@ def _stage_model(problem: Problem, gpu_backends: tuple[str, ...]) -> type[Table]
         "plain_at_limit": (str, "")})
     params = {p.name: (Optional[float if p.type is float else p.type], None) for p in problem.params}
     when = _table("when", {
-        "failure": (Optional[Literal[tuple(FAILURE_KINDS)]], None),
+        # one failure kind, or a list of them: any one of them
+        "failure": (Optional[Annotated[list[Literal[tuple(FAILURE_KINDS)]],
+                                       BeforeValidator(_one_or_more)]], None),
         "never_written": (Optional[bool], None), "nan": (Optional[bool], None),
         "inf": (Optional[bool], None), "params": (Optional[_table("params", params)], None),
         "larger": (Optional[_table("larger", {p.name: (Optional[float], None)

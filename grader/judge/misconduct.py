@@ -103,8 +103,16 @@ def replay_misconduct(call: Call, outcome: Outcome, problem: Problem,
                               "saw (here the programs ran one by one, in order; a GPU runs them "
                               "at once):", seen, kind=Failure.WRONG_RESULT)
     if failing:
-        return Verdict(False, "read or wrote outside a tensor, as the watch of its loads "
-                              "and stores saw:", seen, kind=Failure.OUT_OF_BOUNDS)
+        # What the findings saw, and no more: a kernel that only read past an edge is not
+        # told it wrote there (its hidden cases show the kind alone).
+        kinds = {f["kind"] for f in failing}
+        wrote, read = "store_out_of_bounds" in kinds, "load_out_of_bounds" in kinds
+        did = {(True, True): "read and wrote", (True, False): "read",
+               (False, True): "wrote"}.get((read, wrote), "read or wrote")
+        return Verdict(False, f"{did} outside a tensor, as the watch of its loads and stores "
+                              "saw:", seen,
+                       kind=Failure.READ_OUT_OF_BOUNDS if read and not wrote
+                       else Failure.OUT_OF_BOUNDS)
     if outcome.overruns:
         return Verdict(False, "wrote out of bounds, past the end of a tensor:",
                        [*quoted("\n".join(outcome.overruns)),

@@ -44,10 +44,10 @@ COMPILES = "compiles for a GPU"  # the stage-wide check that a GPU compiler saw 
 GPU_JUDGED_MIN = 1 << 16
 # Failures decided before the numbers whose output is still worth a picture: the loads and
 # stores that left their tensor, or wrote an input, mark the elements their programs stored.
-DRAWN = (Failure.OUT_OF_BOUNDS, Failure.MODIFIED_INPUTS)
+DRAWN = (Failure.READ_OUT_OF_BOUNDS, Failure.OUT_OF_BOUNDS, Failure.MODIFIED_INPUTS)
 # Failures of the values a kernel computed or where it stored them: what a case's lesson
 # claims are about, so their report says which claims the case tests.
-CLAIMED = (Failure.WRONG_RESULT, Failure.OUT_OF_BOUNDS)
+CLAIMED = (Failure.WRONG_RESULT, Failure.READ_OUT_OF_BOUNDS, Failure.OUT_OF_BOUNDS)
 
 
 class StageCheck:

@@ -109,7 +109,8 @@ class LaunchWatch:
         self.stored_any = np.zeros(programs, bool)
         self.out_writes: list[tuple[int, np.ndarray]] = []  # (program, flat output indices)
         self.oob_programs: set[int] = set()
-        self.unknown: dict[int | None, int] = {}  # line -> lanes in no tensor at all
+        # (line, whether a store) -> lanes in no tensor at all
+        self.unknown: dict[tuple[int | None, bool], int] = {}
         self.out_line: int | None = None  # the first line that stored to the output
         self.input_stores: dict[tuple[int | None, str], bool] = {}
         # line -> lanes its mask switched off: a line with any has a mask (a wrong one, where
@@ -135,7 +136,7 @@ class LaunchWatch:
         which = np.searchsorted(self.starts, active, side="right") - 1
         known = (which >= 0) & (active < self.ends[np.maximum(which, 0)])
         if not known.all():
-            self.unknown[line] = self.unknown.get(line, 0) + int((~known).sum())
+            self.unknown[line, store] = self.unknown.get((line, store), 0) + int((~known).sum())
             active, which = active[known], which[known]
         for index in np.unique(which):
             self._region_access(store, int(index), active[which == index], program, line,
@@ -176,8 +177,9 @@ class LaunchWatch:
             found += self._load_findings(line, self.regions[index], access)
         for (line, index), access in sorted(self.stores.items(), key=_order):
             found += self._store_findings(line, self.regions[index], access)
-        for line, lanes in self.unknown.items():
-            found.append(Finding("load_out_of_bounds", f"{self.source.at(line)}: {lanes} accesses "
+        for (line, store), lanes in self.unknown.items():
+            kind = "store_out_of_bounds" if store else "load_out_of_bounds"
+            found.append(Finding(kind, f"{self.source.at(line)}: {lanes} accesses "
                                  "reach an address in no tensor the kernel was given: check how "
                                  "the pointers are computed", line, fails=True))
         for line, name in self.input_stores:

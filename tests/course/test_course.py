@@ -5,6 +5,7 @@ from conftest import RULES
 
 from grader.course import Tolerance, load_course
 from grader.errors import CourseError
+from grader.results import CaseResult, Failure
 
 MINIMAL = """
 [course]
@@ -180,6 +181,29 @@ hint = "x"
     message = error_for(tmp_path, text)
     assert "stages[0].hints[0].when.params.m: unknown key; expected one of: n" in message
     assert "stages[0].hints[0].when.failure: unknown failure 'exploded'; known: 'wrong result'" in message
+    listed = error_for(tmp_path, text.replace('failure = "exploded"',
+                                              'failure = ["wrote out of bounds", "exploded"]'))
+    assert "stages[0].hints[0].when.failure[1]: unknown failure 'exploded'; known: 'wrong" in listed
+
+
+def test_a_hint_s_failure_is_one_kind_or_any_of_a_list(tmp_path):
+    text = MINIMAL + '''
+[[stages.hints]]
+when = { failure = "wrong result" }
+hint = "one"
+
+[[stages.hints]]
+when = { failure = ["read out of bounds", "wrote out of bounds"] }
+hint = "either"
+'''
+    (tmp_path / "course.toml").write_text(text)
+    one, either = load_course(tmp_path / "course.toml").stages[0].hints
+    assert one.failures == ("wrong result",)
+    assert either.failures == ("read out of bounds", "wrote out of bounds")
+    read, wrote = (CaseResult("c", "float32", {}, 0, False, "", failure=kind)
+                   for kind in (Failure.READ_OUT_OF_BOUNDS, Failure.OUT_OF_BOUNDS))
+    assert either.matches(read) and either.matches(wrote)
+    assert not one.matches(read)
 
 
 def test_a_hypothesis_names_an_experiment_of_its_problem_or_a_probe(tmp_path):

@@ -27,12 +27,26 @@ def test_missing_tail_mask_is_caught_as_an_out_of_bounds_store(grade_source):
     assert failing(result) == tails and len(tails) == len(result.cases) - 1
     for case in tails:
         # The replay saw the first unmasked access leave its tensor, at its line.
-        assert case.summary == ("read or wrote outside a tensor, as the watch of its loads and "
+        # Its loads of x and y and its store all pass the end: the summary says both.
+        assert case.summary == ("read and wrote outside a tensor, as the watch of its loads and "
                                 "stores saw:")
         seen = case.details[0]  # the watch's finding, quoted
         assert seen.startswith("┆ line ")
         assert "past the end of `x`" in seen and "give this tl.load a mask" in seen
         assert case.failure is Failure.OUT_OF_BOUNDS
+
+
+def test_loads_without_their_mask_read_out_of_bounds_and_get_the_stage_s_hint(grade_source):
+    """The store keeps its mask: the kind says the kernel read past the end, not that it
+    wrote there, and the stage's hint for either still shows."""
+    source = broken("triton", "stage1_vector_add.py", "x = tl.load(x_ptr + offsets, mask=mask)",
+                    "x = tl.load(x_ptr + offsets)")
+    result = grade_source("vector_add", source)
+    assert hint(result) == "The last block reaches past the end of the vector"
+    tails = [c for c in result.cases if c.params["n"] % 1024]
+    assert failing(result) == tails
+    assert all(c.failure is Failure.READ_OUT_OF_BOUNDS for c in tails)
+    assert all(c.summary.startswith("read outside a tensor") for c in tails)
 
 
 def test_grid_rounded_down_leaves_the_tail_never_written(grade_source):
@@ -109,9 +123,11 @@ def test_a_load_past_the_end_of_an_input_is_named_with_its_fix(grade_source):
                     "x = tl.load(x_row + cols * stride_xn)")
     result = grade_source("softmax", without_shortcuts("triton", "stage3_softmax.py", source))
     assert result.status is Status.FAIL
-    bad = [c for c in failing(result) if c.failure is Failure.OUT_OF_BOUNDS]
-    assert bad
+    # Its store keeps its mask: the kind says it read out of bounds, not that it wrote there.
+    bad = [c for c in failing(result) if c.failure is Failure.READ_OUT_OF_BOUNDS]
+    assert bad and not [c for c in failing(result) if c.failure is Failure.OUT_OF_BOUNDS]
     for case in bad:
+        assert case.summary.startswith("read outside a tensor, as the watch")
         assert "(`x = tl.load(x_row + cols * stride_xn)`): reads" in case_text(case)
         assert "past the end of `x`" in case_text(case)
         assert "give this tl.load a mask (and `other=`)" in case_text(case)

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from grader.judge import ownership, picture
+from grader.judge.misconduct import replay_misconduct
 from grader.problems.evidence import Evidence, row_factor
 from grader.protocol import ProtocolError
 from grader.replay import traffic as traffic_module
@@ -14,6 +15,8 @@ from grader.replay.locate import Source
 from grader.replay.regions import Region
 from grader.replay.traffic import (NOBODY, OOB_READER, SEVERAL, SHARED, WRITTEN, LaunchWatch,
                                    Traffic)
+from grader.results import Failure
+from grader.sandbox import Outcome
 from grader.sandbox.outcomes import call_outcome
 from grader.tracks import TRACKS
 
@@ -148,6 +151,35 @@ def test_overlap_and_idle_programs_in_cutile_words():
 def test_a_store_into_an_input_fails():
     traffic = run(1, [(True, "x", range(8), 0, 2)])
     assert [f.kind for f in traffic.findings if f.fails] == ["store_to_input"]
+
+
+def test_an_access_in_no_tensor_is_a_load_or_a_store_by_what_it_did():
+    x, out, found = regions()
+    watch = LaunchWatch(found, 1, SOURCE, TRITON)
+    nowhere = np.array([64, 72], dtype=np.uint64)  # no tensor the kernel was given holds them
+    watch.access(False, nowhere, np.ones(2, bool), 0, 1)
+    watch.access(True, nowhere, np.ones(2, bool), 0, 2)
+    traffic = Traffic()
+    watch.close(traffic, out)
+    assert [(f.kind, f.line) for f in traffic.findings if f.fails] == \
+        [("load_out_of_bounds", 1), ("store_out_of_bounds", 2)]
+    assert all("2 accesses reach an address in no tensor" in f.text
+               for f in traffic.findings if f.fails)
+
+
+@pytest.mark.parametrize("kinds, says, failure", [
+    (["load_out_of_bounds"], "read outside a tensor", Failure.READ_OUT_OF_BOUNDS),
+    (["store_out_of_bounds"], "wrote outside a tensor", Failure.OUT_OF_BOUNDS),
+    (["load_out_of_bounds", "race", "store_out_of_bounds"], "read and wrote outside a tensor",
+     Failure.OUT_OF_BOUNDS)])
+def test_the_verdict_says_whether_the_kernel_read_or_wrote_out_of_bounds(kinds, says, failure):
+    """A kernel whose loads alone pass an edge is not told it wrote there: a hidden case
+    shows only the kind."""
+    outcome = Outcome(traffic=[{"kind": k, "text": f"line {n}: {k}", "line": n, "fails": True}
+                               for n, k in enumerate(kinds, 1)])
+    verdict = replay_misconduct(None, outcome, None, "cpu")
+    assert verdict.summary == f"{says}, as the watch of its loads and stores saw:"
+    assert verdict.kind is failure and len(verdict.details) == len(kinds)
 
 
 def test_the_program_that_read_out_of_bounds_marks_what_it_wrote():

@@ -207,7 +207,7 @@ def test_grade_picture_draws_a_case_failed_on_its_traffic_and_keeps_it_out_of_th
                                "--json", str(tmp_path / "r.json"))
     assert code == 1, out + err
     case = json.loads((tmp_path / "r.json").read_text())["stages"][0]["cases"][0]
-    assert case["failure"] == Failure.OUT_OF_BOUNDS.value and "picture" not in case
+    assert case["failure"] == Failure.READ_OUT_OF_BOUNDS.value and "picture" not in case
     assert "picture" not in case["stats"]
     html = (tmp_path / "pic" / "failures.html").read_text(encoding="utf-8")
     rows = rows_of(html)

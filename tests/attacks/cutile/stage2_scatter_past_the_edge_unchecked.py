@@ -13,7 +13,7 @@ of the tile keep their points.
 
 expect: FAIL
 points: 2.73
-message: read or wrote outside a tensor
+message: wrote outside a tensor
 """
 
 import cuda.tile as ct

@@ -1,8 +1,9 @@
 """Loads x and y without a mask, stores with one: the last block reads past the end.
 
 expect: FAIL
-message: line 27
-line: 27
+message: line 29
+message: read outside a tensor
+line: 29
 """
 
 import torch
