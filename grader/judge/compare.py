@@ -118,9 +118,12 @@ def compare(outcome: Outcome, expected: Expected) -> Verdict:
         details.append(_nan_cause(stats, expected.track, traffic, traffic_map is not None))
     if stats["inf"]:
         details.append(f"{_elements(stats['inf'], 'are')} Inf where a finite number was expected")
-    if traffic:  # found by the watch in the replay's process: quoted, one finding a line
+    # Found by the watch in the replay's process: quoted, one finding a line. Undefined
+    # masked lanes matter only where they reached the output, as NaN.
+    shown = [f for f in traffic if f.get("kind") != "undefined_lanes" or stats["nan"]]
+    if shown:
         details += ["the kernels' traffic, as the watch saw it:",
-                    *quoted("\n".join(f["text"] for f in traffic))]
+                    *quoted("\n".join(f["text"] for f in shown))]
     constants = {k: v for la in launches for k, v in la.constants.items() if type(v) is int}
     ev = Evidence(got, want, expected.call, expected.dtype, tolerance.atol, tolerance.rtol,
                   constants, list(traffic))
@@ -151,7 +154,9 @@ def compare(outcome: Outcome, expected: Expected) -> Verdict:
     if extents and writers is not None and writer_launch is not None \
             and writer_launch < len(launches) and expected.track is not None:
         launch = launches[writer_launch]
-        details += ownership.report(writers, extents, expected.track.words_for(launch.grid))
+        held = ownership.moved(got, want, bad, extents, lambda g, w: (g - w).abs()
+                               <= tolerance.atol + tolerance.rtol * w.abs())
+        details += ownership.report(writers, extents, expected.track.words_for(launch.grid), held)
     if extents:
         details += picture.shown(picture.tile_map(bad, unwritten, traffic_map, extents))
     drawing = picture.draw(_seen(outcome, expected, (got, want, unwritten, bad)))
@@ -266,7 +271,8 @@ def _nan_cause(stats: dict, track: Track | None, traffic: Sequence[dict] = (),
     """Where NaNs come from: the grader's poison read past the end of an input (certain
     where the NaN still carries its payload); a load whose padding past the edge is
     undetermined (read as NaN on the CPU); where the traffic was watched and no load left
-    its tensor, the arithmetic; else either. The fix in the track's words."""
+    its tensor, the arithmetic; else either. The fix in the track's words. Masked lanes
+    without a value (Triton's other=) read as NaN on the CPU too: named where present."""
     fix = track.nan_fix if track is not None else NAN_FIX
     if stats["from_poison"]:
         return (f"{_elements(stats['from_poison'], 'are')} NaN computed from the grader's poison: "
@@ -278,10 +284,15 @@ def _nan_cause(stats: dict, track: Track | None, traffic: Sequence[dict] = (),
                 "took a tile over the edge of its array with padding_mode UNDETERMINED (the "
                 "watch's finding below): the elements past the edge read as NaN here, on a GPU "
                 f"as anything; {fix}")
+    if watched and any(f.get("kind") == "undefined_lanes" for f in traffic):
+        # Triton's masked lanes without other= read as NaN here (grader.languages.triton.watch)
+        return (f"{_elements(stats['nan'], 'are')} NaN where a number was expected, and a load "
+                "with a mask and no other= read NaN into the lanes its mask switches off (the "
+                "watch's finding below), which Triton leaves undefined: give it other=")
     if watched and not any(f.get("kind") == "load_out_of_bounds" for f in traffic):
         return (f"{_elements(stats['nan'], 'are')} NaN where a number was expected, and no load "
-                "read outside its tensor: the arithmetic made them (inf - inf, 0 / 0, an exp "
-                "that overflowed, a reduction over lanes that were all -inf)")
+                "read outside its tensor: the arithmetic made them (inf - inf, 0 / 0, 0 * inf, "
+                "an exp that overflowed, a reduction over lanes that were all -inf)")
     return (f"{_elements(stats['nan'], 'are')} NaN where a number was expected: from a load past "
             f"the end of an input ({fix}), or from an overflow (exp of a large value, a "
             "division by zero)")

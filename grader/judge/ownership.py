@@ -8,12 +8,14 @@ departed from that: a program that stored into several tiles, or only part of on
 that several programs shared, tiles that nobody stored. Which tile a program *should* own is
 the kernel's choice (a matmul may walk its tiles in groups), so nothing here names one: it
 reports what was stored, in the output's coordinates. Where every program stored one whole
-tile of its own, it says so: the stores are not what is wrong.
+tile of its own, it says so, and whether a wrong tile holds the right values of another
+(`moved`: a program that stored its right answer at another program's tile index).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 
@@ -22,10 +24,47 @@ from grader.tracks import Words
 
 SHOW = 3  # programs or tiles named in one line
 LIST = 8  # programs in the listing of who stored which tile
+MOVED_TILES = 4096  # tiles at most held against each other for `moved`
+MOVED_TRIES = 16  # tiles whose first element matches, held whole against one wrong tile
 
 
-def report(writers: torch.Tensor, extents: list[int], words: Words) -> list[str]:
-    """Lines for a failing case's details; none when no program stored anything."""
+@dataclass(frozen=True)
+class Moved:
+    """Of the tiles with a wrong element, those that hold, within tolerance, the right
+    values of another tile of the same shape: (tile, the tile whose values it holds)."""
+
+    pairs: list[tuple[int, int]]
+    wrong: int  # tiles with a wrong element
+
+
+def moved(got: torch.Tensor, want: torch.Tensor, bad: torch.Tensor, extents: list[int],
+          close) -> Moved | None:
+    """Which wrong tiles hold another tile's right values; `close(got, want)` is the case's
+    tolerance, element by element. None where there are too many tiles to hold together."""
+    place = _Place(tuple(got.shape), extents)
+    if place.n_tiles > MOVED_TILES or got.shape != want.shape:
+        return None
+    boxes = [place.slices(t) for t in range(place.n_tiles)]
+    wrong = [t for t in range(place.n_tiles) if bool(bad[boxes[t]].any())]
+    # each tile's first element: only the tiles whose first matches are held whole
+    corner = tuple(torch.tensor([b[d].start for b in boxes]) for d in range(got.dim()))
+    firsts, got_firsts = want[corner], got[corner]
+    pairs = []
+    for t in wrong:
+        mine = got[boxes[t]]
+        maybe = torch.nonzero(close(got_firsts[t].expand_as(firsts), firsts))[:, 0].tolist()
+        for u in maybe[:MOVED_TRIES]:
+            theirs = want[boxes[u]]
+            if u != t and theirs.shape == mine.shape and bool(close(mine, theirs).all()):
+                pairs.append((t, u))
+                break
+    return Moved(pairs, len(wrong))
+
+
+def report(writers: torch.Tensor, extents: list[int], words: Words,
+           held: Moved | None = None) -> list[str]:
+    """Lines for a failing case's details; none when no program stored anything. `held`:
+    what `moved` found of the values, said where every program stored a tile whole."""
     who = writers.reshape(-1).to(torch.int64)
     if not bool((who != NOBODY).any()):
         return []
@@ -34,8 +73,7 @@ def report(writers: torch.Tensor, extents: list[int], words: Words) -> list[str]
     size, tiles = " x ".join(map(str, extents)), _count_tiles(stores.place.n_tiles)
     if not lines:
         return [f"every tile was stored whole by one {words.program}, and no {words.program} "
-                f"stored outside its tile ({tiles} of {size}): the stores land where they "
-                "belong; the wrong values come from what was loaded or computed"]
+                f"stored outside its tile ({tiles} of {size})" + _held(held, stores.place)]
     lines.append(stores.listing())
     return [f"what each {words.program} stored, against the output's tiles ({size} elements per "
             f"tile, {tiles}):", *(f"  {line}" for line in lines)]
@@ -135,6 +173,10 @@ class _Place:
                                                        for d in range(len(self.shape))])
         return ids
 
+    def slices(self, tile: int) -> tuple[slice, ...]:
+        return tuple(slice(i * e, min((i + 1) * e, n))
+                     for i, e, n in zip(self.index(tile), self.extents, self.shape))
+
     def index(self, tile: int) -> list[int]:
         index = []
         for count in reversed(self.counts):
@@ -160,6 +202,24 @@ class _Place:
         if start == 0 and stop == self.shape[dim] and self.shape[dim] > 1:
             return ":"
         return str(start) if stop == start + 1 else f"{start}:{stop}"
+
+
+def _held(held: Moved | None, place: "_Place") -> str:
+    """Which tile's values the wrong tiles hold, as the end of the sentence on whole tiles."""
+    if held is None:
+        return ""
+    if not held.pairs:
+        return ("; no wrong tile holds the right values of another: the wrong values come "
+                "from what was loaded or computed")
+    named = ", ".join(f"{place.name(t)} holds those of {place.name(u)}"
+                      for t, u in held.pairs[:SHOW])
+    more = f" and {len(held.pairs) - SHOW} more" if len(held.pairs) > SHOW else ""
+    if len(held.pairs) == held.wrong:
+        return (f"; yet every wrong tile holds the right values of another tile ({named}{more}): "
+                "the values are right, and each is stored at another tile's place (check the "
+                "tile index the store uses)")
+    return (f"; {len(held.pairs)} of the {held.wrong} wrong tiles hold the right values of "
+            f"another tile ({named}{more})")
 
 
 def _more(count: int, what: str, did: str) -> list[str]:

@@ -116,8 +116,9 @@ Explain = Callable[[Evidence], list[Cause]]
 
 
 def row_factor(ev: Evidence) -> float | None:
-    """Whether every row of the output is the reference times one factor of its own (not 1):
-    a normalisation missing or applied to the wrong sum. The median factor, or None."""
+    """Whether every row of the output is the reference times one factor of its own (not 1,
+    not 0): a normalisation missing or applied to the wrong sum. The median factor, or None.
+    A row of zeros is no row scaled: `observed` says it holds only zeros."""
     got, want = ev.got.reshape(-1, ev.got.shape[-1]), ev.want.reshape(-1, ev.want.shape[-1])
     if not torch.isfinite(got).all() or got.shape[-1] < 2:
         return None
@@ -130,6 +131,8 @@ def row_factor(ev: Evidence) -> float | None:
         return None
     if bool(((mean.squeeze(-1)[rows] - 1).abs() < 1e-3).any()):
         return None  # some rows right: not a normalisation every row misses
+    if bool((mean.squeeze(-1)[rows].abs() < 1e-6).any()):
+        return None  # rows of zeros: nothing says what made them (observed names them)
     return float(mean.squeeze(-1)[rows].median())
 
 
@@ -140,5 +143,8 @@ def observed(ev: Evidence) -> list[Cause]:
         return []
     rows = bad.reshape(-1, bad.shape[-1]).any(-1)
     cols = bad.reshape(-1, bad.shape[-1]).any(0)
+    zeros = rows & (ev.got.reshape(-1, bad.shape[-1]) == 0).all(-1)
+    also = f"; {int(zeros.sum())} of those rows hold only zeros" if zeros.any() else ""
     return [Cause("", f"observed (no single cause confirmed): {int(rows.sum())} of {rows.numel()} "
-                      f"rows and {int(cols.sum())} of {cols.numel()} columns hold wrong elements")]
+                      f"rows and {int(cols.sum())} of {cols.numel()} columns hold wrong "
+                      f"elements{also}")]

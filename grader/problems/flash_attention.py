@@ -1,7 +1,8 @@
 """Stage problem: softmax(Q K^T * sm_scale) V per batch and head, optionally causal.
 The lesson promises that q, k and v may be views in other layouts: `layout` draws them as a
-[B, N, H, D] tensor seen as [B, H, N, D] (what a projection followed by a transpose gives)
-or as some heads of a larger tensor."""
+[B, N, H, D] tensor seen as [B, H, N, D] (what a projection followed by a transpose gives),
+as some heads of a larger tensor, or each in a layout of its own (a kernel that reads k or v,
+or writes the output, with q's strides is wrong there and right everywhere else)."""
 
 import math
 
@@ -13,26 +14,32 @@ from grader.problems.base import (Call, Param, Problem, Work, element_size, in_f
                                   misread_strides, randn)
 
 
-LAYOUTS = ("contiguous", "transposed", "sliced")
+LAYOUTS = ("contiguous", "transposed", "sliced", "mixed")
 LAYOUT_DOC = ("how q, k and v are laid out: contiguous; transposed (a [B, N, H, D] tensor "
               "seen as [B, H, N, D]: rows of one head H * D elements apart); sliced (heads 1 "
-              "to H of a [B, H + 1, N, D] tensor: batches (H + 1) * N * D elements apart)")
+              "to H of a [B, H + 1, N, D] tensor: batches (H + 1) * N * D elements apart); "
+              "mixed (q sliced, k transposed, v contiguous: no two alike, and the output, "
+              "made contiguous, unlike q)")
+MIXED = ("sliced", "transposed", "contiguous")  # q's, k's and v's layouts under "mixed"
 
 
-def _drawn(p, dtype, gen) -> torch.Tensor:
+def _drawn(p, dtype, gen, which: int) -> torch.Tensor:
+    """q (which = 0), k (1) or v (2) in the case's layout."""
     b, h, n, d = p["B"], p["H"], p["N"], p["D"]
-    if p["layout"] == "transposed":
+    layout = MIXED[which] if p["layout"] == "mixed" else p["layout"]
+    if layout == "transposed":
         return randn((b, n, h, d), dtype, gen).transpose(1, 2)
-    if p["layout"] == "sliced":
+    if layout == "sliced":
         return randn((b, h + 1, n, d), dtype, gen)[:, 1:]
     return randn((b, h, n, d), dtype, gen)
 
 
 def _layout_check(params: dict) -> list[str]:
     """A layout case must tell the layout from a contiguous one: transposed needs two heads
-    and two rows (else its strides are a contiguous tensor's), sliced two batches."""
+    and two rows (else its strides are a contiguous tensor's), sliced two batches, mixed
+    all three."""
     layout = params.get("layout", "contiguous")
-    needs = {"transposed": ("H", "N"), "sliced": ("B",)}.get(layout, ())
+    needs = {"transposed": ("H", "N"), "sliced": ("B",), "mixed": ("B", "H", "N")}.get(layout, ())
     small = [name for name in needs if params[name] < 2]
     if not small:
         return []
@@ -41,7 +48,7 @@ def _layout_check(params: dict) -> list[str]:
 
 
 def _call(p, dtype, gen):
-    q, k, v = (_drawn(p, dtype, gen) for _ in range(3))
+    q, k, v = (_drawn(p, dtype, gen, which) for which in range(3))
     kwargs = {"causal": p["causal"]}
     if p["sm_scale"] is not None:
         kwargs["sm_scale"] = p["sm_scale"]
@@ -280,6 +287,7 @@ PROBLEM = Problem(
                  "diagonal_masked": _causal_shifted(-1), "next_key_seen": _causal_shifted(1),
                  "accumulator_not_rescaled": _rescale_left_out(False, True),
                  "sum_not_rescaled": _rescale_left_out(True, False),
+                 "nothing_rescaled": _rescale_left_out(False, False),
                  "not_divided": _not_divided,
                  "inputs_misread": Experiment(_inputs_misread, ("strides", "own"))},
 )

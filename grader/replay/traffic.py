@@ -200,8 +200,9 @@ class LaunchWatch:
                                      f"{self.regions[index].name} were never read by any "
                                      f"{self.words.program} (first: flat index "
                                      f"{int(np.nonzero(~read)[0][0])}): the addresses do not "
-                                     "cover the whole input (check the strides and the "
-                                     f"{self.words.offsets})"))
+                                     "cover the whole input (check the strides, the "
+                                     f"{self.words.offsets} and where each loop over the "
+                                     "input stops)"))
 
     def _load_findings(self, line, region: Region, access: _Access) -> list[Finding]:
         out = []
@@ -222,13 +223,15 @@ class LaunchWatch:
 
     def _fix(self, line, missing: str) -> str:
         """How to keep a load or store inside its tensor: `missing` (the track's words for a
-        mask to add), unless the line has a mask that switched lanes off: then the mask is
-        there and lets the wrong lanes through."""
+        mask to add), unless the line has a mask that switched lanes off: then lanes it let
+        through went past the end, and the watch cannot tell whether the mask is too loose
+        or the addresses wrong (a stride, an offset): it names both."""
         if not self.masked_off.get(line):
             return missing
-        return (f"this line has a mask ({self.masked_off[line]} lanes switched off), but it "
-                "lets lanes past the end through: compare each offset with the bound of its "
-                "own dimension")
+        return (f"this line has a mask ({self.masked_off[line]} lanes switched off), yet lanes "
+                "it lets through reach past the end: either the mask does not hold each offset "
+                "to the bound of its own dimension, or the addresses are not the tensor's (a "
+                "stride or an offset of another tensor)")
 
     def _store_findings(self, line, region: Region, access: _Access) -> list[Finding]:
         if not access.outside:

@@ -8,7 +8,7 @@ import torch
 
 from grader.judge import ownership, picture
 from grader.judge.misconduct import replay_misconduct
-from grader.problems.evidence import Evidence, row_factor
+from grader.problems.evidence import Evidence, observed, row_factor
 from grader.protocol import ProtocolError
 from grader.replay import traffic as traffic_module
 from grader.replay.locate import Source
@@ -222,8 +222,37 @@ def test_every_tile_stored_whole_by_one_program_clears_the_stores():
     writers = writers_2d({0: (slice(0, 2), slice(0, 4)), 1: (slice(0, 2), slice(4, 8)),
                           2: (slice(2, 4), slice(0, 4)), 3: (slice(2, 4), slice(4, 8))})
     [line] = ownership.report(writers, [2, 4], TRACKS["triton"].words_for((2, 2)))
-    assert "every tile was stored whole by one program" in line
-    assert "the stores land where they belong" in line
+    assert line == ("every tile was stored whole by one program, and no program stored outside "
+                    "its tile (4 tiles of 2 x 4)")
+
+
+def close(got, want):
+    return (got - want).abs() <= 1e-5 + 1e-5 * want.abs()
+
+
+def test_whole_tiles_at_each_other_s_places_are_told_apart_from_wrong_values():
+    """Every program stored a whole tile: that alone does not say the tiles are in their
+    places. Two tiles swapped hold each other's right values (said, with the fix's place);
+    wrong values in their own tiles hold no other's (said too)."""
+    writers = writers_2d({0: (slice(0, 2), slice(0, 4)), 1: (slice(0, 2), slice(4, 8)),
+                          2: (slice(2, 4), slice(0, 4)), 3: (slice(2, 4), slice(4, 8))})
+    words = TRACKS["cutile"].words_for((2, 2))
+    want = torch.rand(4, 8)
+    got = want.clone()
+    got[0:2, 4:8], got[2:4, 0:4] = want[2:4, 0:4], want[0:2, 4:8]
+    held = ownership.moved(got, want, ~close(got, want), [2, 4], close)
+    assert held.pairs == [(1, 2), (2, 1)] and held.wrong == 2
+    [line] = ownership.report(writers, [2, 4], words, held)
+    assert line.endswith("; yet every wrong tile holds the right values of another tile ((0, 1) "
+                         "holds those of (1, 0), (1, 0) holds those of (0, 1)): the values are "
+                         "right, and each is stored at another tile's place (check the tile "
+                         "index the store uses)")
+    wrong = want * 2
+    held = ownership.moved(wrong, want, ~close(wrong, want), [2, 4], close)
+    assert held.pairs == [] and held.wrong == 4
+    [line] = ownership.report(writers, [2, 4], words, held)
+    assert line.endswith("; no wrong tile holds the right values of another: the wrong values "
+                         "come from what was loaded or computed")
 
 
 def test_programs_that_stray_from_their_tiles_are_named_with_the_output_s_ranges():
@@ -268,6 +297,19 @@ def test_a_factor_per_row_is_confirmed_only_when_every_row_has_one():
     noisy = got.clone()
     noisy[0, 0] += 1
     assert row_factor(Evidence(noisy, want, atol=1e-5, rtol=1e-5)) is None
+
+
+def test_rows_of_zeros_are_no_factor_and_are_said_to_be_zeros():
+    """A row of zeros is the right answer times 0, yet nothing confirms a normalisation:
+    what made it is not known (an inf sum, a store of nothing), and the report says only
+    what it saw."""
+    want = torch.rand(4, 8) + 0.1
+    got = want * torch.tensor([[2.0], [0.0], [0.5], [0.0]])
+    ev = Evidence(got, want, atol=1e-5, rtol=1e-5)
+    assert row_factor(ev) is None
+    [seen] = observed(ev)
+    assert seen.text.endswith("4 of 4 rows and 8 of 8 columns hold wrong elements; 2 of those "
+                              "rows hold only zeros")
 
 
 def test_a_hint_that_names_a_cause_needs_the_case_to_confirm_it():

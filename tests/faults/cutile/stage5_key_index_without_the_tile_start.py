@@ -3,7 +3,7 @@
 zero keys join the softmax with a score of 0 (and the causal mask compares the wrong keys).
 
 expect: FAIL
-message: also sees the padding of the last key tile
+message: also counts the padding of the last key tile
 cause: padded_keys
 """
 
