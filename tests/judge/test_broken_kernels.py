@@ -133,6 +133,22 @@ def test_a_load_past_the_end_of_an_input_is_named_with_its_fix(grade_source):
         assert "give this tl.load a mask (and `other=`)" in case_text(case)
 
 
+def test_masked_lanes_without_other_read_as_nan_and_are_named_at_their_line(grade_source):
+    """Triton leaves the lanes a mask switches off undefined without other= (the interpreter
+    gives 0, as today's GPUs happen to): the grader reads them as NaN, so the softmax whose
+    padding lanes reach the row's max fails, told at the load's line."""
+    source = broken("triton", "stage3_softmax.py",
+                    'x = tl.load(x_row + cols * stride_xn, mask=cols < n_cols, other=-float("inf"))',
+                    "x = tl.load(x_row + cols * stride_xn, mask=cols < n_cols)")
+    result = grade_source("softmax", without_shortcuts("triton", "stage3_softmax.py", source))
+    assert result.status is Status.FAIL
+    for case in failing(result):
+        text = case_text(case)
+        assert "a load with a mask and no other= read NaN into the lanes" in text
+        assert "(`x = tl.load(x_row + cols * stride_xn, mask=cols < n_cols)`): a load with a " \
+               "mask and no other=" in text
+
+
 def test_undetermined_padding_in_cutile_is_named_with_its_fix(grade_source):
     source = broken("cutile", "stage3_softmax.py",
                     "xt = ct.load(x, index=(row, 0), shape=(1, TILE_N), padding_mode=ct.PaddingMode.NEG_INF)",
