@@ -16,7 +16,9 @@ Every named cause carries the experiment that confirmed it in the case's result
 traffic), and the case's report says it under the cause, checked for each fault graded. Over the whole corpus (`test_the_corpus_*`): every
 fault fails, at least NAMED of the reports name the faulty line or the cause, and no report
 names a cause its header does not.
-The default suite grades one file per track and stage; `pytest -m slow` grades them all.
+The default suite grades one file per track and stage; `pytest -m slow` grades them all,
+a track's in one worker (CI's slow sweeps: a group per track, tests/conftest.py), and holds
+each track's corpus to the rules above.
 
 Files of tests/faults/triton are graded on Triton's interpreter, tests/faults/cutile on the
 grader's cuTile simulator.
@@ -111,10 +113,16 @@ def _params() -> list:
     seen, params = set(), []
     for fault in fault_files():
         key = (fault.path.parent.name, fault.stage)
-        params.append(pytest.param(fault, id=fault.id,
-                                   marks=() if key not in seen else pytest.mark.slow))
+        marks = [_group(fault.path.parent.name)] + ([pytest.mark.slow] if key in seen else [])
+        params.append(pytest.param(fault, id=fault.id, marks=marks))
         seen.add(key)
     return params
+
+
+def _group(track: str):
+    """A track's files and its corpus check graded in one worker: the check reads the
+    results the files' tests left (`graded`)."""
+    return pytest.mark.xdist_group(f"faults-{track}")
 
 
 @pytest.mark.parametrize("fault", _params())
@@ -173,9 +181,10 @@ def test_every_cause_of_the_catalogue_has_a_fault_file(course):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("track", [pytest.param(t, marks=_group(t)) for t in BACKENDS])
 def test_the_corpus_reports_name_the_line_or_the_cause_and_only_confirmed_causes(
-        grade_source, course):
-    faults = fault_files()
+        track, grade_source, course):
+    faults = [f for f in fault_files() if f.path.parent.name == track]
     results = {f.id: graded(f, grade_source, course) for f in faults}
     assert all(results[f.id].status is Status.FAIL for f in faults if f.expect is Status.FAIL)
     named = [f.id for f in faults if names_line_or_cause(f, results[f.id])]
