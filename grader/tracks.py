@@ -265,8 +265,12 @@ TRITON = Track(
     imports=re.compile(r"^\s*(import|from)\s+triton\b", re.M),
     decorator="@triton.jit",
     words=Words("program", "programs", "offsets", "tl.program_id",
-                "give this tl.load a mask (and `other=`) that keeps every lane inside the tensor",
-                "give the tl.store a mask that keeps every lane inside the tensor", "store mask"),
+                # said where no lane of the line was switched off: with no mask, or one that
+                # switches nothing off here (a mask the watch cannot tell from none)
+                "no lane of this load was switched off: it needs a mask (and `other=`) that "
+                "keeps every lane inside the tensor",
+                "no lane of this store was switched off: it needs a mask that keeps every lane "
+                "inside the tensor", "store mask"),
     nan_fix=("give that `tl.load` a `mask=` and `other=` a value that changes nothing (0 for a "
              "sum, -inf for a max)"),
     extra=None, gpu_backend="triton", cpu_backend="triton-interpret",

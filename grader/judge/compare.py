@@ -76,12 +76,16 @@ def compare(outcome: Outcome, expected: Expected) -> Verdict:
 
     both_finite = torch.isfinite(got) & torch.isfinite(want)
     rel = err / want.abs().clamp_min(torch.finfo(torch.float32).tiny)
+    nan = int((torch.isnan(got) & ~unwritten & ~torch.isnan(want)).sum())
+    # Undefined masked lanes (Triton's without other=) matter only where they reached the
+    # output, as NaN: elsewhere (a masked load whose lanes the store masks again) no finding.
+    traffic = [f for f in traffic if f.get("kind") != "undefined_lanes" or nan]
     stats = {
         "mismatched": n_bad,
         "total": total,
         "max_abs_error": _max(err, both_finite),
         "max_rel_error": _max(rel, both_finite & (want.abs() > tolerance.atol)),
-        "nan": int((torch.isnan(got) & ~unwritten & ~torch.isnan(want)).sum()),
+        "nan": nan,
         "inf": int((torch.isinf(got) & ~torch.isinf(want)).sum()),
         "never_written": int(unwritten.sum()),
         "from_poison": 0 if poisoned is None else int(poisoned.sum()),
@@ -118,12 +122,9 @@ def compare(outcome: Outcome, expected: Expected) -> Verdict:
         details.append(_nan_cause(stats, expected.track, traffic, traffic_map is not None))
     if stats["inf"]:
         details.append(f"{_elements(stats['inf'], 'are')} Inf where a finite number was expected")
-    # Found by the watch in the replay's process: quoted, one finding a line. Undefined
-    # masked lanes matter only where they reached the output, as NaN.
-    shown = [f for f in traffic if f.get("kind") != "undefined_lanes" or stats["nan"]]
-    if shown:
+    if traffic:  # found by the watch in the replay's process: quoted, one finding a line
         details += ["the kernels' traffic, as the watch saw it:",
-                    *quoted("\n".join(f["text"] for f in shown))]
+                    *quoted("\n".join(f["text"] for f in traffic))]
     constants = {k: v for la in launches for k, v in la.constants.items() if type(v) is int}
     ev = Evidence(got, want, expected.call, expected.dtype, tolerance.atol, tolerance.rtol,
                   constants, list(traffic))

@@ -39,7 +39,8 @@ def _layout_check(params: dict) -> list[str]:
     and two rows (else its strides are a contiguous tensor's), sliced two batches, mixed
     all three."""
     layout = params.get("layout", "contiguous")
-    needs = {"transposed": ("H", "N"), "sliced": ("B",), "mixed": ("B", "H", "N")}.get(layout, ())
+    needs = {"transposed": ("H", "N"), "sliced": ("B",),
+             "mixed": ("B", "H", "N")}.get(layout, ())
     small = [name for name in needs if params[name] < 2]
     if not small:
         return []

@@ -194,15 +194,22 @@ class LaunchWatch:
             found += self._output(traffic, output)
         for index, read in self.read.items():
             if read.size and not read.all():
-                missing = int((~read).sum())
-                found.append(Finding("never_read" if missing == read.size else "unread",
-                                     f"{missing} of the {read.size} elements of "
-                                     f"{self.regions[index].name} were never read by any "
-                                     f"{self.words.program} (first: flat index "
-                                     f"{int(np.nonzero(~read)[0][0])}): the addresses do not "
-                                     "cover the whole input (check the strides, the "
-                                     f"{self.words.offsets} and where each loop over the "
-                                     "input stops)"))
+                found.append(self._unread(index, read))
+
+    def _unread(self, index: int, read: np.ndarray) -> Finding:
+        """Elements of an input no program read, at the line of the load that read the rest
+        (where one line did: the addresses it computed are the ones that miss)."""
+        missing = int((~read).sum())
+        readers = sorted({line for line, i in self.loads if i == index and line is not None})
+        where = (f"{self.source.at(readers[0])}, its only load: " if len(readers) == 1 else
+                 f"its loads at lines {', '.join(map(str, readers[:SHOW]))}: " if readers else "")
+        return Finding("never_read" if missing == read.size else "unread",
+                       f"{where}{missing} of the {read.size} elements of "
+                       f"{self.regions[index].name} were never read by any {self.words.program} "
+                       f"(first: flat index {int(np.nonzero(~read)[0][0])}): the addresses do "
+                       f"not cover the whole input (check the strides, the {self.words.offsets} "
+                       "and where each loop over the input stops)",
+                       readers[0] if len(readers) == 1 else None)
 
     def _load_findings(self, line, region: Region, access: _Access) -> list[Finding]:
         out = []

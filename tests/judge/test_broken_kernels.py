@@ -32,7 +32,7 @@ def test_missing_tail_mask_is_caught_as_an_out_of_bounds_store(grade_source):
                                 "stores saw:")
         seen = case.details[0]  # the watch's finding, quoted
         assert seen.startswith("┆ line ")
-        assert "past the end of `x`" in seen and "give this tl.load a mask" in seen
+        assert "past the end of `x`" in seen and "it needs a mask (and `other=`)" in seen
         assert case.failure is Failure.OUT_OF_BOUNDS
 
 
@@ -130,7 +130,8 @@ def test_a_load_past_the_end_of_an_input_is_named_with_its_fix(grade_source):
         assert case.summary.startswith("read outside a tensor, as the watch")
         assert "(`x = tl.load(x_row + cols * stride_xn)`): reads" in case_text(case)
         assert "past the end of `x`" in case_text(case)
-        assert "give this tl.load a mask (and `other=`)" in case_text(case)
+        assert "no lane of this load was switched off: it needs a mask (and `other=`)" in \
+            case_text(case)
 
 
 def test_masked_lanes_without_other_read_as_nan_and_are_named_at_their_line(grade_source):
@@ -263,4 +264,4 @@ def test_a_load_whose_mask_lets_lanes_past_the_end_is_not_told_to_get_a_mask(gra
     assert bad
     for case in bad:
         assert "this line has a mask" in case_text(case)
-        assert "give this tl.load a mask" not in case_text(case)
+        assert "no lane of this load was switched off" not in case_text(case)

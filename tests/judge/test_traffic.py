@@ -55,6 +55,15 @@ def test_a_load_past_the_end_fails_at_its_line_even_when_the_store_is_masked():
     assert "program 1" in finding.text
 
 
+def test_elements_of_an_input_left_unread_are_told_at_the_load_that_read_the_rest():
+    traffic = run(2, [(False, "x", range(0, 4), 0, 1), (False, "x", range(0, 4), 1, 1),
+                      (True, "out", range(0, 4), 0, 2), (True, "out", range(4, 8), 1, 2)])
+    [unread] = [f for f in traffic.findings if f.kind == "unread"]
+    assert unread.line == 1 and not unread.fails
+    assert unread.text.startswith("line 1 (`x = tl.load(x_ptr + offsets)`), its only load: 4 of "
+                                  "the 8 elements of `x` were never read by any program")
+
+
 def test_an_element_one_program_stores_and_another_reads_is_a_race():
     """Program 0 stores to the output what program 1 then reads: right on the CPU, where
     the programs run in order, undefined on a GPU. Both orders of the two accesses count;

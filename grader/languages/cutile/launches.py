@@ -38,7 +38,23 @@ def _hooked(original):
                     f"({'n' if what == 'grid' else 'a, b'},) with the trailing comma for one "
                     "element")
                 return None
+        if empty := _empty_dimension(grid):
+            # CUDA launches no grid without a block along each dimension: refused here, at
+            # the launch's line, not in the replay (which knows no line of the wrapper).
+            session.refuse("cutile", kernel, tuple(kernel_args), {}, empty)
+            return None
         session.propose("cutile", kernel, grid, kernel_args, {})
         return None
 
     return launch
+
+
+def _empty_dimension(grid: tuple) -> str | None:
+    """Why a grid with no block along a dimension cannot launch, or None."""
+    for i, size in enumerate(grid):
+        if isinstance(size, int) and not isinstance(size, bool) and size == 0:
+            return (f"ct.launch's grid {grid} has no block along dimension {i} (\"Grid[{i}] "
+                    "is 0\"), and a grid needs at least one along each: for this case's sizes "
+                    "the grid's expression gives 0 (a count rounded down to whole tiles gives "
+                    "0 below one tile; ct.cdiv rounds up)")
+    return None

@@ -2,6 +2,7 @@
 
 expect: FAIL
 message: Grid[0] is 0
+message: line 55
 """
 
 import cuda.tile as ct

@@ -2,6 +2,7 @@
 
 expect: FAIL
 message: elements of `weight` were never read
+line: 31
 """
 
 import cuda.tile as ct
