@@ -218,28 +218,20 @@ def run_grade(capsys):
 
 _LEFT_OUT: set[str] = set()  # the slow tests this run deselected, by node id
 
-# CI's slow sweeps run with `--dist loadgroup` (.ci/run). A test file is one group, as under
-# loadfile (its tests share fixtures and module caches), unless its tests name their own
-# (the fault corpus and the seed sweep: a group per track). The longest groups are collected
-# first, so that no worker starts one of them last: seconds of one worker on CI's two cores
-# (the slow sweeps' durations; the rest follow in their order, each under a minute or two).
-LONGEST_FIRST = ("faults-triton", "faults-cutile", "seeds-triton", "seeds-cutile",
-                 "tests/languages/test_cutile.py", "tests/instructor/test_ci_templates.py",
+# `--dist loadfile` gives each test file to one worker (its tests share fixtures and module
+# caches), in the order the files are collected: the longest files of the slow sweeps come
+# first, so that no worker starts one of them last (each took 4 to 20 minutes of one worker
+# on CI's two cores; the rest follow in their order, each a few minutes at most).
+LONGEST_FIRST = ("tests/test_fault_seeds.py", "tests/test_fault_files.py",
+                 "tests/instructor/test_ci_templates.py", "tests/languages/test_cutile.py",
                  "tests/instructor/test_batch.py", "tests/instructor/test_slurm.py")
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Each test in a group (before pytest-xdist reads them), the longest groups first."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    """The longest files first; a file's tests stay together and in their order."""
     first = {name: place for place, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: first.get(_group_of(item), len(first)))  # stable
-
-
-def _group_of(item) -> str:
-    return item.get_closest_marker("xdist_group").args[0]
+    items.sort(key=lambda item: first.get(item.nodeid.split("::")[0], len(first)))
 
 
 def pytest_deselected(items):

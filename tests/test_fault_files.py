@@ -17,8 +17,7 @@ traffic), and the case's report says it under the cause, checked for each fault 
 fault fails, at least NAMED of the reports name the faulty line or the cause, and no report
 names a cause its header does not.
 The default suite grades one file per track and stage; `pytest -m slow` grades them all,
-a track's in one worker (CI's slow sweeps: a group per track, tests/conftest.py), and holds
-each track's corpus to the rules above.
+and holds each track's corpus to the rules above.
 
 Files of tests/faults/triton are graded on Triton's interpreter, tests/faults/cutile on the
 grader's cuTile simulator.
@@ -38,11 +37,10 @@ from grader.results import Status
 FAULTS = Path(__file__).resolve().parent / "faults"
 BACKENDS = {"triton": "triton-interpret", "cutile": "cutile-sim"}
 HEADER = re.compile(r"^(expect|message|passes|line|cause):\s*(.+?)\s*$")
-# The least fraction of a track's reports that name the faulty line or the cause, held per
-# track since each track's corpus is checked in its own worker: 58 of Triton's 65 and 53 of
-# cuTile's 59 do (0.89, 0.90). The rest are told what was observed, at the line where it
-# showed: a grid, a mask or a tile size where it is used, not where it is computed; a row
-# of zeros; an input read with another tensor's strides.
+# The least fraction of a track's reports that name the faulty line or the cause: 58 of
+# Triton's 65 and 52 of cuTile's 59 do (0.89, 0.88). The rest are told what was observed,
+# at the line where it showed: a grid, a mask or a tile size where it is used, not where it
+# is computed; a row of zeros; an input read with another tensor's strides.
 NAMED = 0.88
 _graded: dict[str, object] = {}  # fault id -> its StageResult, shared by the tests below
 
@@ -118,16 +116,10 @@ def _params() -> list:
     seen, params = set(), []
     for fault in fault_files():
         key = (fault.path.parent.name, fault.stage)
-        marks = [_group(fault.path.parent.name)] + ([pytest.mark.slow] if key in seen else [])
-        params.append(pytest.param(fault, id=fault.id, marks=marks))
+        params.append(pytest.param(fault, id=fault.id,
+                                   marks=() if key not in seen else pytest.mark.slow))
         seen.add(key)
     return params
-
-
-def _group(track: str):
-    """A track's files and its corpus check graded in one worker: the check reads the
-    results the files' tests left (`graded`)."""
-    return pytest.mark.xdist_group(f"faults-{track}")
 
 
 @pytest.mark.parametrize("fault", _params())
@@ -186,7 +178,7 @@ def test_every_cause_of_the_catalogue_has_a_fault_file(course):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("track", [pytest.param(t, marks=_group(t)) for t in BACKENDS])
+@pytest.mark.parametrize("track", list(BACKENDS))
 def test_the_corpus_reports_name_the_line_or_the_cause_and_only_confirmed_causes(
         track, grade_source, course):
     faults = [f for f in fault_files() if f.path.parent.name == track]

@@ -83,10 +83,7 @@ BACKEND = {"triton": "triton-interpret", "cutile": "cutile-sim"}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("track, fault", [
-    # a worker per track in CI's slow sweeps (tests/conftest.py: the sweep's groups)
-    pytest.param(t, f, id=f"{t}: {f}", marks=pytest.mark.xdist_group(f"seeds-{t}"))
-    for t, f in FAULTS])
+@pytest.mark.parametrize("track, fault", list(FAULTS), ids=[f"{t}: {f}" for t, f in FAULTS])
 def test_a_classic_fault_fails_on_every_seed(course, tmp_path, track, fault):
     stage_id, file, old, new, where = FAULTS[track, fault]
     stage = course.select(stage_id)

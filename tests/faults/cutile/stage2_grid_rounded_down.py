@@ -2,7 +2,7 @@
 
 expect: FAIL
 message: Grid[0] is 0
-message: line 55
+message: line 56
 """
 
 import cuda.tile as ct

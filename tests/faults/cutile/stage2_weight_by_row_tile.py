@@ -2,7 +2,7 @@
 
 expect: FAIL
 message: elements of `weight` were never read
-line: 31
+line: 32
 """
 
 import cuda.tile as ct
