@@ -35,7 +35,8 @@ def from_traffic(ev: Evidence, written: torch.Tensor | None, block: int | None,
                           "under a condition that is never true)")]
         return [Cause("input_not_read", "an input was never read while the others were: "
                       + unread[0]["text"].split(" (first")[0]
-                      + "; check which pointer or array each load is given", WATCH)]
+                      + "; check which pointer or array each load is given, and that the "
+                      "loop holding its load runs", WATCH)]
     if "load_out_of_bounds" in kinds:
         return [Cause("missing_load_mask", kinds["load_out_of_bounds"]["text"], WATCH)]
     if written is not None and block and _short_prefix(written.reshape(-1), block):

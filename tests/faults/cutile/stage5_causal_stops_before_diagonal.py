@@ -3,7 +3,9 @@
 expect: FAIL
 message: were never read by any block
 message: NaN where a number was expected
+message: an input was never read while the others were
 passes: causal=False
+cause: input_not_read
 """
 
 import math
