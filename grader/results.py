@@ -119,6 +119,9 @@ class CheckResult:
 
 
 PHASE_PART = " / "  # "speed / replay batches": a part of the phase before it
+# The phase of a stage opened beside an earlier one, its calls recorded and their kernels
+# built ahead (grade --profile): seconds of the earlier stage's turn, not of its own.
+READIED = "readied beside an earlier stage"
 
 
 @dataclass
@@ -157,6 +160,14 @@ class StageResult:
     def total_max_points(self) -> float:
         """Correctness points, plus speed points where speed is graded on this machine."""
         return round(self.max_points + (self.speed.max_points if self.speed.graded else 0), 2)
+
+    def add_readied(self, phases: dict[str, float]) -> None:
+        """Record how the stage was readied beside an earlier one: `phases` holds the whole
+        under READIED and its parts (nothing: it was not)."""
+        parts = dict(phases)
+        if READIED in parts:
+            self.phases[READIED] = parts.pop(READIED)
+            self.add_parts(READIED, parts)
 
     def add_parts(self, phase: str, parts: dict[str, float]) -> None:
         """Record the parts of `phase` (each shown below it: "speed / replay batches")."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -21,12 +22,14 @@ from grader.course.todos import TodoState
 from grader.grading.request import Grading, StageFile
 from grader.intake import read_submission
 from grader.judge.stage import StageCheck
-from grader.results import CaseResult, CheckResult, Failure
+from grader.results import READIED, CaseResult, CheckResult, Failure
 from grader.sandbox import ChildProcess
 from grader.speed import check as speed
 from grader.speed.check import SpeedCheck
+from grader.timing import add_seconds, phase
 
 NEEDS_CORRECTNESS = "needs all correctness cases to pass first"
+START = "start processes, load"
 
 
 def readied_beside(device: str) -> bool:
@@ -49,6 +52,9 @@ class StageSession:
     readying: threading.Thread | None = field(default=None, init=False)
     readied: TodoState | BaseException | None = field(default=None, init=False)
     closing: bool = field(default=False, init=False)  # closed while it was being readied
+    # Where the readying's seconds went (grade --profile), apart from the stage's own: it
+    # ran while an earlier stage was graded.
+    beside: dict[str, float] = field(default_factory=dict, init=False)
 
     @property
     def file(self) -> StageFile:
@@ -96,15 +102,18 @@ class StageSession:
         self.readying.start()
 
     def _ready(self, todos: TodoState) -> None:
+        start = time.perf_counter()
         try:
-            self.readied = self._start(todos)
+            with phase(self.beside, START):
+                self.readied = self._start(todos)
             if not self.closing:
-                self.check.build_ahead()
+                self.check.build_ahead(self.beside)
         except BaseException as exc:  # noqa: BLE001 - raised in the stage's own turn
             self.readied = exc
         finally:
             if self.child is not None:
                 self.child.end()
+            add_seconds(self.beside, READIED, time.perf_counter() - start)
 
     def settle(self) -> None:
         """Return once nothing of this stage runs: its readying over (readied beside an
@@ -116,6 +125,11 @@ class StageSession:
         if self.child is not None:
             self.child.end()
             self.child.replay_process.settle_builds()
+
+    def readied_phases(self) -> dict[str, float]:
+        """Where the readying's seconds went, its whole under READIED (empty: not readied
+        beside an earlier stage); complete once the stage is opened."""
+        return dict(self.beside)
 
     def _read(self) -> TodoState:
         return read_submission(self.file.path, self.file.shown, self.grading.course.rules)

@@ -98,6 +98,7 @@ def judge_correctness(session: StageSession, result: StageResult,
     try:
         with phase(result.phases, "start processes, load"):
             todos = session.open()
+        result.add_readied(session.readied_phases())
         return _judged(session, result, todos, progress, later)
     except NotRun as exc:
         result.status, result.message = exc.status, exc.message

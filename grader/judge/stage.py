@@ -70,14 +70,15 @@ class StageCheck:
         self.phases: dict[str, float] = {}  # where the cases' seconds went (grade --profile)
         self.built_ahead = False  # its calls recorded and their builds begun (build_ahead)
 
-    def build_ahead(self) -> None:
+    def build_ahead(self, phases: dict[str, float] | None = None) -> None:
         """On a GPU: the calls the stage will replay, recorded now in the child, in the order
         they come (each shown case, the memory check's two sizes, the speed cases), and their
         proposals compiled ahead, side by side (ReplayProcess.build_ahead), while the cases
         are judged one by one; each later `record` of one of these calls takes it as
         recorded here. Hidden cases are left to their turn (their inputs reach the
         processes only then), and so is every call after one that gave no proposal (one
-        that hangs costs one time limit)."""
+        that hangs costs one time limit). The recording's seconds go to `phases` (a stage
+        readied beside an earlier one keeps them apart), else to the cases' own."""
         if self.backend.device == "cpu" or self.built_ahead:
             return
         self.built_ahead = True  # once: the stage may have been readied beside an earlier one
@@ -91,7 +92,7 @@ class StageCheck:
         for case, seed, replay_draw in calls:
             if dtype_unsupported(case.dtype, self.backend.device):
                 continue
-            with timing.phase(self.phases, "record the call"):
+            with timing.phase(self.phases if phases is None else phases, "record the call"):
                 proposed = self.child.record_ahead(problem.id, dict(case.params), case.dtype,
                                                    seed)
             if proposal_misconduct(proposed, self.backend.track) or not proposed.proposal:

@@ -7,7 +7,9 @@ work), the compile and memory checks, the speed trials and their parts (every st
 settled, recording the calls, the baselines timed alone, the GPU's ceilings, building and
 warming up, the baseline's warm-up, then the timed batches: the first ones, not counted,
 the baseline's, the replay's, the outputs fetched and those checked; pytest's own work),
-ending the processes. Below a phase's parts, what none of them holds (the seconds still to
+ending the processes; for a stage readied beside an earlier one (on a GPU), that readying
+(its processes started, its calls recorded for their kernels to build ahead), done in the
+earlier stage's turn and not counted in its own. Below a phase's parts, what none of them holds (the seconds still to
 explain); what no phase holds is the rest of the stage (opening the speed check, the
 results).
 """
@@ -16,11 +18,11 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from grader.results import PHASE_PART, Report
+from grader.results import PHASE_PART, READIED, Report
 
 NOT_IN_A_PART = "not in a part"  # a phase's seconds outside the parts it names
 ORDER = ("start processes, load", "correctness cases", "compile check", "memory check",
-         "speed", "end processes")
+         "speed", "end processes", READIED)
 
 
 def phase_names(report: Report) -> list[str]:
@@ -52,7 +54,9 @@ def profile_table(report: Report) -> Table:
         if PHASE_PART in name and not following.startswith(top + PHASE_PART):
             _row(table, f"  {NOT_IN_A_PART}", [_outside_parts(s.phases, top)
                                               for s in report.stages])
-    counted = [sum(v for k, v in s.phases.items() if PHASE_PART not in k) for s in report.stages]
+    # A stage readied beside an earlier one spent those seconds in the earlier one's turn.
+    counted = [sum(v for k, v in s.phases.items() if PHASE_PART not in k and k != READIED)
+               for s in report.stages]
     table.add_row("rest of the stage", *(_seconds(max(0.0, s.seconds - c))
                                          for s, c in zip(report.stages, counted)),
                   _seconds(sum(max(0.0, s.seconds - c) for s, c in zip(report.stages, counted))))

@@ -18,7 +18,7 @@ from grader.grading import session as sessions
 from grader.grading import stages as grading
 from grader.grading.request import GradingRequest, Outputs
 from grader.intake import NotRun
-from grader.results import Status
+from grader.results import PHASE_PART, READIED, Status
 from grader.sandbox.replayer import ReplayProcess
 
 
@@ -80,6 +80,12 @@ def test_every_later_stage_readied_beside_the_first_is_graded_as_in_its_own_turn
         [s.message for s in beside.stages]
     assert all(s.status is Status.PASS for s in beside.stages)
     assert not any(t.name == "tilecourse-later-stage" for t in threading.enumerate())
+    # grade --profile: the readying's seconds apart from each later stage's own turn
+    first, *later = beside.stages
+    assert READIED not in first.phases
+    for stage in later:
+        start = stage.phases[f"{READIED}{PHASE_PART}start processes, load"]
+        assert 0 < start <= stage.phases[READIED]
 
 
 def test_a_stage_readied_beside_that_cannot_be_graded_says_so_in_its_own_turn(two_stages,

@@ -3,7 +3,7 @@
 from rich.console import Console
 
 from grader.report.profile import phase_names, profile_table
-from grader.results import Report, StageResult
+from grader.results import PHASE_PART, READIED, Report, StageResult
 
 
 def _stage(number: int, seconds: float, phases: dict) -> StageResult:
@@ -43,3 +43,25 @@ def test_the_phases_show_in_grading_order_with_their_parts_below_them():
     assert outside == [["0.50", "1.00", "1.50"], ["", "0.50", "0.50"]]  # no parts: all of it
     assert rows["stage"] == ["4.00", "5.00", "9.00"]
     assert "the whole run: 9.0 s" in text
+
+
+def test_a_stage_readied_beside_an_earlier_one_shows_that_apart_from_its_own_turn():
+    """Its processes started and its calls recorded while the stage before it was graded:
+    a phase of its own, last, whose seconds are not the stage's."""
+    report = Report(course="c", target="t", backend="b", backend_reason="", machine={},
+                    started_at="", seconds=6.0, stages=[
+        _stage(1, 4.0, {"start processes, load": 1.0, "correctness cases": 3.0}),
+        _stage(2, 2.0, {"correctness cases": 1.5, READIED: 3.5,
+                        f"{READIED}{PHASE_PART}start processes, load": 0.5,
+                        f"{READIED}{PHASE_PART}record the call": 2.5}),
+    ])
+    names = phase_names(report)
+    assert names[-3:] == [READIED, f"{READIED}{PHASE_PART}start processes, load",
+                          f"{READIED}{PHASE_PART}record the call"]
+    console = Console(width=140, record=True)
+    console.print(profile_table(report))
+    rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:-1]]
+            for line in console.export_text().splitlines() if line.startswith("│")}
+    assert rows[READIED] == ["", "3.50", "3.50"]
+    assert rows["rest of the stage"] == ["0.00", "0.50", "0.50"]  # not less for the readying
+    assert rows["stage"] == ["4.00", "2.00", "6.00"]
