@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -35,7 +36,7 @@ from grader.backends import selection as backends
 from grader.course import load_course
 from grader.errors import GradeError
 from grader.grading.request import GradingRequest
-from grader.grading.session import StageSession
+from grader.grading.session import StageSession, grader_threads
 from grader.intake import NotRun
 from grader.intake.overlay import lay_out
 from grader.judge.stage import StageCheck
@@ -106,6 +107,7 @@ class _StageUnderTest:
     _session: StageSession | None = None
     _refused: str | None = None
     _scratch: Path | None = None  # where a --submission is laid out
+    _threads: ExitStack | None = None  # the grader's own threads while the session is open
 
     @pytest.fixture
     def grading(self) -> StageCheck:
@@ -116,6 +118,8 @@ class _StageUnderTest:
         return self._session.check
 
     def _open(self) -> str | None:
+        self._threads = ExitStack()  # as `grade` runs beside its builders (grader_threads)
+        self._threads.enter_context(grader_threads(self.resolved.selection.backend.device))
         self._session = StageSession(self.resolved, self.stage)
         try:
             self._session.open()
@@ -137,6 +141,8 @@ class _StageUnderTest:
     def pytest_sessionfinish(self, session):
         if self._session is not None:
             self._session.close()  # every process of the submission ends with the session
+        if self._threads is not None:
+            self._threads.close()
         if self._scratch is not None:  # only once no process uses the laid-out files
             shutil.rmtree(self._scratch, ignore_errors=True)
 

@@ -14,8 +14,12 @@ from __future__ import annotations
 import os
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Iterator
+
+import torch
 
 from grader.course import Stage
 from grader.course.todos import TodoState
@@ -38,6 +42,27 @@ def readied_beside(device: str) -> bool:
     more: Colab's T4 has two). On a CPU there is nothing to compile ahead, and the stage
     graded would share its cores with them."""
     return device != "cpu" and (os.cpu_count() or 1) >= 4
+
+
+@contextmanager
+def grader_threads(device: str) -> Iterator[None]:
+    """On a GPU, the grader's own CPU tensor work (judging outputs too small for the GPU,
+    drawing a case's inputs) on one thread while the block runs. Builders compile beside it
+    on the cores (grader.sandbox.ahead), and PyTorch spreads an operator over a thread per
+    core: threads that wait for a core a builder holds spin at the operator's end. On the
+    H200's host five small softmax outputs took about 0.57 s each to judge, where the CPU
+    machine judges each in a millisecond; there, with both cores busy, one such judgment
+    took 42 ms on two threads and 1.1 ms on one. A CPU backend builds nothing beside the
+    grader: its threads are left as they are."""
+    if device == "cpu":
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 @dataclass

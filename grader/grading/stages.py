@@ -30,7 +30,7 @@ from grader.errors import one_line
 from grader.grading.pytest_run import (PYTEST_OWN, CaseProgress, CorrectnessPlugin, Progress,
                                        SpeedPlugin, run_checks)
 from grader.grading.request import Grading
-from grader.grading.session import NEEDS_CORRECTNESS, StageSession
+from grader.grading.session import NEEDS_CORRECTNESS, StageSession, grader_threads
 from grader.intake import NotRun
 from grader.judge.memory import memory_check
 from grader.results import Report, SpeedResult, StageResult, Status
@@ -58,7 +58,8 @@ def grade_stage(grading: Grading, stage: Stage, progress: CaseProgress | None = 
                 ) -> StageResult:
     """Grade one stage of the resolved request. Speed is timed only after every correctness
     case passed; the request's benchmark file receives pytest-benchmark's record of it."""
-    result = grade_session(StageSession(grading, stage), progress)
+    with grader_threads(grading.selection.backend.device):
+        result = grade_session(StageSession(grading, stage), progress)
     if grading.outputs.benchmark_json:
         speed.merge_benchmark_files([_benchmark_part(grading, stage)],
                                     grading.outputs.benchmark_json)
@@ -226,6 +227,11 @@ class _Judged:
 def grade(grading: Grading, progress: Progress = _silent) -> Report:
     """Grade every stage of the resolved request into a Report: the correctness of each
     stage, one after another, then the speed of each whose correctness all passed."""
+    with grader_threads(grading.selection.backend.device):
+        return _graded(grading, progress)
+
+
+def _graded(grading: Grading, progress: Progress) -> Report:
     selection = grading.selection
     report = Report(
         course=grading.course.title,

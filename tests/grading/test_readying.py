@@ -12,6 +12,7 @@ import threading
 from contextlib import contextmanager
 
 import pytest
+import torch
 from conftest import fewer_cases
 
 from grader.grading import session as sessions
@@ -224,3 +225,28 @@ def test_every_stage_is_judged_before_any_is_timed_and_settled_once_before_the_f
         ["vector_add", "fused_gelu", "softmax"]
     assert all(s.seconds >= sum(v for k, v in s.phases.items() if " / " not in k) - 0.05
                for s in report.stages)
+
+
+@pytest.mark.parametrize("device, inside", [("cuda", 1), ("cpu", None)])
+def test_on_a_gpu_the_grader_works_on_one_thread_beside_its_builders(device, inside):
+    """Builders compile on the cores beside the grader; PyTorch's threads that wait for a
+    core a builder holds spin (grader.grading.session.grader_threads). A CPU backend builds
+    nothing: its threads are left as they are."""
+    before = torch.get_num_threads()
+    with sessions.grader_threads(device):
+        assert torch.get_num_threads() == (before if inside is None else inside)
+    assert torch.get_num_threads() == before
+
+
+def test_a_grading_runs_under_the_threads_of_its_backend(three_stages, monkeypatch):
+    entered = []
+
+    @contextmanager
+    def threads(device):
+        entered.append(device)
+        yield
+
+    monkeypatch.setattr(grading, "grader_threads", threads)
+    grading.grade(three_stages)
+    grading.grade_stage(three_stages, three_stages.stages[0])
+    assert entered == ["cpu", "cpu"]
