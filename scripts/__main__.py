@@ -14,6 +14,8 @@ STUDIES = {
     "clockgap": ("clock_gap_check", "why the grader's clock and do_bench disagree"),
     "corpus": ("gpu_corpus", "the bad submissions only a GPU can grade"),
     "flush": ("flush_check", "the short references after a zeroing and a reading L2 flush"),
+    "placement": ("placement_check", "whether a kernel's time moves with where its inputs lie, "
+                                     "or with its process"),
     "repeat": ("repeat_check", "the same verdict every time, and a 10% slower copy told apart"),
     "simdiff": ("cutile_sim_diff", "the cuTile simulator against the GPU, kernel by kernel"),
     "sweep": ("sweep", "variants of the references' TUNE places, side by side"),

@@ -24,6 +24,10 @@
 #   repeat: `python -m scripts repeat`, matmul and softmax references graded 5 times each on both
 #     tracks, alternating with a copy made 10% slower: same verdict every time, speed-ups
 #     within 2%, the slower copy told apart every time (REPEAT_ARGS: its options)
+#   placement: `python -m scripts placement`, the matmul references and PyTorch timed on
+#     inputs placed anew in each of three processes: whether a kernel's time moves with where
+#     its inputs lie or with its process (what the repeat check's spread is made of;
+#     PLACEMENT_ARGS: its options, e.g. --stage softmax)
 #   batch: `python -m scripts batch`, a class of 8 made from the references (every other
 #     student with a fault file in one stage) graded by `grade batch`, two of them graded
 #     alone as well: the same points, and the wall time per student (every grading's
@@ -49,13 +53,14 @@
 # on the H200, grading took about 7 minutes with the previous grader (the two `grade all`
 # runs 187 s and 192 s; 150 s and 164 s with the replay grader; 67 s and 61 s once kernels
 # were compiled ahead; 45 s and 46 s with fetched outputs in GPU memory; 41-54 s and
-# 43-51 s with the next stage readied; 40 s and 41 s with every later stage readied, the
-# whole part about 2 minutes), calibrate 3-4, exercises 2, corpus 3, timing 5, each
-# untuned part 4 (218 s), flush 1 (20 s), repeat 1-1.2 (63-77 s), a batch of 8 2.5 with
-# --stages 1 (140 s) and 5.5 with every stage (315 s), wire 1, sweep 5 (268 s for every
-# stage, both tracks), benchmark under 4 (--seconds 1.5), clockgap 2 (98 s).
+# 43-51 s with the next stage readied; 40 s and 41 s with every later stage readied, 40 s
+# and 32 s with every stage's cases first; the whole part about 2 minutes), calibrate 3-4,
+# exercises 2, corpus 3, timing 5, each untuned part 4 (218 s), flush 1 (20 s), repeat
+# 1-1.8 (63-105 s), a batch of 8 2.5 with --stages 1 (140 s) and 5-6 with every stage
+# (315 s, 349 s), wire 1, sweep 5 (268 s for every stage, both tracks), benchmark under 4
+# (--seconds 1.5), clockgap 2 (98 s); placement not yet timed.
 set -uo pipefail
-ALL="grading calibrate exercises corpus timing untuned-triton untuned-cutile repeat batch flush sweep benchmark clockgap wire"
+ALL="grading calibrate exercises corpus timing untuned-triton untuned-cutile repeat placement batch flush sweep benchmark clockgap wire"
 PARTS=${*:-$ALL}
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 for p in $PARTS; do
@@ -158,6 +163,12 @@ if part repeat; then
   start=$(date +%s)
   words "${REPEAT_ARGS:-}"; "$PY" -m scripts repeat "${WORDS[@]}" 2>&1 | grep --line-buffered -v "^grading" | tee "$OUT/repeat.txt" || status=1
   echo "== repeat check: $(( $(date +%s) - start )) s"
+fi
+if part placement; then
+  echo "== placement check"
+  start=$(date +%s)
+  words "${PLACEMENT_ARGS:-}"; "$PY" -m scripts placement "${WORDS[@]}" 2>&1 | tee "$OUT/placement.txt" || status=1
+  echo "== placement check: $(( $(date +%s) - start )) s"
 fi
 if part sweep; then
   echo "== tuning sweep"

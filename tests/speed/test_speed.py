@@ -1084,6 +1084,25 @@ def test_the_baseline_alone_is_the_median_of_its_batches_after_the_first(monkeyp
     assert found == pytest.approx(0.025)
 
 
+def test_the_placement_table_tells_placement_from_process():
+    """scripts/placement_check.py (on a GPU) times each impl on inputs placed anew in each of
+    several processes: the spread within a process (placement) beside the spread across
+    processes (the process)."""
+    placement = _script("placement_check")
+
+    def run(*rows):
+        return {"case": "M=8", "missing": {"cutile": "ImportError: no cuda.tile"},
+                "rows": [{"triton": t, "torch": 1.0, "address": 0} for t in rows]}
+
+    by_placement = placement.report([run(1.0, 1.03), run(1.03, 1.0)], "GPU")
+    by_process = placement.report([run(1.0, 1.0), run(1.03, 1.03)], "GPU")
+    within = lambda lines: [l for l in lines if "within" in l.split()[:2]][0].split()[2:]
+    across = lambda lines: [l for l in lines if "across" in l.split()[:2]][0].split()[2:]
+    assert within(by_placement) == ["2.96%", "0.00%"] and across(by_placement) == ["0.00%", "0.00%"]
+    assert within(by_process) == ["0.00%", "0.00%"] and across(by_process) == ["2.96%", "0.00%"]
+    assert "# cutile: not timed: ImportError: no cuda.tile" in by_process
+
+
 def test_the_gpu_studies_have_one_entry_point():
     """`python -m scripts NAME`: every study a module of the package with a main(), found
     through one table, importing the grader and each other as packages (no sys.path edits)."""
