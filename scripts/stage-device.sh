@@ -13,6 +13,14 @@ cd "$root"
 # The cuTile toolchain bundle comes from the script named by CUTILE_BUNDLER (it writes
 # .device/cutile-tc.tar.xz and .device/env.sh).
 [ -s .device/cutile-tc.tar.xz ] || "${CUTILE_BUNDLER:?set CUTILE_BUNDLER to the script that stages the cuTile toolchain}"
+# Compressed again with xz's x86 filter, which turns the executables' relative call
+# addresses into absolute ones that repeat: 55.0 MB where the bundle came as 59.6 MB, less
+# to copy to the GPU machine with the course's folder (about 3.5 minutes, once).
+if [ ! -e .device/cutile-tc.x86 ]; then
+  xz -dc .device/cutile-tc.tar.xz | xz --x86 --lzma2=preset=9e,dict=256MiB -T1 > .device/cutile-tc.tar.xz.part
+  mv .device/cutile-tc.tar.xz.part .device/cutile-tc.tar.xz
+  touch .device/cutile-tc.x86
+fi
 mkdir -p .device/wheels
 if ! ls .device/wheels/safetensors-*.whl >/dev/null 2>&1; then
   python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
