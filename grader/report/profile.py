@@ -9,9 +9,9 @@ warming up, the baseline's warm-up, then the timed batches: the first ones, not 
 the baseline's, the replay's, the outputs fetched and those checked; pytest's own work),
 ending the processes; for a stage readied beside an earlier one (on a GPU), that readying
 (its processes started, its calls recorded for their kernels to build ahead), done in the
-earlier stage's turn and not counted in its own. Below a phase's parts, what none of them holds (the seconds still to
-explain); what no phase holds is the rest of the stage (opening the speed check, the
-results).
+earlier stage's turn and not counted in its own. Below a phase's parts, what none of them
+holds (the seconds still to explain); what no phase holds is the rest of the stage
+(opening the speed check, the results).
 """
 
 from __future__ import annotations
