@@ -281,6 +281,18 @@ def test_a_stage_records_its_calls_ahead_in_order_and_compiles_them_meanwhile(co
     assert child.builds[-1].seed == stage.speed.cases[-1].seed_in_run(77)
 
 
+def test_a_stage_readied_beside_another_keeps_its_recording_seconds_apart(course, monkeypatch):
+    """grade --profile: recorded while an earlier stage was graded, the calls' seconds go to
+    the phases the readying names, not to the stage's own cases."""
+    check = _stage_check(course, FakeChild(), monkeypatch)
+    beside: dict[str, float] = {}
+    check.build_ahead(beside)
+    assert "record the call" in beside and "record the call" not in check.phases
+    own = _stage_check(course, FakeChild(), monkeypatch)
+    own.build_ahead()
+    assert "record the call" in own.phases
+
+
 def test_recording_ahead_stops_at_a_call_that_gave_no_proposal(course, monkeypatch):
     child = FakeChild(failing_after=2)
     _stage_check(course, child, monkeypatch).build_ahead()
