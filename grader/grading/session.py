@@ -33,7 +33,7 @@ from grader.speed.check import SpeedCheck
 from grader.timing import add_seconds, phase
 
 NEEDS_CORRECTNESS = "needs all correctness cases to pass first"
-START = "start processes, load"
+START = "start processes, load"  # the phase of starting a stage's processes (grade --profile)
 
 
 def readied_beside(device: str) -> bool:
@@ -50,10 +50,11 @@ def grader_threads(device: str) -> Iterator[None]:
     drawing a case's inputs) on one thread while the block runs. Builders compile beside it
     on the cores (grader.sandbox.ahead), and PyTorch spreads an operator over a thread per
     core: threads that wait for a core a builder holds spin at the operator's end. On the
-    H200's host five small softmax outputs took about 0.57 s each to judge, where the CPU
-    machine judges each in a millisecond; there, with both cores busy, one such judgment
-    took 42 ms on two threads and 1.1 ms on one. A CPU backend builds nothing beside the
-    grader: its threads are left as they are."""
+    H200's host judging softmax's outputs took 2.7 s, most of it five outputs of 33,000 to
+    40,000 elements (PyTorch spreads from 32,768), where a two-core CPU machine judges each
+    in a millisecond; there, with both cores busy, one such judgment took 42 ms on two
+    threads and 1.1 ms on one. A CPU backend builds nothing beside the grader: its threads
+    are left as they are."""
     if device == "cpu":
         yield
         return
@@ -77,8 +78,8 @@ class StageSession:
     readying: threading.Thread | None = field(default=None, init=False)
     readied: TodoState | BaseException | None = field(default=None, init=False)
     closing: bool = field(default=False, init=False)  # closed while it was being readied
-    # Where the readying's seconds went (grade --profile), apart from the stage's own: it
-    # ran while an earlier stage was graded.
+    # Where the readying's seconds went (grade --profile), its whole under READIED, apart
+    # from the stage's own: it ran while an earlier stage was graded. Complete once opened.
     beside: dict[str, float] = field(default_factory=dict, init=False)
 
     @property
@@ -150,11 +151,6 @@ class StageSession:
         if self.child is not None:
             self.child.end()
             self.child.replay_process.settle_builds()
-
-    def readied_phases(self) -> dict[str, float]:
-        """Where the readying's seconds went, its whole under READIED (empty: not readied
-        beside an earlier stage); complete once the stage is opened."""
-        return dict(self.beside)
 
     def _read(self) -> TodoState:
         return read_submission(self.file.path, self.file.shown, self.grading.course.rules)

@@ -30,7 +30,7 @@ from grader.errors import one_line
 from grader.grading.pytest_run import (PYTEST_OWN, CaseProgress, CorrectnessPlugin, Progress,
                                        SpeedPlugin, run_checks)
 from grader.grading.request import Grading
-from grader.grading.session import NEEDS_CORRECTNESS, StageSession, grader_threads
+from grader.grading.session import NEEDS_CORRECTNESS, START, StageSession, grader_threads
 from grader.intake import NotRun
 from grader.judge.memory import memory_check
 from grader.results import Report, SpeedResult, StageResult, Status
@@ -97,9 +97,9 @@ def judge_correctness(session: StageSession, result: StageResult,
     session stays open."""
     result.speed = SpeedResult(False, session.no_speed or NEEDS_CORRECTNESS)
     try:
-        with phase(result.phases, "start processes, load"):
+        with phase(result.phases, START):
             todos = session.open()
-        result.add_readied(session.readied_phases())
+        result.add_readied(session.beside)
         return _judged(session, result, todos, progress, later)
     except NotRun as exc:
         result.status, result.message = exc.status, exc.message
