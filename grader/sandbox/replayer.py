@@ -42,7 +42,7 @@ class ReplayWorker(KernelWorker):
         self.executor = None  # grader.replay.execute.Executor of the kernels built from source
         self.binaries = None  # grader.replay.binaries.Binaries, installed by the grader (a GPU)
         self.kept = []  # the outputs of the last timed batch
-        self.flush = None
+        self.between = None  # the L2 flush and the spacers between timed calls (_between)
 
     def load(self, path: str, function: str, device: str, rules: dict):
         self.device = device
@@ -137,20 +137,19 @@ class ReplayWorker(KernelWorker):
         from grader import timing
         from grader.problems import PROBLEMS
 
-        problem = PROBLEMS[problem_id]
         self.kept = []  # the last batch's outputs go first, as in the grader's own batches
         run = None
 
         def prepare(i):
             nonlocal run
-            inputs = self.drawn(problem, params, dtype, seeds[i])
+            inputs = self.drawn(PROBLEMS[problem_id], params, dtype, seeds[i])
             if run is None:
                 run = self._executor(proposal, inputs).timed(self.parsed(proposal, inputs))
             return inputs
 
         with timing.collector_paused():  # as the grader's own batches
             times, outputs = timing.run_batch(prepare, lambda inputs: run(inputs), len(seeds),
-                                              self._flush())
+                                              *self._between())
             self.kept = outputs
             described = [describe_output(o) for o in outputs]
             digests = [timing.digest(o, key) if "device" in d else None
@@ -179,12 +178,13 @@ class ReplayWorker(KernelWorker):
         if self.device == "cuda":
             torch.cuda.synchronize()  # surface asynchronous kernel faults here
 
-    def _flush(self):
+    def _between(self):
+        """Before each timed call, as in the grader's batches: the L2 flush and a spacer."""
         from grader import timing
 
-        if self.flush is None:
-            self.flush = timing.L2Flush(self.device)
-        return self.flush
+        if self.between is None:
+            self.between = timing.L2Flush(self.device), timing.Placements(self.device)
+        return self.between
 
 
 # The shapes of the replay's replies (grader.protocol.check): a reply of another shape is a

@@ -151,7 +151,7 @@ class Trial:
         with _undisturbed():
             start = time.perf_counter()
             times, outputs = timing.run_batch(lambda i: self.draw(seeds[i]), self.baseline,
-                                              len(seeds), self._flush())
+                                              len(seeds), *self._between())
             for output in outputs:
                 timing.digest(output, key)
             timing.synchronize()
@@ -165,10 +165,12 @@ class Trial:
             return self.replay_process.time_batch(self.problem.id, self.params, self.dtype,
                                                   seeds, key, self.proposal)
 
-    def _flush(self):
-        if not hasattr(self, "_l2"):
-            self._l2 = timing.L2Flush(torch.device(self.device))
-        return self._l2
+    def _between(self):
+        """What runs before each timed call: the L2 flush, and a spacer (timing.Placements)."""
+        if not hasattr(self, "_before_calls"):
+            self._before_calls = (timing.L2Flush(torch.device(self.device)),
+                                  timing.Placements(self.device))
+        return self._before_calls
 
     # --- the trial ----------------------------------------------------------------------
 

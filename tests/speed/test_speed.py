@@ -598,7 +598,8 @@ def test_the_baseline_batch_runs_with_the_garbage_collector_held_off(monkeypatch
     monkeypatch.setattr(timing, "run_batch", lambda *a: seen.append(gc.isenabled()) or ([1.0], []))
     monkeypatch.setattr(timing, "synchronize", lambda: None)
     trial = Trial.__new__(Trial)
-    trial.device, trial._l2, trial.baseline, trial.problem = "cpu", None, None, None
+    trial.device, trial.baseline, trial.problem = "cpu", None, None
+    trial._before_calls = (None, None)
     assert trial.baseline_batch([1], key=3)[0] == [1.0]
     assert seen == [False] and gc.isenabled()
 
@@ -609,10 +610,10 @@ def test_the_replay_runs_its_timed_batch_with_the_garbage_collector_held_off(mon
     from grader.sandbox.replayer import ReplayWorker
 
     seen = []
-    monkeypatch.setattr(timing, "run_batch",
-                        lambda prepare, call, count, flush: seen.append(gc.isenabled()) or ([], []))
+    monkeypatch.setattr(timing, "run_batch", lambda prepare, call, count, flush, place:
+                        seen.append(gc.isenabled()) or ([], []))
     worker = ReplayWorker.__new__(ReplayWorker)
-    worker.flush, worker.kept = (lambda: None), []
+    worker.between, worker.kept = (None, None), []
     value, _ = worker.time_batch("vector_add", {}, "float32", [], 1, {})
     assert seen == [False] and gc.isenabled() and value["times"] == []
 
