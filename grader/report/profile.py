@@ -11,7 +11,9 @@ ending the processes; for a stage readied beside an earlier one (on a GPU), that
 (its processes started, its calls recorded for their kernels to build ahead), done in the
 earlier stage's turn and not counted in its own. Below a phase's parts, what none of them
 holds (the seconds still to explain); what no phase holds is the rest of the stage
-(opening the speed check, the results).
+(opening the speed check, the results). The caption: the whole run, and how long the
+command had run by then (what the grader's clock cannot see: starting Python, imports,
+choosing the backend, reading the course, the results written and shown).
 """
 
 from __future__ import annotations
@@ -37,8 +39,9 @@ def phase_names(report: Report) -> list[str]:
         [p for p in parts if p.partition(PHASE_PART)[0] not in top]
 
 
-def profile_table(report: Report) -> Table:
-    """Seconds per phase (rows) and stage (columns), with each stage's whole and the run's."""
+def profile_table(report: Report, command_seconds: float | None = None) -> Table:
+    """Seconds per phase (rows) and stage (columns), with each stage's whole and the run's;
+    `command_seconds`: how long the command has run by now, the grading included."""
     table = Table(title="where the time went (seconds, the grader's clock)", title_justify="left")
     table.add_column("phase")
     for stage in report.stages:
@@ -63,6 +66,11 @@ def profile_table(report: Report) -> Table:
     table.add_row("stage", *(_seconds(s.seconds) for s in report.stages),
                   _seconds(sum(s.seconds for s in report.stages)), style="bold")
     table.caption = f"the whole run: {report.seconds:.1f} s"
+    if command_seconds is not None:
+        table.caption += (f"; the command so far: {command_seconds:.1f} s, "
+                          f"{max(0.0, command_seconds - report.seconds):.1f} s of it outside "
+                          "the run (starting Python, imports, choosing the backend, reading "
+                          "the course, the results written and shown)")
     return table
 
 

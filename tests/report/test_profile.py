@@ -65,3 +65,29 @@ def test_a_stage_readied_beside_an_earlier_one_shows_that_apart_from_its_own_tur
     assert rows[READIED] == ["", "3.50", "3.50"]
     assert rows["rest of the stage"] == ["0.00", "0.50", "0.50"]  # not less for the readying
     assert rows["stage"] == ["4.00", "2.00", "6.00"]
+
+
+def test_the_commands_own_seconds_outside_the_run_are_shown_beside_it():
+    """The grading's clock starts after Python, the imports and the backend's CUDA context:
+    the caption tells how long the command has run, and how much of it the table misses."""
+    report = Report(course="c", target="t", backend="b", backend_reason="", machine={},
+                    started_at="", seconds=6.0, stages=[_stage(1, 6.0, {})])
+    console = Console(width=300, record=True)
+    console.print(profile_table(report, command_seconds=8.5))
+    caption = " ".join(console.export_text().split())  # wrapped to the table's width
+    assert "the whole run: 6.0 s; the command so far: 8.5 s, 2.5 s of it outside the run" \
+        in caption
+    console = Console(width=300, record=True)
+    console.print(profile_table(report))  # where the system keeps no start time
+    assert "the command so far" not in console.export_text()
+
+
+def test_a_process_knows_how_long_it_has_run():
+    import time
+
+    from grader.cli.grade import process_seconds
+
+    first = process_seconds()
+    assert first is not None and 0.0 < first < 24 * 3600  # this test's process, on Linux
+    time.sleep(0.05)
+    assert process_seconds() >= first + 0.04
