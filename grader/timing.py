@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import gc
 import math
-import random
 import statistics
 import sys
 import time
@@ -162,32 +161,6 @@ class L2Flush:
         torch.sum(self.buffer, dim=0, out=self.sink)
 
 
-# Where a timed call's inputs lie in GPU memory can move its time: within one process, a
-# trial's calls draw their inputs into the blocks the previous calls freed, so a trial would
-# time one placement, and the next trial, in another process, another one. Before each
-# call's inputs are drawn, `run_batch` allocates a spacer of a random size, kept until the
-# call has run, so that every call's inputs lie somewhere else and the median over a
-# trial's batches averages over placements. Spacers are at least the caching allocator's
-# smallest large-pool request (1 MiB; smaller ones come from another pool and move
-# nothing), at most PLACEMENT_SPREAD more, in its 512-byte steps.
-PLACEMENT_SPREAD = 64 << 20
-PLACEMENT_MIN = 1 << 20
-PLACEMENT_STEP = 512
-
-
-class Placements:
-    """A spacer of a random size on `device` per call: where the next inputs will lie."""
-
-    def __init__(self, device: "torch.device | str"):
-        self.device = device
-        self.random = random.Random()  # seeded by the operating system, per process
-
-    def __call__(self) -> torch.Tensor:
-        steps = self.random.randrange(PLACEMENT_SPREAD // PLACEMENT_STEP + 1)
-        return torch.empty(PLACEMENT_MIN + steps * PLACEMENT_STEP, dtype=torch.uint8,
-                           device=self.device)
-
-
 def measure(candidates: dict[str, Callable[[], object]], budget: Budget = Budget(),
             flush: Callable[[], None] | None = None) -> dict[str, Samples]:
     """Time each zero-argument callable on the current CUDA device, interleaved, with `flush`
@@ -233,8 +206,8 @@ def run_batch(prepare: Callable[[int], Any], call: Callable[[Any], Any], count: 
               flush: Callable[[], None],
               place: Callable[[], Any] = lambda: None) -> tuple[list[float], list[Any]]:
     """`count` timed calls, each on inputs `prepare(i)` made just before it, outside the timed
-    region, after `place()` (a Placements: the inputs lie elsewhere each call); returns the
-    CUDA-event time of each call in ms, and the outputs.
+    region, after `place()` (grader.placement: the inputs lie elsewhere each call); returns
+    the CUDA-event time of each call in ms, and the outputs.
 
     Before each call the whole device is synchronised, so no work of an earlier call (on any
     stream) runs on into the next one, unseen by its events but not by a wall clock. The

@@ -10,9 +10,8 @@ draws from the grader's seeds: one graded call (`call`), untimed warm-up calls (
 timed batches (`time_batch`, `fetch`), the peak memory of a call (`memory`). Its outputs
 and times are the only ones grading uses.
 
-`ReplayWorker` is the replay's side of each request, `ReplayProcess` the grader's; the shape
-of each reply sits between them.
-"""
+`ReplayWorker` is the replay's side of each request, `ReplayProcess` the grader's; the
+shape of each reply sits between them."""
 
 from __future__ import annotations
 
@@ -131,13 +130,15 @@ class ReplayWorker(KernelWorker):
                 "host": [], "compile_errors": executed.compile_errors}, {}
 
     def time_batch(self, problem_id: str, params: dict, dtype: str, seeds: list, key: int,
-                   proposal: dict):
-        """One batch of timed calls, each on fresh inputs drawn on the GPU from its seed; the
-        outputs stay here until the grader fetches the ones it checks (`fetch`)."""
+                   proposal: dict, move: bool = False):
+        """One batch of timed calls, each on fresh inputs drawn from its seed (`move`: after a
+        move of the memory, grader.placement); the outputs stay until the grader `fetch`es."""
         from grader import timing
         from grader.problems import PROBLEMS
 
         self.kept = []  # the last batch's outputs go first, as in the grader's own batches
+        if move:
+            self._between()[1].move()
         run = None
 
         def prepare(i):
@@ -158,9 +159,8 @@ class ReplayWorker(KernelWorker):
 
     def fetch(self, index: int):
         """The output of one call of the last batch."""
-        output = self.kept[index]
-        described = describe_output(output)
-        return described, ({"output": output} if "device" in described else {})
+        described = describe_output(self.kept[index])
+        return described, ({"output": self.kept[index]} if "device" in described else {})
 
     def _executor(self, data: dict, inputs: dict):
         """What runs `data`'s launches here: the kernels built from source (a CPU), or the
@@ -180,10 +180,10 @@ class ReplayWorker(KernelWorker):
 
     def _between(self):
         """Before each timed call, as in the grader's batches: the L2 flush and a spacer."""
-        from grader import timing
+        from grader import placement, timing
 
         if self.between is None:
-            self.between = timing.L2Flush(self.device), timing.Placements(self.device)
+            self.between = timing.L2Flush(self.device), placement.Placements(self.device)
         return self.between
 
 
@@ -309,14 +309,14 @@ class ReplayProcess(Process):
                        launches=[LaunchRecord(**la) for la in value["launches"]])
 
     def time_batch(self, problem_id: str, params: dict, dtype: str, seeds: list[int],
-                   key: int, proposal: dict) -> Batch:
+                   key: int, proposal: dict, move: bool = False) -> Batch:
         """One batch of timed replays, on fresh inputs drawn from `seeds`, with the grader's
-        own clock around all of it; raises TimingFailed."""
+        own clock around all of it (`move`: its memory moved first); raises TimingFailed."""
         try:
             self._install(problem_id, params, dtype, seeds[0], proposal)
             start = time.perf_counter()  # the batch alone, its binaries installed
             reply = self._ask("time_batch", 0, problem_id=problem_id, params=params,
-                              dtype=dtype, seeds=seeds, key=key, proposal=proposal)
+                              dtype=dtype, seeds=seeds, key=key, proposal=proposal, move=move)
             value = self._check(reply.header["value"], TIMING_REPLY, "the timing reply")
         except (Failed, SubmissionError) as exc:
             raise TimingFailed(str(exc)) from None

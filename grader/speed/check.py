@@ -21,7 +21,8 @@ from grader.results import Failure, SpeedCase, SpeedResult
 from grader.sandbox import ChildProcess
 from grader.sandbox.outcomes import Proposed
 from grader.speed import ceilings as ceilings_module
-from grader.speed.trial import RECORD_CALLS, TimedCase, Trial, TrialResult
+from grader.speed.result import TrialResult
+from grader.speed.trial import RECORD_CALLS, TimedCase, Trial
 
 # The parts of speed (grade --profile) that read the GPU's ceilings (measured where none are
 # cached), and that measure them again when a kernel seems to beat them.

@@ -30,12 +30,12 @@ import secrets
 import statistics
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import torch
 
-from grader import timing
+from grader import placement, timing
 from grader.sandbox import memory
 from grader.speed import allowance
 from grader.course import Tolerance
@@ -46,10 +46,12 @@ from grader.quoting import said
 from grader.sandbox.outcomes import Batch, Outcome, Proposed, TimingFailed
 from grader.sandbox.child import ChildProcess
 from grader.sandbox.replayer import ReplayProcess
+from grader.speed.result import TrialResult
 
 RECORD_CALLS = "record the calls"  # the phase (grade --profile) recording the wrapper's launches
 # The timed batches' parts (grade --profile): where a trial's seconds go once it times.
 FIRST_BATCHES = "first batches (not counted)"
+MOVED_BATCHES = "memory moved, a batch each (not counted)"  # grader.placement
 BASELINE_BATCHES = "baseline batches"
 REPLAY_BATCHES = "replay batches"
 OUTPUTS_FETCHED = "outputs fetched"  # from the replay's process, for the grader to check
@@ -67,46 +69,14 @@ PRECISION = 0.002
 # A trial whose verdict is certain (TimedCase.certain) stops sooner, never before this many
 # batches: five can look steadier than the kernel is.
 CERTAIN_MIN_BATCHES = 8
+# Counted batches between two moves of both sides' memory (grader.placement): a
+# trial's median is over several placements of its tensors, not one.
+MOVE_EVERY = 2
 # Every one of the first MIN_BATCHES batches has an output fetched and checked, and one in
 # CHECKED after them: the median over batches moves only if most batches are faked.
 CHECKED = 3
 class _Wrong(Exception):
     """A checked output is wrong: nothing more to time."""
-
-
-@dataclass
-class TrialResult:
-    student: list[float] = field(default_factory=list)  # per batch: mean call time, ms
-    baseline: list[float] = field(default_factory=list)
-    unexplained: list[float] = field(default_factory=list)  # per batch: what the grader's
-    # clock saw beyond the reported times and the baseline batch's own work around its calls
-    around: list[float] = field(default_factory=list)  # per batch: the grader's own work
-    # around the baseline's calls (drawing, flushing, synchronising, checksums), ms
-    calls: int = 0  # timed calls per batch
-    over: list[str] = field(default_factory=list)  # batches over their allowance, dropped
-    checked: int = 0  # outputs fetched and checked
-    wrong: str | None = None  # why a checked output is wrong
-    rejected: str | None = None  # why the timing was not believed
-    unseen: bool = False  # rejected for what the grader's clock saw beyond the calls
-    failed: str | None = None  # why the timed calls could not run
-
-    @property
-    def timed(self) -> bool:
-        """Whether the trial timed batches without a failure, a rejection or a wrong output."""
-        return bool(self.student) and not (self.failed or self.rejected or self.wrong)
-
-    @property
-    def student_ms(self) -> float:
-        return statistics.median(self.student)
-
-    @property
-    def baseline_ms(self) -> float:
-        return statistics.median(self.baseline)
-
-    @property
-    def unexplained_ms(self) -> float:
-        """The most, per call, that the grader's clock saw in one batch beyond the calls."""
-        return max(self.unexplained, default=0.0) / max(self.calls, 1)
 
 
 @dataclass(frozen=True)
@@ -133,6 +103,7 @@ class Trial:
         self.child, self.budget = child, budget
         self.proposed = proposed  # the wrapper's launches at this size, if recorded already
         self.phases = {} if phases is None else phases  # where its seconds go, by phase
+        self.placements = placement.Placements(self.device)  # where its tensors go, this side
 
     def draw(self, seed: int) -> Call:
         return self.problem.draw(self.params, self.dtype, seed, device=self.device)
@@ -157,20 +128,19 @@ class Trial:
             timing.synchronize()
             return times, (time.perf_counter() - start) * 1e3
 
-    def replay_batch(self, seeds: list[int], key: int) -> Batch:
+    def replay_batch(self, seeds: list[int], key: int, move: bool = False) -> Batch:
         """One batch of the submission's timed calls, in its replay process, under the
         grader's clock (ReplayProcess.time_batch), undisturbed here as the baseline's batch
         is; raises TimingFailed."""
         with _undisturbed():
             return self.replay_process.time_batch(self.problem.id, self.params, self.dtype,
-                                                  seeds, key, self.proposal)
+                                                  seeds, key, self.proposal, move)
 
     def _between(self):
-        """What runs before each timed call: the L2 flush, and a spacer (timing.Placements)."""
-        if not hasattr(self, "_before_calls"):
-            self._before_calls = (timing.L2Flush(torch.device(self.device)),
-                                  timing.Placements(self.device))
-        return self._before_calls
+        """What runs before each timed call: the L2 flush, and a spacer (self.placements)."""
+        if not hasattr(self, "_l2"):
+            self._l2 = timing.L2Flush(torch.device(self.device))
+        return self._l2, self.placements
 
     # --- the trial ----------------------------------------------------------------------
 
@@ -218,12 +188,16 @@ class Trial:
         try:
             # One batch on each side first, not counted: the memory the batches need is
             # allocated there, and what has not run before is loaded.
-            with timing.phase(self.phases, FIRST_BATCHES):
-                self.baseline_batch(self._seeds(count), key)
-                self.replay_batch(self._seeds(count), key)
+            self._move(count, key, FIRST_BATCHES)
+            since = 0  # counted batches since the last move
             while True:
+                if since == MOVE_EVERY:
+                    self._move(count, key, MOVED_BATCHES)
+                    since = 0
+                before = len(result.student)
                 self._batch(result, count, key, size)
                 done = len(result.student)
+                since += done - before
                 settled = precise(result.student, result.baseline) and all(
                     timing.Samples(s).spread <= self.budget.rel_spread
                     for s in (result.student, result.baseline))
@@ -242,6 +216,14 @@ class Trial:
         except _Wrong:
             pass
         return result
+
+    def _move(self, count: int, key: int, phase: str) -> None:
+        """Both sides' memory moved (grader.placement), then a batch on each side,
+        not counted: it allocates the batches' memory anew."""
+        with timing.phase(self.phases, phase):
+            self.placements.move()
+            self.baseline_batch(self._seeds(count), key)
+            self.replay_batch(self._seeds(count), key, move=True)
 
     @staticmethod
     def _seeds(count: int) -> list[int]:
