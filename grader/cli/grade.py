@@ -31,7 +31,7 @@ from grader.quoting import visible
 from grader.report import annotations, gradescope, junit, markdown, picture_html
 from grader.report.progress import stage_progress
 from grader.results import Report, StageResult, Status
-from grader.report.profile import profile_table
+from grader.report.profile import CommandSeconds, profile_table
 from grader.report.scorecard import make_console, render
 from grader.tracks import TRACKS
 
@@ -113,6 +113,7 @@ def _grade_resolved(request: GradingRequest, fail_on: str, unpacked: Unpacked | 
         _not_graded(request.outputs, str(exc), unpacked.notes() if unpacked else [])
         raise
     outputs = request.outputs
+    before_run = process_seconds()
     try:
         report = grading.grade(resolved, lambda label, n: stage_progress(console, label, n))
     except grading.Interrupted as stop:
@@ -135,7 +136,9 @@ def _grade_resolved(request: GradingRequest, fail_on: str, unpacked: Unpacked | 
             console.print(f"  - {visible(note)}", markup=False, soft_wrap=True)
     render(report, console, outputs.verbose)
     if outputs.profile:
-        console.print(profile_table(report, process_seconds()))
+        so_far = process_seconds()
+        console.print(profile_table(report, None if before_run is None or so_far is None
+                                    else CommandSeconds(before_run, so_far)))
     if annotations.enabled():  # GitHub Actions: each failing stage marked on its file
         for line in annotations.annotations(report):
             click.echo(line)

@@ -12,11 +12,14 @@ ending the processes; for a stage readied beside an earlier one (on a GPU), that
 earlier stage's turn and not counted in its own. Below a phase's parts, what none of them
 holds (the seconds still to explain); what no phase holds is the rest of the stage
 (opening the speed check, the results). The caption: the whole run, and how long the
-command had run by then (what the grader's clock cannot see: starting Python, imports,
-choosing the backend, reading the course, the results written and shown).
+command had run by then, before the run (starting Python, imports, choosing the backend,
+reading the course) and after it (the results written and shown), which the grader's
+clock cannot see.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from rich.table import Table
 
@@ -39,9 +42,18 @@ def phase_names(report: Report) -> list[str]:
         [p for p in parts if p.partition(PHASE_PART)[0] not in top]
 
 
-def profile_table(report: Report, command_seconds: float | None = None) -> Table:
+@dataclass(frozen=True)
+class CommandSeconds:
+    """The command's own clock (the kernel's record of its process's start): how long it
+    had run when the grading began, and by the time the table is shown."""
+
+    before_run: float
+    so_far: float
+
+
+def profile_table(report: Report, command: CommandSeconds | None = None) -> Table:
     """Seconds per phase (rows) and stage (columns), with each stage's whole and the run's;
-    `command_seconds`: how long the command has run by now, the grading included."""
+    `command`: the seconds of the command around the run (None where none are known)."""
     table = Table(title="where the time went (seconds, the grader's clock)", title_justify="left")
     table.add_column("phase")
     for stage in report.stages:
@@ -66,11 +78,12 @@ def profile_table(report: Report, command_seconds: float | None = None) -> Table
     table.add_row("stage", *(_seconds(s.seconds) for s in report.stages),
                   _seconds(sum(s.seconds for s in report.stages)), style="bold")
     table.caption = f"the whole run: {report.seconds:.1f} s"
-    if command_seconds is not None:
-        table.caption += (f"; the command so far: {command_seconds:.1f} s, "
-                          f"{max(0.0, command_seconds - report.seconds):.1f} s of it outside "
-                          "the run (starting Python, imports, choosing the backend, reading "
-                          "the course, the results written and shown)")
+    if command is not None:
+        after = max(0.0, command.so_far - command.before_run - report.seconds)
+        table.caption += (f"; the command so far: {command.so_far:.1f} s, "
+                          f"{command.before_run:.1f} s of it before the run (starting Python, "
+                          "imports, choosing the backend, reading the course) and "
+                          f"{after:.1f} s after it (the results written and shown)")
     return table
 
 

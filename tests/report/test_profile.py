@@ -2,7 +2,7 @@
 
 from rich.console import Console
 
-from grader.report.profile import phase_names, profile_table
+from grader.report.profile import CommandSeconds, phase_names, profile_table
 from grader.results import PHASE_PART, READIED, Report, StageResult
 
 
@@ -73,10 +73,11 @@ def test_the_commands_own_seconds_outside_the_run_are_shown_beside_it():
     report = Report(course="c", target="t", backend="b", backend_reason="", machine={},
                     started_at="", seconds=6.0, stages=[_stage(1, 6.0, {})])
     console = Console(width=300, record=True)
-    console.print(profile_table(report, command_seconds=8.5))
+    console.print(profile_table(report, CommandSeconds(before_run=2.0, so_far=8.5)))
     caption = " ".join(console.export_text().split())  # wrapped to the table's width
-    assert "the whole run: 6.0 s; the command so far: 8.5 s, 2.5 s of it outside the run" \
+    assert "the whole run: 6.0 s; the command so far: 8.5 s, 2.0 s of it before the run" \
         in caption
+    assert "and 0.5 s after it (the results written and shown)" in caption
     console = Console(width=300, record=True)
     console.print(profile_table(report))  # where the system keeps no start time
     assert "the command so far" not in console.export_text()
