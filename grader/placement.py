@@ -5,8 +5,8 @@ Triton matmul took 0.180-0.182 ms or 0.195-0.198 ms by where they lay, and cuBLA
 0.175-0.177 or 0.190-0.193 ms on the same tensors (BENCHMARKS.md). Within one process
 PyTorch's caching allocator hands a trial's calls the blocks the previous calls freed, so a
 trial would time one placement of its tensors and the next trial, on the other side or in
-another process, another one: the speed-up moved by up to 4% from grading to grading while
-each trial looked steady. Two moves spread a trial over placements, on both sides (the
+another process, another one: a reference's speed-up moved by up to 2.7% over five
+gradings while each trial looked steady. Two moves spread a trial over placements, on both sides (the
 grader's baseline and the replay):
 
 - before each call's inputs are drawn, grader.timing.run_batch allocates a spacer of a
