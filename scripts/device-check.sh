@@ -23,7 +23,8 @@
 #     references must earn every speed point and the plain solutions none
 #   repeat: `python -m scripts repeat`, matmul and softmax references graded 5 times each on both
 #     tracks, alternating with a copy made 10% slower: same verdict every time, speed-ups
-#     within 2%, the slower copy told apart every time (REPEAT_ARGS: its options)
+#     within 2%, the slower copy told apart every time (REPEAT_ARGS: its options, e.g.
+#     --only matmul --move-every 1 to compare how often a trial moves its memory)
 #   placement: `python -m scripts placement`, the matmul references and PyTorch timed on
 #     inputs placed anew in each of three processes: whether a kernel's time moves with where
 #     its inputs lie or with its process (what the repeat check's spread is made of;

@@ -26,7 +26,7 @@ Exit code 1 when the reference's speed-ups spread more than 2%, when a verdict u
 differs between runs of one kernel, or when a slowed run is not told apart from every run
 of the reference (its speed-up at or above the slowest reference run's).
 
-Usage:  python -m scripts repeat [--track T] [--only STAGE] [--runs N]
+Usage:  python -m scripts repeat [--track T] [--only STAGE] [--runs N] [--move-every N]
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ from grader.backends import selection as backends
 from grader.course import Threshold
 from grader.sandbox import ChildProcess
 from grader.sandbox.submission import Submission
+from grader.speed import trial
 from grader.speed.check import SpeedCheck
 from scripts import common
 
@@ -142,10 +143,18 @@ def main() -> int:
     parser.add_argument("--only", action="append", help="stage id (repeatable)")
     parser.add_argument("--track", action="append", choices=["triton", "cutile"])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--move-every", type=int, default=trial.MOVE_EVERY, metavar="N",
+                        help="counted batches between two moves of a trial's memory "
+                             "(grader.placement; 0: the first move only), to compare "
+                             f"cadences on one machine (default {trial.MOVE_EVERY})")
     args = parser.parse_args()
+    if args.move_every < 0:
+        parser.error("--move-every: a count of batches, 0 or more")
+    trial.MOVE_EVERY = args.move_every  # the trials run in this process; the replay obeys
     course = common.course()
     arch = backends.gpu_arch()
-    print(f"# {torch.cuda.get_device_name()} ({arch}), torch {torch.__version__}", flush=True)
+    print(f"# {torch.cuda.get_device_name()} ({arch}), torch {torch.__version__}; memory moved "
+          f"every {trial.MOVE_EVERY} counted batches", flush=True)
     bad = 0
     with tempfile.TemporaryDirectory() as tmp:
         selections = {track: backends.select(track) for track in args.track or ["triton", "cutile"]}

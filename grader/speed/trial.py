@@ -70,7 +70,7 @@ PRECISION = 0.002
 # batches: five can look steadier than the kernel is.
 CERTAIN_MIN_BATCHES = 8
 # Counted batches between two moves of both sides' memory (grader.placement): a
-# trial's median is over several placements of its tensors, not one.
+# trial's median is over several placements of its tensors, not one (0: the first only).
 MOVE_EVERY = 2
 # Every one of the first MIN_BATCHES batches has an output fetched and checked, and one in
 # CHECKED after them: the median over batches moves only if most batches are faked.
@@ -191,7 +191,7 @@ class Trial:
             self._move(count, key, FIRST_BATCHES)
             since = 0  # counted batches since the last move
             while True:
-                if since == MOVE_EVERY:
+                if since == MOVE_EVERY > 0:
                     self._move(count, key, MOVED_BATCHES)
                     since = 0
                 before = len(result.student)

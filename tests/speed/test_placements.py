@@ -106,10 +106,12 @@ def test_both_sides_of_a_trial_move_their_tensors(monkeypatch):
     assert moved == [given[1]]
 
 
-@pytest.mark.parametrize("counted", [5, 8])
-def test_a_trial_moves_both_sides_memory_every_few_counted_batches(monkeypatch, counted):
+@pytest.mark.parametrize("counted, every", [(5, 2), (8, 2), (5, 1), (8, 0)])
+def test_a_trial_moves_both_sides_memory_every_few_counted_batches(monkeypatch, counted,
+                                                                   every):
     """The first batch on each side follows a move, and every MOVE_EVERY counted batches
-    another; a batch after a move is not counted, on either side."""
+    another (0: none after the first); a batch after a move is not counted, on either
+    side."""
     order = []
 
     class Replay:
@@ -123,6 +125,7 @@ def test_a_trial_moves_both_sides_memory_every_few_counted_batches(monkeypatch, 
     monkeypatch.setattr(Trial, "_check_one", lambda self, *args: None)
     monkeypatch.setattr(placement.Placements, "move", lambda self: order.append("moved here"))
     monkeypatch.setattr(trial_module, "MIN_BATCHES", counted)
+    monkeypatch.setattr(trial_module, "MOVE_EVERY", every)
     monkeypatch.setattr(trial_module, "precise", lambda student, baseline: True)
     problem = PROBLEMS["vector_add"]
     case = TimedCase(problem, {"n": 100}, "float32", problem.baselines["torch"], None, "cpu")
@@ -130,7 +133,7 @@ def test_a_trial_moves_both_sides_memory_every_few_counted_batches(monkeypatch, 
     trial.proposal = {}
     result = trial._batches(trial_module.TrialResult(), 400)
     assert len(result.student) == counted
-    moves = 1 + (counted - 1) // trial_module.MOVE_EVERY
+    moves = 1 + ((counted - 1) // every if every else 0)
     assert order.count("moved here") == order.count("replay moved") == moves
     assert order[:3] == ["moved here", "baseline", "replay moved"]
     assert order.count("replay") == counted  # the batches after a move are not among them
