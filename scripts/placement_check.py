@@ -4,12 +4,11 @@ The repeat check (scripts/repeat_check.py) grades one kernel five times. On one 
 the matmul references' times moved by 2-3% from one grading to the next while PyTorch's
 baseline held (BENCHMARKS.md, run H). A process's caching allocator hands a trial's calls
 the blocks the previous calls freed, so unless the trial moves its memory on purpose
-(grader.placement) each trial times one placement. This check
-tells placement from process: in `--processes` fresh processes, each track's reference and
-PyTorch are timed (grader.timing.measure, L2 flushed before every call) on the stage's
-first speed case drawn `--placements` times, each time after a spacer allocation of a
-random size so that the inputs land elsewhere, and once more on new values in the same
-place. Times that move from placement to placement as much as from process to process
+(grader.placement) each trial times one placement. This check tells placement from
+process: in `--processes` fresh processes, each track's reference and PyTorch are timed
+(grader.timing.measure, L2 flushed before every call) on the stage's first speed case
+drawn `--placements` times, each time after a spacer allocation of a random size so that
+the inputs land elsewhere, and once more on new values in the same place. Times that move from placement to placement as much as from process to process
 point at placement; times steady within a process that move between processes point at
 the process. (Run I, an H100: placement; the Triton reference and cuBLAS moved together.)
 
