@@ -4,17 +4,17 @@ Where a timed call's inputs and output lie can move its time: on an H100, a 4096
 Triton matmul took 0.180-0.182 ms or 0.195-0.198 ms by where they lay, and cuBLAS's
 0.175-0.177 or 0.190-0.193 ms on the same tensors (BENCHMARKS.md). Within one process
 PyTorch's caching allocator hands a trial's calls the blocks the previous calls freed, so a
-trial would time one placement of its tensors and the next trial, on the other side or in
+trial can time one placement of its tensors and the next trial, on the other side or in
 another process, another one: a reference's speed-up moved by up to 2.7% over five
-gradings while each trial looked steady. Two moves spread a trial over placements, on both sides (the
-grader's baseline and the replay):
+gradings while each trial looked steady. Two moves spread a trial over placements, on
+both sides (the grader's baseline and the replay):
 
 - before each call's inputs are drawn, grader.timing.run_batch allocates a spacer of a
   random size, held until the call has run, so each call's tensors lie at other offsets;
 - every few batches (grader.speed.trial.MOVE_EVERY) `Placements.move` gives the process's
   unused cached memory back to the driver and takes a ballast of a random number of pages
-  before anything else: the next batches' tensors lie in other memory altogether. The
-  batch after a move, which allocates anew, is not counted.
+  before anything else: the next batches' tensors are allocated anew, behind it. The
+  batch after a move, which does the allocating, is not counted.
 """
 
 from __future__ import annotations
