@@ -55,12 +55,14 @@
 # runs 187 s and 192 s; 150 s and 164 s with the replay grader; 67 s and 61 s once kernels
 # were compiled ahead; 45 s and 46 s with fetched outputs in GPU memory; 41-54 s and
 # 43-51 s with the next stage readied; 40 s and 41 s with every later stage readied, 40 s
-# and 32 s with every stage's cases first; the whole part about 2 minutes), calibrate 3-4,
+# and 32 s with every stage's cases first, 32 s and 32 s with the cuts after it; the whole
+# part about 2 minutes), calibrate 3-4,
 # exercises 2, corpus 3, timing 5, each untuned part 4 (218 s), flush 1 (20 s), repeat
-# 1-1.8 (63-105 s) before trials moved their memory and over 2.5 since (on an H100:
-# matmul alone 62-65 s), a batch of 8 2.5 with --stages 1 (140 s) and 5-6 with every stage
-# (315 s, 349 s), wire 1, sweep 5 (268 s for every stage, both tracks), benchmark under 4
-# (--seconds 1.5), clockgap 2 (98 s), placement under 1 (34 s on an H100).
+# 1-1.8 (63-105 s) before trials moved their memory and 1.3 since (75 s; matmul alone
+# 31-34 s; on an H100 over 2.5, matmul alone 62-65 s), a batch of 8 2.5 with --stages 1
+# (140 s) and 4-6 with every stage (242 s, 315 s, 349 s), wire 1, sweep 5 (268 s for every
+# stage, both tracks), benchmark under 4 (--seconds 1.5), clockgap 2 (98 s), placement
+# under 1 (34 s on an H100).
 set -uo pipefail
 ALL="grading calibrate exercises corpus timing untuned-triton untuned-cutile repeat placement batch flush sweep benchmark clockgap wire"
 PARTS=${*:-$ALL}
