@@ -207,9 +207,14 @@ def render_compile(results, archs, console: Console) -> None:
                                               lines=False)))
             if r.message:
                 say(console, r.message)
+            # The same failure on every architecture (the usual case: the kernel's own
+            # fault) is shown once, under the architectures that gave it.
+            failures: dict[str, list[str]] = {}
             for build in r.builds:
                 if not build.ok:
-                    say(console, f"{build.arch}: {build.error}")
+                    failures.setdefault(build.error, []).append(build.arch)
+            for error, where in failures.items():
+                say(console, f"{', '.join(where)}: {error}")
 
 
 def render_calibration(found, margin: float, console: Console) -> None:

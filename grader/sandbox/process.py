@@ -88,6 +88,7 @@ class Process:
         self._process: subprocess.Popen | None = None
         self._sock: socket.socket | None = None
         self._base: Path | None = None
+        self._module = ""  # the submission's path as the process sees it (`seen_at`)
         self._log = OutputLog()
         self._loaded = False  # the process answered `load`
         self._retired = False  # ended for good (`retire`): never started again
@@ -164,6 +165,12 @@ class Process:
         found = self._check(ready.header.get("protections"),
                             [{"name": str, "in_force": bool, "detail": str}], "ready")
         self.protections = [Protection(**p) for p in found] + [memory.PROTECTION]
+
+    @property
+    def seen_at(self) -> str:
+        """The submission's path inside this process's sandbox (a temporary folder), as the
+        process's messages name it; empty before it starts."""
+        return self._module
 
     @property
     def running(self) -> bool:

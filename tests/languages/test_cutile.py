@@ -1,16 +1,19 @@
 """The cuTile track on a machine without a GPU: backend selection and its messages, the
 tileiras probe (with the stale-CUDA_HOME repair), `grade doctor`, and the compile check."""
 
+import io
 import os
 
 import pytest
 import torch
 from conftest import broken, copy_course
+from rich.console import Console
 
 from grader.backends import selection as backends
 from grader.course import load_course
 from grader.errors import BackendUnavailable
 from grader.languages.cutile import build, compile_check, toolchain
+from grader.report.scorecard import render_compile
 
 
 @pytest.fixture(autouse=True)
@@ -157,7 +160,27 @@ def test_a_kernel_that_does_not_compile_fails_with_the_compiler_message(tmp_path
     result = compile_check.compile_stage(mini, mini.select("vector_add"), True, ("sm_90",))
     assert result.status == "FAILED"
     # the compiler's message, from the submission's process: quoted under the grader's words
-    assert result.builds[0].error.startswith("the build failed:\n┆ vector_add_kernel:")
+    error = result.builds[0].error
+    assert error.startswith("the build failed:\n┆ vector_add_kernel:")
+    # the file named as the student knows it, not by its path in the sandbox's temporary folder
+    assert '"solutions/cutile/stage1_vector_add.py", line ' in error
+    assert "tilecourse-sandbox" not in error
+
+
+def test_a_failure_on_every_architecture_is_shown_once_under_them_all():
+    same = "the build failed:\n┆ vector_add_kernel: InternalError: Shapes are not broadcastable"
+    result = compile_check.CompileResult(
+        1, "vector_add", "exercises/cutile/stage1_vector_add.py", "FAILED",
+        builds=[compile_check.ArchBuild("sm_80", False, 0.1, same),
+                compile_check.ArchBuild("sm_90", False, 0.1, same),
+                compile_check.ArchBuild("sm_100", True, 0.1),
+                compile_check.ArchBuild("sm_120", False, 0.1, "the build failed:\n┆ other")])
+    out = io.StringIO()
+    render_compile([result], compile_check.ARCHS, Console(file=out, width=120))
+    shown = out.getvalue()
+    assert shown.count("Shapes are not broadcastable") == 1
+    assert "sm_80, sm_90: the build failed:" in shown
+    assert "sm_120: the build failed:" in shown and "sm_100:" not in shown
 
 
 class CompilerExecutionError(Exception):

@@ -71,7 +71,10 @@ def compile_stage(course: Course, stage: Stage, solutions: bool,
         reply = child.compile(stage.problem.id, cases, archs)
         value = check(reply.header["value"], {"kernels": [str], "signatures": int,
                                               "builds": [_BUILD]}, "the compile reply")
-        result.builds = [_checked_build(b, reply.tensors) for b in value["builds"]]
+        # The compiler names the file by its path in the sandbox, a temporary folder the
+        # student never saw: shown as the file they wrote.
+        renamed = (child.seen_at, result.module)
+        result.builds = [_checked_build(b, reply.tensors, renamed) for b in value["builds"]]
     except SubmissionError as exc:  # the grader's words, its process's quoted in them
         result.message = str(exc)
         return result
@@ -88,14 +91,17 @@ def compile_stage(course: Course, stage: Stage, solutions: bool,
     return result
 
 
-def _checked_build(build: dict, tensors: dict) -> ArchBuild:
-    """A build is believed only with its cubins, each a CUDA ELF file."""
+def _checked_build(build: dict, tensors: dict, renamed: tuple[str, str]) -> ArchBuild:
+    """A build is believed only with its cubins, each a CUDA ELF file. `renamed`: the
+    submission's path in the sandbox, and the path to show for it."""
     found = [tensors.get(f"cubin.{build['arch']}.{i}") for i in range(build["cubins"])]
     if build["ok"] and (not found or not all(t is not None and _is_cubin(t) for t in found)):
         return ArchBuild(build["arch"], False, build["seconds"],
                          "the build was reported without a CUDA binary to show for it")
     # The build's error comes from the submission's process: quoted below the grader's words.
-    error = said("the build failed:", build["error"]) if not build["ok"] else ""
+    sandboxed, shown = renamed
+    error = build["error"].replace(sandboxed, shown) if sandboxed else build["error"]
+    error = said("the build failed:", error) if not build["ok"] else ""
     return ArchBuild(build["arch"], build["ok"], build["seconds"], error)
 
 
