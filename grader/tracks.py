@@ -212,6 +212,11 @@ class Wing(abc.ABC):
     def parameters(self, kernel: Any) -> list[str]:
         """The names of a kernel's parameters, in order."""
 
+    @abc.abstractmethod
+    def optional(self, kernel: Any) -> set[str]:
+        """The parameters a launch of `kernel` may leave out: those with a default, and those
+        the kernel's decorator sets itself (every configuration of Triton's autotuner)."""
+
     # --- the replay on a CPU: kernels built from source (grader.replay) ----------------
 
     @abc.abstractmethod

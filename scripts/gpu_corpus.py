@@ -39,6 +39,9 @@ corpus is tests/attacks/ and tests/faults/, graded by tests/test_attack_files.py
   the output's size beyond the stage's rtol).
 - vector add that tries to read the reference and to plant a file next to the grader's
   checks: it finds neither, and still runs on the GPU with every sandbox protection in force.
+- vector add launched without one of its kernel's arguments
+  (tests/faults/triton/stage1_launch_without_n_elements.py): the builder names the missing
+  parameter at the launch's line, as the CPU backends do (grader.replay.arguments).
 
 Usage:  python -m scripts corpus [WORD ...]   (only submissions whose name contains a WORD;
         exit code 1 if any verdict is not as expected)
@@ -75,6 +78,7 @@ VECTOR_ADD = (ROOT / "solutions/triton/stage1_vector_add.py").read_text()
 ATTENTION = (ROOT / "solutions/triton/stage5_flash_attention.py").read_text()
 MATMUL = (ROOT / "solutions/triton/stage4_matmul.py").read_text()
 FP8_SCORES = (ROOT / "tests/attacks/triton/stage5_fp8_scores_at_the_timed_size.py").read_text()
+LAUNCH_SHORT = (ROOT / "tests/faults/triton/stage1_launch_without_n_elements.py").read_text()
 
 
 def plain(stage_file: str) -> str:
@@ -360,6 +364,9 @@ def submissions() -> list[tuple[str, str, str, str | tuple[str, ...]]]:
         ("fp8 scores at the timed size", "flash_attention", FP8_SCORES,
          "the timed calls returned a wrong result: every element is within the tolerance, but "
          "the error over the whole output"),
+        ("launch without an argument", "vector_add", LAUNCH_SHORT,
+         "line 42 (`vector_add_kernel[grid](x, y, out, BLOCK_SIZE=BLOCK_SIZE)`): the launch "
+         "gives no value for n_elements"),
     ]
 
 
@@ -456,6 +463,10 @@ def main() -> int:
             elif expected == "PASS":
                 ok = result.status.value == "PASS"
                 got = "; ".join(c.summary[:100] for c in result.speed.cases) or result.message
+            elif name == "launch without an argument":  # the builder's words, quoted below
+                hit = [d for c in result.cases for d in c.details if expected in d]
+                ok = bool(hit) and result.points == 0
+                got = (hit or [t for t in texts if t] or ["(nothing)"])[0][:200]
             elif name == "kernel faults on the GPU":
                 first, second = result.cases
                 ok = not first.passed and second.passed

@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+from grader.replay import arguments
 from grader.replay.buffers import argument, host_step
 from grader.replay.execute import Launcher
 from grader.replay.kernels import KernelFile, SourceError
@@ -66,6 +67,9 @@ def build(file: KernelFile, proposal: Proposal, inputs: dict[str, torch.Tensor]
             args = tuple(argument(v, buffers) for v in step.args)
             kwargs = {k: argument(v, buffers) for k, v in step.kwargs.items()}
             check_launch(names, kwargs, language.spellings)
+            wrong = arguments.check(file.path, step.kernel, language, kernel, len(args), kwargs)
+            if wrong:
+                raise ValueError(wrong)
         except (SourceError, ValueError) as exc:  # the grader's refusal, worded for the student
             launches.append({"step": index, "names": names, "error": str(exc)})
             break

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from grader.replay import arguments
 from grader.replay.execute import Launcher
 from grader.replay.kernels import KernelFile
 from grader.replay.locate import describe
-from grader.replay.proposal import Launch
+from grader.replay.proposal import Launch, ProposalError
 from grader.tracks import wing
 
 
@@ -33,6 +34,10 @@ class SourceKernels:
         return wing(step.language).parameters(self.kernel(step))
 
     def check(self, index: int, step: Launch, args: tuple, kwargs: dict) -> str | None:
+        wrong = arguments.check(self.file.path, step.kernel, wing(step.language),
+                                self.kernel(step), len(args), kwargs)
+        if wrong:
+            raise ProposalError(wrong)
         if not self.frontend:
             return None
         return wing(step.language).front_end(step, self.kernel(step), args, kwargs,

@@ -124,6 +124,7 @@ CHECKS = {
                                      for s, c in w.constructors.items()),
     "dtype": lambda w, t: w.dtype("no_such_dtype") is None,
     "parameters": lambda w, t: callable(w.parameters),
+    "optional": lambda w, t: callable(w.optional),
     "front_end": lambda w, t: callable(w.front_end),
     "launch": lambda w, t: callable(w.launch),
     "watch": lambda w, t: callable(w.watch),

@@ -135,6 +135,11 @@ class CuTile(Wing):
 
         return parameters(kernel)
 
+    def optional(self, kernel):
+        from grader.languages.cutile.build import cutile_defaults
+
+        return cutile_defaults(kernel)
+
     # --- the replay on a CPU --------------------------------------------------------------
 
     def front_end(self, step, kernel, args, kwargs, path):

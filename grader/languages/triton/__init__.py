@@ -128,6 +128,11 @@ class Triton(Wing):
 
         return parameters(kernel)
 
+    def optional(self, kernel):
+        from grader.languages.triton.source import optional
+
+        return optional(kernel)
+
     # --- the replay on a CPU --------------------------------------------------------------
 
     def front_end(self, step, kernel, args, kwargs, path):

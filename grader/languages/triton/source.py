@@ -3,6 +3,7 @@ each launch checked by the front end with its very arguments, then run by the in
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,16 @@ from grader.languages.triton.frontend import check, unwrap
 
 def parameters(kernel) -> list[str]:
     return list(unwrap(kernel)[0].arg_names)
+
+
+def optional(kernel) -> set[str]:
+    """The parameters with a default, and those every autotuner configuration sets."""
+    jit, configs = unwrap(kernel)
+    found = {name for name, p in inspect.signature(jit.fn).parameters.items()
+             if p.default is not inspect.Parameter.empty}
+    if configs:
+        found |= set.intersection(*(set(c.kwargs) for c in configs))
+    return found
 
 
 def front_end(name: str, kernel, args: tuple, kwargs: dict, path: Path) -> str | None:
