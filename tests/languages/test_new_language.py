@@ -190,6 +190,10 @@ class Toy(Wing):
     def parameters(self, kernel):
         return list(inspect.signature(kernel.fn).parameters)
 
+    def optional(self, kernel):
+        return {n for n, p in inspect.signature(kernel.fn).parameters.items()
+                if p.default is not p.empty}
+
     # --- the replay on a CPU --------------------------------------------------------------
 
     def front_end(self, step, kernel, args, kwargs, path):
