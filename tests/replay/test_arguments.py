@@ -59,3 +59,19 @@ def test_a_file_that_does_not_parse_names_no_line(tmp_path):
     path = tmp_path / "broken.py"
     path.write_text("def f(:\n")
     assert sites(path, "f") == [] and at_launch(path, "f", "wrong") == "wrong"
+
+
+def test_a_triton_kernel_may_be_launched_without_a_default_or_what_every_config_sets():
+    import triton
+    import triton.language as tl
+
+    from grader.tracks import wing
+
+    @triton.autotune(configs=[triton.Config({"BLOCK": 64, "EXTRA": 1}),
+                              triton.Config({"BLOCK": 128})], key=[])
+    @triton.jit
+    def kernel(a_ptr, n, BLOCK: tl.constexpr, EXTRA: tl.constexpr, D: tl.constexpr = 2):
+        pass
+
+    assert wing("triton").optional(kernel) == {"BLOCK", "D"}  # EXTRA: one config only
+    assert wing("triton").parameters(kernel) == ["a_ptr", "n", "BLOCK", "EXTRA", "D"]
