@@ -8,9 +8,10 @@ the blocks the previous calls freed, so unless the trial moves its memory on pur
 process: in `--processes` fresh processes, each track's reference and PyTorch are timed
 (grader.timing.measure, L2 flushed before every call) on the stage's first speed case
 drawn `--placements` times, each time after a spacer allocation of a random size so that
-the inputs land elsewhere, and once more on new values in the same place. Times that move from placement to placement as much as from process to process
-point at placement; times steady within a process that move between processes point at
-the process. (Run I, an H100: placement; the Triton reference and cuBLAS moved together.)
+the inputs land elsewhere, and once more on new values in the same place. Times that move
+from placement to placement as much as from process to process point at placement; times
+steady within a process that move between processes point at the process. (Run I, an
+H100: placement; the Triton reference and cuBLAS moved together.)
 
 Usage:  python -m scripts placement [--stage matmul] [--processes 3] [--placements 4]
             [--seconds 0.5]

@@ -153,8 +153,10 @@ def main() -> int:
     trial.MOVE_EVERY = args.move_every  # the trials run in this process; the replay obeys
     course = common.course()
     arch = backends.gpu_arch()
+    cadence = (f"every {trial.MOVE_EVERY} counted batches" if trial.MOVE_EVERY
+               else "before the first batches only")
     print(f"# {torch.cuda.get_device_name()} ({arch}), torch {torch.__version__}; memory moved "
-          f"every {trial.MOVE_EVERY} counted batches", flush=True)
+          f"{cadence}", flush=True)
     bad = 0
     with tempfile.TemporaryDirectory() as tmp:
         selections = {track: backends.select(track) for track in args.track or ["triton", "cutile"]}

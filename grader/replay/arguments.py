@@ -50,8 +50,9 @@ def at_launch(path: Path, kernel: str, message: str) -> str:
     if len(found) == 1:
         line, text = found[0]
         return f"line {line} ({inline(text)}): {message}"
-    if found:
-        return f"lines {', '.join(str(n) for n, _ in found)} launch {kernel}: {message}"
+    if found:  # which of them proposed this launch, the launch (data) does not say
+        lines = ", ".join(str(n) for n, _ in found)
+        return f"lines {lines} launch {kernel} or hand it to a call: {message}"
     return message
 
 

@@ -51,7 +51,8 @@ def test_the_launch_line_is_found_in_the_source(tmp_path):
     assert sites(path, "kernel") == [(3, "kernel[grid](x, 1)"), (5, "helper(kernel)")]
     assert sites(path, "other") == [(4, "ct.launch(stream, grid, other, (x,))")]
     assert at_launch(path, "other", "wrong") == "line 4 (`ct.launch(stream, grid, other, (x,))`): wrong"
-    assert at_launch(path, "kernel", "wrong") == "lines 3, 5 launch kernel: wrong"
+    assert at_launch(path, "kernel", "wrong") == \
+        "lines 3, 5 launch kernel or hand it to a call: wrong"
     assert at_launch(path, "absent", "wrong") == "wrong"
 
 
