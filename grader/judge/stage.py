@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from pathlib import Path
 
 from grader import timing
 from grader.backends.selection import Selection, dtype_unsupported
@@ -25,6 +26,7 @@ from grader.judge.experiments import shown
 from grader.judge.misconduct import HOST_WORK, proposal_misconduct, replay_misconduct
 from grader.problems import DTYPES
 from grader.quoting import is_quoted, quoted, said
+from grader.replay import variants
 from grader.results import CaseResult, CheckResult, Failure
 from grader.sandbox import ChildProcess, Outcome
 from grader.sandbox.ahead import Build
@@ -239,13 +241,10 @@ class StageCheck:
                           self.stage.hypotheses if explained else (), problem.experiments,
                           self._probe(case, seed) if explained else None)
         with timing.phase(phases, "judge the output"):  # its probes' replays included
-            verdict = replay_misconduct(call, outcome, self.stage.problem,
-                                         self.backend.device)
-            if verdict is None:
-                verdict = passed_on_gpu(outcome, judged, self.backend.device) or \
-                    compare(outcome, judged)
-            elif verdict.kind in DRAWN and (picture := drawn(outcome, judged)):
-                verdict.picture = picture  # what the strays did to the output
+            verdict = self._verdict(call, outcome, judged)
+        if verdict.passed and variants.count(proposed.proposal) > 1:
+            verdict = self._every_configuration(proposed.proposal, params, dtype, replay_seed,
+                                                call, expected, judged, phases) or verdict
         if not verdict.passed and proposed.host:
             # What the host watch saw is a fact about the wrapper; it explains, never decides.
             # It was seen in the submission's own process: quoted, as what the watch said.
@@ -255,6 +254,40 @@ class StageCheck:
                               Failure.HOST_WORK if verdict.kind is Failure.WRONG_RESULT
                               else verdict.kind, verdict.picture)
         return verdict
+
+
+    def _verdict(self, call, outcome: Outcome, judged: Expected) -> Verdict:
+        """The replay's outcome judged: what it did wrong beyond its output first, then the
+        output against the reference."""
+        verdict = replay_misconduct(call, outcome, self.stage.problem, self.backend.device)
+        if verdict is None:
+            return passed_on_gpu(outcome, judged, self.backend.device) or \
+                compare(outcome, judged)
+        if verdict.kind in DRAWN and (picture := drawn(outcome, judged)):
+            verdict.picture = picture  # what the strays did to the output
+        return verdict
+
+    def _every_configuration(self, proposal: dict, params: dict, dtype: str, seed: int, call,
+                             expected, judged: Expected, phases: dict) -> Verdict | None:
+        """A passing case whose proposal launches an autotuned kernel, replayed under each
+        of its configurations (grader.replay.variants): the verdict of the first that fails,
+        saying which; None where every one passes. On a CPU the case's own replay ran the
+        first."""
+        total = variants.count(proposal)
+        replay = self.child.replay_process
+        first = 1 if self.backend.device == "cpu" else 0
+        for index in range(first, total):
+            with timing.phase(phases, "replay"):
+                outcome = replay.call(self.stage.problem.id, dict(params), dtype, seed,
+                                      call.tensors(), expected.nbytes, proposal, index)
+            with timing.phase(phases, "judge the output"):
+                verdict = self._verdict(call, outcome, judged)
+            if not verdict.passed:
+                which = variants.described(Path(self.child.path), variants.autotuned(proposal),
+                                           index, total)
+                return replace(verdict, summary=f"under the autotuner's {which} (a GPU may "
+                                                f"pick any of them): {verdict.summary}")
+        return None
 
 
 def passed_on_gpu(outcome: Outcome, judged: Expected, device: str) -> Verdict | None:

@@ -197,8 +197,11 @@ class BuiltKernels:
         built = self.steps[index]
         if isinstance(built, str):
             raise RuntimeError(built)
-        if len(built) == 1 and built[0] is not None:
-            binary, grid = built[0], step.grid if step.grids is None else step.grids[0]
+        # One binary, or the configuration a variant names (grader.replay.variants). One this
+        # GPU cannot run is never the autotuner's pick here: that variant runs the pick.
+        choice = 0 if len(built) == 1 else step.configuration
+        if choice is not None and built[choice] is not None:
+            binary, grid = built[choice], step.grid if step.grids is None else step.grids[choice]
             grid = grid if isinstance(grid, tuple) else (grid,)
             return lambda args, kwargs: binary.launch(grid, args, kwargs)
 

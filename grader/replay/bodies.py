@@ -26,6 +26,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Any
 
+from grader.replay.literals import FROZEN, shown
 from grader.replay.spellings import (HIDDEN_ATTRIBUTES, Aliases, Spellings, Unknown, lookup,
                                      part_of_language, short)
 from grader.tracks import TRACKS
@@ -56,6 +57,8 @@ class FileNames:
     helpers: dict[str, ast.FunctionDef] = field(default_factory=dict)  # undecorated functions
     skipped: dict[str, int] = field(default_factory=dict)  # name -> line of host code
     not_data: dict[str, str] = field(default_factory=dict)  # name -> why it is not data
+    # name -> (line, what of it could change): data a kernel may not see (a dict)
+    changeable: dict[str, tuple[int, str]] = field(default_factory=dict)
 
 
 def check(function: ast.FunctionDef, names: FileNames, aliases: Aliases,
@@ -116,7 +119,16 @@ class _Walker(ast.NodeVisitor):
                                        "as a value")
 
     def visit_Call(self, node: ast.Call) -> None:  # noqa: N802
-        """A call may name a kernel of the file, and pass one (`tl.reduce(x, 0, combine)`)."""
+        """A call may name a kernel of the file, and pass one (`tl.reduce(x, 0, combine)`);
+        it never calls a method of a constant (a kernel reads a constant, and that is all)."""
+        constant = self.constant_under(node.func) if isinstance(node.func, ast.Attribute) \
+            else None
+        if constant:
+            raise Refused(node.lineno, f"`{shown(node)}` calls a method of the constant "
+                                       f"`{constant}`: a kernel reads a constant's value and "
+                                       "never calls anything on it (a call could change it "
+                                       "while kernels run); compute what you need in the "
+                                       "kernel, or in your wrapper and pass it as an argument")
         for part in (node.func, *node.args, *(k.value for k in node.keywords)):
             if isinstance(part, ast.Name) and isinstance(part.ctx, ast.Load) \
                     and self.name(part) == "kernel":
@@ -130,6 +142,11 @@ class _Walker(ast.NodeVisitor):
             return "local"
         if name in names.constants:
             return "constant"
+        if name in names.changeable:
+            line, why = names.changeable[name]
+            raise Refused(node.lineno, f"`{name}` (line {line}) holds {why}, which a kernel could "
+                                       f"change while it runs: {FROZEN}; write `{name}` as one of "
+                                       "these, or pass the value to the kernel as an argument")
         if name in names.kernels:
             return "kernel"
         if name in names.helpers:
@@ -183,6 +200,24 @@ class _Walker(ast.NodeVisitor):
                                        "functions")
         return value
 
+    def visit_Subscript(self, node: ast.Subscript) -> None:  # noqa: N802
+        """An element of a constant is read, never stored."""
+        constant = self.constant_under(node) if not isinstance(node.ctx, ast.Load) else None
+        if constant:
+            raise Refused(node.lineno, f"`{shown(node)}` is stored into the constant "
+                                       f"`{constant}`: a kernel never changes a constant; store "
+                                       "results in a tensor the kernel is given")
+        self.generic_visit(node)
+
+    def constant_under(self, node: ast.expr) -> str | None:
+        """The file's constant at the root of `S.value[0]` or `S.value.pop`, if it is one."""
+        while isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        if isinstance(node, ast.Name) and node.id not in self.local \
+                and node.id in self.names.constants:
+            return node.id
+        return None
+
     # --- attributes -----------------------------------------------------------------------
 
     def visit_Attribute(self, node: ast.Attribute) -> None:  # noqa: N802
@@ -213,3 +248,4 @@ class _Walker(ast.NodeVisitor):
                                            "from a kernel as a host object)")
         if not isinstance(base, ast.Name):
             self.visit(base)
+

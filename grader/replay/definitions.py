@@ -10,7 +10,7 @@ import types
 from typing import Any
 
 from grader import syntax
-from grader.replay.literals import NotData, Reader
+from grader.replay.literals import NotData, Reader, frozen
 from grader.tracks import TRACKS, wing
 
 
@@ -30,15 +30,16 @@ def options(call: ast.Call, allowed: frozenset[str], reader: Reader) -> dict[str
 def bare_function(node: ast.FunctionDef, reader: Reader, module: types.ModuleType,
                   flags: int) -> types.FunctionType:
     """The function of `node`, its globals `module`'s namespace, with its annotations and
-    defaults read as data, compiled without decorators, defaults or annotations: defining
+    defaults read as data (a default frozen: grader.replay.literals.changeable), compiled without decorators, defaults or annotations: defining
     it runs nothing."""
     args = node.args
     annotations = {a.arg: reader.annotation(a.annotation)
                    for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]
                    if a.annotation is not None}
-    defaults = tuple(reader.constant(d) for d in args.defaults)
-    kwdefaults = {a.arg: reader.constant(d) for a, d in zip(args.kwonlyargs, args.kw_defaults)
-                  if d is not None}
+    # A default is a value the kernel sees: frozen, as a constant it names
+    defaults = tuple(frozen(reader.constant(d), d, reader.table) for d in args.defaults)
+    kwdefaults = {a.arg: frozen(reader.constant(d), d, reader.table)
+                  for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None}
     bare = ast.FunctionDef(
         name=node.name, args=_without_defaults(args), body=node.body, decorator_list=[],
         returns=None, type_comment=None,

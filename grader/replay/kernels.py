@@ -37,7 +37,7 @@ from typing import Any
 
 from grader import syntax
 from grader.replay import bodies, definitions
-from grader.replay.literals import NotData, Reader
+from grader.replay.literals import NotData, Reader, changeable
 from grader.replay.spellings import Aliases, Spellings, Unknown, lookup, part_of_language
 from grader.tracks import TRACKS, wing
 
@@ -105,6 +105,7 @@ class _Builder:
         self.flags = 0
         self.aliases = Aliases()
         self.constants: dict[str, Any] = {}
+        self.lines: dict[str, int] = {}  # a constant's line
         self.names = bodies.FileNames()
         self.kernels: dict[str, ast.FunctionDef] = {}  # decorated functions, to check
         self.steps: list[tuple[str, ast.AST, Reader]] = []  # what to build, in order
@@ -120,7 +121,7 @@ class _Builder:
                     self.names.skipped.setdefault(name, node.lineno)
                     if skip.why:
                         self.names.not_data[name] = skip.why
-        self.names.constants = set(self.constants)
+        self.freeze()
         helpers = self.check_bodies()
         self.bind_modules()
         for name in helpers:
@@ -133,8 +134,8 @@ class _Builder:
 
     def forget(self, name: str) -> None:
         """`name` is bound anew: whatever it was (an import too) is gone."""
-        for table in (self.constants, self.names.helpers, self.names.not_data, self.ns,
-                      self.aliases.spelled):
+        for table in (self.constants, self.lines, self.names.helpers, self.names.not_data,
+                      self.ns, self.aliases.spelled):
             table.pop(name, None)
         self.names.kernels.discard(name)
         self.kernels.pop(name, None)
@@ -188,6 +189,19 @@ class _Builder:
             except (NotData, Unknown):
                 raise _Skip(str(exc)) from None
         self.constants[name] = self.ns[name] = read
+        self.lines[name] = node.lineno
+
+    def freeze(self) -> None:
+        """The constants a kernel may name: those that cannot change while kernels run. The
+        others stay data for decorators (a dict of triton.Config's values), but leave the
+        kernels' namespace, and a body that names one is refused (grader.replay.bodies)."""
+        for name, value in self.constants.items():
+            why = changeable(value, self.table)
+            if why:
+                self.names.changeable[name] = (self.lines[name], why)
+                self.ns.pop(name, None)
+            else:
+                self.names.constants.add(name)
 
     def copy_of_kernel(self, node: ast.expr, reader: Reader) -> Any:
         """`name = kernel` (another name for a kernel of the file) or, for cuTile,

@@ -17,7 +17,16 @@ Names are read by their spelling through the file's imports (grader.replay.spell
 attribute of anything is fetched but the kernel language's public names, and every
 argument is checked to be data before the grader's own constructor is called with it. A
 function, a lambda, a keyword that takes a callable, a call of anything else, `*args`:
-refused with `NotData`, whose message names the line and what to write instead.
+refused with `NotData`, whose message names the line and what to write instead. Reading a
+constant costs little whatever it says: integers, strings and containers have a size
+bound, and so has every operation on them (a power, a shift, round's digits).
+
+What a kernel itself sees of a constant is frozen (`changeable` says what is not): a
+number, bool, string or None, a dtype or enum member, a tuple of these, or the language's
+wrapper of one (`tl.constexpr(64)`). A dict is data where a decorator reads it
+(`triton.Config({...})`), never where a kernel does: Triton's interpreter runs a launch's
+programs one after another in one process, so a container a kernel could change would
+carry state from one program to the next, which no GPU does.
 """
 
 from __future__ import annotations
@@ -31,6 +40,9 @@ from grader.replay.spellings import Aliases, Spellings, Unknown, is_math, lookup
 from grader.tracks import wing
 
 _LARGEST_INT_BITS = 4096
+# round(n, -d) of an integer computes 10**d: past 1300 digits (more than 2**4096 has) every
+# integer the grader reads rounds to 0, and a larger d would only cost time.
+_ROUND_DIGITS = 1300
 _LONGEST = 10_000  # characters of a string, items of a container
 _NUMBERS = (int, float, bool)
 _OPERATORS: dict[type, Callable[[Any, Any], Any]] = {
@@ -57,11 +69,33 @@ class NotData(Exception):
         self.why = why
 
 
+class TooCostly(NotData):
+    """A literal whose reading (or Python's own evaluation) would cost without bound."""
+
+
+def costly(tree: ast.AST) -> TooCostly | None:
+    """The first expression of `tree` made of literals alone that would take Python without
+    end to compute (`round(1, -(1 << 4000))`), refused as the grader's reading refuses it;
+    None where there is none. A file is checked so before any of it runs: the process that
+    imports a submission would compute it first."""
+    reader = Reader(Aliases(), {}, None)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.BinOp, ast.Call)):
+            try:
+                reader.constant(node)
+            except TooCostly as exc:
+                return exc
+            except (NotData, ArithmeticError, ValueError, TypeError):
+                pass  # not literals alone: Python computes it, under the time limit
+    return None
+
+
 class Reader:
     """Reads the data of one file: `aliases` its imports, `constants` the top-level
-    constants read so far (name -> value), `table` its language's spellings."""
+    constants read so far (name -> value), `table` its language's spellings (None: numbers
+    only, as `costly` reads them)."""
 
-    def __init__(self, aliases: Aliases, constants: dict[str, Any], table: Spellings):
+    def __init__(self, aliases: Aliases, constants: dict[str, Any], table: Spellings | None):
         self.aliases, self.constants, self.table = aliases, constants, table
 
     # --- constants ----------------------------------------------------------------------
@@ -69,7 +103,7 @@ class Reader:
     def constant(self, node: ast.expr) -> Any:
         method = getattr(self, f"_{type(node).__name__}", None)
         if method is None:
-            raise NotData(node, f"`{_shown(node)}` is not a constant the grader reads: write "
+            raise NotData(node, f"`{shown(node)}` is not a constant the grader reads: write "
                                 f"{self._what_is_data()}")
         return method(node)
 
@@ -93,7 +127,7 @@ class Reader:
     def _named(self, node: ast.expr) -> Any:
         """A dtype, enum member or math number, by its spelling."""
         spelling = self.aliases.spelling(node)
-        if spelling is not None and (spelling.startswith(self.table.package + ".")
+        if spelling is not None and self.table and (spelling.startswith(self.table.package + ".")
                                      or spelling.startswith("math.")):
             try:
                 value = lookup(spelling, self.table)
@@ -102,7 +136,7 @@ class Reader:
             if is_dtype(value, self.table) or isinstance(value, enum.Enum) or (
                     spelling.startswith("math.") and isinstance(value, float)):
                 return value
-        raise NotData(node, f"`{_shown(node)}` is not a constant the grader reads: a name may "
+        raise NotData(node, f"`{shown(node)}` is not a constant the grader reads: a name may "
                             "be a dtype of the kernel language (tl.float16, ct.float32), one of "
                             "its enum members, a math number (math.pi), or a constant above it "
                             "written as data")
@@ -117,10 +151,10 @@ class Reader:
         if op is ast.Pow and isinstance(left, int) and isinstance(right, int) and (
                 right > _LARGEST_INT_BITS
                 or abs(left).bit_length() * max(right, 0) > _LARGEST_INT_BITS):
-            raise NotData(node, "this power is too large to be a constant")
+            raise TooCostly(node, "this power is too large to be a constant")
         if op in (ast.LShift, ast.RShift) and (not isinstance(right, int)
                                                or right > _LARGEST_INT_BITS):
-            raise NotData(node, "this shift is too large to be a constant")
+            raise TooCostly(node, "this shift is too large to be a constant")
         if op not in _OPERATORS:
             raise NotData(node, "this operator is not read in a constant (`+ - * / // % ** "
                                 "<< >> & | ^` are)")
@@ -152,11 +186,11 @@ class Reader:
         return _bounded(found, node)
 
     def _Call(self, node: ast.Call) -> Any:  # noqa: N802
-        spelling = self.aliases.spelling(node.func) or _shown(node.func)
+        spelling = self.aliases.spelling(node.func) or shown(node.func)
         if any(isinstance(a, ast.Starred) for a in node.args) or any(
                 k.arg is None for k in node.keywords):
             raise NotData(node, "`*` and `**` are not read in a constant: write each argument")
-        constructor = wing(self.table.track).constructors.get(spelling)
+        constructor = wing(self.table.track).constructors.get(spelling) if self.table else None
         if constructor is not None:  # the language's own (tl.constexpr, triton.Config, ...)
             return constructor(self, node, spelling)
         if is_math(spelling) or spelling in _NUMBER_BUILTINS and spelling not in self.constants:
@@ -165,17 +199,19 @@ class Reader:
             if node.keywords:
                 raise NotData(node, f"`{spelling}` takes no keywords in a constant")
             args = [self._number(a) for a in node.args]
+            if spelling == "round" and len(args) == 2 and abs(args[1]) > _ROUND_DIGITS:
+                raise TooCostly(node, f"round's digits are at most {_ROUND_DIGITS} in a constant")
             try:
                 return _bounded(function(*args), node)
             except (ArithmeticError, ValueError, TypeError) as exc:
-                raise NotData(node, f"`{_shown(node)}` fails ({type(exc).__name__})") from None
-        raise NotData(node, f"`{_shown(node)}` calls `{spelling}`, which the grader does not "
+                raise NotData(node, f"`{shown(node)}` fails ({type(exc).__name__})") from None
+        raise NotData(node, f"`{shown(node)}` calls `{spelling}`, which the grader does not "
                             "run to read a constant: write its value as a number, or use one "
                             f"of {self._readable_calls()}")
 
     def _what_is_data(self) -> str:
         """What a constant may be, with this file's language's spelling of a dtype."""
-        written = next(iter(self.table.short.values()), "")
+        written = next(iter(self.table.short.values()), "") if self.table else ""
         return (f"a number, a string, True/False/None, a tuple of these, a dtype such as "
                 f"{written}float16, or one of these calls on them: {self._readable_calls()}")
 
@@ -183,7 +219,8 @@ class Reader:
         """The calls a constant of this file's language may hold, as the file writes them:
         the language's constructors (one spelling each), then math's and the builtins."""
         first: dict[Callable, str] = {}
-        for spelling, constructor in wing(self.table.track).constructors.items():
+        for spelling, constructor in (wing(self.table.track).constructors.items()
+                                      if self.table else ()):
             first.setdefault(constructor, f"{short(spelling)}(...)")
         return ", ".join([*first.values(), "math's functions", *_NUMBER_BUILTINS])
 
@@ -224,7 +261,7 @@ class Reader:
             if base == self.table.constant and inner in self.table.constant_types:
                 return lookup(base, self.table)[_BUILTIN_TYPES[inner]]
         allowed = ", ".join(sorted(short(a) for a in self.table.annotations))
-        raise NotData(node, f"`{_shown(node)}` is not an annotation the grader reads: write one "
+        raise NotData(node, f"`{shown(node)}` is not an annotation the grader reads: write one "
                             f"of {allowed}" + (f", {short(self.table.constant)}[int]"
                                                if self.table.constant_types else ""))
 
@@ -246,6 +283,34 @@ def is_dtype(value: Any, table: Spellings) -> bool:
         return False
 
 
+def changeable(value: Any, table: Spellings) -> str | None:
+    """What of `value` could change while kernels run, in words ("a dict"); None where a
+    kernel may see it: a number, bool, string or None, a dtype or enum member of the
+    language, a tuple of these, or the language's wrapper of one (`tl.constexpr`)."""
+    if value is None or type(value) in (*_NUMBERS, str) or isinstance(value, enum.Enum) \
+            or is_dtype(value, table):
+        return None
+    if type(value) is tuple:
+        return next((why for item in value if (why := changeable(item, table))), None)
+    if table.wrapper and isinstance(value, lookup(table.wrapper, table)):
+        return changeable(value.value, table)
+    return f"a {type(value).__name__}"
+
+
+def frozen(value: Any, node: ast.AST, table: Spellings) -> Any:
+    """`value`, which a kernel will see; NotData where it could change while kernels run."""
+    why = changeable(value, table)
+    if why:
+        raise NotData(node, f"`{shown(node)}` holds {why}, which a kernel could change while it "
+                            f"runs: {FROZEN}")
+    return value
+
+
+# What a kernel may see of a constant, as messages say it.
+FROZEN = ("a kernel sees only values that cannot change (numbers, strings, True/False/None, "
+          "dtypes, and tuples of these)")
+
+
 def _bounded(value: Any, node: ast.AST) -> Any:
     """`value`, refused when it is too large to be a constant (so that no literal can
     stall the grader)."""
@@ -257,6 +322,6 @@ def _bounded(value: Any, node: ast.AST) -> Any:
     return value
 
 
-def _shown(node: ast.AST, limit: int = 60) -> str:
+def shown(node: ast.AST, limit: int = 60) -> str:
     text = ast.unparse(node)
     return text if len(text) <= limit else text[:limit - 3] + "..."

@@ -93,6 +93,9 @@ class Launch:
     # Triton's autotuner picks a configuration in the replay: the grid the wrapper's grid
     # function gives for each of the decorator's configurations, in their order.
     grids: tuple | None = None
+    # Which of them the replay runs (grader.replay.variants), never part of the proposal:
+    # None for the autotuner's own pick.
+    configuration: int | None = None
 
     def tensors(self) -> list[Ref]:
         return [v for v in [*self.args, *self.kwargs.values()] if isinstance(v, Ref)]

@@ -51,6 +51,9 @@ class Spellings:
     # `extern_libs=`, `ptx_options=` would compile another program than the source's).
     launch_options: frozenset[str] = frozenset()
     dtype_class: str = ""  # the spelling of the language's dtype class
+    # The spelling of the class that wraps a constant for a kernel (`tl.constexpr`): what a
+    # kernel reads of it is its `value`.
+    wrapper: str = ""
     options: dict[str, frozenset[str]] = field(default_factory=dict)  # decorator -> keywords
     # A kind of decorator the grader does not rebuild -> why, and what to write instead.
     refused: dict[str, str] = field(default_factory=dict)

@@ -82,7 +82,7 @@ class TimingFailed(Exception):
 
 
 def call_outcome(value: dict, tensors: dict, inputs: list) -> Outcome:
-    """The record of a replayed call from its reply (`value`, checked against grader.sandbox.replayer.CALL_REPLY, and
+    """The record of a replayed call from its reply (`value`, checked against CALL_REPLY, and
     its tensors); ProtocolError when the tensors are not the ones asked for."""
     import torch
 
@@ -132,3 +132,15 @@ def call_outcome(value: dict, tensors: dict, inputs: list) -> Outcome:
         traffic=[{**f, "text": single_line(f["text"], FINDING_CHARS)} for f in value["traffic"]],
         traffic_map=traffic_map, writers=writers, shared=shared, writer_launch=launch,
         launches=[LaunchRecord(**la) for la in value["launches"]], inputs_after=after)
+
+
+# The shapes of the replay's replies (grader.protocol.check): a reply of another shape is a
+# crash of its case.
+RETURNED = {"device?": str, "type?": str}  # describe_output's: a tensor's device, or a type
+LAUNCH = {"kernel": str, "grid": [int], "constants": {str: (int, bool)}, "language": str}
+CALL_REPLY = {"error": (str, None), "launches": [LAUNCH], "host": [str], "compile_errors": [str],
+              "unchecked": (str, None), "overruns": [str], "output": RETURNED,
+              "traffic": [{"kind": str, "text": str, "line": (int, None), "fails": bool}],
+              "writer_launch": (int, None)}
+WARM_REPLY = {"error": (str, None), "launches": [LAUNCH], "host": [str], "compile_errors": [str]}
+TIMING_REPLY = {"times": [float], "digests": [(int, None)], "outputs": [RETURNED]}

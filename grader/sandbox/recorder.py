@@ -135,8 +135,9 @@ class Recorder:
             name = self._top_level_name(kernel, language)
             bound = {**dict(zip(getattr(kernel, "arg_names", ()), args)), **kwargs}
             grids = None
-            if callable(grid) and configs:
-                grids = tuple(_grid(grid({**bound, **c.all_kwargs()})) for c in configs)
+            if configs:  # every configuration's grid, each graded (grader.replay.variants)
+                grids = tuple(_grid(grid({**bound, **c.all_kwargs()}) if callable(grid) else grid)
+                              for c in configs)
                 grid = grids[0]
             elif callable(grid):
                 grid = grid(bound)

@@ -25,7 +25,8 @@ from grader.replay.binaries import proposal_key
 from grader.replay.execute import LaunchRecord
 from grader.sandbox.ahead import Build, StageBuilds
 from grader.sandbox.builder import BuilderProcess
-from grader.sandbox.outcomes import Batch, Outcome, TimingFailed, call_outcome
+from grader.sandbox.outcomes import (CALL_REPLY, RETURNED, TIMING_REPLY, WARM_REPLY, Batch,
+                                     Outcome, TimingFailed, call_outcome)
 from grader.sandbox.process import STARTUP_SECONDS, Failed, Process, failed_call
 from grader.sandbox.serve import KernelWorker, describe_output
 from grader.sandbox.submission import SubmissionError
@@ -61,7 +62,10 @@ class ReplayWorker(KernelWorker):
         self.binaries.install(key, value, tensors or {})
         return True, {}
 
-    def call(self, problem_id: str, params: dict, dtype: str, seed: int, proposal: dict):
+    def call(self, problem_id: str, params: dict, dtype: str, seed: int, proposal: dict,
+             configuration: int | None = None):
+        """One graded call; `configuration`: grader.replay.variants."""
+        from grader.replay import variants
         from grader.replay.proposal import ProposalError
 
         _, inputs, guards, names = self.guarded_inputs(problem_id, params, dtype, seed)
@@ -71,8 +75,8 @@ class ReplayWorker(KernelWorker):
 
             watch = Watch(self.file.path, dict(zip(inputs, names)))
         try:
-            executed = self._executor(proposal, inputs).run(self.parsed(proposal, inputs),
-                                                            inputs, watch)
+            parsed = variants.variant(self.parsed(proposal, inputs), configuration)
+            executed = self._executor(proposal, inputs).run(parsed, inputs, watch)
         except ProposalError as exc:
             raise SubmissionError(f"its launches cannot be replayed: {exc}") from None
         self._synchronize()
@@ -187,18 +191,6 @@ class ReplayWorker(KernelWorker):
         return self.between
 
 
-# The shapes of the replay's replies (grader.protocol.check): a reply of another shape is a
-# crash of its case.
-RETURNED = {"device?": str, "type?": str}  # describe_output's: a tensor's device, or a type
-LAUNCH = {"kernel": str, "grid": [int], "constants": {str: (int, bool)}, "language": str}
-CALL_REPLY = {"error": (str, None), "launches": [LAUNCH], "host": [str], "compile_errors": [str],
-              "unchecked": (str, None), "overruns": [str], "output": RETURNED,
-              "traffic": [{"kind": str, "text": str, "line": (int, None), "fails": bool}],
-              "writer_launch": (int, None)}
-WARM_REPLY = {"error": (str, None), "launches": [LAUNCH], "host": [str], "compile_errors": [str]}
-TIMING_REPLY = {"times": [float], "digests": [(int, None)], "outputs": [RETURNED]}
-
-
 class ReplayProcess(Process):
     """The grader's side of one submission's replay process (and, on a GPU, its builders)."""
 
@@ -262,15 +254,16 @@ class ReplayProcess(Process):
         self.installing += time.perf_counter() - start
 
     def call(self, problem_id: str, params: dict, dtype: str, seed: int,
-             inputs: list, output_bytes: int, proposal: dict) -> Outcome:
+             inputs: list, output_bytes: int, proposal: dict,
+             configuration: int | None = None) -> Outcome:
         """The replay of `proposal` on the case's inputs drawn from `seed` (`inputs`: the
         parent's own copies, for the sizes that may come back; `output_bytes`: the size of
-        the expected output)."""
+        the expected output; `configuration`: grader.replay.variants)."""
         limit = 2 * (sum(t.nbytes for t in inputs) + output_bytes) + (1 << 20)
         try:
             self._install(problem_id, params, dtype, seed, proposal)
             reply = self._ask("call", limit, problem_id=problem_id, params=params, dtype=dtype,
-                              seed=seed, proposal=proposal)
+                              seed=seed, proposal=proposal, configuration=configuration)
             value = self._check(reply.header["value"], CALL_REPLY, "the call's reply")
             try:
                 outcome = call_outcome(value, reply.tensors, inputs)

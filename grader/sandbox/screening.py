@@ -15,8 +15,14 @@ import ast
 from grader import syntax
 from grader.course import SubmissionRules
 from grader.quoting import inline
+from grader.replay.literals import costly
 
 SHOWN = 5  # findings listed in the message
+
+
+class Endless(Exception):
+    """Literals whose computing would not end (Python would compute them as the file loads):
+    the file fails before any of it runs; `str()` names the line and why."""
 
 
 class Unreadable(Exception):
@@ -27,7 +33,8 @@ class Unreadable(Exception):
 def screen(source: str, filename: str, rules: SubmissionRules) -> list[str]:
     """What the source does that the rules forbid, one line each ("line N: ..."); a source
     that does not parse gives none (loading it reports the syntax error). Raises Unreadable
-    for a source whose parse exhausts the parser itself, or that holds a null byte."""
+    for a source whose parse exhausts the parser itself, or that holds a null byte, and
+    Endless for one whose literals would take without end to compute."""
     if "\0" in source:  # no Python reads it (a SyntaxError or a ValueError, by version)
         line = source.count("\n", 0, source.index("\0")) + 1
         raise Unreadable(f"line {line} of {filename} holds a null byte, which Python cannot "
@@ -39,6 +46,12 @@ def screen(source: str, filename: str, rules: SubmissionRules) -> list[str]:
     except (RecursionError, MemoryError, ValueError) as exc:
         raise Unreadable(_unreadable(source, filename, exc)) from None
     lines = source.splitlines()
+    endless = costly(tree)
+    if endless:
+        text = lines[endless.line - 1].strip() if 0 < endless.line <= len(lines) else ""
+        raise Endless(f"{filename}, line {endless.line}: {inline(text)}: {endless.why}; it "
+                      "would take Python practically forever to compute (a constant is read "
+                      "as data before anything runs): write its value")
     found: dict[int, str] = {}
 
     def note(node: ast.AST, what: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 
-from grader.replay.literals import NotData, Reader
+from grader.replay.literals import FROZEN, NotData, Reader, changeable
 
 _CONFIG_POSITIONS = ("kwargs", "num_warps", "num_stages", "num_ctas")
 _CONFIG_OPTIONS = frozenset({"num_warps", "num_stages", "num_ctas", "maxnreg"})
@@ -30,6 +30,11 @@ def config(reader: Reader, node: ast.Call, spelling: str):
     if not isinstance(meta, dict):
         raise NotData(node, "triton.Config's first argument is a dict of the kernel's "
                             "constexpr values, written as data")
+    for name, value in meta.items():  # a kernel sees each as a constexpr
+        why = changeable(value, reader.table)
+        if why:
+            raise NotData(node, f"triton.Config's value of `{name}` is {why}, which a kernel "
+                                f"could change while it runs: {FROZEN}")
     for name, value in given.items():
         if value is not None and type(value) is not int:
             raise NotData(node, f"triton.Config's {name}= is an integer")

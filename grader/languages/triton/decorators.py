@@ -26,17 +26,10 @@ def decorate(function: Any, spelling: str, given: dict, node: ast.expr,
             raise NotData(node, "each of the autotuner's configurations is a triton.Config "
                                 "whose dict names parameters of the kernel"
                                 + (f" (`{strange[0]}` is not one)" if strange else ""))
-    if interpreted:
-        # No GPU to time configurations on: the interpreter runs the first one (the front
-        # end checks every one of them before anything runs).
-        given["do_bench"] = _first_configuration
+    # The autotuner holds the configurations; it never tunes in the replay: on a CPU each
+    # configuration is run in turn (grader.replay.variants), on a GPU the replay times the
+    # builder's binaries itself (grader.replay.binaries).
     return triton.autotune(**given)(function)
-
-
-def _first_configuration(kernel_call, quantiles=None, **options) -> list[float]:
-    """An autotuner's benchmark that times nothing: every configuration ties, and the
-    autotuner keeps the first."""
-    return [0.0, 0.0, 0.0]
 
 
 def _jit_class(interpreted: bool) -> Callable:

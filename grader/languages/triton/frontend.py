@@ -1,15 +1,21 @@
 """What Triton's compiler says about a kernel that, on a CPU, only its interpreter ran.
 
 The interpreter runs a kernel body as Python, so a body that calls PyTorch on the host (or
-anything else no GPU compiler accepts) would run there. Each kernel launched on a CPU is
-therefore also lowered to Triton IR for an sm_80 GPU, which needs no GPU (`check`): the
-compiler's message when it rejects the kernel, None when it accepts it, asked once per
-kernel and signature. `Unavailable` (grader.tracks) says that this Triton offers no front end
-the grader knows how to call: the check is then not made, and grading says so.
+anything else no GPU compiler accepts) would run there; and it ignores a launch's options
+(`num_warps=3` runs). So each launch run on a CPU is first compiled, as a GPU backend would
+compile it, for TARGET (sm_90, the GPU the course's speed is graded on), which needs no GPU
+(`check`): with the launch's own constexpr values and signature and its own options
+(`num_warps`, `num_stages`, `num_ctas`, `maxnreg`, `enable_fp_fusion`; under an autotuner,
+each configuration's), through every stage of Triton's pipeline, Triton IR to a cubin by
+ptxas. The compiler's message when it refuses the launch, None when it builds it, asked
+once per kernel, signature and options. The program the interpreter then runs is this one:
+the same source, rebuilt the same way, with the same values. `Unavailable`
+(grader.tracks) says that this Triton offers no compiler the grader knows how to call: the
+check is then not made, and grading says so.
 
 In interpreter mode, `triton.jit` and triton.language's own @jit functions make interpreted
 functions, which Triton's code generator cannot lower; and the interpreter patches the
-language while it runs. So kernels are lowered in a helper process of the replay that
+language while it runs. So kernels are compiled in a helper process of the replay that
 imports Triton in compiler mode and rebuilds the file's kernels from the same source, the
 same way (grader.replay.kernels: no host code of the file runs there either), by name.
 """
@@ -33,7 +39,7 @@ from grader.tracks import Unavailable
 # This module imports neither torch nor the grader's torch-using modules at the top: the
 # helper below starts from it, and needs Triton alone (a second of start-up saved).
 
-TARGET = ("cuda", 80, 32)  # backend, compute capability, warp size
+TARGET = ("cuda", 90, 32)  # backend, compute capability, warp size
 _TYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64",
           "int64": "i64", "int32": "i32", "int16": "i16", "int8": "i8", "uint8": "u8",
           "bool": "i1"}
@@ -41,9 +47,11 @@ _checked: dict[tuple, str | None] = {}
 _helper = None
 
 
-def check(name: str, fn, bound: dict, path: Path, unspecialized=()) -> str | None:
-    """Lower the top-level Triton kernel `name` of `path` (whose Python function is `fn`) to
-    Triton IR for sm_80, with the arguments of one launch (`bound`: name -> value)."""
+def check(name: str, fn, bound: dict, path: Path, unspecialized=(), options: dict | None = None,
+          arch: int = TARGET[1]) -> str | None:
+    """Compile the top-level Triton kernel `name` of `path` (whose Python function is `fn`)
+    for sm_`arch`, with the arguments of one launch (`bound`: name -> value) and its compile
+    `options` (num_warps=..., as the launch or the autotuner's configuration gives them)."""
     signature, constexprs = {}, {}
     unspecialized = set(unspecialized or ())
     for index, (param_name, param) in enumerate(inspect.signature(fn).parameters.items()):
@@ -56,9 +64,10 @@ def check(name: str, fn, bound: dict, path: Path, unspecialized=()) -> str | Non
             signature[param_name], constexprs[param_name] = "constexpr", 1
         else:
             signature[param_name] = _type(value)
-    key = (str(path), name, json.dumps([signature, constexprs]))
+    options = {k: v for k, v in (options or {}).items() if v is not None}
+    key = (str(path), name, json.dumps([signature, constexprs, options, arch], sort_keys=True))
     if key not in _checked:
-        request = (str(path), name, signature, constexprs)
+        request = (str(path), name, signature, constexprs, options, arch)
         try:
             _checked[key] = start_helper().lower(*request)
         except _HelperStopped:
@@ -66,7 +75,12 @@ def check(name: str, fn, bound: dict, path: Path, unspecialized=()) -> str | Non
                 _checked[key] = start_helper().lower(*request)
             except _HelperStopped as exc:
                 _checked[key] = f"the compile check could not run: its process stopped ({exc})"
-    return _checked[key]
+    found = _checked[key]
+    if isinstance(found, dict):  # the launch's options, refused: said at the launch's line
+        from grader.replay.arguments import at_launch
+
+        return at_launch(path, name, found["options"])
+    return found
 
 
 def start_helper() -> "_Helper":
@@ -161,14 +175,19 @@ class _Helper:
             self.sock.close()
             raise _HelperStopped(repr(exc)) from None
 
-    def lower(self, path: str, name: str, signature: dict, constexprs: dict) -> str | None:
+    def lower(self, path: str, name: str, signature: dict, constexprs: dict, options: dict,
+              arch: int) -> str | dict | None:
+        """None, the compiler's message, or {"options": message} for refused options."""
         if not self._probed:  # the first question waits for its imports and a tiny kernel
             self._probed = True
             self.unavailable = self._ask({"probe": True}).get("unavailable")
         if self.unavailable:
             raise Unavailable(self.unavailable)
-        return self._ask({"path": path, "kernel": name, "signature": signature,
-                          "constexprs": constexprs}).get("error")
+        reply = self._ask({"path": path, "kernel": name, "signature": signature,
+                           "constexprs": constexprs, "options": options, "arch": arch})
+        if isinstance(reply.get("options"), str):
+            return {"options": reply["options"]}
+        return reply.get("error")
 
 
 def serve(fd: int) -> None:
@@ -187,7 +206,7 @@ def serve(fd: int) -> None:
         if request.get("probe"):
             try:
                 error = _lower(_probe_kernel(), {"x": "*fp32", "B": "constexpr"}, {"B": 16})
-                reply = {"unavailable": error} if error else {}
+                reply = {"unavailable": error["error"]} if error.get("error") else {}
             except Unavailable as exc:
                 reply = {"unavailable": str(exc)}
             protocol.send(sock, reply)
@@ -198,7 +217,8 @@ def serve(fd: int) -> None:
                 modules[path] = kernels.load(Path(path), "triton").namespace
             jit, _ = unwrap(modules[path][request["kernel"]])  # under an autotuner
             constexprs = {k: constant_value(v) for k, v in request["constexprs"].items()}
-            reply = {"error": _lower(jit, request["signature"], constexprs, Path(path))}
+            reply = _lower(jit, request["signature"], constexprs, Path(path),
+                           request.get("options") or {}, int(request.get("arch", TARGET[1])))
         except kernels.SourceError as exc:
             reply = {"error": str(exc)}
         except Exception as exc:  # noqa: BLE001 - told to the student as the check's failure
@@ -217,9 +237,11 @@ def _probe_kernel():
     return triton.jit(probe)
 
 
-def _lower(jit, signature: dict, constexprs: dict, path: Path | None = None) -> str | None:
-    """Triton's front end on one kernel: None, or its message (in the helper process), at
-    the kernel line of `path` it rejected."""
+def _lower(jit, signature: dict, constexprs: dict, path: Path | None = None,
+           options: dict | None = None, arch: int = TARGET[1]) -> dict:
+    """Triton's compiler on one kernel, in the helper process: {} where it builds a cubin,
+    {"error": its message, at the kernel line of `path`}, or {"options": why the launch's
+    options are refused}."""
     try:
         from triton._C.libtriton import ir
         from triton.backends.compiler import GPUTarget
@@ -230,22 +252,43 @@ def _lower(jit, signature: dict, constexprs: dict, path: Path | None = None) -> 
     if "constexprs" not in inspect.signature(ASTSource.__init__).parameters:
         raise Unavailable("this Triton's front end takes other arguments (Triton 3.4 or newer "
                           "is needed for the compile check on a CPU)")
-    target = GPUTarget(*TARGET)
-    try:
-        source = ASTSource(fn=jit, signature=signature, constexprs=constexprs)
-        backend = make_backend(target)
-        with warnings.catch_warnings():  # notices about option defaults are not the student's
-            warnings.simplefilter("ignore")
-            options = backend.parse_options({})
-        context = ir.context()
-        ir.load_dialects(context)
-        backend.load_dialects(context)
-        source.make_ir(target, options, backend.get_codegen_implementation(options),
-                       backend.get_module_map(), context)
-    except TypeError as exc:
-        if "make_ir" in str(exc) or "positional argument" in str(exc):
-            raise Unavailable(f"this Triton's front end takes other arguments ({exc})") from None
-        return rejection(exc, path)
-    except Exception as exc:  # noqa: BLE001 - the compiler's rejection is the answer
-        return rejection(exc, path)
-    return None
+    target = GPUTarget(TARGET[0], arch, TARGET[2])
+    backend = make_backend(target)
+    with warnings.catch_warnings():  # notices about option defaults are not the student's
+        warnings.simplefilter("ignore")
+        try:
+            parsed = backend.parse_options(dict(options or {}))
+        except (AssertionError, ValueError, TypeError) as exc:
+            shown = ", ".join(f"{k}={v!r}" for k, v in sorted((options or {}).items()))
+            return {"options": f"Triton's compiler refuses to build the kernel with {shown} "
+                               f"for sm_{arch}: {message(exc)}"}
+        try:
+            source = ASTSource(fn=jit, signature=signature, constexprs=constexprs)
+            context = ir.context()
+            ir.load_dialects(context)
+            backend.load_dialects(context)
+            module = source.make_ir(target, parsed, backend.get_codegen_implementation(parsed),
+                                    backend.get_module_map(), context)
+        except TypeError as exc:
+            if "make_ir" in str(exc) or "positional argument" in str(exc):
+                raise Unavailable(f"this Triton's front end takes other arguments ({exc})") \
+                    from None
+            return {"error": rejection(exc, path)}
+        except Exception as exc:  # noqa: BLE001 - the compiler's rejection is the answer
+            return {"error": rejection(exc, path)}
+        try:
+            _compile(backend, parsed, source, module)
+        except Exception as exc:  # noqa: BLE001 - the compiler's rejection is the answer
+            return {"error": rejection(exc, path)}
+    return {}
+
+
+def _compile(backend, options, source, module) -> bytes:
+    """Triton IR through the backend's every stage to the cubin, as a GPU backend compiles
+    a launch (the IR passes that read num_warps, num_ctas and num_stages among them)."""
+    stages: dict = {}
+    backend.add_stages(stages, options, source.language)
+    metadata: dict = {}
+    for stage in stages.values():
+        module = stage(module, metadata)
+    return module

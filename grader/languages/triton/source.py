@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import inspect
 from pathlib import Path
-from typing import Any
-
 from grader.languages.triton.fidelity import gpu_arithmetic
 from grader.languages.triton.frontend import check, unwrap
+from grader.languages.triton.spellings import TRITON
 
 
 def parameters(kernel) -> list[str]:
@@ -26,40 +25,46 @@ def optional(kernel) -> set[str]:
 
 
 def front_end(name: str, kernel, args: tuple, kwargs: dict, path: Path) -> str | None:
-    """The launch checked by Triton's front end, under each of an autotuner's configurations
-    (the interpreter runs only the first)."""
+    """The launch compiled by Triton's compiler with its own options, under each of an
+    autotuner's configurations (each is graded: grader.replay.variants)."""
     jit, configs = unwrap(kernel)
     bound = dict(zip(jit.arg_names, args))
     bound.update({k: v for k, v in kwargs.items() if k in jit.arg_names})
-    for config in configs or [None]:
-        merged = {**bound, **(config.kwargs if config is not None else {})}
-        error = check(name, jit.fn, merged, path, getattr(jit, "do_not_specialize", ()))
+    options = {k: v for k, v in kwargs.items() if k in TRITON.launch_options}
+    for index, config in enumerate(configs or [None]):
+        merged, chosen = dict(bound), dict(options)
+        if config is not None:
+            merged.update(config.kwargs)
+            chosen.update({k: v for k, v in config.all_kwargs().items()
+                           if k not in config.kwargs})
+        error = check(name, jit.fn, merged, path, getattr(jit, "do_not_specialize", ()),
+                      chosen)
         if error:
-            return error
+            return (f"under the autotuner's configuration {configuration(config, index, configs)}: "
+                    f"{error}" if configs and len(configs) > 1 else error)
     return None
 
 
+def configuration(config, index: int, configs: list) -> str:
+    """An autotuner's configuration in words: "2 of 3 (BLOCK_SIZE=256, num_warps=2)"."""
+    shown = ", ".join(f"{k}={v!r}" for k, v in config.all_kwargs().items())
+    return f"{index + 1} of {len(configs)} ({shown})"
+
+
 def launch(step, kernel, args: tuple, kwargs: dict) -> None:
+    """The launch run by the interpreter; an autotuned kernel under the configuration the
+    step names (the first where it names none: no GPU here to time them on), with the grid
+    the wrapper's grid function gave that configuration in the child."""
+    jit, configs = unwrap(kernel)
+    grid, chosen = step.grid, {}
+    if configs is not None:
+        from grader.replay.proposal import ProposalError
+
+        if len(configs) != len(step.grids or ()):
+            raise ProposalError(f"the launch of {step.kernel} gives grids for "
+                                f"{len(step.grids or ())} configurations; its @triton.autotune has "
+                                f"{len(configs)}")
+        index = step.configuration or 0
+        grid, chosen = step.grids[index], configs[index].all_kwargs()
     with gpu_arithmetic():  # a float16 accumulator rounded as a GPU rounds it
-        kernel[_grid(step, kernel)](*args, **kwargs)
-
-
-def _grid(step, kernel) -> Any:
-    """The launch's grid; for an autotuned kernel, a grid function that gives each
-    configuration the grid the wrapper's grid function gave it in the child."""
-    from grader.replay.proposal import ProposalError
-
-    if step.grids is None:
-        return step.grid
-    configs = getattr(kernel, "configs", None) or []
-    if len(configs) != len(step.grids):
-        raise ProposalError(f"the launch of {step.kernel} gives grids for {len(step.grids)} "
-                            f"configurations; its @triton.autotune has {len(configs)}")
-
-    def grid(meta: dict):
-        for config, found in zip(configs, step.grids):
-            if all(meta.get(k) == v for k, v in config.kwargs.items()):
-                return found
-        return step.grid
-
-    return grid
+        jit[grid](*args, **kwargs, **chosen)

@@ -26,6 +26,7 @@ TRITON = Spellings(
     launch_options=frozenset({"num_warps", "num_stages", "num_ctas", "maxnreg",
                               "enable_fp_fusion"}),
     dtype_class="triton.language.dtype",
+    wrapper="triton.language.constexpr",
     options={"jit": frozenset({"do_not_specialize", "do_not_specialize_on_alignment", "debug",
                                "noinline"}),
              "autotune": frozenset({"configs", "key", "reset_to_zero", "restore_value",

@@ -1,9 +1,10 @@
 """An honest vector add whose kernel is autotuned over three tile sizes, as Triton's own
 tutorials write kernels: the grid is a function of the configuration.
 
-The replay builds the autotuner from the literal configurations; on a CPU the interpreter
-runs the first one (the front end checks all three), on a GPU the replay times each and keeps
-the fastest. Every case passes.
+The replay builds the autotuner from the literal configurations; on a CPU every case runs
+under each of the three (compiled first, each with its num_warps), since a GPU may pick any;
+on a GPU the replay times each, keeps the fastest, and checks the others too. Every case
+passes.
 
 expect: PASS
 points: 10

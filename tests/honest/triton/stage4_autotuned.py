@@ -1,9 +1,10 @@
 """An honest tiled matmul whose kernel is autotuned over tile shapes, warps and pipeline
 depth, keyed on the problem's sizes, as Triton's matmul tutorial writes it.
 
-The replay builds the autotuner from the literal configurations; on a CPU the interpreter
-runs the first one (the front end checks every one), on a GPU the replay times each and
-keeps the fastest. Every case passes.
+The replay builds the autotuner from the literal configurations; on a CPU every case runs
+under each of them (each compiled first with its own options), since a GPU may pick any; on
+a GPU the replay times each, keeps the fastest, and checks the others too. Every case
+passes.
 
 expect: PASS
 points: 25
