@@ -40,6 +40,8 @@ RELAXED_RULES = re.sub(r"allowed_dunders = \[(.*?)\]", lambda m: "allowed_dunder
                        RELAXED_RULES, flags=re.S)
 # Stage 1's attacks are graded on this one case: each is about what it tries, not the sizes.
 ONE_CASE = '[ { n = 1000, dtypes = ["float32"] } ]'
+# The run seed the attack and honest files are graded with (their cases' inputs).
+RUN_SEED = 12345
 STATUSES = ("PASS", "FAIL", "ERROR", "NOT STARTED", "PARTLY GRADED")
 TRACKS = ("triton", "cutile")
 

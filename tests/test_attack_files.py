@@ -39,15 +39,14 @@ from conftest import ROOT
 
 from grader.course import load_course
 from grader.sandbox import memory
-from scripts.corpus_files import (ATTACKS, HONEST, ONE_CASE, files, read_attack, vector_add_course,
-                                  write_course, write_submission)
+from scripts.corpus_files import (ATTACKS, HONEST, ONE_CASE, RUN_SEED, files, read_attack,
+                                  vector_add_course, write_course, write_submission)
 
 # The beginner faults (tests/faults/) are graded by tests/test_fault_files.py, which also
 # checks the causes and lines their messages name. Reading a file's header and writing the
 # course it is graded on are scripts/corpus_files.py's, which the GPU's fidelity study shares.
 FILES = files((ATTACKS, HONEST))
 BACKENDS = {"triton": "triton-interpret", "cutile": "cutile-sim"}
-RUN_SEED = 12345
 # What must never reach a terminal: it could move the cursor, erase, recolour or reorder.
 RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 

@@ -1,13 +1,24 @@
 """The GPU studies that grade the project's corpus (scripts/gpu_corpus.py, the bad
-submissions only a GPU can grade), run here on the CPU: whatever a GPU's grading returns,
-each entry is judged without breaking the run.
+submissions only a GPU can grade; scripts/fidelity.py, every corpus file on the GPU and on
+the CPU), run here on the CPU: whatever a GPU's grading returns, each entry is judged
+without breaking the run, and the fidelity study, given the CPU backend for its GPU side,
+grades, compares and tells its verdicts as it will on a GPU.
 """
 
+import os
+import subprocess
+import sys
 from types import SimpleNamespace
 
+import pytest
+from conftest import ROOT
+
+from grader.backends import selection as backends
+from grader.errors import BackendUnavailable
 from grader.results import (CaseResult, CheckResult, Failure, SpeedCase, SpeedResult,
                             StageResult, Status)
 from grader.sandbox.privileges import Protection
+from scripts import fidelity
 from scripts import gpu_corpus as corpus
 
 
@@ -84,3 +95,85 @@ def test_the_gpu_corpus_judges_a_forgery_against_its_honest_twin():
     assert not corpus.like_twin(graded(4, 1.21, 0.90), honest, exactly=True)[0]  # points
     ok, got = corpus.like_twin(graded(2, 1.2, 0.9), None, exactly=True)
     assert not ok and "not graded in this run" in got
+
+
+def verdict(status: str, *cases: str, **kw) -> fidelity.Verdict:
+    return fidelity.Verdict(status, {f"case{i}": v for i, v in enumerate(cases)}, **kw)
+
+
+def test_fidelity_tells_each_case_that_disagrees_and_never_takes_not_graded_for_agreement():
+    same = verdict("FAIL", "pass", "wrong result")
+    assert fidelity.outcome(same, verdict("FAIL", "pass", "wrong result")) == "agree"
+    # the kind of failure counts, and a case one side lacks
+    other = verdict("FAIL", "pass", "crashed", "pass")
+    assert fidelity.disagreements(same, other) == ["`case1`: wrong result vs crashed",
+                                                   "`case2`: absent vs pass"]
+    # every case agrees, the stage does not: a check failed on one side
+    checked = verdict("FAIL", "pass", failed_checks=["memory growth"])
+    assert fidelity.disagreements(verdict("PASS", "pass"), checked) == [
+        "status: PASS vs FAIL (failed: memory growth)"]
+    assert fidelity.outcome(same, fidelity.Verdict(not_graded="no GPU")) == "not graded"
+    assert fidelity.outcome(fidelity.Verdict(not_graded="died"), same) == "not graded"
+
+
+def test_fidelity_exits_1_on_a_disagreement_and_writes_its_table(tmp_path, monkeypatch, capsys):
+    """A disagreement is a row naming the case, the summary counts it, the exit code is 1;
+    the table goes to $OUT/fidelity.md too."""
+    def graded(files, jobs, seed):
+        return {(f.name, side): verdict("FAIL", "pass", "wrong result" if side == "cpu" or
+                                        "mask" not in f.name else "read out of bounds")
+                for f in files for side in ("cpu", "gpu")}
+
+    monkeypatch.setattr(fidelity, "grade_all", graded)
+    monkeypatch.setenv("OUT", str(tmp_path))
+    monkeypatch.setattr(sys, "argv", ["fidelity", "--track", "triton", "--only",
+                                      "stage1_load_without_mask", "--only", "stage1_autotuned"])
+    assert fidelity.main() == 1
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if "stage1_load_without_mask" in line)
+    assert row.endswith("| `case1`: wrong result vs read out of bounds |"), row
+    assert "fidelity: 2 files, 1 agree, 1 disagree, 0 not graded" in out
+    assert "  - `case1`, CPU: wrong result\n  - `case1`, GPU: read out of bounds\n" in out
+    assert (tmp_path / "fidelity.md").read_text() == out
+
+
+def run_study(*args: str, out) -> subprocess.CompletedProcess:
+    """`python -m scripts fidelity ARGS` in a process of its own (it starts its workers
+    afresh, as on the GPU), $OUT set."""
+    return subprocess.run([sys.executable, "-m", "scripts", "fidelity", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "OUT": str(out)})
+
+
+def test_fidelity_on_the_cpu_agrees_with_itself(tmp_path):
+    """The study with Triton's interpreter for the GPU side too: a fault and an honest file
+    of stage 1 graded twice, every verdict the same, exit code 0, the table in
+    $OUT/fidelity.md."""
+    run = run_study("--track", "triton", "--gpu-backend", "triton-interpret", "--jobs", "2",
+                    "--only", "stage1_mask_off_by_one", "--only", "stage1_autotuned",
+                    out=tmp_path)
+    assert run.returncode == 0, run.stdout + run.stderr
+    table = (tmp_path / "fidelity.md").read_text()
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "/" in line]
+    assert [row.split(" | ")[0] for row in rows] == ["| faults/triton/stage1_mask_off_by_one.py",
+                                                     "| honest/triton/stage1_autotuned.py"]
+    assert "| FAIL (1/9 cases) (triton-interpret) | FAIL (1/9 cases) (triton-interpret) |  |" \
+        in rows[0]
+    assert "| PASS (1/1 cases) (triton-interpret) | PASS (1/1 cases) (triton-interpret) |  |" \
+        in rows[1]
+    assert "fidelity: 2 files, 2 agree, 0 disagree, 0 not graded" in table
+    assert table.strip() in run.stdout
+
+
+def test_fidelity_says_a_backend_that_cannot_run_here_graded_nothing(tmp_path):
+    """cuTile's GPU backend on a machine without it: the row is not graded, with the reason,
+    and the exit code 1 (never counted as agreeing)."""
+    try:
+        backends.select("cutile")
+        pytest.skip("cuTile's GPU backend runs here")
+    except BackendUnavailable:
+        pass
+    run = run_study("--track", "cutile", "--only", "stage1_kernel_calls_pytorch", out=tmp_path)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "not graded: Backend 'cutile' cannot run here" in run.stdout
+    assert "fidelity: 1 files, 0 agree, 0 disagree, 1 not graded" in run.stdout
