@@ -4,9 +4,9 @@ table.
 Every file of the corpus (the beginner faults of tests/faults/<track>/, the attacks of
 tests/attacks/<track>/, the honest submissions of tests/honest/<track>/) is graded as its
 stage on its track's GPU backend and on its CPU backend (Triton's interpreter, the cuTile
-simulator), each side exactly as the CPU tests grade it (scripts/corpus_files.py: a fault
-on the course's own cases, an attack or honest file of stage 1 on one case, each with the
-rules, hidden cases and memory ceiling its header names) and with the same seed. The
+simulator), both sides on the course the CPU tests grade it on (scripts/corpus_files.py: a
+fault on the course's own cases, an attack or honest file of stage 1 on one case, each
+with the rules, hidden cases and memory ceiling its header names) and with one seed. The
 verdict of every correctness case is compared: passed or failed, and the kind of failure
 (grader.results.Failure). Speed is left out (the stages are graded without their speed
 cases): a CPU has none to compare. Where every case agrees but the stage's status does not
