@@ -13,6 +13,8 @@ STUDIES = {
                                "do_bench"),
     "clockgap": ("clock_gap_check", "why the grader's clock and do_bench disagree"),
     "corpus": ("gpu_corpus", "the bad submissions only a GPU can grade"),
+    "fidelity": ("fidelity", "the corpus graded on the GPU and on the CPU: the same verdict, "
+                             "case by case"),
     "flush": ("flush_check", "the short references after a zeroing and a reading L2 flush"),
     "placement": ("placement_check", "whether a kernel's time moves with where its inputs lie, "
                                      "or with its process"),

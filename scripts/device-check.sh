@@ -16,6 +16,12 @@
 #   corpus: the GPU-only part of the bad-submission corpus (`python -m scripts corpus`), the
 #     sandbox on the GPU included, the forging routes and honest autotuned kernels
 #     (CORPUS_ONLY="WORD ...": only the submissions whose name holds a WORD)
+#   fidelity: `python -m scripts fidelity`, every fault, attack and honest file of tests/
+#     graded as its stage on each track's GPU backend and on its CPU backend (Triton's interpreter,
+#     the cuTile simulator), correctness only: every case's verdict (passed or failed, and the
+#     kind of failure) must be the same on both; a file a backend cannot run here is "not
+#     graded" and fails the part (the table also in $OUT/fidelity.md; FIDELITY_ARGS: its
+#     options, e.g. --track triton, --only WORD, --jobs N)
 #   timing: `python -m scripts timing`, the grader's timing of every reference against the
 #     in-process CUDA-event figure, matmul graded five times
 #   untuned-triton / untuned-cutile: `python -m scripts untuned` on that track, the plain
@@ -57,14 +63,15 @@
 # 43-51 s with the next stage readied; 40 s and 41 s with every later stage readied, 40 s
 # and 32 s with every stage's cases first, 32 s and 32 s with the cuts after it; the whole
 # part about 2 minutes), calibrate 3-4,
-# exercises 2, corpus 3, timing 5, each untuned part 4 (218 s), flush 1 (20 s), repeat
+# exercises 2, corpus 3, fidelity not yet measured (it is meant to stay within 8), timing 5,
+# each untuned part 4 (218 s), flush 1 (20 s), repeat
 # 1-1.8 (63-105 s) before trials moved their memory and 1.3 since (75 s; matmul alone
 # 31-34 s; on an H100 over 2.5, matmul alone 62-65 s), a batch of 8 2.5 with --stages 1
 # (140 s) and 4-6 with every stage (242 s, 315 s, 349 s), wire 1, sweep 5 (268 s for every
 # stage, both tracks), benchmark under 4 (--seconds 1.5), clockgap 2 (98 s), placement
 # under 1 (34 s on an H100).
 set -uo pipefail
-ALL="grading calibrate exercises corpus timing untuned-triton untuned-cutile repeat placement batch flush sweep benchmark clockgap wire"
+ALL="grading calibrate exercises corpus fidelity timing untuned-triton untuned-cutile repeat placement batch flush sweep benchmark clockgap wire"
 PARTS=${*:-$ALL}
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 for p in $PARTS; do
@@ -143,6 +150,12 @@ if part corpus; then
   "$PY" -m scripts corpus ${CORPUS_ONLY:-} 2>&1 | tee "$TMP/corpus.log" | grep --line-buffered -v "^grading" || status=1
   cat "$TMP/corpus.log" >> "$OUT/logs.txt"
   echo "== gpu corpus: $(( $(date +%s) - start )) s"
+fi
+if part fidelity; then
+  echo "== fidelity check"
+  start=$(date +%s)
+  words "${FIDELITY_ARGS:-}"; "$PY" -m scripts fidelity --markdown "$OUT/fidelity.md" "${WORDS[@]}" 2>&1 | grep --line-buffered -v "^grading" | tee "$OUT/fidelity.txt" || status=1
+  echo "== fidelity check: $(( $(date +%s) - start )) s"
 fi
 if part flush; then
   echo "== flush check"

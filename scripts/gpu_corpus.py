@@ -54,6 +54,7 @@ import re
 import sys
 import tempfile
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -399,6 +400,82 @@ def like_twin(result, twin, exactly: bool) -> tuple[bool, str]:
     return ok and (not exactly or result.speed.points == twin.speed.points), got
 
 
+def texts_of(result) -> list[str]:
+    """Everything the grader said of a stage: its cases, its checks, its speed cases, its
+    message and why speed was or was not graded."""
+    return [c.summary for c in result.cases] + [c.message for c in result.checks] \
+        + [c.summary for c in result.speed.cases] + [result.message, result.speed.reason]
+
+
+def judge(name: str, expected: str | tuple[str, ...], result, graded: dict,
+          regrade: Callable[[str], object]) -> tuple[bool, str]:
+    """Whether an entry's result is what `expected` asks (its texts, any of them for a
+    tuple, or one of the verdicts named below), and what was seen. `graded`: the results
+    of the entries graded before (an honest twin); `regrade(name)` grades one again."""
+    texts = texts_of(result)
+    if name == "confined, on the GPU":
+        held = [p.name for p in result.sandbox if p.in_force]
+        planted = (ROOT / "grader/checks/conftest.py").exists()
+        ok = result.status.value == "PASS" and len(held) == len(result.sandbox) > 0 \
+            and not planted
+        return ok, f"in force: {', '.join(held)}" + ("; PLANTED A FILE" if planted else "")
+    if name == "PyTorch's add slowed down":  # timed in the grader, untouched
+        fast = [c for c in result.speed.cases if c.passed and c.speedup > 0.7]
+        ok = result.status.value == "PASS" and len(fast) == len(result.speed.cases) > 0
+        return ok, "; ".join(c.summary[:120] for c in result.speed.cases)
+    if name.startswith("GPU work left running"):
+        # Caught (its baseline's time alone counts, or the clock rejects it), or without
+        # effect: both kernels stream at the copy bandwidth, so a speed-up above FLATTERED
+        # means the baseline was slowed and believed.
+        speeds = [c.speedup for c in result.speed.cases if c.speedup]
+        hit = said(texts, expected)
+        ok = bool(hit) or (bool(speeds) and max(speeds) <= FLATTERED)
+        return ok, (hit or [c.summary[:150] for c in result.speed.cases] or ["(nothing)"])[0]
+    if name == "launch without an argument":  # the builder's words, quoted in the entry
+        hit = [d for c in result.cases for d in c.details if expected in d]
+        return bool(hit) and result.points == 0, first_said(hit, texts)
+    if name == "kernel faults on the GPU":
+        if len(result.cases) != 2:
+            return False, f"{len(result.cases)} cases, not 2: {first_said([], texts)}"
+        first, second = result.cases
+        return not first.passed and second.passed, (
+            f"case 1: {first.summary[:120]} | case 2: "
+            f"{'PASS' if second.passed else second.summary}")
+    if isinstance(expected, str):  # a verdict named by a word of its own
+        if expected == "honest":
+            ok = result.status.value in ("PASS", "FAIL") and bool(result.speed.cases)
+            return ok, "; ".join(c.summary[:80] for c in result.speed.cases)
+        if expected.endswith((", honest", ", honest, exactly")):
+            return judged_as_twin(result, expected, graded, regrade)
+        if expected == REFUSED:
+            hit = [t for t in texts if t and REFUSED in t]
+            return bool(hit) and result.points == 0, first_said(hit, texts)
+        if expected == "PASS":
+            return result.status.value == "PASS", \
+                "; ".join(c.summary[:100] for c in result.speed.cases) or result.message
+    # Words the grader must say (one of them, for a tuple: and no speed point either way).
+    hit = said(texts, expected)
+    return bool(hit) and (isinstance(expected, str) or result.speed.points == 0), \
+        first_said(hit, texts)
+
+
+def first_said(hit: list[str], texts: list[str]) -> str:
+    """What to show of a verdict: the first text that matched, else the first said."""
+    return (hit or [t for t in texts if t] or ["(nothing)"])[0][:200]
+
+
+def judged_as_twin(result, expected: str, graded: dict, regrade: Callable[[str], object]
+                   ) -> tuple[bool, str]:
+    """A forgery against its honest twin, the entry `expected` names (", exactly": by a
+    route left in the child, so the same points too)."""
+    twin = expected.removesuffix(", exactly")
+    ok, got = like_twin(result, graded.get(twin), twin != expected)
+    if not ok and twin in graded:  # the twin, timed once, may be the outlier
+        ok, got = like_twin(result, regrade(twin), twin != expected)
+        got += " (the honest twin graded again)"
+    return ok, got
+
+
 def main() -> int:
     selection = backends.select("triton")
     real = common.course()
@@ -427,58 +504,11 @@ def main() -> int:
             if wanted and not any(word in name for word in wanted):
                 continue
             result = grade(name)
-            texts = [c.summary for c in result.cases] + [c.message for c in result.checks] \
-                + [c.summary for c in result.speed.cases] + [result.message, result.speed.reason]
-            if name == "confined, on the GPU":
-                held = [p.name for p in result.sandbox if p.in_force]
-                planted = (ROOT / "grader/checks/conftest.py").exists()
-                ok = result.status.value == "PASS" and len(held) == len(result.sandbox) > 0 \
-                    and not planted
-                got = f"in force: {', '.join(held)}" + ("; PLANTED A FILE" if planted else "")
-            elif name == "PyTorch's add slowed down":  # timed in the grader, untouched
-                fast = [c for c in result.speed.cases if c.passed and c.speedup > 0.7]
-                ok = result.status.value == "PASS" and len(fast) == len(result.speed.cases) > 0
-                got = "; ".join(c.summary[:120] for c in result.speed.cases)
-            elif name.startswith("GPU work left running"):
-                # Caught (its baseline's time alone counts, or the clock rejects it), or
-                # without effect: both kernels stream at the copy bandwidth, so a speed-up
-                # above FLATTERED means the baseline was slowed and believed.
-                speeds = [c.speedup for c in result.speed.cases if c.speedup]
-                hit = said(texts, expected)
-                ok = bool(hit) or (bool(speeds) and max(speeds) <= FLATTERED)
-                got = (hit or [c.summary[:150] for c in result.speed.cases] or ["(nothing)"])[0]
-            elif expected == "honest":
-                ok = result.status.value in ("PASS", "FAIL") and bool(result.speed.cases)
-                got = "; ".join(c.summary[:80] for c in result.speed.cases)
-            elif expected.endswith((", honest", ", honest, exactly")):
-                twin = expected.removesuffix(", exactly")
-                ok, got = like_twin(result, graded.get(twin), twin != expected)
-                if not ok and twin in graded:  # the twin, timed once, may be the outlier
-                    ok, got = like_twin(result, grade(twin), twin != expected)
-                    got += " (the honest twin graded again)"
-            elif expected == REFUSED:
-                hit = [t for t in texts if t and REFUSED in t]
-                ok = bool(hit) and result.points == 0
-                got = (hit or [t for t in texts if t] or ["(nothing)"])[0][:200]
-            elif expected == "PASS":
-                ok = result.status.value == "PASS"
-                got = "; ".join(c.summary[:100] for c in result.speed.cases) or result.message
-            elif name == "launch without an argument":  # the builder's words, quoted below
-                hit = [d for c in result.cases for d in c.details if expected in d]
-                ok = bool(hit) and result.points == 0
-                got = (hit or [t for t in texts if t] or ["(nothing)"])[0][:200]
-            elif name == "kernel faults on the GPU":
-                first, second = result.cases
-                ok = not first.passed and second.passed
-                got = f"case 1: {first.summary[:120]} | case 2: {'PASS' if second.passed else second.summary}"
-            else:
-                hit = said(texts, expected)
-                ok = bool(hit) and (isinstance(expected, str) or result.speed.points == 0)
-                got = (hit or [t for t in texts if t] or ["(nothing)"])[0][:200]
+            ok, got = judge(name, expected, result, graded, grade)
             failures += not ok
             print(f"{'ok  ' if ok else 'FAIL'} {name:<34} {result.status.value:<11} {got}", flush=True)
             if not ok:  # everything the grader said, so that a run on a GPU tells why
-                for text in (t for t in texts if t):
+                for text in (t for t in texts_of(result) if t):
                     print("     | " + text.replace("\n", "\n     | ")[:2000], flush=True)
     print(f"gpu corpus: {'OK' if not failures else f'{failures} unexpected verdicts'}")
     return 1 if failures else 0

@@ -12,7 +12,6 @@ os.environ["TRITON_INTERPRET"] = "1"
 # them set this themselves, so that the others read the same output on any CI.
 os.environ.pop("GITHUB_ACTIONS", None)
 
-import re  # noqa: E402
 import shutil  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -24,6 +23,9 @@ from grader.cli import main  # noqa: E402
 from grader.course import load_course  # noqa: E402
 from grader.grading.request import GradingRequest, Limits, Outputs  # noqa: E402
 from grader.grading.stages import grade_stage  # noqa: E402
+# The course's [submissions] rules, strict and relaxed, and the one-stage courses the tests
+# write: shared with the GPU studies that grade the corpus again (scripts/corpus_files.py).
+from scripts.corpus_files import RELAXED_RULES, RULES, vector_add_course  # noqa: E402,F401
 
 # Gradings follow one another here: each one's processes are forks of a template that
 # imported PyTorch once (grader.sandbox.spares).
@@ -31,18 +33,6 @@ sandbox.keep_warm()
 
 ROOT = Path(__file__).resolve().parents[1]
 COURSE_FILE = ROOT / "course.toml"
-# The course's [submissions] rules, for the one-off courses the tests write.
-_TEXT = COURSE_FILE.read_text(encoding="utf-8")
-RULES = _TEXT[_TEXT.index("[submissions]"):_TEXT.index("\n[[stages]]")]
-# The same without the static check's lists: the attack corpus goes around that speed bump,
-# as a student could, to reach the walls behind it (the sandbox, the host watch).
-RELAXED_RULES = re.sub(r"forbidden_(imports|calls) = \[.*?\]", r"forbidden_\1 = []", RULES,
-                       flags=re.S)
-# and the dunders the attacks reach for (operator overloading, code objects)
-RELAXED_RULES = re.sub(r"allowed_dunders = \[(.*?)\]", lambda m: "allowed_dunders = [" + m.group(1)
-                       + ', "__int__", "__index__", "__new__", "__init__", "__hash__", "__code__", '
-                       '"__class__", "__dict__", "__globals__", "__call__", "__float__"]',
-                       RELAXED_RULES, flags=re.S)
 
 
 def relax(course_file: Path) -> Path:
@@ -51,6 +41,8 @@ def relax(course_file: Path) -> Path:
     course_file.write_text(text.replace(RULES, RELAXED_RULES), encoding="utf-8")
     assert RELAXED_RULES in course_file.read_text(encoding="utf-8")
     return course_file
+
+
 # What a copy of the course holds: enough to grade, release and regenerate skeletons.
 COURSE_PARTS = ("course.toml", "exercises", "solutions", "grader", "README.md", "pyproject.toml")
 
@@ -164,24 +156,6 @@ modules = { triton = "triton/stage2_fused_gelu.py", cutile = "cutile/stage2_fuse
 tolerance.float32 = { atol = 1e-5, rtol = 1e-5 }
 cases = [ { M = 3, N = 70, dtypes = ["float32"] } ]
 """
-
-
-def vector_add_course(cases: str, extra: str = "", rules: str = RULES) -> str:
-    """A one-stage course.toml: vector add in float32 with these cases, then `extra`."""
-    return f"""
-[course]
-title = "small"
-
-{rules}
-
-[[stages]]
-id = "vector_add"
-title = "Vector add"
-points = 10
-modules = {{ triton = "triton/stage1_vector_add.py", cutile = "cutile/stage1_vector_add.py" }}
-tolerance.float32 = {{ atol = 1e-6, rtol = 1e-6 }}
-cases = {cases}
-{extra}"""
 
 
 @pytest.fixture

@@ -32,75 +32,23 @@ of each later stage per track; `pytest -m slow` (CI's second step) grades the re
 import json
 import re
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from conftest import COURSE_FILE, RELAXED_RULES, ROOT, RULES, vector_add_course
+from conftest import ROOT
 
 from grader.course import load_course
 from grader.sandbox import memory
+from scripts.corpus_files import (ATTACKS, HONEST, ONE_CASE, RUN_SEED, files, read_attack,
+                                  vector_add_course, write_course, write_submission)
 
 # The beginner faults (tests/faults/) are graded by tests/test_fault_files.py, which also
-# checks the causes and lines their messages name.
-FOLDERS = (ROOT / "tests/attacks", ROOT / "tests/honest")
-FILES = sorted(p for folder in FOLDERS for p in folder.glob("*/stage*_*.py"))
+# checks the causes and lines their messages name. Reading a file's header and writing the
+# course it is graded on are scripts/corpus_files.py's, which the GPU's fidelity study shares.
+FILES = files((ATTACKS, HONEST))
 BACKENDS = {"triton": "triton-interpret", "cutile": "cutile-sim"}
-STATUSES = ("PASS", "FAIL", "ERROR", "NOT STARTED", "PARTLY GRADED")
-RUN_SEED = 12345
-ONE_CASE = '[ { n = 1000, dtypes = ["float32"] } ]'
 # What must never reach a terminal: it could move the cursor, erase, recolour or reorder.
 RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
-
-@dataclass
-class Attack:
-    path: Path
-    track: str
-    stage: int
-    tries: str
-    expect: str
-    messages: list[str] = field(default_factory=list)
-    hidden: list[str] = field(default_factory=list)
-    rules: str = "course"
-    backend: str = ""
-    points: str = ""  # the points it must get, when given
-    memory: str = ""  # the memory ceiling (MiB) it is graded under, when given
-    forged: list[str] = field(default_factory=list)  # text no line may begin with
-    absent: list[str] = field(default_factory=list)  # text no output may hold
-
-
-def read_attack(path: Path) -> Attack:
-    """The header of an attack file (read as text: the file may not even parse)."""
-    text = path.read_bytes().decode("utf-8", errors="replace")
-    header = re.match(r'[rR]?"""(.*?)"""', text, re.S)
-    assert header, f"{path.name} must start with a docstring"
-    first, *lines = header.group(1).strip().splitlines()
-    stage = re.match(r"stage(\d+)_\w+\.py$", path.name)
-    assert stage, f"{path.name}: name it stageN_<what>.py"
-    attack = Attack(path, path.parent.name, int(stage.group(1)), first.strip(), "")
-    for line in lines:  # prose may explain the attack; `key: value` lines say what must come
-        found = re.match(r"(\w+): (.*)$", line.strip())
-        key, value = (found.group(1), found.group(2).strip()) if found else ("", "")
-        if key in ("message", "hidden", "forged", "absent"):
-            getattr(attack, "messages" if key == "message" else key).append(value)
-        elif key in ("expect", "rules", "backend", "points", "memory"):
-            setattr(attack, key, value)
-    assert attack.expect in STATUSES, f"{path.name}: expect one of {STATUSES}"
-    assert attack.track in BACKENDS, f"{path.name}: put it in a folder named after its track"
-    return attack
-
-
-def course_text(attack: Attack) -> str:
-    rules = RELAXED_RULES if attack.rules == "relaxed" else RULES
-    if attack.stage == 1:
-        return vector_add_course(ONE_CASE, rules=rules)
-    return COURSE_FILE.read_text(encoding="utf-8").replace(RULES, rules)
-
-
-def hidden_text(attack: Attack, stage_id: str) -> str:
-    cases = ", ".join(attack.hidden)
-    return f'seed = 4242\n[[stages]]\nid = "{stage_id}"\ncases = [ {cases} ]\n'
 
 
 def flat(text: str) -> str:
@@ -127,15 +75,9 @@ def test_attack_file(path, tmp_path, run_grade, monkeypatch):
     monkeypatch.setenv("COLUMNS", "400")  # few wrapped lines to look through
     if attack.memory:  # a ceiling this machine can reach without hurting the other tests
         monkeypatch.setattr(memory, "LIMIT", int(attack.memory) << 20)
-    course_file = tmp_path / "course" / "course.toml"
-    course_file.parent.mkdir()
-    course_file.write_text(course_text(attack), encoding="utf-8")
+    course_file = write_course(attack, tmp_path / "course")
     stage = next(s for s in load_course(course_file).stages if s.number == attack.stage)
-    if attack.hidden:
-        (course_file.parent / "course.hidden.toml").write_text(hidden_text(attack, stage.id))
-    submission = tmp_path / "student"
-    (submission / stage.modules[attack.track]).parent.mkdir(parents=True)
-    (submission / stage.modules[attack.track]).write_bytes(path.read_bytes())
+    submission = write_submission(path, stage.modules[attack.track], tmp_path / "student")
     results = {name: tmp_path / "results" / name for name in
                ("r.json", "junit.xml", "gradescope.json", "summary.md")}
     code, out, err = run_grade(

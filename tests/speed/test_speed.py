@@ -1115,7 +1115,8 @@ def test_the_gpu_studies_have_one_entry_point():
 
     for name, (module, _) in STUDIES.items():
         assert callable(importlib.import_module(f"scripts.{module}").main), name
-    studies = {p.stem for p in (ROOT / "scripts").glob("*.py")} - {"__init__", "__main__", "common"}
+    shared = {"__init__", "__main__", "common", "corpus_files"}  # what the studies share
+    studies = {p.stem for p in (ROOT / "scripts").glob("*.py")} - shared
     assert studies == {module for module, _ in STUDIES.values()}
     assert not [p.name for p in (ROOT / "scripts").glob("*.py") if "sys.path" in p.read_text()]
     assert main(["no-such-study"]) == 2 and main([]) == 0
@@ -1131,35 +1132,3 @@ def test_the_wire_study_sends_a_tensor_whole_between_two_processes(capsys, throu
     assert main(["wire", "--megabytes", "2", "--rounds", "2", *through]) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
     assert len(rows) == 2 + 2 and all(row.endswith("| yes (cpu) |") for row in rows[2:])
-
-
-def test_the_gpu_corpus_takes_any_of_an_entrys_verdicts():
-    """scripts/gpu_corpus.py: an entry that allows two verdicts (the patched timer: too slow,
-    or its timing rejected) is matched by either, one that names a verdict by that one only."""
-    corpus = _script("gpu_corpus")
-    texts = ["all 1000 elements match", "", "timing rejected: the grader's clock saw more"]
-    assert corpus.said(texts, ("too slow", "timing rejected")) == [texts[2]]
-    assert corpus.said(texts, "too slow") == []
-    assert corpus.said(texts, "elements match") == [texts[0]]
-
-
-def test_the_gpu_corpus_judges_a_forgery_against_its_honest_twin():
-    """scripts/gpu_corpus.py: a forgery earns what its honest twin earns, each speed-up
-    within the allowed spread; one by a route left in the child earns exactly its points."""
-    from types import SimpleNamespace
-
-    corpus = _script("gpu_corpus")
-
-    def graded(points, *speedups):
-        cases = [SimpleNamespace(speedup=s, passed=s >= 1.0) for s in speedups]
-        return SimpleNamespace(speed=SimpleNamespace(points=points, cases=cases))
-
-    honest = graded(2, 1.20, 0.90)
-    assert corpus.like_twin(graded(2, 1.23, 0.92), honest, exactly=False)[0]
-    assert not corpus.like_twin(graded(2, 1.23, 0.92), honest, exactly=True)[0]  # 2.5% off
-    assert corpus.like_twin(graded(2, 1.21, 0.90), honest, exactly=True)[0]
-    assert not corpus.like_twin(graded(2, 1.20, 1.00), graded(2, 1.20, 0.99),
-                                exactly=False)[0]  # a verdict more, within the spread
-    assert not corpus.like_twin(graded(4, 1.21, 0.90), honest, exactly=True)[0]  # points
-    ok, got = corpus.like_twin(graded(2, 1.2, 0.9), None, exactly=True)
-    assert not ok and "not graded in this run" in got
