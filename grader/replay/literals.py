@@ -199,7 +199,8 @@ class Reader:
             if node.keywords:
                 raise NotData(node, f"`{spelling}` takes no keywords in a constant")
             args = [self._number(a) for a in node.args]
-            if spelling == "round" and len(args) == 2 and abs(args[1]) > _ROUND_DIGITS:
+            if spelling == "round" and len(args) == 2 and type(args[0]) is int \
+                    and abs(args[1]) > _ROUND_DIGITS:
                 raise TooCostly(node, f"round's digits are at most {_ROUND_DIGITS} in a constant")
             try:
                 return _bounded(function(*args), node)
