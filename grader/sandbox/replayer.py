@@ -61,7 +61,9 @@ class ReplayWorker(KernelWorker):
         self.binaries.install(key, value, tensors or {})
         return True, {}
 
-    def call(self, problem_id: str, params: dict, dtype: str, seed: int, proposal: dict):
+    def call(self, problem_id: str, params: dict, dtype: str, seed: int, proposal: dict,
+             in_grid_order: bool = False):
+        from grader.replay import order
         from grader.replay.proposal import ProposalError
 
         _, inputs, guards, names = self.guarded_inputs(problem_id, params, dtype, seed)
@@ -71,8 +73,9 @@ class ReplayWorker(KernelWorker):
 
             watch = Watch(self.file.path, dict(zip(inputs, names)))
         try:
-            executed = self._executor(proposal, inputs).run(self.parsed(proposal, inputs),
-                                                            inputs, watch)
+            with order.case(seed, in_grid_order):  # programs in any order, as on a GPU
+                executed = self._executor(proposal, inputs).run(self.parsed(proposal, inputs),
+                                                                inputs, watch)
         except ProposalError as exc:
             raise SubmissionError(f"its launches cannot be replayed: {exc}") from None
         self._synchronize()
@@ -262,15 +265,17 @@ class ReplayProcess(Process):
         self.installing += time.perf_counter() - start
 
     def call(self, problem_id: str, params: dict, dtype: str, seed: int,
-             inputs: list, output_bytes: int, proposal: dict) -> Outcome:
+             inputs: list, output_bytes: int, proposal: dict,
+             in_grid_order: bool = False) -> Outcome:
         """The replay of `proposal` on the case's inputs drawn from `seed` (`inputs`: the
         parent's own copies, for the sizes that may come back; `output_bytes`: the size of
-        the expected output)."""
+        the expected output), its programs in the case's order (grader.replay.order), or
+        in grid order where asked."""
         limit = 2 * (sum(t.nbytes for t in inputs) + output_bytes) + (1 << 20)
         try:
             self._install(problem_id, params, dtype, seed, proposal)
             reply = self._ask("call", limit, problem_id=problem_id, params=params, dtype=dtype,
-                              seed=seed, proposal=proposal)
+                              seed=seed, proposal=proposal, in_grid_order=in_grid_order)
             value = self._check(reply.header["value"], CALL_REPLY, "the call's reply")
             try:
                 outcome = call_outcome(value, reply.tensors, inputs)

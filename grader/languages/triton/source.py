@@ -9,6 +9,7 @@ from typing import Any
 
 from grader.languages.triton.fidelity import gpu_arithmetic
 from grader.languages.triton.frontend import check, unwrap
+from grader.languages.triton.program_order import programs_in_case_order
 
 
 def parameters(kernel) -> list[str]:
@@ -40,7 +41,8 @@ def front_end(name: str, kernel, args: tuple, kwargs: dict, path: Path) -> str |
 
 
 def launch(step, kernel, args: tuple, kwargs: dict) -> None:
-    with gpu_arithmetic():  # a float16 accumulator rounded as a GPU rounds it
+    # a float16 accumulator rounded as a GPU rounds it; the programs in the case's order
+    with gpu_arithmetic(), programs_in_case_order():
         kernel[_grid(step, kernel)](*args, **kwargs)
 
 
