@@ -13,7 +13,7 @@ replay seed (`for_case`): in reverse grid order for an even seed, shuffled by
 `random.Random(seed)` for an odd one. One seed always gives the same order, so `grade
 --seed` reproduces a failure. Every program still runs exactly once: an order is a
 permutation of the grid, position k of the run taking program `permutation[k]` of the grid
-order. The replay sets the order for the length of a case (`case`); each language's launch
+order. The replay sets the order for the length of a case (`case`, `in_case_order`); each language's launch
 reads it (`current`): grader.languages.triton.order wraps the interpreter's grid index,
 grader.languages.cutile.simulator.launching permutes its loop. Outside a replayed case (the
 child's recorded call, the grid-order experiment of a failing case, grader.judge.stage)
@@ -27,10 +27,11 @@ shuffles).
 
 from __future__ import annotations
 
+import functools
 import random
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Callable, Iterator
 
 
 @dataclass(frozen=True)
@@ -81,3 +82,14 @@ def case(seed: int, in_grid_order: bool = False) -> Iterator[Order]:
         yield _current
     finally:
         _current = saved
+
+
+def in_case_order(call: Callable) -> Callable:
+    """A replay's `call(problem_id, params, dtype, seed, proposal)` whose launches run their
+    programs in the order of the case drawn from `seed` (`in_grid_order`: in grid order)."""
+    @functools.wraps(call)
+    def ordered(worker, problem_id, params, dtype, seed, *args, in_grid_order=False, **kwargs):
+        with case(seed, in_grid_order):
+            return call(worker, problem_id, params, dtype, seed, *args, **kwargs)
+
+    return ordered

@@ -9,7 +9,7 @@ grid order, grader.replay.order: block 7 reads its tile before block 6 stores it
 
 expect: FAIL
 message: its programs race
-message: line 27
+message: line 29
 message: block 6 stores to an element of a tensor the wrapper allocated (flat index 896) that block 7 read
 points: 0
 """

@@ -10,7 +10,7 @@ grid order, grader.replay.order: program 7 reads its tile before program 6 store
 
 expect: FAIL
 message: its programs race
-message: line 27
+message: line 29
 message: program 6 stores to an element of a tensor the wrapper allocated (flat index 896) that program 7 read
 points: 0
 """
