@@ -22,8 +22,16 @@ class ScriptedReplay:
     calls: list = field(default_factory=list)
     installing: float = 0.0  # seconds waiting for binaries (none here: nothing is built)
 
-    def call(self, problem_id, params, dtype, seed, inputs, output_bytes, proposal):
-        self.calls.append(seed)
+    in_grid_order: list = field(default_factory=list)  # seeds replayed in grid order
+
+    def call(self, problem_id, params, dtype, seed, inputs, output_bytes, proposal, *,
+             configuration=None, in_grid_order=False):
+        # The grid-order experiment (grader.judge.stage) gets what the case's replay got: a
+        # script runs no programs, in any order.
+        if in_grid_order:
+            self.in_grid_order.append(seed)
+        else:
+            self.calls.append(seed)
         outcome = self.outcomes[len(self.calls) - 1]
         return outcome(problem_id, params, dtype, seed) if callable(outcome) else outcome
 

@@ -59,6 +59,9 @@ class Expected:
     hypotheses: Sequence = ()
     experiments: dict = field(default_factory=dict)
     probe: Callable[[dict], str | None] | None = None
+    # the replay of the same inputs with the programs in grid order (grader.judge.experiments
+    # order_dependent): the case's order in words where it passed
+    grid_order: Callable[[], str | None] | None = None
 
 
 def compare(outcome: Outcome, expected: Expected) -> Verdict:
@@ -130,8 +133,10 @@ def compare(outcome: Outcome, expected: Expected) -> Verdict:
                   constants, list(traffic))
     written = None if traffic_map is None else (traffic_map & 1) > 0
     layout = expected.tiles
-    found = causes.from_traffic(ev, written, tiles.block(layout, constants),
-                                [tuple(la.grid) for la in launches])
+    words = expected.track.words if expected.track is not None else None
+    found = experiments.order_dependent(expected.grid_order, words)
+    found = found or causes.from_traffic(ev, written, tiles.block(layout, constants),
+                                         [tuple(la.grid) for la in launches])
     found = found or experiments.confirmed(ev, expected.hypotheses, expected.experiments,
                                            expected.probe)
     found = found or (expected.explain(ev) if expected.explain is not None else [])

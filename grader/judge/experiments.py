@@ -60,3 +60,28 @@ def shown(params: Mapping[str, Any]) -> str:
     contiguous`. One left unset (None: its default depends on the others) is left out."""
     return ", ".join(f"{name} = {str(value).lower() if isinstance(value, bool) else value}"
                      for name, value in params.items() if value is not None)
+
+
+# Given nothing: the order the case ran its programs in, in words, where the same inputs
+# replayed with the programs in grid order gave the right output; None where they did not,
+# or the experiment was not run (grader.judge.stage).
+GridOrderProbe = Callable[[], "str | None"]
+
+
+def order_dependent(probe: GridOrderProbe | None, words: Any = None) -> list[Cause]:
+    """The output depends on the order the programs ran in, where the experiment says so: the
+    case's own replay (programs in the case's order, grader.replay.order) was wrong, and the
+    same inputs replayed in grid order are right. Else nothing."""
+    used = probe() if probe is not None else None
+    if used is None:
+        return []
+    program, programs = (words.program, words.programs) if words else ("program", "programs")
+    return [Cause("program_order",
+                  f"the output depends on the order the {programs} run in: this case ran them "
+                  f"in {used} and its output is wrong, while in grid order ({program} 0 "
+                  f"first) the same inputs give the right output. A GPU runs the {programs} "
+                  f"of a launch in any order, and none waits for another: a {program} may "
+                  f"use only what it loads from the inputs, what it stores itself, and what "
+                  f"an earlier launch stored (never what another {program} of the same launch "
+                  f"stores, not even through an atomic)",
+                  f"the same inputs replayed with the {programs} in grid order are right")]

@@ -100,8 +100,8 @@ def replay_misconduct(call: Call, outcome: Outcome, problem: Problem,
     if failing and all(f["kind"] == "race" for f in failing):
         return Verdict(False, "its programs race: in one launch, one reads or stores again "
                               "an element another stores, as the watch of its loads and stores "
-                              "saw (here the programs ran one by one, in order; a GPU runs them "
-                              "at once):", seen, kind=Failure.WRONG_RESULT)
+                              "saw (here the programs ran one by one, in an order drawn for the "
+                              "case; a GPU runs them at once, in any order):", seen, kind=Failure.WRONG_RESULT)
     if failing:
         # What the findings saw, and no more: a kernel that only read past an edge is not
         # told it wrote there (its hidden cases show the kind alone).

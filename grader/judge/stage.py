@@ -25,6 +25,7 @@ from grader.judge.compare import Expected, Verdict, compare, drawn
 from grader.judge.experiments import shown
 from grader.judge.misconduct import HOST_WORK, proposal_misconduct, replay_misconduct
 from grader.problems import DTYPES
+from grader.replay import order
 from grader.quoting import is_quoted, quoted, said
 from grader.replay import variants
 from grader.results import CaseResult, CheckResult, Failure
@@ -38,6 +39,9 @@ REPLAY_DRAW = 0x5EED
 # The most probe replays (grader.judge.experiments) one stage may run for its failing cases:
 # each costs a recorded and a replayed call.
 PROBES = 3
+# The most grid-order replays (grader.judge.experiments.order_dependent) one stage may run
+# for its failing cases: each costs a replayed call.
+ORDER_PROBES = 3
 BINARIES = "of the replay: waiting for its binaries"  # grade --profile, on a GPU
 COMPILES = "compiles for a GPU"  # the stage-wide check that a GPU compiler saw the kernels
 # Elements of an output from which a GPU judges it first: with a later stage's builders
@@ -69,6 +73,7 @@ class StageCheck:
         self.saw_hidden = False  # the processes were given a hidden case's inputs
         # (changes, dtype) -> the probed parameters, in words, where the probe passed
         self.probes: dict[tuple, str | None] = {}
+        self.order_probes = 0  # grid-order replays run (ORDER_PROBES at most)
         self.phases: dict[str, float] = {}  # where the cases' seconds went (grade --profile)
         self.built_ahead = False  # its calls recorded and their builds begun (build_ahead)
 
@@ -203,6 +208,28 @@ class StageCheck:
 
         return run
 
+    def _in_grid_order(self, case: Case, params: dict, dtype: str, replay_seed: int,
+                       proposal: dict, call, judged: Expected):
+        """The experiment that tells a kernel whose output depends on the order its programs
+        run in (grader.judge.experiments.order_dependent): the case's inputs replayed again,
+        the programs in grid order, judged plainly. It gives the case's own order in words
+        where that replay passed; None where it failed or was not run (a GPU, whose order
+        the grader does not choose; a hidden case; the stage's ORDER_PROBES spent)."""
+        problem, replay = self.stage.problem, self.child.replay_process
+
+        def run() -> str | None:
+            if self.backend.device != "cpu" or case.hidden or self.order_probes >= ORDER_PROBES:
+                return None
+            self.order_probes += 1
+            outcome = replay.call(problem.id, dict(params), dtype, replay_seed, call.tensors(),
+                                  judged.reference.nbytes, proposal, in_grid_order=True)
+            verdict = replay_misconduct(call, outcome, problem, self.backend.device) or \
+                compare(outcome, judged)
+            words = TRACKS[self.backend.track].words.program
+            return order.for_case(replay_seed).words(words) if verdict.passed else None
+
+        return run
+
     def _replayed(self, params: dict, dtype: str, seed: int, case: Case | None) -> Verdict:
         """The wrapper's proposal, recorded in the child on inputs drawn from `seed`, then
         replayed by the grader on fresh inputs: only the replay's output is judged. A failing
@@ -235,11 +262,15 @@ class StageCheck:
         track = self.backend.track
         # The replay's output comes back to the grader on its CPU, wherever it ran.
         explained = case is not None
+        judged_plainly = Expected(expected, DTYPES[dtype], "cpu", self.stage.tolerance[dtype])
         judged = Expected(expected, DTYPES[dtype], "cpu", self.stage.tolerance[dtype],
                           TRACKS.get(track), self.stage.tiles.get(track),
                           problem.explain if explained else None, call,
                           self.stage.hypotheses if explained else (), problem.experiments,
-                          self._probe(case, seed) if explained else None)
+                          self._probe(case, seed) if explained else None,
+                          self._in_grid_order(case, params, dtype, replay_seed,
+                                              proposed.proposal, call, judged_plainly)
+                          if explained else None)
         with timing.phase(phases, "judge the output"):  # its probes' replays included
             verdict = self._verdict(call, outcome, judged)
         if verdict.passed and variants.count(proposed.proposal) > 1:
@@ -279,7 +310,8 @@ class StageCheck:
         for index in range(first, total):
             with timing.phase(phases, "replay"):
                 outcome = replay.call(self.stage.problem.id, dict(params), dtype, seed,
-                                      call.tensors(), expected.nbytes, proposal, index)
+                                      call.tensors(), expected.nbytes, proposal,
+                                      configuration=index)
             with timing.phase(phases, "judge the output"):
                 verdict = self._verdict(call, outcome, judged)
             if not verdict.passed:

@@ -5,9 +5,10 @@ On a GPU the programs of a launch run in no set order, and nothing in a tile lan
 one wait for another's stores (only atomics, which are not plain loads and stores): a value
 one program reads where another stores is whatever the timing gives, and so is which of two
 values stored to one element stays. On the CPU the interpreter runs the programs one after
-another, in order, so a kernel that hands data from program to program through memory
-(program p writing what program p + 1 reads), or that clears the next program's tile before
-its owner stores it, gets the right output there, every time, and passed. Here each tensor a
+another (in an order drawn for the case, grader.replay.order), so a kernel that hands data
+from program to program through memory (program p writing what program p + 1 reads), or
+that clears the next program's tile before its owner stores it, may get the right output
+there, and pass. Here each tensor a
 launch may write (the output, a buffer the wrapper allocated; not the inputs, which no
 kernel may write) keeps, per element, the program that first stored it, the value its
 stores left, and the program that read it; an element read by one program and stored by

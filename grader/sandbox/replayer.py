@@ -1,14 +1,13 @@
 """The replay, both ends: the confined process that runs a submission's kernels.
 
-Started and confined like the child (grader.sandbox.child), it never imports the
-submission's module. On a CPU it rebuilds the file's kernels from source
-(grader.replay.kernels); on a GPU it builds nothing: builder processes compile each
-proposal's launches (grader.sandbox.builder, grader.sandbox.ahead) and the replay is given
-the binaries (`install`, grader.replay.binaries), so that no compile-time Python ever runs
-in the process that keeps the clock. It runs the proposals the child recorded, on inputs it
-draws from the grader's seeds: one graded call (`call`), untimed warm-up calls (`warm`),
-timed batches (`time_batch`, `fetch`), the peak memory of a call (`memory`). Its outputs
-and times are the only ones grading uses.
+Started and confined like the child (grader.sandbox.child), it never imports the submission's
+module. On a CPU it rebuilds the file's kernels from source (grader.replay.kernels); on a GPU
+it builds nothing: builder processes compile each proposal's launches (grader.sandbox.builder,
+grader.sandbox.ahead) and the replay is given the binaries (`install`, grader.replay.binaries),
+so that no compile-time Python ever runs in the process that keeps the clock. It runs the
+proposals the child recorded, on inputs it draws from the grader's seeds: one graded call
+(`call`), untimed warm-up calls (`warm`), timed batches (`time_batch`, `fetch`), the peak
+memory of a call (`memory`). Its outputs and times are the only ones grading uses.
 
 `ReplayWorker` is the replay's side of each request, `ReplayProcess` the grader's; the
 shape of each reply sits between them."""
@@ -23,6 +22,7 @@ from grader import protocol
 from grader.quoting import inline
 from grader.replay.binaries import proposal_key
 from grader.replay.execute import LaunchRecord
+from grader.replay.order import in_case_order
 from grader.sandbox.ahead import Build, StageBuilds
 from grader.sandbox.builder import BuilderProcess
 from grader.sandbox.outcomes import (CALL_REPLY, RETURNED, TIMING_REPLY, WARM_REPLY, Batch,
@@ -62,6 +62,7 @@ class ReplayWorker(KernelWorker):
         self.binaries.install(key, value, tensors or {})
         return True, {}
 
+    @in_case_order  # its launches run their programs in the case's order, as a GPU may
     def call(self, problem_id: str, params: dict, dtype: str, seed: int, proposal: dict,
              configuration: int | None = None):
         """One graded call; `configuration`: grader.replay.variants."""
@@ -254,16 +255,17 @@ class ReplayProcess(Process):
         self.installing += time.perf_counter() - start
 
     def call(self, problem_id: str, params: dict, dtype: str, seed: int,
-             inputs: list, output_bytes: int, proposal: dict,
-             configuration: int | None = None) -> Outcome:
-        """The replay of `proposal` on the case's inputs drawn from `seed` (`inputs`: the
-        parent's own copies, for the sizes that may come back; `output_bytes`: the size of
-        the expected output; `configuration`: grader.replay.variants)."""
+             inputs: list, output_bytes: int, proposal: dict, *,
+             configuration: int | None = None, in_grid_order: bool = False) -> Outcome:
+        """The replay of `proposal` on the case's inputs drawn from `seed` (`inputs`: the parent's
+        own copies, for the sizes that may come back; `output_bytes`: the expected output's;
+        `configuration`: grader.replay.variants; `in_grid_order`: grader.replay.order)."""
         limit = 2 * (sum(t.nbytes for t in inputs) + output_bytes) + (1 << 20)
         try:
             self._install(problem_id, params, dtype, seed, proposal)
             reply = self._ask("call", limit, problem_id=problem_id, params=params, dtype=dtype,
-                              seed=seed, proposal=proposal, configuration=configuration)
+                              seed=seed, proposal=proposal, configuration=configuration,
+                              in_grid_order=in_grid_order)
             value = self._check(reply.header["value"], CALL_REPLY, "the call's reply")
             try:
                 outcome = call_outcome(value, reply.tensors, inputs)

@@ -1,14 +1,16 @@
 """Each block copies the next block's tile of y into a scratch array, and reads its own from
-there: right only when the blocks run one after another, in order, as the simulator runs
+there: right only when the blocks run one after another, in order, as the simulator ran
 them (every output right, and it passed); on a GPU the blocks of a launch run at once and
 none waits for another's stores, so a block may read its tile before it was written (a race).
 
 The watch of the loads and stores sees one block read what another stored in the same
-launch, and the case fails on it, naming the line.
+launch, and the case fails on it, naming the line. (The case runs its blocks in reverse
+grid order, grader.replay.order: block 7 reads its tile before block 6 stores it.)
 
 expect: FAIL
 message: its programs race
-message: block 1 reads an element of a tensor the wrapper allocated
+message: line 29
+message: block 6 stores to an element of a tensor the wrapper allocated (flat index 896) that block 7 read
 points: 0
 """
 

@@ -1,15 +1,17 @@
 """Each program copies the next program's tile of y into a scratch buffer, and reads its own
 from there: right only when the programs run one after another, in order, as the CPU's
-interpreter runs them (every output right, and it passed); on a GPU the programs of a launch
+interpreter ran them (every output right, and it passed); on a GPU the programs of a launch
 run at once and none waits for another's stores, so a program may read its tile before it
 was written (a race).
 
 The watch of the loads and stores sees one program read what another stored in the same
-launch, and the case fails on it, naming the line.
+launch, and the case fails on it, naming the line. (The case runs its programs in reverse
+grid order, grader.replay.order: program 7 reads its tile before program 6 stores it.)
 
 expect: FAIL
 message: its programs race
-message: program 1 reads an element of a tensor the wrapper allocated
+message: line 29
+message: program 6 stores to an element of a tensor the wrapper allocated (flat index 896) that program 7 read
 points: 0
 """
 

@@ -12,6 +12,7 @@ from grader.languages.cutile.simulator import blocks
 from grader.languages.cutile.simulator.errors import SimulatorError
 from grader.languages.cutile.simulator.rebinding import kernel_function, rebind
 from grader.languages.cutile.simulator.values import Array
+from grader.replay import order
 
 # A grid dimension is at most 2^24 - 1 blocks in cuTile.
 MAX_GRID_DIM = 0xFFFFFF
@@ -60,8 +61,8 @@ def _is_tile_kernel(kernel) -> bool:
 
 
 def launch(stream, grid, kernel, kernel_args, /, *, programmatic_dependent_launch=False) -> None:
-    """Run `kernel` over `grid` on the CPU, one block after another, after the argument
-    checks of cuTile's own launch."""
+    """Run `kernel` over `grid` on the CPU, one block after another (in the replayed case's
+    order), after the argument checks of cuTile's own launch."""
     # In cuTile's order: the stream, the grid, the kernel, its arguments.
     if stream is None:
         raise TypeError("Stream is required, got None")
@@ -77,11 +78,20 @@ def launch(stream, grid, kernel, kernel_args, /, *, programmatic_dependent_launc
 
     try:
         with _disable_current_modes():
-            for z, y, x in itertools.product(range(grid[2]), range(grid[1]), range(grid[0])):
+            for x, y, z in _in_case_order(grid):
                 blocks.current = (x, y, z)
                 body(*args)
     finally:
         blocks.current, blocks.grid = saved
+
+
+def _in_case_order(grid: tuple[int, int, int]) -> list[tuple[int, int, int]]:
+    """Every block of `grid` once, (x, y, z), in the replayed case's order (grader.replay.order):
+    a permutation of grid order (x fastest), in which the simulator ran them before. A GPU
+    runs them in any order, so a kernel right only in grid order fails here too."""
+    in_grid_order = [(x, y, z) for z, y, x in itertools.product(
+        range(grid[2]), range(grid[1]), range(grid[0]))]
+    return [in_grid_order[k] for k in order.current().permutation(len(in_grid_order))]
 
 
 def _kernel_argument(value):
