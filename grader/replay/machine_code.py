@@ -16,15 +16,15 @@ SR_CLOCKHI; `%globaltimer` (and its `_lo`, `_hi`) as SR_GLOBALTIMERLO and SR_GLO
 (which count cycles too) as SR_PM0..SR_PM7. Any instruction that names one is refused,
 whatever its opcode.
 
-The disassembler is NVIDIA's nvdisasm: Triton ships one (triton/backends/nvidia/bin), and
-the CUDA toolkit has another (on PATH, or under CUDA_HOME). A binary that none of them can
+The disassembler is NVIDIA's nvdisasm: a language's toolchain may ship one (its wing's
+`disassemblers`: Triton's, in triton/backends/nvidia/bin), and the CUDA toolkit has another
+(on PATH, or under CUDA_HOME); each is tried until one reads the binary. A binary that none of them can
 read is not passed: `Unreadable` makes the launch "not graded" (grader.replay.binaries),
 since the student did nothing wrong, and a binary no one read must earn nothing.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import shutil
@@ -32,6 +32,8 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from grader.tracks import TRACKS, wing
 
 # What each refused special register reveals, by the start of its name in SASS.
 REVEALS = {
@@ -71,11 +73,9 @@ def is_machine_code(name: str, blob: bytes) -> bool:
 
 
 def disassemblers() -> list[str]:
-    """The nvdisasm programs found here, Triton's first (the one its cubins were made for)."""
-    found = []
-    spec = importlib.util.find_spec("triton")
-    for folder in (spec.submodule_search_locations or []) if spec else []:
-        found.append(os.path.join(folder, "backends", "nvidia", "bin", "nvdisasm"))
+    """The nvdisasm programs found here: those the languages' toolchains ship first (each
+    reads the cubins its own compiler makes), then the CUDA toolkit's."""
+    found = [path for track in TRACKS.values() for path in wing(track).disassemblers()]
     found.append(shutil.which("nvdisasm") or "")
     for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
         if home:
@@ -92,9 +92,9 @@ def disassemble(blob: bytes) -> str:
                          "cannot be read")
     programs = disassemblers()
     if not programs:
-        raise Unreadable("nvdisasm, NVIDIA's disassembler, was not found (Triton ships one in "
-                         "triton/backends/nvidia/bin; the CUDA toolkit has another), so the "
-                         "grader cannot read the machine code its compiler made")
+        raise Unreadable("nvdisasm, NVIDIA's disassembler, was not found (a kernel language's "
+                         "toolchain may ship one; the CUDA toolkit has one), so the grader "
+                         "cannot read the machine code its compiler made")
     said = ""
     with tempfile.TemporaryDirectory(prefix="tilecourse-sass-") as folder:
         path = Path(folder) / "kernel.cubin"
