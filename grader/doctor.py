@@ -18,6 +18,7 @@ from grader import sandbox
 from grader.backends import selection as backends
 from grader.languages.cutile import toolchain
 from grader.languages.cutile.compile_check import ARCHS
+from grader.replay import machine_code
 
 # The architecture to compile-check for when there is no GPU to ask.
 DEFAULT_ARCH = "sm_90"
@@ -75,6 +76,14 @@ def diagnose() -> Diagnosis:
         d.facts.append(("CUDA runtime (torch)", torch.version.cuda or "?"))
     else:
         d.facts.append(("GPU", "none found by torch"))
+    # On a GPU every built kernel is read for clock reads first (grader.replay.machine_code).
+    readers = machine_code.disassemblers()
+    d.facts.append(("nvdisasm", readers[0] if readers else "not found"))
+    if arch and not readers:
+        d.notes.append("nvdisasm was not found: on this GPU every kernel would be 'not graded', "
+                       "since the grader reads each built kernel's machine code before it runs "
+                       "it. Install Triton (it ships nvdisasm) or the CUDA toolkit, or put "
+                       "nvdisasm on PATH.")
 
     if tc.cuda_tile and tc.tileiras:
         result = toolchain.probe(arch or DEFAULT_ARCH)

@@ -251,6 +251,11 @@ class Wing(abc.ABC):
         """Compile one launch: its records (JSON; one per configuration of an autotuned
         kernel) and the files they name."""
 
+    def disassemblers(self) -> list[str]:
+        """The nvdisasm programs its toolchain ships, which read the cubins `build` makes
+        (grader.replay.machine_code reads them for clock reads); none by default."""
+        return []
+
     @abc.abstractmethod
     def load_binary(self, record: dict, files: dict, folder: "pathlib.Path", kept: dict,
                     name: str) -> Any:

@@ -8,6 +8,10 @@ were checked before any was built (grader.replay.bodies), and the builder is a c
 process whose only output is data: per launch step, records (JSON) and binary files. In
 the replay no code path runs anything derived from the submission's Python.
 
+Before a launch's binaries go to the replay, the builder reads their machine code
+(grader.replay.machine_code): one that reads the GPU's clock or which multiprocessor runs
+it is refused, as a launch that does not compile is; one it cannot read is not graded.
+
 An autotuned Triton launch has a binary per configuration: the replay tunes itself, timing
 each on the launch's own arguments with CUDA events (and restoring every tensor argument
 after each), keeps the fastest, and launches that one from then on.
@@ -23,14 +27,14 @@ from typing import Any
 
 import torch
 
-from grader.replay import arguments
+from grader.replay import arguments, machine_code
 from grader.replay.buffers import argument, host_step
 from grader.replay.execute import Launcher
 from grader.replay.kernels import KernelFile, SourceError
 from grader.replay.locate import describe
 from grader.replay.proposal import Alloc, Launch, Proposal
 from grader.replay.spellings import check_launch
-from grader.tracks import wing
+from grader.tracks import Unavailable, wing
 
 TUNING_REPEATS = 5  # timed launches of each configuration, after one untimed
 
@@ -79,6 +83,14 @@ def build(file: KernelFile, proposal: Proposal, inputs: dict[str, torch.Tensor]
         except Exception as exc:  # noqa: BLE001 - the compiler's rejection is the answer
             launches.append({"step": index, "names": names, "error": describe(exc, file.path)})
             break  # a later launch would run after one that does not compile: never
+        try:
+            refused = machine_code.check(made, file.path, language.spellings.api)
+        except machine_code.Unreadable as exc:  # the grader's own failing: not graded
+            launches.append({"step": index, "names": names, "unchecked": str(exc)})
+            break
+        if refused:  # it reads the clock, or where it runs: refused as if it did not compile
+            launches.append({"step": index, "names": names, "error": refused})
+            break
         for name, blob in made.items():
             files[f"{index}/{name}"] = torch.frombuffer(bytearray(blob), dtype=torch.uint8)
         launches.append({"step": index, "names": names, "records": records})
@@ -117,6 +129,9 @@ class Binaries:
             names[index] = [str(n) for n in launch["names"]]
             if "error" in launch:
                 steps[index] = str(launch["error"])
+                continue
+            if "unchecked" in launch:  # its machine code could not be read
+                steps[index] = Unavailable(str(launch["unchecked"]))
                 continue
             step = proposal.steps[index]
             files = {}
@@ -191,12 +206,14 @@ class BuiltKernels:
         built = self.steps.get(index)
         if built is None:
             return "the kernel was not built (an earlier launch does not compile)"
+        if isinstance(built, Unavailable):
+            raise built  # not graded (grader.replay.execute)
         return built if isinstance(built, str) else None
 
     def launcher(self, index: int, step: Launch) -> Launcher:
         built = self.steps[index]
-        if isinstance(built, str):
-            raise RuntimeError(built)
+        if isinstance(built, (str, Unavailable)):
+            raise RuntimeError(str(built))
         # One binary, or the configuration a variant names (grader.replay.variants). One this
         # GPU cannot run is never the autotuner's pick here: that variant runs the pick.
         choice = 0 if len(built) == 1 else step.configuration

@@ -180,8 +180,8 @@ class _Walker(ast.NodeVisitor):
                                    f"{', '.join(sorted(self.table.builtins))}")
 
     def api(self, spelling: str, node: ast.AST) -> Any:
-        """What a spelling names; refused unless it is the kernel language's own API (or
-        math's)."""
+        """What a spelling names; refused unless it is on the kernel language's reviewed list
+        (grader.replay.kernel_api) and the language's own API, or math's."""
         try:
             value = lookup(spelling, self.table)
         except Unknown as exc:
@@ -189,9 +189,11 @@ class _Walker(ast.NodeVisitor):
                                        f"{exc}; a kernel may use {self.table.api} (the kernel "
                                        "language's own functions, types and dtypes) and math's "
                                        "numbers and functions") from None
-        if spelling in self.table.unchecked:
+        listed = self.table.kernel_api
+        if listed is not None and spelling.split(".")[0] != "math" \
+                and not listed.allows(spelling):
             raise Refused(node.lineno, f"`{short(spelling)}` cannot be used in a kernel: "
-                                       f"{self.table.unchecked[spelling]}")
+                                       f"{listed.refusal(spelling)}")
         if not part_of_language(value, spelling, self.table):
             raise Refused(node.lineno, f"`{short(spelling)}` cannot be used in a kernel: it is "
                                        f"not part of {self.table.package}'s kernel API; a kernel "

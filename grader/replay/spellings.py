@@ -1,6 +1,6 @@
 """What a kernel file may write where the replay reads it: per language, the modules, the
 decorators, the constructors of constants, the annotations, and the built-ins and API a
-kernel body may name.
+kernel body may name (the API from a reviewed list: grader.replay.kernel_api).
 
 The replay never evaluates a submission's expressions. It reads names by their *spelling*:
 `tl.constexpr` in a file that did `import triton.language as tl` is spelled
@@ -19,6 +19,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Any
 
+from grader.replay.kernel_api import KernelApi
 from grader.tracks import TRACKS, wing
 
 # math's numbers, and its functions that take and return numbers and call nothing else.
@@ -57,12 +58,12 @@ class Spellings:
     options: dict[str, frozenset[str]] = field(default_factory=dict)  # decorator -> keywords
     # A kind of decorator the grader does not rebuild -> why, and what to write instead.
     refused: dict[str, str] = field(default_factory=dict)
-    # API of the language a kernel body may not call -> why, and what to write instead
-    unchecked: dict[str, str] = field(default_factory=dict)
     called: frozenset[str] = frozenset()  # kinds of decorator written only as a call
     shown: str = ""  # the decorators the grader rebuilds, as a message lists them
     short: dict[str, str] = field(default_factory=dict)  # a module's prefix -> as files write it
     constant: str = ""  # the annotation subscripted with a constant's type (`ct.Constant[int]`)
+    # The reviewed list of what a kernel body may name (grader.replay.kernel_api).
+    kernel_api: KernelApi | None = None
 
 
 def short(spelling: str) -> str:

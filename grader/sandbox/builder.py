@@ -40,7 +40,8 @@ class BuilderWorker(KernelWorker):
 # The most a build may send back: a cubin is some hundreds of KiB, an autotuned launch has
 # a binary per configuration.
 MAX_BUILD_BYTES = 256 << 20
-BUILD_REPLY = {"launches": [{"step": int, "names": [str], "error?": str, "records?": [dict]}]}
+BUILD_REPLY = {"launches": [{"step": int, "names": [str], "error?": str, "unchecked?": str,
+                              "records?": [dict]}]}
 
 
 class BuilderProcess(Process):

@@ -167,6 +167,12 @@ class CuTile(Wing):
 
         return build(kernel, args, grid)
 
+    def disassemblers(self):
+        import os
+
+        # tileiras's toolkit, where it has NVIDIA's other tools beside it.
+        return [os.path.join(folder, "bin", "nvdisasm") for folder in self.readable()]
+
     def load_binary(self, record, files, folder, kept, name):
         from grader.languages.cutile.binary import CutileBinary
 

@@ -3,12 +3,9 @@ says what each field of the table means)."""
 
 from __future__ import annotations
 
+from grader.languages.cutile.kernel_api import CUTILE_API, NUMPY_IN_CUTILE
 from grader.replay.spellings import Spellings
 
-# numpy's dtypes and numbers, which cuTile takes in tile code as NVIDIA's samples write it.
-NUMPY_IN_CUTILE = frozenset({"float16", "float32", "float64", "int8", "int16", "int32",
-                             "int64", "uint8", "uint16", "uint32", "uint64", "bool_", "inf",
-                             "nan", "pi", "e"})
 CUTILE = Spellings(
     track="cutile", package="cuda.tile", api="ct.*",
     modules=frozenset({"cuda", "cuda.tile", "numpy"}),
@@ -31,4 +28,5 @@ CUTILE = Spellings(
     shown="@ct.kernel, @ct.function",
     short={"cuda.tile.": "ct."},
     constant="cuda.tile.Constant",
+    kernel_api=CUTILE_API,
 )

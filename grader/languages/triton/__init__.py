@@ -161,6 +161,15 @@ class Triton(Wing):
 
         return build(kernel, args, kwargs)
 
+    def disassemblers(self):
+        import importlib.util
+        import os
+
+        # Triton ships NVIDIA's tools beside its own ptxas, the one its cubins were made by.
+        spec = importlib.util.find_spec("triton")
+        folders = (spec.submodule_search_locations or []) if spec else []
+        return [os.path.join(f, "backends", "nvidia", "bin", "nvdisasm") for f in folders]
+
     def load_binary(self, record, files, folder, kept, name):
         from grader.languages.triton.binary import TritonBinary
 

@@ -3,6 +3,7 @@ says what each field of the table means)."""
 
 from __future__ import annotations
 
+from grader.languages.triton.kernel_api import TRITON_API
 from grader.replay.spellings import Spellings
 
 TRITON = Spellings(
@@ -38,11 +39,8 @@ TRITON = Spellings(
                                    "compiles, which the grader does not allow: compute the "
                                    "value in your wrapper and pass it to the kernel as a "
                                    "tl.constexpr argument"},
-    unchecked={"triton.language.inline_asm_elementwise":
-               "inline assembly runs instructions that neither the grader nor Triton checks "
-               "(they could write outside every tensor, or read the GPU's clock); write the "
-               "computation with tl.* operations"},
     called=frozenset({"autotune"}),
     shown="@triton.jit, @triton.autotune(configs=[...])",
     short={"triton.language.": "tl."},
+    kernel_api=TRITON_API,
 )
