@@ -7,8 +7,9 @@ compile it, for TARGET (sm_90, the GPU the course's speed is graded on), which n
 (`check`): with the launch's own constexpr values and signature and its own options
 (`num_warps`, `num_stages`, `num_ctas`, `maxnreg`, `enable_fp_fusion`; under an autotuner,
 each configuration's), through every stage of Triton's pipeline, Triton IR to a cubin by
-ptxas. The compiler's message when it refuses the launch, None when it builds it, asked
-once per kernel, signature and options. The program the interpreter then runs is this one:
+ptxas, whose machine code is then read as the GPU's builder reads it (no clock, no SM id:
+grader.replay.machine_code). The compiler's message when it refuses the launch, None when
+it builds it, asked once per kernel, signature and options. The program the interpreter then runs is this one:
 the same source, rebuilt the same way, with the same values. `Unavailable`
 (grader.tracks) says that this Triton offers no compiler the grader knows how to call: the
 check is then not made, and grading says so.
@@ -187,6 +188,8 @@ class _Helper:
                            "constexprs": constexprs, "options": options, "arch": arch})
         if isinstance(reply.get("options"), str):
             return {"options": reply["options"]}
+        if isinstance(reply.get("unchecked"), str):
+            raise Unavailable(reply["unchecked"])
         return reply.get("error")
 
 
@@ -240,8 +243,8 @@ def _probe_kernel():
 def _lower(jit, signature: dict, constexprs: dict, path: Path | None = None,
            options: dict | None = None, arch: int = TARGET[1]) -> dict:
     """Triton's compiler on one kernel, in the helper process: {} where it builds a cubin,
-    {"error": its message, at the kernel line of `path`}, or {"options": why the launch's
-    options are refused}."""
+    {"error": its message, at the kernel line of `path`}, {"options": why the launch's
+    options are refused}, or {"unchecked": why its machine code could not be read}."""
     try:
         from triton._C.libtriton import ir
         from triton.backends.compiler import GPUTarget
@@ -277,10 +280,23 @@ def _lower(jit, signature: dict, constexprs: dict, path: Path | None = None,
         except Exception as exc:  # noqa: BLE001 - the compiler's rejection is the answer
             return {"error": rejection(exc, path)}
         try:
-            _compile(backend, parsed, source, module)
+            cubin = _compile(backend, parsed, source, module)
         except Exception as exc:  # noqa: BLE001 - the compiler's rejection is the answer
             return {"error": rejection(exc, path)}
-    return {}
+    return _read(cubin, path)
+
+
+def _read(cubin: bytes, path: Path | None) -> dict:
+    """The cubin's machine code read as the GPU builder reads it (grader.replay.machine_code):
+    {"error": ...} where it reads the GPU's clock or its SM, {"unchecked": why} where it
+    could not be read, {} otherwise."""
+    from grader.replay import machine_code
+
+    try:
+        refused = machine_code.check({"kernel.cubin": cubin}, path or Path("kernel.py"), "tl.*")
+    except machine_code.Unreadable as exc:
+        return {"unchecked": str(exc)}
+    return {"error": refused} if refused else {}
 
 
 def _compile(backend, options, source, module) -> bytes:
