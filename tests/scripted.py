@@ -24,11 +24,11 @@ class ScriptedReplay:
 
     in_grid_order: list = field(default_factory=list)  # seeds replayed in grid order
 
-    def call(self, problem_id, params, dtype, seed, inputs, output_bytes, proposal, *,
-             configuration=None, in_grid_order=False):
+    def call(self, problem_id, params, dtype, seed, inputs, output_bytes, proposal,
+             replay=None):
         # The grid-order experiment (grader.judge.stage) gets what the case's replay got: a
         # script runs no programs, in any order.
-        if in_grid_order:
+        if replay is not None and replay.in_grid_order:
             self.in_grid_order.append(seed)
         else:
             self.calls.append(seed)

@@ -222,7 +222,8 @@ class StageCheck:
                 return None
             self.order_probes += 1
             outcome = replay.call(problem.id, dict(params), dtype, replay_seed, call.tensors(),
-                                  judged.reference.nbytes, proposal, in_grid_order=True)
+                                  judged.reference.nbytes, proposal,
+                                  variants.Replay(in_grid_order=True))
             verdict = replay_misconduct(call, outcome, problem, self.backend.device) or \
                 compare(outcome, judged)
             words = TRACKS[self.backend.track].words.program
@@ -311,7 +312,7 @@ class StageCheck:
             with timing.phase(phases, "replay"):
                 outcome = replay.call(self.stage.problem.id, dict(params), dtype, seed,
                                       call.tensors(), expected.nbytes, proposal,
-                                      configuration=index)
+                                      variants.Replay(configuration=index))
             with timing.phase(phases, "judge the output"):
                 verdict = self._verdict(call, outcome, judged)
             if not verdict.passed:

@@ -17,12 +17,22 @@ this course's stages hand each other only their outputs).
 from __future__ import annotations
 
 import ast
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from grader import syntax
 from grader.quoting import inline
 from grader.replay.proposal import Launch, Proposal
+
+
+@dataclass(frozen=True)
+class Replay:
+    """Which replay of a case's proposal the grader asks for: the case's own by default;
+    under one configuration of each autotuned launch (`configuration`, below), or with the
+    programs in grid order (`in_grid_order`: the experiment of grader.replay.order)."""
+
+    configuration: int | None = None
+    in_grid_order: bool = False
 
 
 def count(proposal: dict) -> int:

@@ -23,6 +23,7 @@ from grader.quoting import inline
 from grader.replay.binaries import proposal_key
 from grader.replay.execute import LaunchRecord
 from grader.replay.order import in_case_order
+from grader.replay.variants import Replay
 from grader.sandbox.ahead import Build, StageBuilds
 from grader.sandbox.builder import BuilderProcess
 from grader.sandbox.outcomes import (CALL_REPLY, RETURNED, TIMING_REPLY, WARM_REPLY, Batch,
@@ -255,17 +256,17 @@ class ReplayProcess(Process):
         self.installing += time.perf_counter() - start
 
     def call(self, problem_id: str, params: dict, dtype: str, seed: int,
-             inputs: list, output_bytes: int, proposal: dict, *,
-             configuration: int | None = None, in_grid_order: bool = False) -> Outcome:
+             inputs: list, output_bytes: int, proposal: dict,
+             replay: Replay = Replay()) -> Outcome:
         """The replay of `proposal` on the case's inputs drawn from `seed` (`inputs`: the parent's
         own copies, for the sizes that may come back; `output_bytes`: the expected output's;
-        `configuration`: grader.replay.variants; `in_grid_order`: grader.replay.order)."""
+        `replay`: which replay, grader.replay.variants.Replay)."""
         limit = 2 * (sum(t.nbytes for t in inputs) + output_bytes) + (1 << 20)
         try:
             self._install(problem_id, params, dtype, seed, proposal)
             reply = self._ask("call", limit, problem_id=problem_id, params=params, dtype=dtype,
-                              seed=seed, proposal=proposal, configuration=configuration,
-                              in_grid_order=in_grid_order)
+                              seed=seed, proposal=proposal, configuration=replay.configuration,
+                              in_grid_order=replay.in_grid_order)
             value = self._check(reply.header["value"], CALL_REPLY, "the call's reply")
             try:
                 outcome = call_outcome(value, reply.tensors, inputs)
