@@ -172,32 +172,3 @@ def test_a_configuration_is_named_with_its_line(tmp_path):
                     "`triton.Config({'BLOCK_SIZE': 256}, num_warps=2)`")
     assert variants.variant(dataclasses.replace(proposal.Proposal()), None).steps == []
 
-
-def test_the_cpu_compile_reads_the_cubins_machine_code_as_the_gpu_builder_does(tmp_path):
-    """Behind the reviewed list of kernel functions: the cubin the CPU's compile check made
-    is read for the GPU's clock, as the builder reads one on a GPU (in compiler mode, as the
-    check's helper process runs)."""
-    import os
-    import subprocess
-    import sys
-
-    program = (
-        "import triton, triton.language as tl\n"
-        "from grader.languages.triton.frontend import _lower\n"
-        "@triton.jit\n"
-        "def timed(x, B: tl.constexpr):\n"
-        "    o = tl.arange(0, B)\n"
-        "    tl.store(x + o, tl.load(x + o) + (tl.extra.cuda.globaltimer() % 2).to(tl.float32))\n"
-        "@triton.jit\n"
-        "def plain(x, B: tl.constexpr):\n"
-        "    o = tl.arange(0, B)\n"
-        "    tl.store(x + o, tl.load(x + o) * 2)\n"
-        "for kernel in (timed, plain):\n"
-        "    print(_lower(kernel, {'x': '*fp32', 'B': 'constexpr'}, {'B': 16}).get('error'))\n")
-    script = tmp_path / "compile_check.py"  # Triton reads a kernel's source from its file
-    script.write_text(program)
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          env={**os.environ, "TRITON_INTERPRET": "0"}, cwd=ROOT, timeout=300)
-    timed, plain = done.stdout.strip().splitlines()[-2:]
-    assert "a kernel reads the GPU's clock" in timed and "SR_GLOBALTIMER" in timed, done.stderr
-    assert plain == "None"
