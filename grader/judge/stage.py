@@ -25,9 +25,8 @@ from grader.judge.compare import Expected, Verdict, compare, drawn
 from grader.judge.experiments import shown
 from grader.judge.misconduct import HOST_WORK, proposal_misconduct, replay_misconduct
 from grader.problems import DTYPES
-from grader.replay import order
 from grader.quoting import is_quoted, quoted, said
-from grader.replay import variants
+from grader.replay import order, variants
 from grader.results import CaseResult, CheckResult, Failure
 from grader.sandbox import ChildProcess, Outcome
 from grader.sandbox.ahead import Build
@@ -287,7 +286,6 @@ class StageCheck:
                               else verdict.kind, verdict.picture)
         return verdict
 
-
     def _verdict(self, call, outcome: Outcome, judged: Expected) -> Verdict:
         """The replay's outcome judged: what it did wrong beyond its output first, then the
         output against the reference."""
@@ -308,6 +306,8 @@ class StageCheck:
         total = variants.count(proposal)
         replay = self.child.replay_process
         first = 1 if self.backend.device == "cpu" else 0
+        # (the grid-order experiment replays the case's own configuration, not this one's)
+        judged = replace(judged, grid_order=None)
         for index in range(first, total):
             with timing.phase(phases, "replay"):
                 outcome = replay.call(self.stage.problem.id, dict(params), dtype, seed,
