@@ -26,7 +26,7 @@ file agrees. The gradings share the machine: a case that times out on one side o
 have waited on the others; grade that file again alone (--only) before believing it.
 
 Usage:  python -m scripts fidelity [--track T] [--only WORD ...] [--jobs N] [--seed S]
-            [--gpu-backend NAME ...] [--markdown FILE]
+            [--gpu-backend NAME ...] [--markdown FILE] [--deadline SECONDS]
         --only: the files whose name holds a WORD; --markdown: the table also in FILE
         (default: $OUT/fidelity.md where OUT is set); --gpu-backend triton-interpret (or
         cutile-sim): that backend in place of its track's GPU one, so that the study runs on
@@ -265,9 +265,12 @@ def unavailable(names: set[str]) -> dict[str, str]:
     return why
 
 
-def grade_all(files: list[CorpusFile], jobs: int, seed: int) -> dict[tuple[str, str], Verdict]:
+def grade_all(files: list[CorpusFile], jobs: int, seed: int,
+              deadline: float | None = None) -> dict[tuple[str, str], Verdict]:
     """Both sides of every file, each backend in worker processes of its own, the later
-    (longer) stages first; a line as each file's two verdicts are in."""
+    (longer) stages first; a line as each file's two verdicts are in. What is not graded
+    `deadline` seconds from now is "not graded" (a GPU machine lent for a limited time
+    still gets the table of what was)."""
     sides = [(f, side, backend) for f in sorted(files, key=lambda f: -f.stage)
              for side, backend in (("cpu", f.cpu), ("gpu", f.gpu))]
     why_not = unavailable({backend for _, _, backend in sides})
@@ -282,11 +285,19 @@ def grade_all(files: list[CorpusFile], jobs: int, seed: int) -> dict[tuple[str, 
     try:
         futures: dict[Future, tuple[CorpusFile, str]] = {
             pools[b].submit(grade_job, f.path, b, seed): (f, side) for f, side, b in wanted}
-        for future in as_completed(futures):
-            f, side = futures[future]
-            verdicts[f.name, side] = verdict_or_crash(future)
-            if (f.name, "cpu") in verdicts and (f.name, "gpu") in verdicts:
-                print(progress(f, verdicts), flush=True)
+        try:
+            for future in as_completed(futures, timeout=deadline):
+                f, side = futures[future]
+                verdicts[f.name, side] = verdict_or_crash(future)
+                if (f.name, "cpu") in verdicts and (f.name, "gpu") in verdicts:
+                    print(progress(f, verdicts), flush=True)
+        except TimeoutError:
+            for f, side in futures.values():
+                verdicts.setdefault((f.name, side), Verdict(
+                    not_graded=f"not reached within --deadline {deadline:g} s"))
+            for pool in pools.values():  # the gradings under way are not waited for
+                for worker in list(getattr(pool, "_processes", {}).values()):
+                    worker.terminate()
     finally:
         for pool in pools.values():
             pool.shutdown(cancel_futures=True)
@@ -319,6 +330,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
                         choices=list(backends.BACKENDS),
                         help="grade the GPU side of its track on NAME instead (a CPU "
                              "backend: the study on a CPU)")
+    parser.add_argument("--deadline", type=float, metavar="SECONDS",
+                        help="stop grading after this long; what is left is not graded")
     parser.add_argument("--markdown", type=Path, help="also write the table to this file "
                         "(default: $OUT/fidelity.md where OUT is set)")
     return parser.parse_args(argv)
@@ -332,7 +345,7 @@ def main() -> int:
         print("fidelity: no corpus file matches", file=sys.stderr)
         return 2
     start = time.perf_counter()
-    verdicts = grade_all(files, args.jobs, args.seed)
+    verdicts = grade_all(files, args.jobs, args.seed, args.deadline)
     text = "\n".join([*table(files, verdicts), *details(files, verdicts), "",
                       summary(files, verdicts, time.perf_counter() - start, args.jobs)])
     print(text)

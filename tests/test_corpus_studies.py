@@ -119,7 +119,7 @@ def test_fidelity_tells_each_case_that_disagrees_and_never_takes_not_graded_for_
 def test_fidelity_exits_1_on_a_disagreement_and_writes_its_table(tmp_path, monkeypatch, capsys):
     """A disagreement is a row naming the case, the summary counts it, the exit code is 1;
     the table goes to $OUT/fidelity.md too."""
-    def graded(files, jobs, seed):
+    def graded(files, jobs, seed, deadline=None):
         return {(f.name, side): verdict("FAIL", "pass", "wrong result" if side == "cpu" or
                                         "mask" not in f.name else "read out of bounds")
                 for f in files for side in ("cpu", "gpu")}
@@ -163,6 +163,17 @@ def test_fidelity_on_the_cpu_agrees_with_itself(tmp_path):
         in rows[1]
     assert "fidelity: 2 files, 2 agree, 0 disagree, 0 not graded" in table
     assert table.strip() in run.stdout
+
+
+def test_fidelity_past_its_deadline_writes_the_table_of_what_it_graded(tmp_path):
+    """--deadline: a machine lent for a limited time still gets the table; what was not
+    reached is not graded, never taken for agreement (exit code 1)."""
+    run = run_study("--track", "triton", "--gpu-backend", "triton-interpret", "--jobs", "1",
+                    "--only", "stage1_autotuned", "--deadline", "0.01", out=tmp_path)
+    assert run.returncode == 1, run.stdout + run.stderr
+    table = (tmp_path / "fidelity.md").read_text()
+    assert "not graded: not reached within --deadline 0.01 s" in table
+    assert "fidelity: 1 files, 0 agree, 0 disagree, 1 not graded" in table
 
 
 def test_fidelity_says_a_backend_that_cannot_run_here_graded_nothing(tmp_path):
