@@ -7,10 +7,12 @@ the cuTile simulator. So a body may name only what belongs to the kernel languag
 `check` reads every name and attribute in it first:
 
 - its own parameters and variables; the file's kernels and helpers (only called, never read
-  as objects); the file's constants (read as data, grader.replay.literals);
+  as objects); the file's constants (read as data, grader.replay.literals), never changed:
+  no method of one called, nothing stored into one;
 - the kernel language's modules (and math's numbers and plain functions), each attribute
-  chain on them looked up by spelling and kept only if it is the language's own API, not a
-  module or object of the host (grader.replay.spellings);
+  chain on them looked up by spelling and kept only if the language's reviewed list names
+  it (grader.replay.kernel_api) and it is the language's own API, not a module or object of
+  the host (grader.replay.spellings);
 - a few Python built-ins the language itself gives a meaning (`range`, `min`, ...);
 - on any other value (a tile, a tensor), no private attribute and none of the few that
   reach the host (a tensor's `handle`, string formatting); no attribute is ever assigned.
