@@ -34,6 +34,7 @@ from grader.replay.kernels import KernelFile, SourceError
 from grader.replay.locate import describe
 from grader.replay.proposal import Alloc, Launch, Proposal
 from grader.replay.spellings import check_launch
+from grader.replay.variants import grids_given
 from grader.tracks import Unavailable, wing
 
 TUNING_REPEATS = 5  # timed launches of each configuration, after one untimed
@@ -83,6 +84,13 @@ def build(file: KernelFile, proposal: Proposal, inputs: dict[str, torch.Tensor]
         except Exception as exc:  # noqa: BLE001 - the compiler's rejection is the answer
             launches.append({"step": index, "names": names, "error": describe(exc, file.path)})
             break  # a later launch would run after one that does not compile: never
+        # One record a configuration: an autotuned launch's grids must be as many (one record
+        # and no grids is a plain kernel; the replay on a CPU checks it the same way).
+        wrong = grids_given(step, len(records) if step.grids is not None or len(records) > 1
+                            else 0)
+        if wrong:
+            launches.append({"step": index, "names": names, "error": wrong})
+            break
         try:
             refused = machine_code.check(made, file.path, language.spellings.api)
         except machine_code.Unreadable as exc:  # the grader's own failing: not graded

@@ -74,18 +74,19 @@ class TooCostly(NotData):
 
 
 def costly(tree: ast.AST) -> TooCostly | None:
-    """The first expression of `tree` made of literals alone that would take Python without
-    end to compute (`round(1, -(1 << 4000))`), refused as the grader's reading refuses it;
-    None where there is none. A file is checked so before any of it runs: the process that
-    imports a submission would compute it first."""
-    reader = Reader(Aliases(), {}, None)
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.BinOp, ast.Call)):
+    """An expression of `tree` made of literals alone that would take Python without end to
+    compute (`round(1, -(1 << 4000))`), refused as the grader's reading refuses it; None where
+    there is none. A file is checked so before any of it runs: the process that imports a
+    submission would compute it first. Every node is read once, the deepest first, so a
+    long chain of operators costs its length, not its square, and no deep recursion."""
+    reader = _Remembering()
+    for node in reversed(list(ast.walk(tree))):  # every node after all the nodes below it
+        if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.Call)):
             try:
                 reader.constant(node)
             except TooCostly as exc:
                 return exc
-            except (NotData, ArithmeticError, ValueError, TypeError):
+            except (NotData, ArithmeticError, ValueError, TypeError, RecursionError):
                 pass  # not literals alone: Python computes it, under the time limit
     return None
 
@@ -272,7 +273,8 @@ _BUILTIN_TYPES = {"int": int, "float": float, "bool": bool, "str": str}
 
 def _is_annotation(value: Any) -> bool:
     """A value the annotation reader made (`ConstInt = ct.Constant[int]` above a kernel)."""
-    return type(value).__module__ == "typing" or value in _BUILTIN_TYPES.values()
+    # by identity: a value's own __eq__ (triton.Config's) is not the grader's to call
+    return type(value).__module__ == "typing" or any(value is t for t in _BUILTIN_TYPES.values())
 
 
 def is_dtype(value: Any, table: Spellings) -> bool:
@@ -284,12 +286,32 @@ def is_dtype(value: Any, table: Spellings) -> bool:
         return False
 
 
+class _Remembering(Reader):
+    """A reader of numbers alone that reads each node once, and remembers what came of it."""
+
+    def __init__(self):
+        super().__init__(Aliases(), {}, None)
+        self.read: dict[int, tuple[bool, Any]] = {}  # id(node) -> (read, value or exception)
+
+    def constant(self, node: ast.expr) -> Any:
+        if id(node) not in self.read:
+            try:
+                self.read[id(node)] = (True, super().constant(node))
+            except (NotData, ArithmeticError, ValueError, TypeError, RecursionError) as exc:
+                self.read[id(node)] = (False, exc)
+        done, value = self.read[id(node)]
+        if not done:
+            raise value
+        return value
+
+
 def changeable(value: Any, table: Spellings) -> str | None:
     """What of `value` could change while kernels run, in words ("a dict"); None where a
     kernel may see it: a number, bool, string or None, a dtype or enum member of the
-    language, a tuple of these, or the language's wrapper of one (`tl.constexpr`)."""
+    language, an annotation (`ct.Constant[int]`), a tuple of these, or the language's wrapper
+    of one (`tl.constexpr`)."""
     if value is None or type(value) in (*_NUMBERS, str) or isinstance(value, enum.Enum) \
-            or is_dtype(value, table):
+            or is_dtype(value, table) or _is_annotation(value):
         return None
     if type(value) is tuple:
         return next((why for item in value if (why := changeable(item, table))), None)

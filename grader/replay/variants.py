@@ -35,6 +35,19 @@ class Replay:
     in_grid_order: bool = False
 
 
+def grids_given(step: Launch, configurations: int) -> str | None:
+    """Why the grids a launch gives do not fit its kernel's `configurations` (0: a kernel
+    without an autotuner), for the student; None where they fit. The child records one grid
+    per configuration (grader.sandbox.recorder), so only a proposal made some other way can
+    miss: it would have a CPU and a GPU run other configurations."""
+    given = 0 if step.grids is None else len(step.grids)
+    if given == configurations:
+        return None
+    has = f"its @triton.autotune has {configurations}" if configurations else \
+        "it is not autotuned"
+    return f"the launch of {step.kernel} gives grids for {given} configurations; {has}"
+
+
 def count(proposal: dict) -> int:
     """How many variants a proposal (as JSON) has: the most configurations of any autotuned
     launch in it, 1 where it has none."""

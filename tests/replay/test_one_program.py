@@ -172,3 +172,30 @@ def test_a_configuration_is_named_with_its_line(tmp_path):
                     "`triton.Config({'BLOCK_SIZE': 256}, num_warps=2)`")
     assert variants.variant(dataclasses.replace(proposal.Proposal()), None).steps == []
 
+
+
+def test_a_long_chain_of_literals_is_read_once_without_deep_recursion():
+    """Each node read once, the deepest first: a 900-term sum (past Python's recursion limit
+    for a reader that recurses from the top) is read at once, and a costly literal at its
+    end is still found."""
+    import time
+
+    start = time.perf_counter()
+    assert costly(ast.parse("x = " + " + ".join(["1"] * 900))) is None
+    found = costly(ast.parse("x = " + " + ".join(["1"] * 900) + " + 2 ** 5000"))
+    assert found is not None and "this power is too large" in found.why
+    assert time.perf_counter() - start < 5
+
+
+def test_an_autotuned_launch_gives_one_grid_per_configuration(tmp_path):
+    """A proposal made otherwise than by the child's recorder may give fewer grids than the
+    autotuner has configurations, or grids to a plain kernel: refused, on the CPU as by the
+    GPU's builder (grader.replay.variants.grids_given)."""
+    from grader.replay.proposal import Launch
+
+    launch = Launch("triton", "k", (1,), grids=((1,),))
+    assert variants.grids_given(launch, 1) is None
+    assert "gives grids for 1 configurations; its @triton.autotune has 2" in \
+        variants.grids_given(launch, 2)
+    assert "it is not autotuned" in variants.grids_given(launch, 0)
+    assert variants.grids_given(Launch("triton", "k", (1,)), 0) is None

@@ -56,15 +56,15 @@ def launch(step, kernel, args: tuple, kwargs: dict) -> None:
     """The launch run by the interpreter; an autotuned kernel under the configuration the
     step names (the first where it names none: no GPU here to time them on), with the grid
     the wrapper's grid function gave that configuration in the child."""
-    jit, configs = unwrap(kernel)
-    grid, chosen = step.grid, {}
-    if configs is not None:
-        from grader.replay.proposal import ProposalError
+    from grader.replay.proposal import ProposalError
+    from grader.replay.variants import grids_given
 
-        if len(configs) != len(step.grids or ()):
-            raise ProposalError(f"the launch of {step.kernel} gives grids for "
-                                f"{len(step.grids or ())} configurations; its @triton.autotune has "
-                                f"{len(configs)}")
+    jit, configs = unwrap(kernel)
+    wrong = grids_given(step, len(configs or ()))
+    if wrong:
+        raise ProposalError(wrong)
+    grid, chosen = step.grid, {}
+    if configs:
         index = step.configuration or 0
         grid, chosen = step.grids[index], configs[index].all_kwargs()
     # a float16 accumulator rounded as a GPU rounds it; the programs in the case's order
