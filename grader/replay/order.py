@@ -13,9 +13,9 @@ replay seed (`for_case`): in reverse grid order for an even seed, shuffled by
 `random.Random(seed)` for an odd one. One seed always gives the same order, so `grade
 --seed` reproduces a failure. Every program still runs exactly once: an order is a
 permutation of the grid, position k of the run taking program `permutation[k]` of the grid
-order. The replay sets the order for the length of a case (`case`, `in_case_order`); each language's launch
-reads it (`current`): grader.languages.triton.order wraps the interpreter's grid index,
-grader.languages.cutile.simulator.launching permutes its loop. Outside a replayed case (the
+order. The replay sets the order for the length of a case (`case`, `in_case_order`); each
+language's launch reads it (`current`): grader.languages.triton.program_order wraps the
+interpreter's grid index, grader.languages.cutile.simulator.launching permutes its loop. Outside a replayed case (the
 child's recorded call, the grid-order experiment of a failing case, grader.judge.stage)
 programs run in grid order.
 
