@@ -7,8 +7,9 @@ The parent plans the view (`plan`), the child builds it inside its own mount nam
   (/usr, /etc, /opt, ...), of Python (its prefixes and every sys.path entry) and of the
   grader package, each at its own path; the folders above them are created on the tmpfs,
   so a Python under a private home (/root is 0700) is still reachable;
-- /dev from the host (the GPU's device files), with a private /dev/shm; a private /tmp; a
-  fresh /proc for the child's own PID namespace;
+- a /dev of its own (grader.sandbox.devices: the few device nodes a grading uses, the
+  GPU's, its own terminals and /dev/shm), a private /tmp, a fresh /proc for the child's
+  own PID namespace;
 - the folder holding the copy of the submission, read-only, and a private scratch tmpfs,
   the only place the child can write;
 - nothing else: the course folder itself is not there (only its grader/ and a .venv that
@@ -18,7 +19,9 @@ The parent plans the view (`plan`), the child builds it inside its own mount nam
   its top or one level down) or a path the parent names as hidden; those are masked too,
   should a window hold one.
 
-The old root is then detached (pivot_root), so nothing outside the view can be reached.
+The old root is then detached (pivot_root), so nothing outside the view can be reached, and
+the mount table the child sees is read back and sealed (grader.sandbox.mounts): no mount but
+the child's own tmpfs folders is writable, or the sandbox refuses to start.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from grader.sandbox import linux
+from grader.sandbox import devices, linux, mounts
 from grader.tracks import TRACKS, wing
 
 SYSTEM = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "opt", "sys")
@@ -37,7 +40,7 @@ COURSE_FILE = "course.toml"  # a folder holding one is a course, with its soluti
 _PATH_VALUES = ("CUDA_HOME", "CUDA_PATH")
 _OWN = ("/proc", "/dev")  # made fresh in the view, never windows on the host
 # The child's tmpfs mounts live in RAM, so they are part of its memory: at most 16 MiB (the
-# root) + SCRATCH_SIZE + TMP_SIZE + SHM_SIZE, 848 MiB in all (it was 4 GiB, counted nowhere),
+# root) + SCRATCH_SIZE + TMP_SIZE + SHM_SIZE, 848 MiB in all (and /dev's 64 KiB) (it was 4 GiB, counted nowhere),
 # which `grade batch --jobs N` must afford N times over. The scratch folder holds the child's
 # HOME and compile caches (a few MiB per kernel); /tmp and /dev/shm are rarely used.
 SCRATCH_SIZE = "512m"
@@ -164,9 +167,7 @@ def build(view: View, owner: int) -> None:
     _tmpfs(root, "/tmp", f"mode=1777,size={TMP_SIZE}")
     for path in view.readable:
         _window(root, path)
-    _mkdir(root + "/dev")
-    linux.mount("/dev", root + "/dev", None, linux.MS_BIND | linux.MS_REC)
-    _tmpfs(root, "/dev/shm", f"mode=1777,size={SHM_SIZE}")
+    devices.build(root, SHM_SIZE)
     _window(root, view.submission)
     _tmpfs(root, view.scratch, f"mode=0700,uid={owner},gid={owner},size={SCRATCH_SIZE}")
     for secret in view.hidden:
@@ -191,7 +192,8 @@ def build(view: View, owner: int) -> None:
         linux.mount(None, "/", None, linux.MS_REMOUNT | linux.MS_RDONLY | linux.MS_NOSUID
                     | linux.MS_NODEV)
     except OSError:
-        pass
+        pass  # the seal tries again, and refuses the start if it stays writable
+    mounts.seal(view.scratch)
 
 
 def _mkdir(path: str) -> None:

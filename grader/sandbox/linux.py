@@ -31,14 +31,20 @@ PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
 
 _AT_FDCWD = -100
 _AT_RECURSIVE = 0x8000
 _MOUNT_ATTR_RDONLY = 0x1
 _SYSCALLS = {  # name -> number, per machine
-    "x86_64": {"pivot_root": 155, "capset": 126, "mount_setattr": 442},
-    "aarch64": {"pivot_root": 41, "capset": 91, "mount_setattr": 442},
+    "x86_64": {"pivot_root": 155, "capset": 126, "mount_setattr": 442,
+               "add_key": 248, "request_key": 249, "keyctl": 250},
+    "aarch64": {"pivot_root": 41, "capset": 91, "mount_setattr": 442,
+                "add_key": 217, "request_key": 218, "keyctl": 219},
 }
+_AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}  # seccomp_data.arch
+_KEY_CALLS = ("add_key", "request_key", "keyctl")
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -97,7 +103,12 @@ def make_read_only(path: str) -> None:
             return
     except OSError:  # a machine whose call numbers we do not know
         pass
-    # Older kernels: remount the top of the bind read-only (submounts stay as they are).
+    # Older kernels: the top of the bind (grader.sandbox.mounts seals what stays writable).
+    remount_read_only(path)
+
+
+def remount_read_only(path: str) -> None:
+    """Make the mount at `path` read-only, and only it."""
     mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | _locked_flags(path))
 
 
@@ -136,3 +147,37 @@ def capabilities() -> int:
             if line.startswith("CapEff:"):
                 return int(line.split()[1], 16)
     return 0
+
+
+def refuse_key_calls() -> None:
+    """From now on, this process and every one it starts get ENOSYS from the kernel's key
+    calls (add_key, request_key, keyctl), as if the kernel had no keyrings: a keyring outlives
+    the process that filled it (a user's, for days; a login's session keyring, which every
+    process of the session inherits), so one grading could leave a key for another to read.
+    A seccomp filter (needs no_new_privs, or privileges); system calls of another ABI than
+    the machine's own (32-bit ones on x86_64) are refused alike, their numbers being others."""
+    machine = platform.machine()
+    if machine not in _AUDIT_ARCH:
+        raise OSError(38, f"seccomp: the system calls of {machine} are not known")
+    numbers = [_SYSCALLS[machine][name] for name in _KEY_CALLS]
+
+    class Instruction(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8),
+                    ("k", ctypes.c_uint32)]
+
+    class Program(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(Instruction))]
+
+    load, equal, at_least, answer = 0x20, 0x15, 0x35, 0x06  # BPF ld|w|abs, jeq, jge, ret
+    allow, refuse = 0x7FFF0000, 0x00050000 | 38  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO|ENOSYS
+    code = [(load, 0, 0, 4),  # the call's ABI
+            (equal, 1, 0, _AUDIT_ARCH[machine]),
+            (answer, 0, 0, refuse),
+            (load, 0, 0, 0),  # the call's number
+            (at_least, len(numbers) + 1, 0, 0x40000000)]  # x32's numbers: refused
+    code += [(equal, len(numbers) - i, 0, n) for i, n in enumerate(numbers)]
+    code += [(answer, 0, 0, allow), (answer, 0, 0, refuse)]
+    instructions = (Instruction * len(code))(*[Instruction(*step) for step in code])
+    program = Program(len(code), instructions)
+    _checked(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(program), 0, 0),
+             "seccomp")

@@ -24,15 +24,11 @@ import os
 import platform
 import resource
 import signal
-import stat
 import sys
 from dataclasses import asdict, dataclass, field
 
-from grader.sandbox import filesystem, linux, processes
+from grader.sandbox import filesystem, linux, mounts, processes, users
 
-# One user id per child, above the ids of people and system services: root picks
-# UID_BASE + the bootstrap's pid, unique among the processes alive on this machine.
-UID_BASE = 1 << 30
 LIMITS = {  # resource -> (value, how the scorecard says it)
     "RLIMIT_NPROC": (4096, "4096 processes and threads"),
     "RLIMIT_NOFILE": (4096, "4096 open files"),
@@ -41,11 +37,15 @@ LIMITS = {  # resource -> (value, how the scorecard says it)
 }
 # Without these, one student's code could read another's submission or outlive its grading:
 # `grade batch` refuses to grade a class without them unless told otherwise.
-NEEDED_FOR_A_CLASS = ("private file system", "process tree ends with it")
+NEEDED_FOR_A_CLASS = ("private file system", "process tree ends with it",
+                      "nothing shared between gradings")
 _NAMESPACES = linux.CLONE_NEWNS | linux.CLONE_NEWPID | linux.CLONE_NEWNET | linux.CLONE_NEWIPC \
     | linux.CLONE_NEWUTS
-_DEVICES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia0",
-            "/dev/dri")
+
+
+class StartRefused(Exception):
+    """The view was built but could not be sealed (grader.sandbox.mounts): the worker says
+    so instead of starting."""
 
 
 @dataclass
@@ -86,6 +86,8 @@ class _Confinement:
         self.uid: int | None = None
         self.protections: dict[str, Protection] = {}
         self.notes: list[str] = []
+        self.refusal: str | None = None  # why the view, once built, could not be used
+        self.keys: str | None = None  # why the key calls could not be refused, if so
 
     def say(self, name: str, in_force: bool, detail: str) -> None:
         self.protections[name] = Protection(name, in_force, detail)
@@ -94,7 +96,7 @@ class _Confinement:
 
     def namespaces(self) -> None:
         if self.root:
-            self.uid = _own_uid(os.getpid())
+            self.uid = users.own_uid(os.getpid())
         tries = [_NAMESPACES, linux.CLONE_NEWNS | linux.CLONE_NEWPID]
         if not self.root:
             tries = [f | linux.CLONE_NEWUSER for f in tries]
@@ -108,7 +110,7 @@ class _Confinement:
             self.flags = flags
             if flags & linux.CLONE_NEWUSER:
                 try:
-                    _map_own_ids()
+                    users.map_own_ids()
                 except OSError as exc:  # e.g. AppArmor's restriction of user namespaces
                     self.notes.append(f"the user namespace is restricted: {exc.strerror}")
             return
@@ -126,6 +128,9 @@ class _Confinement:
         if self.has(linux.CLONE_NEWNS):
             try:
                 filesystem.build(view, owner)
+                return True
+            except mounts.Unsealed as exc:  # the root is switched: there is no way back
+                self.refusal = str(exc)
                 return True
             except OSError as exc:  # what was mounted stays in this namespace, unused
                 self.notes.insert(0, f"the view could not be built: {exc}")
@@ -162,13 +167,13 @@ class _Confinement:
         """Give up every privilege; returns why the user could not be changed, if so."""
         why_not = None
         if self.uid is not None:
-            unreachable = [p for p in self.plan.essential if not _others_can_read(p)]
+            unreachable = [p for p in self.plan.essential if not users.others_can_read(p)]
             if unreachable:
                 why_not = (f"{unreachable[0]} cannot be read by other users, and without a "
                            "mount namespace the grader cannot show it to one")
                 self.uid = None
             else:
-                os.setgroups(_device_groups())
+                os.setgroups(users.device_groups())
                 os.setgid(self.uid)
                 os.setuid(self.uid)
         elif self.root:
@@ -176,6 +181,10 @@ class _Confinement:
         if self.has(linux.CLONE_NEWUSER):
             linux.drop_capabilities()
         linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
+        try:
+            linux.refuse_key_calls()
+        except OSError as exc:
+            self.keys = exc.strerror
         return why_not
 
     def report(self, viewed: bool, limits: list[str], why_not_user: str | None) -> list[Protection]:
@@ -195,7 +204,8 @@ class _Confinement:
                      "grader read-only, its own submission and a private scratch folder; "
                      "solutions/, course.hidden.toml, other submissions and results are not there")
         elif self.uid is not None:
-            exposed = [h for h in self.plan.view.hidden if os.path.exists(h) and _others_can_read(h)]
+            exposed = [h for h in self.plan.view.hidden
+                       if os.path.exists(h) and users.others_can_read(h)]
             reach = (f"{', '.join(exposed)} can be read by every user, so by the submission too "
                      "(chmod them 600)" if exposed else "nothing hidden is readable by other users")
             self.say("private file system", False, f"no mount namespace ({weak}): it can read what "
@@ -218,7 +228,26 @@ class _Confinement:
                      "at the end, but one that kills the grader's helper first can outlive it")
         self.say("resource limits", bool(limits), ", ".join(limits))
         self.say("no privilege gain", True, "no_new_privs: set-user-id programs give it nothing")
+        self._shared(viewed)
         return list(self.protections.values())
+
+    def _shared(self, viewed: bool) -> None:
+        """Whether anything one grading leaves could reach another: the kernel objects that
+        outlive a process or are named across processes."""
+        shared = [what for flag, what in (
+            (linux.CLONE_NEWIPC, "the host's message queues, semaphores and shared memory"),
+            (linux.CLONE_NEWNET, "the host's abstract sockets")) if not self.has(flag)]
+        if not viewed:
+            shared.append("the host's /dev and /tmp")
+        if self.keys:
+            shared.append(f"keyrings (their calls could not be refused: {self.keys})")
+        if shared:
+            self.say("nothing shared between gradings", False, "it can reach " + "; ".join(shared))
+        else:
+            self.say("nothing shared between gradings", True, "its own IPC and network "
+                     "namespaces, a /dev of its own without the host's message queues, no "
+                     "mount but its own writable, and no keyrings: nothing it leaves outlives "
+                     "its grading or reaches another")
 
 
 def confine(plan: Plan) -> list[Protection]:
@@ -236,6 +265,8 @@ def confine(plan: Plan) -> list[Protection]:
     worker = os.fork()
     if worker:
         _reap(worker, c)
+    if c.refusal:
+        raise StartRefused(c.refusal)
     limits = c.limits()
     why_not = c.drop()
     parent = os.getppid()
@@ -279,58 +310,6 @@ def _end(c: _Confinement, status: int) -> None:
             while processes.reap_one():
                 pass
     os._exit(status)
-
-
-def _map_own_ids() -> None:
-    uid, gid = os.getuid(), os.getgid()
-    # Before unshare the ids were ours; the new namespace maps them to themselves.
-    with open("/proc/self/setgroups", "w") as f:
-        f.write("deny")
-    with open("/proc/self/uid_map", "w") as f:
-        f.write(f"{uid} {uid} 1")
-    with open("/proc/self/gid_map", "w") as f:
-        f.write(f"{gid} {gid} 1")
-
-
-def _own_uid(pid: int) -> int | None:
-    """UID_BASE + the bootstrap's pid, if this machine maps such ids."""
-    uid = UID_BASE + pid
-    try:
-        with open("/proc/self/uid_map") as f:
-            ranges = [tuple(int(x) for x in line.split()) for line in f if line.strip()]
-    except OSError:
-        return None
-    return uid if any(start <= uid < start + count for start, _, count in ranges) else None
-
-
-def _device_groups() -> list[int]:
-    """The groups that open the GPU's device files, where 'others' may not."""
-    groups = set()
-    for path in _DEVICES:
-        try:
-            st = os.stat(path)
-        except OSError:
-            continue
-        if not st.st_mode & stat.S_IROTH and st.st_mode & stat.S_IRGRP:
-            groups.add(st.st_gid)
-    return sorted(groups)
-
-
-def _others_can_read(path: str) -> bool:
-    """Whether a user who owns nothing can reach `path` and read it."""
-    path = os.path.realpath(path)
-    parts = path.split("/")
-    for i in range(1, len(parts)):
-        folder = "/".join(parts[:i]) or "/"
-        try:
-            if not os.stat(folder).st_mode & stat.S_IXOTH:
-                return False
-        except OSError:
-            return False
-    try:
-        return bool(os.stat(path).st_mode & stat.S_IROTH)
-    except OSError:
-        return False
 
 
 def protections_json(protections: list[Protection]) -> list[dict]:

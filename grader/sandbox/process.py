@@ -38,7 +38,7 @@ from grader.quoting import inline, said, single_line
 from grader.sandbox import filesystem, memory, privileges, processes, spares
 from grader.sandbox.outcomes import Outcome
 from grader.sandbox.output_log import OutputLog
-from grader.sandbox.privileges import Protection
+from grader.sandbox.privileges import Protection, StartRefused
 from grader.sandbox.submission import SubmissionError
 
 STARTUP_SECONDS = 120.0  # for the child to confine itself and import torch
@@ -159,6 +159,8 @@ class Process:
 
     def _await_ready(self) -> None:
         ready = self._receive(0, time.monotonic() + max(self.timeout, STARTUP_SECONDS), 0)
+        if ready.header.get("status") == "refused":
+            raise StartRefused(f"the sandbox refused to start: {_text(ready.header)}")
         if ready.header.get("status") != "ready":
             raise Failed(Failure.CRASHED,
                           f"crashed: the sandbox did not start ({_text(ready.header)})")
@@ -316,7 +318,7 @@ def probe() -> list[Protection]:
         child._start(b"")
         child._await_ready()
         return child.protections
-    except (Failed, OSError) as exc:
+    except (Failed, OSError, StartRefused) as exc:
         return [Protection("sandbox", False, f"a confined child could not be started: {exc}")]
     finally:
         child.close()

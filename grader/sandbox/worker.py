@@ -116,7 +116,11 @@ def main(fd: int, start: str = "cold") -> None:
     tempfile.tempdir = None  # read again from TMPDIR, the scratch folder
     os.chdir(plan["cwd"])
     processes.single_threaded(sock)
-    protections = privileges.confine(privileges.Plan.from_json(plan["plan"]))
+    try:
+        protections = privileges.confine(privileges.Plan.from_json(plan["plan"]))
+    except privileges.StartRefused as exc:  # before any student code: the grader's words
+        protocol.send(sock, {"id": 0, "status": "refused", "value": str(exc)})
+        return
     # Started with -I (nothing from the environment or the working folder on sys.path, since
     # the bootstrap runs as root); now the grader's own sys.path, behind the package root.
     sys.path[:] = list(dict.fromkeys([sys.path[0], *plan["sys_path"]]))

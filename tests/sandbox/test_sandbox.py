@@ -23,7 +23,7 @@ from conftest import RELAXED_RULES, ROOT, copy_course, failure_text, relax, vect
 
 from grader.grading import pytest_run
 from grader.results import Status
-from grader.sandbox import privileges, probe
+from grader.sandbox import privileges, probe, users
 
 VECTOR_ADD = (ROOT / "solutions/triton/stage1_vector_add.py").read_text()
 SOLUTION = ROOT / "solutions/triton/stage1_vector_add.py"
@@ -245,7 +245,7 @@ def test_detached_daemons_and_forks_end_with_the_grading(grade, tmp_path):
     if ROOTED:  # and no process of the user it ran as
         detail = next(p.detail for p in result.sandbox if p.name == "separate user")
         uid = int(detail.split("user id ")[1].split()[0].rstrip(","))
-        assert uid >= privileges.UID_BASE
+        assert uid >= users.UID_BASE
         assert not [pid for pid in filter(str.isdigit, os.listdir("/proc")) if _uid(pid) == uid]
     time.sleep(4)
     assert result_file.read_text() == "{}"
@@ -501,6 +501,7 @@ def test_the_scorecard_says_which_protections_are_in_force(run_grade, course, tm
     names = [p["name"] for p in data["sandbox"]]
     assert names == ["separate user", "private file system", "no network",
                      "process tree ends with it", "resource limits", "no privilege gain",
+                     "nothing shared between gradings",
                      "memory ceiling"]
     expected = "sandbox: in force: " + ", ".join(p["name"] for p in data["sandbox"] if p["in_force"])
     assert expected in " ".join(out.split())
@@ -530,7 +531,7 @@ def test_as_root_without_namespaces_the_scorecard_says_what_is_missing(run_grade
     line = " ".join(out.split())
     assert "private file system (no mount namespace (unshare: Operation not permitted)" in line
     assert "no network (no network namespace" in line
-    reachable = privileges._others_can_read(os.path.dirname(os.__file__))
+    reachable = users.others_can_read(os.path.dirname(os.__file__))
     if reachable:
         assert "sandbox: in force: separate user" in line
     else:  # this machine's Python lives in a private home: the submission stays root
