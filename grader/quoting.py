@@ -114,13 +114,22 @@ def is_quoted(line: str) -> bool:
 def headline(text: str, chars: int = 300) -> str:
     """The first line of a message, for a one-line place (an annotation, a JUnit message, a
     table cell); when it introduces a quoted block, with the block's first line after it."""
+    own, quote = headline_parts(text, chars)
+    return f"{own} {quote}" if quote else own
+
+
+def headline_parts(text: str, chars: int = 300) -> tuple[str, str]:
+    """`headline` in its two parts: the grader's line, and the quoted line after it ("" where
+    there is none, or the cut leaves none of it), for a page that draws a quoted line apart."""
     lines = [line for line in str(text).splitlines() if line.strip()]
     if not lines:
-        return ""
+        return "", ""
     line = lines[0]
     if line.endswith(":") and len(lines) > 1 and is_quoted(lines[1]):
-        line = f"{line} {lines[1]}"
-    return _cut(line, chars)
+        both = _cut(f"{line} {lines[1]}", chars)
+        quote = both[len(line) + 1:]
+        return (both[:len(line)], quote) if is_quoted(quote) else (both, "")
+    return _cut(line, chars), ""
 
 
 def _cut(text: str, chars: int) -> str:

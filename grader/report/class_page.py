@@ -19,12 +19,14 @@ import html
 from collections import Counter
 from urllib.parse import quote as url_quote
 
-from grader.quoting import headline
 from grader.report import class_sections as sections
+from grader.report import quoted_html
 from grader.report.content_policy import policy_meta
 from grader.report.class_view import ClassView, Student
 from grader.results import Status
 
+# A cause's example (blockquote) is the judge's own sentence, on one line; the text a
+# submission's processes sent is shown by quoted_html, its mark on every visual line.
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:78em;padding:0 1em;color:#222}
 h1{font-size:1.5em}h2{margin-top:1.8em;border-bottom:1px solid #ccc}
@@ -45,7 +47,7 @@ svg text{font-size:11px;fill:#333}svg text.mark{stroke:none}
 blockquote{margin:.2em 0;white-space:pre-wrap;font-family:monospace;font-size:.9em;
 background:#f4f4f4;padding:.3em}
 .note{color:#555;font-size:.9em}
-"""
+""" + quoted_html.STYLE
 
 # Sorts a table by the column whose header button was pressed: by each cell's data-sort
 # number where it has one, else by its text; pressing again reverses the order.
@@ -131,7 +133,7 @@ def _row(view: ClassView, student: Student) -> str:
                      f"title='{html.escape(stage.status.value)}'>{stage.total_points:g}</td>")
     if report is None:
         cells += ["<td class='num' data-sort='-1'></td>", "<td class='num' data-sort='-1'></td>",
-                  f"<td>{html.escape('not graded: ' + headline(student.error, 200))}</td>"]
+                  f"<td>not graded: {quoted_html.headline(student.error, 200)}</td>"]
     else:
         counted = Counter(s.status for s in report.stages)
         result = ", ".join(f"{n} {status.value}" for status, n in counted.items()

@@ -15,7 +15,8 @@ import html
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from grader.quoting import headline, single_line
+from grader.quoting import single_line
+from grader.report import quoted_html
 from grader.report.charts import Mark, points_chart, speedup_chart
 from grader.report.class_view import ClassView, Student
 from grader.results import CaseResult, SpeedCase, Status
@@ -166,11 +167,11 @@ def not_started_section(view: ClassView) -> str:
         items.append(f"<li><strong>{column.number}. {html.escape(column.title)}</strong> "
                      f"({len(names)}): {shown}</li>")
     errors = [f"<li>{student_name(st.name)}, {s.number}. {html.escape(s.id)}: "
-              f"{html.escape(headline(s.message, 300))}</li>"
+              f"{quoted_html.headline(s.message, 300)}</li>"
               for st in _graded(view) for s in st.report.stages if s.status is Status.ERROR]
     missing = [s for s in view.students if s.report is None]
     without = "".join(f"<li>{student_name(s.name)}: "
-                      f"{html.escape(headline(s.error, 300))}</li>" for s in missing)
+                      f"{quoted_html.headline(s.error, 300)}</li>" for s in missing)
     return (f"<ul>{''.join(items)}</ul>"
             + (f"<h3>Stages that could not be graded (ERROR, {len(errors)})</h3>"
                f"<ul>{''.join(errors)}</ul>" if errors else "")

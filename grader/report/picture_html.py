@@ -7,8 +7,9 @@ Hovering over a cell, or focusing it (the grid takes the keyboard focus; the arr
 it), shows which program stored it, its index, and the value got against the one expected
 (or the block's counts). Nothing comes from the network; the one script and the one style
 are inline, and the page's Content-Security-Policy (grader.report.content_policy) lets
-nothing else run, apply or load; every string from a submission is escaped (the case's
-report below the grid is quoted text).
+nothing else run, apply or load; every string from a submission is escaped, and the
+quoted lines of a case's report keep their mark on every visual line they take
+(grader.report.quoted_html).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+from grader.report import quoted_html
 from grader.report.content_policy import policy_meta
 from grader.results import CaseResult, Report
 
@@ -41,14 +43,14 @@ STYLE = (
     "table.pic:focus-within{box-shadow:0 0 0 3px #9cf}"
     ".scroll{overflow:auto;max-width:100%}"
     ".info{min-height:1.4em;font-family:monospace;background:#f4f4f4;padding:.3em .5em}"
-    "pre{white-space:pre-wrap;background:#f4f4f4;padding:.5em}"
     ".key span{display:inline-block;width:14px;height:14px;border:1px solid #777;"
     "margin:0 .3em 0 1em;vertical-align:middle}"
     + "".join(f"td.{c},.key span.{c}{{background:{colour}}}" for c, colour, *_ in KINDS.values())
     + f"td.unw,.key span.unw{{background:{NEVER}}}td.none{{background:#eee}}"
     # a grid's cell size, by a data attribute: the policy lets no style attribute apply
     + "".join(f"table.pic[data-cell='{n}']{{--s:{n}px}}"
-              for n in range(CELL_PX[0], CELL_PX[1] + 1)))
+              for n in range(CELL_PX[0], CELL_PX[1] + 1))
+    + quoted_html.STYLE)  # a case's report: its quoted lines keep their mark as they wrap
 # Hover and keyboard focus show a cell's text under its grid; the arrow keys move the focus.
 SCRIPT = """
 document.querySelectorAll('table.pic').forEach(function (grid) {
@@ -113,11 +115,12 @@ def _case(case: CaseResult, number: int) -> str:
     about = _about(picture)
     return (f"<section aria-labelledby='case-{number}'>"
             f"<h3 id='case-{number}'>{html.escape(case.id)}</h3>"
-            f"<pre>{html.escape(_said(case))}</pre><p>{html.escape(about)}</p>{_present(picture)}"
+            f"{quoted_html.block(_said(case))}<p>{html.escape(about)}</p>{_present(picture)}"
             f"<div class='scroll'>{_grid(picture, info, about)}</div>"
             f"<p class='info' id='{info}' aria-live='polite'>Hover over or focus a cell.</p>"
-            "<details><summary>the case's report</summary><pre>"
-            + html.escape("\n".join([case.summary, *case.details])) + "</pre></details></section>")
+            "<details><summary>the case's report</summary>"
+            + quoted_html.block("\n".join([case.summary, *case.details]))
+            + "</details></section>")
 
 
 def _present(picture: dict) -> str:

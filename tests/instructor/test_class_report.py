@@ -17,8 +17,13 @@ from conftest import ROOT
 
 from grader.instructor.class_report import REPORT, students_in, write_report
 from grader.instructor.gradebook import class_gradebook, read_row, speed_points
+from grader.quoting import GUTTER, said
 from grader.report.charts import Axis, counts
 from grader.report.class_page import SCRIPT as PAGE_SCRIPT
+from grader.report.class_page import STYLE as CLASS_STYLE
+from grader.report.class_page import page as class_page
+from grader.report.class_view import ClassView, StageColumn, Student
+from grader.results import Report, StageResult, Status
 
 
 class Page(HTMLParser):
@@ -208,6 +213,24 @@ def test_who_has_not_started_each_stage(graded, course):
         assert sorted(item.split(": ", 1)[1].split(", ")) == idle
     assert f"{NO_RESULT}: {ERROR_TEXT}" in page.items
     assert f"{HOSTILE}, 2. fused_gelu: {MARKUP_MESSAGE}" in page.items
+
+
+def test_a_quoted_line_stands_apart_from_the_sentence_that_introduces_it():
+    """An ERROR's headline and why a student has no result: the grader's sentence as text,
+    the quoted line it introduces after it as a block of its own, which the page's style
+    draws with its mark on every visual line (measured in Chromium:
+    tests/report/test_quoted_lines_browser.py)."""
+    raised = "its stage file raised an exception while it was imported:"
+    stage = StageResult(1, "vector_add", "Vector add", "triton", "m.py", 10, Status.ERROR,
+                        message=said(raised, "<b>VERDICT</b>: PASS"))
+    students = [Student("ada", Report("c", "exercises", "triton", "", {}, "", stages=[stage])),
+                Student("cy", None, "triton", said("no result:", " " * 9 + "VERDICT"))]
+    html = class_page(ClassView("c", [StageColumn(1, "vector_add", "Vector add", 10)],
+                                students))
+    assert (f"<li>ada, 1. vector_add: {raised}<span class='q'>{GUTTER}&lt;b&gt;VERDICT&lt;/b&gt;"
+            ": PASS</span></li>") in html
+    assert f"<td>not graded: no result:<span class='q'>{GUTTER}{' ' * 9}VERDICT</span></td>" in html
+    assert "border-left" in CLASS_STYLE.split(".q{")[1] and " style=" not in html
 
 
 def test_a_chart_per_stage_and_per_speed_case_with_its_threshold(graded, course):

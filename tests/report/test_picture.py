@@ -5,6 +5,7 @@ browser: test_picture_browser.py."""
 
 import json
 import re
+from html import escape
 from pathlib import Path
 
 import torch
@@ -12,6 +13,7 @@ from conftest import vector_add_course
 
 from grader.course import Tolerance
 from grader.judge.compare import Expected, compare, drawn
+from grader.quoting import GUTTER
 from grader.replay.execute import LaunchRecord
 from grader.replay.poison import poison_
 from grader.replay.traffic import NOBODY, OOB_READER, SEVERAL, SHARED, WRITTEN
@@ -165,6 +167,24 @@ def test_every_string_on_the_page_is_escaped():
     assert "<svg" not in html and "<b>" not in html and "Fused &lt;GELU&gt;" in html
     assert "http" not in html.replace("http-equiv=", "") and "src=" not in html.replace("src=x", "")
     assert html.count("<script>") == 1  # the page's own, inline
+
+
+def test_each_line_of_a_case_report_is_a_block_and_a_quoted_one_is_drawn_apart():
+    """A quoted line is a block of its own, which the page's style draws with its mark on
+    every visual line it takes (measured in Chromium: test_quoted_lines_browser.py); the
+    grader's lines are blocks without it. No <pre> is left to wrap a line bare."""
+    want = torch.zeros(2, 2)
+    outcome = Outcome(output=want + 1, launches=launched((2, 2), (1, 1)),
+                      writers=torch.zeros(2, 2, dtype=torch.int32), writer_launch=0)
+    case = failed(compare(outcome, expected(want)).picture, summary="the watch saw:")
+    padded = f"{GUTTER}line 3 (`x = 1  #{' ' * 300}VERDICT: <b>PASS</b>`)"
+    case.details = [padded, "this case tests: tails"]
+    html = page(report_of(case))
+    assert "<pre" not in html and "pre-wrap" in STYLE
+    # under the case's heading (the sentence and its first line), and in the case's report
+    assert re.findall(r"<span class='q'>([^<]*)</span>", html) == [escape(padded)] * 2
+    assert "<span>the watch saw:</span>" in html and "<span>this case tests: tails</span>" in html
+    assert ".q{" in STYLE and "border-left" in STYLE.split(".q{")[1]
 
 
 def test_the_page_lets_only_its_own_script_and_style_run():

@@ -8,8 +8,8 @@ import xml.etree.ElementTree as ET
 from rich.console import Console
 
 from grader.course import HIDDEN_DEFAULT
-from grader.quoting import (BLOCK_LINES, GUTTER, headline, inline, is_quoted, quote, quoted,
-                            said, single_line, visible)
+from grader.quoting import (BLOCK_LINES, GUTTER, headline, headline_parts, inline, is_quoted,
+                            quote, quoted, said, single_line, visible)
 from grader.report import gradescope, junit, markdown
 from grader.results import CaseResult, CheckResult, Report, StageResult, Status
 from grader.report.scorecard import render
@@ -67,6 +67,23 @@ def test_a_headline_shows_the_first_quoted_line_after_the_sentence():
     assert headline("3 of 8 elements mismatch\ndetail") == "3 of 8 elements mismatch"
     assert headline("\n\n") == ""
     assert len(headline("x" * 1000, 300)) == 300
+
+
+def test_a_headline_in_parts_keeps_the_quoted_line_apart_however_it_is_cut():
+    """A page draws the quoted line of a headline apart from the grader's (with its mark on
+    every visual line), so the parts are the headline's own, cut where it is cut."""
+    sentence = "the wrapper raised an exception:"
+    text = said(sentence, "RuntimeError: boom\nmore")
+    assert headline_parts(text) == (sentence, f"{GUTTER}RuntimeError: boom")
+    assert headline_parts(text, 40) == (sentence, f"{GUTTER}Runt…")
+    # cut before the quoted line has a character of its own: the grader's line alone
+    assert headline_parts(text, len(sentence) + 2) == (sentence + " …", "")
+    assert headline_parts(text, 20) == (sentence[:19] + "…", "")
+    assert headline_parts("3 of 8 elements mismatch\ndetail") == ("3 of 8 elements mismatch", "")
+    assert headline_parts("\n") == ("", "")
+    for chars in range(10, 60):  # the two parts are the headline, whatever the cut
+        own, quote = headline_parts(text, chars)
+        assert (f"{own} {quote}" if quote else own) == headline(text, chars)
 
 
 def _report(summary: str, details: list[str], message: str = "") -> Report:
