@@ -10,11 +10,12 @@ import click
 
 from grader import sandbox
 from grader.backends import selection as backends
-from grader.cli.context import EXIT_INTERRUPTED, EXIT_OK, course_of, interruption
+from grader.cli.context import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, course_of, interruption
 from grader.errors import GradeError
 from grader.grading.request import GradingRequest, Limits
 from grader.instructor import batch, regrade, roster, slurm
 from grader.instructor.class_report import write_report
+from grader.instructor.gradebook import no_result
 from grader.instructor.submissions import require_usable_names
 from grader.quoting import single_line
 from grader.report.progress import batch_progress, slurm_progress
@@ -88,7 +89,10 @@ def batch_command(ctx, submissions, **options) -> int:
     course = course_of(ctx)
     console = make_console()
     cluster = {k: options.pop(k) for k in SLURM_ONLY}
-    out, force, limit = options["out"], options["force"], options["limit"]
+    # Absolute from here on: each student is graded by a process whose working folder is a
+    # scratch folder of its own, and a Slurm task runs wherever the node starts it.
+    out = Path(os.path.abspath(options["out"]))
+    force, limit = options["force"], options["limit"]
     if not options["use_slurm"]:
         flags = {p.name: p.opts[0] for p in ctx.command.params}
         given = [flags[k] for k, v in cluster.items()
@@ -150,8 +154,7 @@ def batch_command(ctx, submissions, **options) -> int:
                       f"{len(plan.todo)} submissions; what was graded is kept, and the same "
                       "command grades the rest", markup=False)
         return EXIT_INTERRUPTED
-    _finish(course, out, found, graded, console)
-    return EXIT_OK
+    return _finish(course, out, found, graded, console)
 
 
 def _on_slurm(found, plan: regrade.Plan, request: GradingRequest, out: Path, limit: float,
@@ -185,8 +188,7 @@ def _on_slurm(found, plan: regrade.Plan, request: GradingRequest, out: Path, lim
         _write_class_files(course, out, found)
         console.print(f"interrupted ({interruption()}): {slurm.cancel_hint(runs)}", markup=False)
         return EXIT_INTERRUPTED
-    _finish(course, out, found, graded, console)
-    return EXIT_OK
+    return _finish(course, out, found, graded, console)
 
 
 def _write_class_files(course, out, found) -> tuple[Path, Path]:
@@ -197,7 +199,9 @@ def _write_class_files(course, out, found) -> tuple[Path, Path]:
     return gradebook, write_report(out, course, listed=found)
 
 
-def _finish(course, out, found, graded, console) -> None:
+def _finish(course, out, found, graded, console) -> int:
+    """Write the class's files and say what this run did; the exit code: EXIT_FAILED where a
+    student got no result (a script that runs the batch must not take it for done)."""
     gradebook, report = _write_class_files(course, out, found)
     for g in graded:
         if g.error:
@@ -206,6 +210,13 @@ def _finish(course, out, found, graded, console) -> None:
                   f"gradebook: {gradebook}; class report: {report}; "
                   f"each student's feedback: {out / 'students'}/NAME.md",
                   markup=False)
+    missing = [g.name for g in graded if no_result(g.error)]
+    if not missing:
+        return EXIT_OK
+    console.print(f"{len(missing)} of them got no result ({', '.join(missing[:5])}"
+                  f"{', ...' if len(missing) > 5 else ''}): the reasons are above, and the "
+                  "same command grades them again", markup=False, soft_wrap=True)
+    return EXIT_FAILED
 
 
 @click.command("slurm-task", hidden=True)

@@ -60,6 +60,12 @@ def read_intake(out: Path, name: str) -> Intake:
 GRADED, NOT_A_SUBMISSION, NOT_GRADED = "graded", "not a submission", "not graded"
 
 
+def no_result(error: str) -> bool:
+    """Whether a submission that failed with `error` is a student left without a result (a
+    path that is not a submission at all is no student)."""
+    return bool(error) and not error.startswith(NOT_A_SUBMISSION)
+
+
 @dataclass
 class Row:
     """What the gradebook and the feedback know of one student."""
@@ -98,7 +104,7 @@ def read_row(out: Path, name: str, who: Who | None = None) -> Row:
     if result.is_file():
         return Row(name, GRADED, intake, json.loads(result.read_text(encoding="utf-8")), who=who)
     error = error_file.read_text().strip() if error_file.is_file() else NOT_GRADED
-    status = NOT_A_SUBMISSION if error.startswith(NOT_A_SUBMISSION) else NOT_GRADED
+    status = NOT_GRADED if no_result(error) else NOT_A_SUBMISSION
     return Row(name, status, intake, error=error, who=who)
 
 

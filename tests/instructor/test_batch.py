@@ -334,3 +334,30 @@ def test_the_batch_study_finds_each_students_points_alone_as_in_the_batch(capsys
         "batch-student01.log", "batch-student02.log", "batch.log",
         "student01-alone.log", "student02-alone.log"]
     assert "where the time went" in (logs / "student02-alone.log").read_text()
+
+
+def test_the_readmes_batch_line_grades_a_class_in_the_course_folder(small_course, run_grade,
+                                                                   monkeypatch):
+    """`grade batch submissions/ --out grades/`, typed in the course's folder as README.md
+    shows it: each student is graded by a process whose working folder is a scratch folder,
+    and a relative --out once sent every result there (every student "no result", exit 0)."""
+    root = small_course.root
+    _student(root / "submissions/ada/exercises", {TRITON_ADD: _solution(TRITON_ADD)})
+    monkeypatch.chdir(root)
+    code, out, _ = run_grade("batch", "submissions/", "--out", "grades/", "--backend",
+                             "triton-interpret")
+    assert code == 0, out
+    rows = {r["student"]: r for r in csv.DictReader(
+        (root / "grades/gradebook.csv").open(encoding="utf-8-sig"))}
+    assert float(rows["ada"]["vector_add"]) == 10, rows["ada"]
+
+
+def test_a_batch_where_a_student_got_no_result_exits_1(small_course, run_grade, tmp_path):
+    _student(tmp_path / "subs/ada/exercises", {TRITON_ADD: _solution(TRITON_ADD)})
+    (tmp_path / "subs/nora").mkdir()  # not a submission: no student, no failure
+    (tmp_path / "subs/nora/notes.md").write_text("start the course\n")
+    code, out, _ = run_grade("--course", str(small_course.path), "batch", str(tmp_path / "subs"),
+                             "--out", str(tmp_path / "grades"), "--backend", "triton-interpret",
+                             "--limit", "1")
+    assert code == 1, out
+    assert "1 of them got no result (ada): the reasons are above" in " ".join(out.split())
