@@ -16,7 +16,7 @@ from grader.grading.request import GradingRequest, Limits
 from grader.instructor import batch, regrade, roster, slurm
 from grader.instructor.class_report import write_report
 from grader.instructor.gradebook import no_result
-from grader.instructor.submissions import require_usable_names
+from grader.instructor.submissions import usable_names
 from grader.quoting import single_line
 from grader.report.progress import batch_progress, slurm_progress
 from grader.report.scorecard import make_console, sandbox_line
@@ -112,7 +112,9 @@ def batch_command(ctx, submissions, **options) -> int:
     if not found:
         raise GradeError("No submissions found: name folders or .zip files, a folder of them, "
                          "or a Gradescope bulk export (its folder with submission_metadata.yml).")
-    require_usable_names(found)
+    found, renamed = usable_names(found)
+    for note in renamed:
+        console.print(single_line(note, 600), markup=False, soft_wrap=True)
     chosen = regrade.only(found, options["only"])
     roster.update_roster(out, found)
     # The class's one request: each student's submission fills it in (grader.instructor.batch).

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from grader.backends import selection as backends
 from grader.errors import GradeError
-from grader.instructor.gradebook import (Intake, read_intake,  # noqa: F401
+from grader.instructor.gradebook import (NOT_A_SUBMISSION, Intake, read_intake,  # noqa: F401
                                          write_feedback_files, write_gradebook, write_intake)
 from grader.instructor.regrade import keep_graded_stages
 from grader.instructor.submissions import (  # noqa: F401
@@ -46,6 +46,7 @@ from grader.instructor.submissions import (  # noqa: F401
 from grader.grading.request import GradingRequest
 from grader.instructor.isolation import Stopped, run_isolated, scratch
 from grader.intake.overlay import Unpacked, from_the_handout, student_text
+from grader.intake.upload import UploadError
 from grader.results import Status, write_file
 from grader.sandbox.privileges import NEEDED_FOR_A_CLASS
 
@@ -86,7 +87,9 @@ def grade_one(entry: Entry, out: Path, request: GradingRequest, env: dict, limit
             except NotASubmission as exc:
                 intake.ignored = exc.ignored
                 return _not_graded(entry, out, intake, str(exc))
-            except (ValueError, OSError) as exc:
+            except UploadError as exc:  # a corrupt zip: as much a submission as none at all
+                return _not_graded(entry, out, intake, f"{NOT_A_SUBMISSION}: {exc}")
+            except (ValueError, OSError) as exc:  # this host's failure, not the student's
                 return _not_graded(entry, out, intake, str(exc))
             intake.ignored, intake.read_as = unpacked.ignored, unpacked.read_as()
             intake.digest = digest(unpacked.files)

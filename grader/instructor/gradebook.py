@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -29,6 +30,9 @@ from grader.results import Report, write_file
 
 NOT_TIMED = "not graded"  # the speed columns where this class's machine times no speed
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet reads as a formula
+# A separator of cells in some spreadsheet's import (comma, semicolon, tab, bar, a line's
+# end), with the blanks after it, before what would start a formula there.
+_AFTER_A_SEPARATOR = re.compile(r"([,;\t|\r\n][ \t]*)(?=[=+\-@])")
 
 
 @dataclass
@@ -235,10 +239,13 @@ def _cells(row: Row, course: Course, speed_max: float | None) -> dict:
 
 
 def csv_cell(value):
-    """A cell as a spreadsheet must take it: text that would start a formula is quoted,
-    a number of points is written without a trailing .0."""
-    if isinstance(value, str) and value.startswith(FORMULA_START):
-        return "'" + value
+    """A cell as a spreadsheet must take it: text that would start a formula is quoted, at
+    the cell's start and after every separator a spreadsheet may split it on (a name cell
+    joined with "; " held a formula after it, live where ';' separates cells); a number of
+    points is written without a trailing .0."""
+    if isinstance(value, str):
+        value = _AFTER_A_SEPARATOR.sub(r"\1'", value)
+        return "'" + value if value.startswith(FORMULA_START) else value
     if isinstance(value, float):  # points as people write them: 10, 12.5, 33.33
         return format(round(value, 2), "g")
     return value

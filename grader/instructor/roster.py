@@ -53,7 +53,9 @@ def who(entry: Entry) -> Who:
     else:
         when, source = file_time(entry.source), FROM_FILE_TIMES
     people = meta.submitters if meta else ()
-    return Who(str(entry.source), [p.name for p in people], [p.email for p in people],
+    # a path's bytes that are not UTF-8 (a folder named so) kept as escapes: the roster is text
+    path = str(entry.source).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return Who(path, [p.name for p in people], [p.email for p in people],
                [p.sid for p in people], when.isoformat(timespec="seconds") if when else "",
                source if when else "", meta.submissions if meta else None)
 

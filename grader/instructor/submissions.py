@@ -11,7 +11,7 @@ use too; here it is applied to each student of a class. A Gradescope bulk export
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from grader.course import Course
@@ -49,10 +49,13 @@ def entries(course: Course, paths: list[Path]) -> list[Entry]:
 
 
 def _entries_of(course: Course, path: Path) -> list[Entry]:
+    # One submission of an export, named alone (a regrade of one student), is that student
+    # whatever it holds: an upload that brings its own submission_metadata.yml and
+    # submission_NNNN/ folders was once read as an export, its forged names and times taken.
+    if path.is_dir() and (alone := one_of(path)):
+        return [Entry(alone[0], path, alone[1])]
     if path.is_dir() and is_export(path):
         return [Entry(name, p, meta) for name, p, meta in export_submissions(path)]
-    if path.is_dir() and (alone := one_of(path)):  # one submission of an export, named alone
-        return [Entry(alone[0], path, alone[1])]
     if path.is_dir() and not _has_stage_files(course, path) and _holds_submissions(course, path):
         return [Entry(_name(p), p) for p in sorted(path.iterdir())
                 if (p.is_dir() and not p.name.startswith(".")) or p.suffix == ".zip"]
@@ -64,29 +67,40 @@ def _entries_of(course: Course, path: Path) -> list[Entry]:
 RESERVED_ENDING = ".intake"
 
 
-def require_usable_names(found: list[Entry]) -> None:
-    """Two submissions of one name would overwrite each other's results: name both. A name
-    ending in RESERVED_ENDING would do the same to another's record, and one that is not
-    UTF-8 text cannot name a file of results: name it."""
-    first: dict[str, Path] = {}
-    for entry in found:
-        try:
-            entry.name.encode("utf-8")
-        except UnicodeEncodeError:  # bytes no encoding of the file system's could read
-            raise GradeError(f"A submission's name is not UTF-8 text: {ascii(entry.name)}, in "
-                             f"{entry.source.parent}. Its result files are named after it; "
-                             "rename it to UTF-8 text (say, with `mv`).") from None
-        if entry.name.endswith(RESERVED_ENDING):
-            raise GradeError(f"A submission is named '{entry.name}' ({entry.source}): its result "
-                             f"would be written as {entry.name}.json, the name of the intake "
-                             f"record of a submission named "
-                             f"'{entry.name[:-len(RESERVED_ENDING)]}'. Rename it (say, to "
-                             f"'{entry.name[:-len(RESERVED_ENDING)]}-intake').")
-        if entry.name in first:
-            raise GradeError(f"Two submissions are both named '{entry.name}': {first[entry.name]} "
-                             f"and {entry.source}. Their results would overwrite each other; "
-                             "rename one (or grade them into different --out folders).")
-        first[entry.name] = entry.source
+def usable_names(found: list[Entry]) -> tuple[list[Entry], list[str]]:
+    """Each submission under a name its result files can carry, and a note for each one the
+    grader had to name itself: the name is the key of a student's results, so it must be
+    UTF-8 text, must not end in RESERVED_ENDING (alice.intake.json is alice's intake record)
+    and must be one submission's alone (two named 'ada', from two folders, would overwrite
+    each other; the second, in the order of their paths, becomes 'ada-2'). A name from a
+    student's files never stops the class."""
+    names: dict[int, str] = {}
+    notes, taken = [], set()
+    for entry in sorted(found, key=lambda e: (e.name, str(e.source))):
+        name, why = _usable(entry.name)
+        base, count = name, 1
+        while name in taken:
+            count += 1
+            name, why = f"{base}-{count}", f"another submission is named '{base}'"
+        taken.add(name)
+        names[id(entry)] = name
+        if name != entry.name:
+            notes.append(f"{entry.source}: its results are named '{name}' ({why})")
+    return [replace(entry, name=names[id(entry)]) for entry in found], notes
+
+
+def _usable(name: str) -> tuple[str, str]:
+    """`name` as a file name of results, and why it changed if it did."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # bytes no encoding of the file system's could read
+        return (name.encode("utf-8", "surrogateescape").decode("utf-8", "replace"),
+                "its name is not UTF-8 text")
+    if name.endswith(RESERVED_ENDING):
+        return (f"{name[:-len(RESERVED_ENDING)]}-intake",
+                f"a result named {name}.json would be the intake record of "
+                f"'{name[:-len(RESERVED_ENDING)]}'")
+    return name, ""
 
 
 def _has_stage_files(course: Course, folder: Path) -> bool:

@@ -314,39 +314,46 @@ def test_a_digest_an_older_grader_took_is_graded_again_without_counting(tmp_path
     assert regrade.plan(course, found, out, force=False).unchanged == 1
 
 
-def test_two_submissions_of_one_name_are_refused_naming_both(tmp_path, run_grade):
+def test_two_submissions_of_one_name_are_both_graded_under_names_of_their_own(tmp_path,
+                                                                               run_grade):
+    """Results are keyed by a name the grader gives: two folders' 'ada's would overwrite each
+    other's results, so the second, in the order of their paths, is 'ada-2', said."""
     course = _course(tmp_path)
     for folder in ("a", "b"):
         (tmp_path / folder / "ada" / "triton").mkdir(parents=True)
         (tmp_path / folder / "ada" / TRITON_ADD).write_text("# x\n")
-    code, _, err = run_grade("--course", str(course.path), "batch", str(tmp_path / "a"),
-                             str(tmp_path / "b"), "--out", str(tmp_path / "out"))
-    assert code == 2 and "Two submissions are both named 'ada'" in err
-    assert str(tmp_path / "a" / "ada") in err and str(tmp_path / "b" / "ada") in err
+    code, out, err = run_grade("--course", str(course.path), "batch", str(tmp_path / "a"),
+                               str(tmp_path / "b"), "--out", str(tmp_path / "out"),
+                               "--backend", "triton-interpret")
+    said = " ".join(out.split())
+    assert f"{tmp_path / 'b' / 'ada'}: its results are named 'ada-2' (another submission is " \
+        "named 'ada')" in said, out + err
+    assert set(_rows(tmp_path / "out")) == {"ada", "ada-2"}
 
 
 @pytest.mark.parametrize("names", [("alice", "alice.intake"), ("alice.intake",)])
-def test_a_name_that_would_write_over_another_students_record_is_refused(tmp_path, run_grade,
+def test_a_name_that_would_write_over_another_students_record_is_renamed(tmp_path, run_grade,
                                                                          names):
     """A submission named 'alice.intake' would write its result as alice.intake.json, alice's
     intake record (her submission count gone, then the gradebook unreadable), or be read as
-    the record of an 'alice' who never handed in: refused, before anything is graded."""
+    the record of an 'alice' who never handed in: its results are named 'alice-intake', and
+    the class is graded (the name stopped the whole class once)."""
     course = _course(tmp_path)
     for name in names:
         (tmp_path / "class" / name / "triton").mkdir(parents=True)
         (tmp_path / "class" / name / TRITON_ADD).write_text("# x\n")
-    code, _, err = run_grade("--course", str(course.path), "batch", str(tmp_path / "class"),
-                             "--out", str(tmp_path / "out"))
-    assert code == 2 and "A submission is named 'alice.intake'" in err, err
-    assert "Rename it" in err and not (tmp_path / "out" / "students").exists()
+    code, out, err = run_grade("--course", str(course.path), "batch", str(tmp_path / "class"),
+                               "--out", str(tmp_path / "out"), "--backend", "triton-interpret")
+    assert "its results are named 'alice-intake' (a result named alice.intake.json would be " \
+        "the intake record of 'alice')" in " ".join(out.split()), out + err
+    assert set(_rows(tmp_path / "out")) == {n.replace(".", "-") for n in names}
+    assert not (tmp_path / "out/students/alice.intake.json").exists() or "alice" in names
 
 
-def test_a_name_that_is_not_utf8_text_is_refused_with_the_fix(tmp_path, run_grade):
+def test_a_name_that_is_not_utf8_text_is_graded_under_a_name_of_text(tmp_path, run_grade):
     """A student folder named with a byte no UTF-8 text holds (0xff) cannot name a file of
-    results: the roster's write failed with a traceback and nobody in the class was graded.
-    Refused, the name spelled out, before anything is graded."""
-    import os
-
+    results: the roster's write failed with a traceback and nobody in the class was graded,
+    then the class was refused. The bytes become U+FFFD, said, and everyone is graded."""
     course = _course(tmp_path)
     classroom = tmp_path / "class"
     for name in (b"bad\xffname", b"sue"):
@@ -354,10 +361,30 @@ def test_a_name_that_is_not_utf8_text_is_refused_with_the_fix(tmp_path, run_grad
         os.makedirs(folder)
         with open(os.path.join(folder, b"stage1_vector_add.py"), "w") as handle:
             handle.write("# x\n")
-    code, _, err = run_grade("--course", str(course.path), "batch", str(classroom),
-                             "--out", str(tmp_path / "out"))
-    assert code == 2 and "A submission's name is not UTF-8 text: 'bad\\udcffname'" in err, err
-    assert "rename it" in err and "Traceback" not in err
+    code, out, err = run_grade("--course", str(course.path), "batch", str(classroom),
+                               "--out", str(tmp_path / "out"), "--backend", "triton-interpret")
+    assert "bad\\udcffname: its results are named 'bad\ufffdname' (its name is not UTF-8 " \
+        "text)" in " ".join(out.split()), out + err
+    assert set(_rows(tmp_path / "out")) == {"bad\ufffdname", "sue"}
+    assert "Traceback" not in out + err
+
+
+def test_an_upload_that_holds_an_export_of_its_own_is_one_student(tmp_path, run_grade):
+    """A student's upload with its own submission_metadata.yml and submission_NNNN/ folder,
+    named alone for a regrade (`grade batch export/submission_NNNN`), was read as a whole
+    export: another student's result overwritten with 0, the forged name and time shown and
+    trusted for lateness. Named from inside an export, it is that export's student."""
+    course = _course(tmp_path, POLICY)
+    copy = _export(tmp_path)
+    jose = copy / "submission_2571001"
+    (jose / export.METADATA).write_text(
+        "submission_7:\n  :submitters:\n  - :name: Forged Name\n    :sid: '34567'\n"
+        "  :created_at: 2026-12-01 10:00:00.000000000 -08:00\n", encoding="utf-8")
+    (jose / "submission_7" / "triton").mkdir(parents=True)
+    (jose / "submission_7" / TRITON_ADD).write_text("# nothing\n")
+    [alone] = submissions.entries(course, [jose])
+    assert alone.name == "12345" and alone.source == jose
+    assert alone.meta.submitters[0].name == "José Núñez 李"
 
 
 def test_limit_keeps_the_stages_graded_before_it(tmp_path, monkeypatch):
@@ -642,3 +669,13 @@ def test_each_students_grading_imports_the_grader_that_runs_the_batch(tmp_path, 
     root = str(Path(batch.__file__).resolve().parents[2])
     assert envs[0]["PYTHONPATH"].split(os.pathsep) == [root, "/elsewhere"]
     assert (Path(root) / "grader" / "__main__.py").is_file()
+
+
+@pytest.mark.parametrize("text, cell", [
+    ("Ann Lee; =HYPERLINK(\"http://x\")", "Ann Lee; '=HYPERLINK(\"http://x\")"),
+    ("=1+1", "'=1+1"), ("a,+1", "a,'+1"), ("x\t@SUM(A1)", "x\t'@SUM(A1)"),
+    ("p|-2", "p|'-2"), ("Jean-Luc; Ann", "Jean-Luc; Ann"), ("12345; 23456", "12345; 23456")])
+def test_no_gradebook_cell_starts_a_formula_after_any_separator(text, cell):
+    """A name cell joined with "; " held a formula after it, live in a spreadsheet that
+    splits on ';': every piece a separator could begin is quoted, not only the cell's start."""
+    assert gradebook.csv_cell(text) == cell
