@@ -14,11 +14,10 @@ the verdict (grader.quoting): the grader's sentence, then the text as a block of
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 from pathlib import Path
 
-from grader import timing
+from grader import shown_clock
 from grader.backends.selection import Selection, dtype_unsupported
 from grader.course import Case, Stage
 from grader.judge.compare import Expected, Verdict, compare, drawn
@@ -98,7 +97,7 @@ class StageCheck:
         for case, seed, replay_draw in calls:
             if dtype_unsupported(case.dtype, self.backend.device):
                 continue
-            with timing.phase(self.phases if phases is None else phases, "record the call"):
+            with shown_clock.phase(self.phases if phases is None else phases, "record the call"):
                 proposed = self.child.record_ahead(problem.id, dict(case.params), case.dtype,
                                                    seed)
             if proposal_misconduct(proposed, self.backend.track) or not proposed.proposal:
@@ -108,7 +107,7 @@ class StageCheck:
         self.child.replay_process.build_ahead(builds)
 
     def check(self, case: Case) -> Verdict:
-        start = time.perf_counter()
+        start = shown_clock.now()
         seed = case.seed_in_run(self.run_seed)
         if case.hidden:  # what the submission prints from here on could show its inputs
             self.child.withhold_output()
@@ -141,7 +140,7 @@ class StageCheck:
             picture=verdict.picture,
             # a hidden case's time is withheld too: a call that sleeps for n milliseconds
             # would tell its inputs by it
-            seconds=0.0 if case.hidden else round(time.perf_counter() - start, 3),
+            seconds=0.0 if case.hidden else round(shown_clock.now() - start, 3),
             hidden=bool(case.hidden),
             failure=None if verdict.passed else verdict.kind,
         )
@@ -237,22 +236,22 @@ class StageCheck:
         problem = self.stage.problem
         # where a case's seconds go; a probe's count in the case's "judge the output"
         phases = self.phases if case is not None else {}
-        with timing.phase(phases, "record the call"):
+        with shown_clock.phase(phases, "record the call"):
             proposed = self.child.record(problem.id, dict(params), dtype, seed)
         refused = proposal_misconduct(proposed, self.backend.track)
         if refused:
             return refused
         replay_seed = seed ^ REPLAY_DRAW
-        with timing.phase(phases, "inputs and the reference"):
+        with shown_clock.phase(phases, "inputs and the reference"):
             call = problem.draw(params, dtype, replay_seed)
             expected = problem.reference(call.to(self.backend.device))
         replay = self.child.replay_process
         installing = replay.installing
-        with timing.phase(phases, "replay"):
+        with shown_clock.phase(phases, "replay"):
             outcome = replay.call(problem.id, dict(params), dtype, replay_seed, call.tensors(),
                                   expected.nbytes, proposed.proposal)
         if replay.installing > installing:  # of the replay: its binaries, built ahead or not
-            timing.add_seconds(phases, BINARIES, replay.installing - installing)
+            shown_clock.add_seconds(phases, BINARIES, replay.installing - installing)
         # A probe (no case) is judged without the stage-wide check: the case it serves
         # already went through it, and a probe that fails only leaves its cause unnamed.
         if outcome.unchecked and case is not None and case.hidden:
@@ -271,7 +270,7 @@ class StageCheck:
                           self._in_grid_order(case, params, dtype, replay_seed,
                                               proposed.proposal, call, judged_plainly)
                           if explained else None)
-        with timing.phase(phases, "judge the output"):  # its probes' replays included
+        with shown_clock.phase(phases, "judge the output"):  # its probes' replays included
             verdict = self._verdict(call, outcome, judged)
         if verdict.passed and variants.count(proposed.proposal) > 1:
             verdict = self._every_configuration(proposed.proposal, params, dtype, replay_seed,
@@ -309,11 +308,11 @@ class StageCheck:
         # (the grid-order experiment replays the case's own configuration, not this one's)
         judged = replace(judged, grid_order=None)
         for index in range(first, total):
-            with timing.phase(phases, "replay"):
+            with shown_clock.phase(phases, "replay"):
                 outcome = replay.call(self.stage.problem.id, dict(params), dtype, seed,
                                       call.tensors(), expected.nbytes, proposal,
                                       variants.Replay(configuration=index))
-            with timing.phase(phases, "judge the output"):
+            with shown_clock.phase(phases, "judge the output"):
                 verdict = self._verdict(call, outcome, judged)
             if not verdict.passed:
                 which = variants.described(Path(self.child.path), variants.autotuned(proposal),
