@@ -139,7 +139,8 @@ class StageResult:
     speed: SpeedResult = field(default_factory=lambda: SpeedResult(False, ""))
     seconds: float = 0.0  # wall time of grading this stage, speed included
     # Where those seconds went, by phase ("correctness cases", "speed / replay batches", ...),
-    # by the grader's clock (grade --profile shows them).
+    # by the grader's clock (grade --profile shows them). Both are read from the shown clock
+    # (grader.shown_clock): nothing done with a hidden case's inputs counts.
     phases: dict[str, float] = field(default_factory=dict)
     checks: list[CheckResult] = field(default_factory=list)
     output: str = ""  # what the submission printed while it was graded

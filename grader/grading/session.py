@@ -187,7 +187,10 @@ class StageSession:
 
     def close(self) -> None:
         """End every process of the submission (before any result is kept); one readied
-        beside an earlier stage once the readying is over."""
+        beside an earlier stage once the readying is over. Those given a hidden case are
+        ended as its time (StageCheck.forget_hidden), wherever grading stopped."""
+        if self.check is not None:
+            self.check.forget_hidden()
         if self.readying is not None:
             self.closing = True
             if self.child is not None:

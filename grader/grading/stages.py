@@ -115,6 +115,7 @@ def _judged(session: StageSession, result: StageResult, todos: TodoState,
     if todos.unfilled:
         result.message = f"{result.module} {todos.describe()}"
     plugin = CorrectnessPlugin(check, progress)
+    check.hidden.alongside = later  # settled before a hidden case (grader.judge.hidden)
     with shown_clock.phase(result.phases, "correctness cases"):
         check.build_ahead()
         for readied in later:  # in order: their builders take cores behind this stage's own

@@ -5,7 +5,7 @@ as data); the replay runs that proposal on fresh inputs drawn from another seed,
 its output is judged, against the reference computed here. The replay's other traces
 (compile errors, out-of-bounds writes, modified inputs) decide before the numbers do; the
 host watch's findings explain a failure, never make one. Hidden cases keep only their
-verdict's kind. (The memory check is grader.judge.memory.)
+verdict's kind, and none of their time. (The memory check is grader.judge.memory.)
 
 Every text that comes from the submission's processes (what a call raised, a compiler's
 message, the host watch's and the replay's findings, a returned type's name) is quoted in
@@ -22,6 +22,7 @@ from grader.backends.selection import Selection, dtype_unsupported
 from grader.course import Case, Stage
 from grader.judge.compare import Expected, Verdict, compare, drawn
 from grader.judge.experiments import shown
+from grader.judge.hidden import HiddenInputs
 from grader.judge.misconduct import HOST_WORK, proposal_misconduct, replay_misconduct
 from grader.problems import DTYPES
 from grader.quoting import is_quoted, quoted, said
@@ -68,7 +69,7 @@ class StageCheck:
         self.results: dict[str, CaseResult] = {}
         self.unchecked: str | None = None  # why no front end saw a shown case's kernels
         self.unchecked_hidden = False  # a hidden case's kernels went unchecked (why: withheld)
-        self.saw_hidden = False  # the processes were given a hidden case's inputs
+        self.hidden = HiddenInputs(child)  # where the hidden cases' inputs went
         # (changes, dtype) -> the probed parameters, in words, where the probe passed
         self.probes: dict[tuple, str | None] = {}
         self.order_probes = 0  # grid-order replays run (ORDER_PROBES at most)
@@ -107,13 +108,16 @@ class StageCheck:
         self.child.replay_process.build_ahead(builds)
 
     def check(self, case: Case) -> Verdict:
+        if not case.hidden:  # after a hidden one (cases run in another order): new processes
+            self.forget_hidden()
+            return self._checked(case)
+        # Its time would tell its inputs (a call can sleep in proportion to a size).
+        with self.hidden.case(self.phases):
+            return self._checked(case)
+
+    def _checked(self, case: Case) -> Verdict:
         start = shown_clock.now()
         seed = case.seed_in_run(self.run_seed)
-        if case.hidden:  # what the submission prints from here on could show its inputs
-            self.child.withhold_output()
-            self.saw_hidden = True
-        else:  # a shown case after a hidden one (cases run in another order): new processes
-            self.forget_hidden()
         if self.timed_out and not self.keep_going:
             # One hang costs one time limit, not one per case: the next case would hang too.
             verdict = Verdict(False, f"not run: an earlier case ({self.timed_out}) timed out; "
@@ -138,8 +142,7 @@ class StageCheck:
             details=self._with_claims(case, verdict),
             stats=verdict.stats,
             picture=verdict.picture,
-            # a hidden case's time is withheld too: a call that sleeps for n milliseconds
-            # would tell its inputs by it
+            # a hidden case's time is withheld (its clock stood still: grader.judge.hidden)
             seconds=0.0 if case.hidden else round(shown_clock.now() - start, 3),
             hidden=bool(case.hidden),
             failure=None if verdict.passed else verdict.kind,
@@ -161,12 +164,8 @@ class StageCheck:
                 *verdict.details[lead:]]
 
     def forget_hidden(self) -> None:
-        """End the processes if they were given a hidden case: they could tell its inputs in
-        whatever they say next (a shown case's verdict, a speed case's, the memory check's).
-        The next request starts fresh ones."""
-        if self.saw_hidden:
-            self.child.close()
-            self.saw_hidden = False
+        """End the processes if they were given a hidden case (HiddenInputs.forget)."""
+        self.hidden.forget()
 
     def compile_check(self) -> CheckResult | None:
         """The "compiles for a GPU" check where a kernel went unchecked (not graded): why, in

@@ -91,6 +91,27 @@ def test_the_kind_of_a_failure_is_the_graders_finding_not_the_childs_words(cours
     assert verdict.summary == "hidden case failed: raised an exception"
 
 
+def test_nothing_runs_beside_a_hidden_case(course, interpret):
+    # Work beside a hidden case (builds ahead, a later stage readied) would end the sooner
+    # for its time, which a wait for that work afterwards would tell: it is settled first.
+    stage = course.select("vector_add")
+    hidden = dataclasses.replace(stage.cases[0], hidden=1)
+    child = ScriptedChild([correct, correct])
+    settled = []
+
+    class Later:
+        def settle(self):
+            settled.append(len(child.withheld_before))  # before its inputs were given
+
+    check = StageCheck(stage, interpret, child)
+    check.hidden.alongside = [Later()]
+    check.check(stage.cases[0])
+    assert child.replay_process.settled == 0 and settled == []  # a shown case: no need
+    check.check(hidden)
+    assert child.replay_process.settled == 1 and settled == [0]
+    assert child.withheld_before == [1]
+
+
 def test_a_case_passes_on_the_replay_of_fresh_inputs(course, interpret):
     stage = course.select("vector_add")
     child = ScriptedChild([correct])
