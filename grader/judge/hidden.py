@@ -1,14 +1,18 @@
-"""What a stage's hidden cases may tell a student: whether each passed, and how it failed.
+"""What a stage's hidden cases may tell a student: whether each passed, nothing more.
 
 A hidden case's inputs are the instructor's, and whatever the submission learns of them it
 can try to say back. Its parameters and seed are never shown, nor its diagnostics, nor what
 was printed while it ran (grader.sandbox.output_log); here is the rest:
 
+- its verdict: passed or failed, never the kind of failure, which the submission chooses
+  (a wrong result for one size, a crash for another: a few bits of its inputs a case);
 - its time: everything done with its inputs (the call recorded, the replay, the judging,
   the ending of the processes that saw them) is left out of every time a student sees
   (grader.shown_clock), and nothing else of the grading runs beside it, which would end
   the sooner for the time withheld;
 - the processes given its inputs are ended before they are asked anything else.
+
+What stays is the one bit each hidden case is: passed or failed, chosen by the submission.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from contextlib import contextmanager
 from typing import Iterator, Protocol, Sequence
 
 from grader import shown_clock
+from grader.judge.compare import Verdict
+from grader.results import HIDDEN_FAILED, HIDDEN_NOT_GRADED, Failure
 from grader.sandbox import ChildProcess
 
 # The part of the cases' time (grade --profile) spent waiting, before the hidden cases, for
@@ -71,3 +77,13 @@ class HiddenInputs:
                 self.child.close()
             self.given = False
 
+
+def withheld(verdict: Verdict, not_graded_here: bool) -> Verdict:
+    """A hidden case's verdict: passed or failed, nothing more. Only where this GPU has no
+    arithmetic for its dtype (which the case's name shows) is it not graded: the machine
+    decided that before the submission was given anything."""
+    if verdict.passed:
+        return Verdict(True, "hidden case passed")
+    if not_graded_here:
+        return Verdict(False, HIDDEN_NOT_GRADED, kind=Failure.NOT_GRADED)
+    return Verdict(False, HIDDEN_FAILED, kind=Failure.FAILED)

@@ -4,8 +4,8 @@ The child records one call of the wrapper as a proposal (its kernel launches and
 as data); the replay runs that proposal on fresh inputs drawn from another seed, and only
 its output is judged, against the reference computed here. The replay's other traces
 (compile errors, out-of-bounds writes, modified inputs) decide before the numbers do; the
-host watch's findings explain a failure, never make one. Hidden cases keep only their
-verdict's kind, and none of their time. (The memory check is grader.judge.memory.)
+host watch's findings explain a failure, never make one. Hidden cases keep only whether
+they passed, and none of their time. (The memory check is grader.judge.memory.)
 
 Every text that comes from the submission's processes (what a call raised, a compiler's
 message, the host watch's and the replay's findings, a returned type's name) is quoted in
@@ -22,7 +22,7 @@ from grader.backends.selection import Selection, dtype_unsupported
 from grader.course import Case, Stage
 from grader.judge.compare import Expected, Verdict, compare, drawn
 from grader.judge.experiments import shown
-from grader.judge.hidden import HiddenInputs
+from grader.judge.hidden import HiddenInputs, withheld
 from grader.judge.misconduct import HOST_WORK, proposal_misconduct, replay_misconduct
 from grader.problems import DTYPES
 from grader.quoting import is_quoted, quoted, said
@@ -62,13 +62,12 @@ class StageCheck:
                  keep_going: bool = False):
         self.stage = stage
         self.keep_going = keep_going  # go on after a case timed out
-        self.timed_out: str | None = None  # the first case that did
+        self.timed_out: Case | None = None  # the first case that did
         self.selection, self.backend = selection, selection.backend
         self.child = child
         self.run_seed = run_seed
         self.results: dict[str, CaseResult] = {}
         self.unchecked: str | None = None  # why no front end saw a shown case's kernels
-        self.unchecked_hidden = False  # a hidden case's kernels went unchecked (why: withheld)
         self.hidden = HiddenInputs(child)  # where the hidden cases' inputs went
         # (changes, dtype) -> the probed parameters, in words, where the probe passed
         self.probes: dict[tuple, str | None] = {}
@@ -118,20 +117,21 @@ class StageCheck:
     def _checked(self, case: Case) -> Verdict:
         start = shown_clock.now()
         seed = case.seed_in_run(self.run_seed)
-        if self.timed_out and not self.keep_going:
+        unsupported = dtype_unsupported(case.dtype, self.backend.device)
+        if self._held_back(case):
             # One hang costs one time limit, not one per case: the next case would hang too.
-            verdict = Verdict(False, f"not run: an earlier case ({self.timed_out}) timed out; "
-                              "make that one finish first (or grade with --keep-going)",
+            verdict = Verdict(False, f"not run: an earlier case ({self.timed_out.id}) timed "
+                              "out; make that one finish first (or grade with --keep-going)",
                               kind=Failure.NOT_RUN)
-        elif unsupported := dtype_unsupported(case.dtype, self.backend.device):
+        elif unsupported:
             verdict = Verdict(False, f"not graded on this GPU: {unsupported}",
                               kind=Failure.NOT_GRADED)
         else:
             verdict = self._judged(case, seed)
             if verdict.kind is Failure.TIMED_OUT:
-                self.timed_out = case.id
+                self.timed_out = case
         if case.hidden:
-            verdict = _withheld(verdict)
+            verdict = withheld(verdict, not_graded_here=bool(unsupported))
         self.results[case.id] = CaseResult(
             id=case.id,
             dtype=case.dtype,
@@ -148,6 +148,13 @@ class StageCheck:
             failure=None if verdict.passed else verdict.kind,
         )
         return verdict
+
+    def _held_back(self, case: Case) -> bool:
+        """Whether the case is not run, for an earlier case that timed out. A hidden case's
+        time-out holds back only the hidden cases after it: a shown one that said so would
+        tell the kind of the hidden case's failure (its processes are new by then)."""
+        return (self.timed_out is not None and not self.keep_going
+                and (case.hidden or not self.timed_out.hidden))
 
     def _with_claims(self, case: Case, verdict: Verdict) -> list[str]:
         """A failed case's details, led by what the lesson promised that this case tests:
@@ -168,16 +175,13 @@ class StageCheck:
         self.hidden.forget()
 
     def compile_check(self) -> CheckResult | None:
-        """The "compiles for a GPU" check where a kernel went unchecked (not graded): why, in
-        the words of the replay's process (quoted), when a shown case says; when only hidden
-        cases do, nothing more (the why could tell their inputs)."""
+        """The "compiles for a GPU" check where a shown case's kernel went unchecked (not
+        graded): why, in the words of the replay's process (quoted). A hidden case's says
+        nothing: the case failed, and why is the kind of its failure."""
         if self.unchecked:
             return CheckResult(COMPILES, False, False, said(
                 "not graded: its kernels could not be given to a GPU compiler's front end:",
                 self.unchecked))
-        if self.unchecked_hidden:
-            return CheckResult(COMPILES, False, False, "not graded: a hidden case's kernels "
-                               "could not be given to a GPU compiler's front end")
         return None
 
     def _judged(self, case: Case, seed: int) -> Verdict:
@@ -253,9 +257,7 @@ class StageCheck:
             shown_clock.add_seconds(phases, BINARIES, replay.installing - installing)
         # A probe (no case) is judged without the stage-wide check: the case it serves
         # already went through it, and a probe that fails only leaves its cause unnamed.
-        if outcome.unchecked and case is not None and case.hidden:
-            self.unchecked_hidden = True
-        elif outcome.unchecked and case is not None:
+        if outcome.unchecked and case is not None and not case.hidden:
             self.unchecked = self.unchecked or outcome.unchecked
         track = self.backend.track
         # The replay's output comes back to the grader on its CPU, wherever it ran.
@@ -331,10 +333,3 @@ def passed_on_gpu(outcome: Outcome, judged: Expected, device: str) -> Verdict | 
     verdict = compare(replace(outcome, output=outcome.output.to(device)),
                       replace(judged, device=device, explain=None, hypotheses=(), probe=None))
     return verdict if verdict.passed else None
-
-
-def _withheld(verdict: Verdict) -> Verdict:
-    """A hidden case's verdict says pass or fail and the kind of failure, nothing more."""
-    if verdict.passed:
-        return Verdict(True, "hidden case passed")
-    return Verdict(False, f"hidden case failed: {verdict.kind.value}", kind=verdict.kind)

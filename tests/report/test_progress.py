@@ -154,10 +154,10 @@ def test_a_cases_time_is_read_from_the_clock_it_is_given(tmp_path):
         cases.end(_case("n=1-float32"))
         cases.start("hidden1-float32")
         cases.end(CaseResult("hidden1-float32", "float32", {}, 0, False, "hidden case failed",
-                             hidden=True, failure=Failure.WRONG_RESULT))
+                             hidden=True, failure=Failure.FAILED))
     log.close()
     lines = (tmp_path / "log.txt").read_text(encoding="utf-8").splitlines()
-    assert lines[1:] == ["  n=1-float32: ok (2.5 s)", "  hidden1-float32: wrong result"]
+    assert lines[1:] == ["  n=1-float32: ok (2.5 s)", "  hidden1-float32: failed"]
 
 
 def test_a_notebook_kernel_child_gets_plain_lines(monkeypatch, tmp_path):
