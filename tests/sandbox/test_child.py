@@ -222,6 +222,18 @@ def test_output_of_a_child_that_saw_a_hidden_case_is_withheld_until_it_ends():
     assert log.text() == f"public 1\na fresh child\n{WITHHELD}\n"
 
 
+def test_the_note_of_withheld_output_stands_whether_or_not_anything_was_printed():
+    # A note only where a hidden case printed would tell a bit the submission chose.
+    silent, talkative = OutputLog(), OutputLog()
+    for log in (silent, talkative):
+        printed(log, "public 1\n")
+        log.withhold()
+    printed(talkative, "n is odd\n")
+    for log in (silent, talkative):
+        log.child_ended()
+    assert silent.text() == talkative.text() == f"public 1\n{WITHHELD}\n"
+
+
 def test_output_still_withheld_while_the_child_runs_and_long_output_is_cut_around_it():
     log = OutputLog()
     printed(log, "a" * SHOWN)
@@ -242,9 +254,9 @@ def test_output_without_hidden_cases_has_no_note():
     log = OutputLog()
     printed(log, "x = 1")
     assert log.text() == "x = 1"
-    log.withhold()  # a hidden case that printed nothing
+    log.withhold()  # a hidden case that printed nothing: the note all the same
     log.child_ended()
-    assert log.text() == "x = 1"
+    assert log.text() == f"x = 1\n{WITHHELD}\n"
 
 
 def test_a_large_output_comes_back_from_the_confined_replay_in_a_sealed_memory_file(
