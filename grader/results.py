@@ -32,7 +32,7 @@ class Status(str, Enum):
 
 class Failure(str, Enum):
     """The kind of a failed case: data carried with its verdict from where it is decided,
-    never parsed back from a message. It is all a hidden case shows of its failure."""
+    never parsed back from a message. A hidden case's is FAILED, whatever happened."""
 
     WRONG_RESULT = "wrong result"
     TIMED_OUT = "timed out"
@@ -49,10 +49,18 @@ class Failure(str, Enum):
     WRONG_RETURN = "returned no tensor on its device"
     NOT_RUN = "not run"  # an earlier case of the stage timed out
     NOT_GRADED = "not graded on this GPU"  # its dtype has no arithmetic on this GPU
+    # A hidden case's failure: its kind is the submission's to choose, and so would tell a
+    # few bits of the case's inputs (grader.judge.hidden).
+    FAILED = "failed"
     # speed cases
     CALLS_FAILED = "the timed calls failed"
     TIMING_REJECTED = "timing rejected"
     TOO_SLOW = "too slow"
+
+
+# What a hidden case that did not pass says, in its result and every report of it.
+HIDDEN_FAILED = "hidden case failed"
+HIDDEN_NOT_GRADED = "hidden case not graded on this GPU"  # its dtype, which its name shows
 
 
 @dataclass
@@ -139,7 +147,8 @@ class StageResult:
     speed: SpeedResult = field(default_factory=lambda: SpeedResult(False, ""))
     seconds: float = 0.0  # wall time of grading this stage, speed included
     # Where those seconds went, by phase ("correctness cases", "speed / replay batches", ...),
-    # by the grader's clock (grade --profile shows them).
+    # by the grader's clock (grade --profile shows them). Both are read from the shown clock
+    # (grader.shown_clock): nothing done with a hidden case's inputs counts.
     phases: dict[str, float] = field(default_factory=dict)
     checks: list[CheckResult] = field(default_factory=list)
     output: str = ""  # what the submission printed while it was graded

@@ -294,18 +294,3 @@ class SampleClock:
     def __repr__(self) -> str:  # how pytest-benchmark's JSON names its timer
         return "grader.timing.SampleClock"
 
-
-@contextmanager
-def phase(phases: dict[str, float], name: str):
-    """Add the wall seconds the block takes to `phases[name]`: where a grading's time goes
-    (`grade --profile`), by the grader's own clock."""
-    start = time.perf_counter()
-    try:
-        yield
-    finally:
-        add_seconds(phases, name, time.perf_counter() - start)
-
-
-def add_seconds(phases: dict[str, float], name: str, seconds: float) -> None:
-    """Add `seconds` to `phases[name]` (what `phase` adds, for time measured elsewhere)."""
-    phases[name] = round(phases.get(name, 0.0) + seconds, 3)

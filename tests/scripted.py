@@ -23,6 +23,7 @@ class ScriptedReplay:
     installing: float = 0.0  # seconds waiting for binaries (none here: nothing is built)
 
     in_grid_order: list = field(default_factory=list)  # seeds replayed in grid order
+    settled: int = 0  # times its builds ahead were settled (none are begun here)
 
     def call(self, problem_id, params, dtype, seed, inputs, output_bytes, proposal,
              replay=None):
@@ -34,6 +35,9 @@ class ScriptedReplay:
             self.calls.append(seed)
         outcome = self.outcomes[len(self.calls) - 1]
         return outcome(problem_id, params, dtype, seed) if callable(outcome) else outcome
+
+    def settle_builds(self):
+        self.settled += 1
 
 
 @dataclass

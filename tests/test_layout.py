@@ -26,6 +26,7 @@ LAYERS = {
     "grader.errors": 0,
     "grader.cache": 0,
     "grader.timing": 0,  # the one timed loop, run on both sides of the trust boundary
+    "grader.shown_clock": 0,  # the clock of every time a student sees: hidden work left out
     "grader.placement": 0,  # where that loop's tensors lie, moved on both sides alike
     "grader.tensor_buffer": 0,  # the tensors a message of the wire carries
     "grader.device_memory": 0,  # ... or their bytes, in GPU memory the two processes share

@@ -17,6 +17,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
+from grader import shown_clock
 from grader.cli.context import (EXIT_CODES_HELP, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK,
                                 course_of, interruption)
 from grader.cli.parsing import GradingCommand, StageCommand, grading_options
@@ -115,7 +116,8 @@ def _grade_resolved(request: GradingRequest, fail_on: str, unpacked: Unpacked | 
     outputs = request.outputs
     before_run = process_seconds()
     try:
-        report = grading.grade(resolved, lambda label, n: stage_progress(console, label, n))
+        report = grading.grade(resolved, lambda label, n: stage_progress(console, label, n,
+                                                                         shown_clock.now))
     except grading.Interrupted as stop:
         if stop.report.stages:
             render(stop.report, console, outputs.verbose)
@@ -149,14 +151,16 @@ def _grade_resolved(request: GradingRequest, fail_on: str, unpacked: Unpacked | 
 
 def process_seconds() -> float | None:
     """Seconds since this process started, by the kernel's record of it (Linux: its start in
-    /proc/self/stat against the boot clock, to 10 ms); None where there is none. What the
+    /proc/self/stat against the boot clock, to 10 ms), less those the grading withheld (work
+    with a hidden case's inputs: grader.shown_clock); None where there is none. What the
     grading's own clock cannot see: starting Python, imports, choosing the backend (the CUDA
     context), reading the course."""
     try:
         with open("/proc/self/stat") as stat:
             fields = stat.read().rpartition(")")[2].split()  # the name may hold spaces
         started = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22, starttime
-        return max(0.0, time.clock_gettime(time.CLOCK_BOOTTIME) - started)
+        return max(0.0, time.clock_gettime(time.CLOCK_BOOTTIME) - started
+                   - shown_clock.withheld_seconds())
     except (OSError, ValueError, IndexError, AttributeError):
         return None
 

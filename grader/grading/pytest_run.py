@@ -14,13 +14,13 @@ import functools
 import io
 import os
 import platform
-import time
 from contextlib import contextmanager, nullcontext, redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Callable, ContextManager, Protocol
 
 import pytest
 
+from grader import shown_clock
 from grader.quoting import single_line
 from grader.results import CaseResult
 
@@ -62,9 +62,9 @@ class CasePlugin:
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):
-        start = time.perf_counter()
+        start = shown_clock.now()
         yield
-        self.in_items += time.perf_counter() - start
+        self.in_items += shown_clock.now() - start
 
     def pytest_runtest_setup(self, item):
         case = item.callspec.params.get("case") if hasattr(item, "callspec") else None
@@ -204,11 +204,11 @@ def run_checks(module: str, plugin: CasePlugin, extra: list[str] = (),
         *extra,
     ]
     sink = io.StringIO()
-    start = time.perf_counter()
+    start = shown_clock.now()
     with isolated_pytest(), redirect_stdout(sink) if quiet else nullcontext(), \
             redirect_stderr(sink) if quiet else nullcontext():
         code = pytest.main(args, plugins=[plugin])
-    plugin.own_seconds = max(0.0, time.perf_counter() - start - plugin.in_items)
+    plugin.own_seconds = max(0.0, shown_clock.now() - start - plugin.in_items)
     if code == pytest.ExitCode.INTERRUPTED:
         raise KeyboardInterrupt  # pytest caught the Ctrl-C: it stops grading, not one stage
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) or plugin.failures:

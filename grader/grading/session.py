@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -21,6 +20,7 @@ from typing import Iterator
 
 import torch
 
+from grader import shown_clock
 from grader.course import Stage
 from grader.course.todos import TodoState
 from grader.grading.request import Grading, StageFile
@@ -30,7 +30,6 @@ from grader.results import READIED, CaseResult, CheckResult, Failure
 from grader.sandbox import ChildProcess
 from grader.speed import check as speed
 from grader.speed.check import SpeedCheck
-from grader.timing import add_seconds, phase
 
 NEEDS_CORRECTNESS = "needs all correctness cases to pass first"
 START = "start processes, load"  # the phase of starting a stage's processes (grade --profile)
@@ -128,9 +127,9 @@ class StageSession:
         self.readying.start()
 
     def _ready(self, todos: TodoState) -> None:
-        start = time.perf_counter()
+        start = shown_clock.now()
         try:
-            with phase(self.beside, START):
+            with shown_clock.phase(self.beside, START):
                 self.readied = self._start(todos)
             if not self.closing:
                 self.check.build_ahead(self.beside)
@@ -139,7 +138,7 @@ class StageSession:
         finally:
             if self.child is not None:
                 self.child.end()
-            add_seconds(self.beside, READIED, time.perf_counter() - start)
+            shown_clock.add_seconds(self.beside, READIED, shown_clock.now() - start)
 
     def settle(self) -> None:
         """Return once nothing of this stage runs: its readying over (readied beside an
@@ -188,7 +187,10 @@ class StageSession:
 
     def close(self) -> None:
         """End every process of the submission (before any result is kept); one readied
-        beside an earlier stage once the readying is over."""
+        beside an earlier stage once the readying is over. Those given a hidden case are
+        ended as its time (StageCheck.forget_hidden), wherever grading stopped."""
+        if self.check is not None:
+            self.check.forget_hidden()
         if self.readying is not None:
             self.closing = True
             if self.child is not None:

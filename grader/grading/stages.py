@@ -17,12 +17,12 @@ finish, and every stage is settled once, before the first stage is timed.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from grader import shown_clock
 from grader.backends import selection as backends
 from grader.course import Stage, matching_hints
 from grader.course.todos import TodoState
@@ -37,7 +37,6 @@ from grader.results import Report, SpeedResult, StageResult, Status
 from grader.sandbox import keep_warm
 from grader.sandbox.submission import SubmissionError
 from grader.speed import check as speed
-from grader.timing import phase
 
 
 # The part of speed (grade --profile) that waited, before the first stage was timed, for
@@ -97,7 +96,7 @@ def judge_correctness(session: StageSession, result: StageResult,
     session stays open."""
     result.speed = SpeedResult(False, session.no_speed or NEEDS_CORRECTNESS)
     try:
-        with phase(result.phases, START):
+        with shown_clock.phase(result.phases, START):
             todos = session.open()
         result.add_readied(session.beside)
         return _judged(session, result, todos, progress, later)
@@ -116,7 +115,8 @@ def _judged(session: StageSession, result: StageResult, todos: TodoState,
     if todos.unfilled:
         result.message = f"{result.module} {todos.describe()}"
     plugin = CorrectnessPlugin(check, progress)
-    with phase(result.phases, "correctness cases"):
+    check.hidden.alongside = later  # settled before a hidden case (grader.judge.hidden)
+    with shown_clock.phase(result.phases, "correctness cases"):
         check.build_ahead()
         for readied in later:  # in order: their builders take cores behind this stage's own
             readied.ready_beside()
@@ -126,17 +126,17 @@ def _judged(session: StageSession, result: StageResult, todos: TodoState,
     result.cases = plugin.results()
     # Processes that saw the hidden cases' inputs could print or say them at any later
     # call: what follows (memory, speed) runs in fresh ones.
-    with phase(result.phases, "end processes"):
+    with shown_clock.phase(result.phases, "end processes"):
         check.forget_hidden()
     if broken:
         result.message, result.status = broken, Status.ERROR
         return False
-    with phase(result.phases, "compile check"):
+    with shown_clock.phase(result.phases, "compile check"):
         compiles = check.compile_check()
     if compiles:
         result.checks.append(compiles)
     if stage.memory_growth:
-        with phase(result.phases, "memory check"):
+        with shown_clock.phase(result.phases, "memory check"):
             result.checks.append(memory_check(stage, session.grading.selection, session.child,
                                               session.grading.seed))
     result.hints = matching_hints(stage.hints, result.cases)
@@ -150,7 +150,7 @@ def settle(sessions: Sequence[StageSession], result: StageResult) -> None:
     if not sessions:
         return
     settled: dict[str, float] = {}
-    with phase(result.phases, "speed"), phase(settled, SETTLED):
+    with shown_clock.phase(result.phases, "speed"), shown_clock.phase(settled, SETTLED):
         for session in sessions:
             session.settle()
     result.add_parts("speed", settled)
@@ -166,7 +166,7 @@ def time_speed(session: StageSession, result: StageResult, progress: CaseProgres
         if part := _benchmark_part(session.grading, session.stage):
             extra.append(f"--benchmark-json={part}")
         plugin = SpeedPlugin(timer, progress)
-        with phase(result.phases, "speed"):
+        with shown_clock.phase(result.phases, "speed"):
             broken = run_checks("test_speed.py", plugin, extra, quiet=True)
         result.add_parts("speed", {**timer.phases, PYTEST_OWN: round(plugin.own_seconds, 3)})
         result.speed = timer.summary(plugin.results())
@@ -180,7 +180,7 @@ def close(session: StageSession, result: StageResult) -> None:
     """End every process of the session's stage (before its result is kept), and keep in
     `result` what they ran under and printed."""
     try:
-        with phase(result.phases, "end processes"):
+        with shown_clock.phase(result.phases, "end processes"):
             session.close()
     except Exception as exc:  # noqa: BLE001 - one stage's failure must not end the run
         _broke(result, exc)
@@ -242,7 +242,7 @@ def _graded(grading: Grading, progress: Progress) -> Report:
         started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         seed=grading.seed,
     )
-    start = time.perf_counter()
+    start = shown_clock.now()
     parts = [p for p in (_benchmark_part(grading, s) for s in grading.stages) if p]
     keep_warm()  # each stage's processes are forks of one that imported PyTorch once
     sessions = [StageSession(grading, stage) for stage in grading.stages]
@@ -251,38 +251,38 @@ def _graded(grading: Grading, progress: Progress) -> Report:
     try:
         for index, session in enumerate(sessions):
             label = _label(session)
-            started = time.perf_counter()
+            started = shown_clock.now()
             result = new_result(session)
             with progress(label, len(session.stage.cases)) as cases:
                 timed = judge_correctness(session, result, cases, sessions[index + 1:])
             if not timed:  # whole already: nothing of it stays
                 close(session, result)
-            judged.append(_Judged(session, result, timed, time.perf_counter() - started))
+            judged.append(_Judged(session, result, timed, shown_clock.now() - started))
             if not timed:
                 _keep(report, judged, grading, start, judged[-1])
         waiting = [j.session for j in judged if j.timed]
         for stage in (j for j in judged if j.timed):
             label = _label(stage.session)
-            started = time.perf_counter()
+            started = shown_clock.now()
             settle(waiting, stage.result)  # before the first: every build done, every child ended
             waiting = []
             with progress(f"{label}: speed", len(stage.session.stage.speed.cases)) as cases:
                 time_speed(stage.session, stage.result, cases)
             close(stage.session, stage.result)
-            stage.seconds += time.perf_counter() - started
+            stage.seconds += shown_clock.now() - started
             _keep(report, judged, grading, start, stage)
     except KeyboardInterrupt:
         # The stages whole so far are the report; every process of the others is ended here,
         # and what they had graded is dropped, so nothing half-graded looks like a result.
         for session in sessions:
             session.close()
-        report.seconds = round(time.perf_counter() - start, 2)
+        report.seconds = round(shown_clock.now() - start, 2)
         for written in parts:  # pytest-benchmark's records of the stages graded so far
             written.unlink(missing_ok=True)
         raise Interrupted(report, label) from None
     if grading.outputs.benchmark_json:
         speed.merge_benchmark_files(parts, grading.outputs.benchmark_json)
-    report.seconds = round(time.perf_counter() - start, 2)
+    report.seconds = round(shown_clock.now() - start, 2)
     return report
 
 
@@ -299,5 +299,5 @@ def _keep(report: Report, judged: list[_Judged], grading: Grading, start: float,
     stage.result.seconds = round(stage.seconds, 2)
     report.stages = [j.result for j in judged if j.whole]
     if grading.outputs.so_far:  # whole stages only: one cut short leaves no trace
-        report.seconds = round(time.perf_counter() - start, 2)
+        report.seconds = round(shown_clock.now() - start, 2)
         report.write_json(grading.outputs.so_far)

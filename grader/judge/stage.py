@@ -4,8 +4,8 @@ The child records one call of the wrapper as a proposal (its kernel launches and
 as data); the replay runs that proposal on fresh inputs drawn from another seed, and only
 its output is judged, against the reference computed here. The replay's other traces
 (compile errors, out-of-bounds writes, modified inputs) decide before the numbers do; the
-host watch's findings explain a failure, never make one. Hidden cases keep only their
-verdict's kind. (The memory check is grader.judge.memory.)
+host watch's findings explain a failure, never make one. Hidden cases keep only whether
+they passed, and none of their time. (The memory check is grader.judge.memory.)
 
 Every text that comes from the submission's processes (what a call raised, a compiler's
 message, the host watch's and the replay's findings, a returned type's name) is quoted in
@@ -14,15 +14,15 @@ the verdict (grader.quoting): the grader's sentence, then the text as a block of
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 from pathlib import Path
 
-from grader import timing
+from grader import shown_clock
 from grader.backends.selection import Selection, dtype_unsupported
 from grader.course import Case, Stage
 from grader.judge.compare import Expected, Verdict, compare, drawn
 from grader.judge.experiments import shown
+from grader.judge.hidden import HiddenInputs, withheld
 from grader.judge.misconduct import HOST_WORK, proposal_misconduct, replay_misconduct
 from grader.problems import DTYPES
 from grader.quoting import is_quoted, quoted, said
@@ -62,14 +62,13 @@ class StageCheck:
                  keep_going: bool = False):
         self.stage = stage
         self.keep_going = keep_going  # go on after a case timed out
-        self.timed_out: str | None = None  # the first case that did
+        self.timed_out: Case | None = None  # the first case that did
         self.selection, self.backend = selection, selection.backend
         self.child = child
         self.run_seed = run_seed
         self.results: dict[str, CaseResult] = {}
         self.unchecked: str | None = None  # why no front end saw a shown case's kernels
-        self.unchecked_hidden = False  # a hidden case's kernels went unchecked (why: withheld)
-        self.saw_hidden = False  # the processes were given a hidden case's inputs
+        self.hidden = HiddenInputs(child)  # where the hidden cases' inputs went
         # (changes, dtype) -> the probed parameters, in words, where the probe passed
         self.probes: dict[tuple, str | None] = {}
         self.order_probes = 0  # grid-order replays run (ORDER_PROBES at most)
@@ -98,7 +97,7 @@ class StageCheck:
         for case, seed, replay_draw in calls:
             if dtype_unsupported(case.dtype, self.backend.device):
                 continue
-            with timing.phase(self.phases if phases is None else phases, "record the call"):
+            with shown_clock.phase(self.phases if phases is None else phases, "record the call"):
                 proposed = self.child.record_ahead(problem.id, dict(case.params), case.dtype,
                                                    seed)
             if proposal_misconduct(proposed, self.backend.track) or not proposed.proposal:
@@ -108,27 +107,31 @@ class StageCheck:
         self.child.replay_process.build_ahead(builds)
 
     def check(self, case: Case) -> Verdict:
-        start = time.perf_counter()
-        seed = case.seed_in_run(self.run_seed)
-        if case.hidden:  # what the submission prints from here on could show its inputs
-            self.child.withhold_output()
-            self.saw_hidden = True
-        else:  # a shown case after a hidden one (cases run in another order): new processes
+        if not case.hidden:  # after a hidden one (cases run in another order): new processes
             self.forget_hidden()
-        if self.timed_out and not self.keep_going:
+            return self._checked(case)
+        # Its time would tell its inputs (a call can sleep in proportion to a size).
+        with self.hidden.case(self.phases):
+            return self._checked(case)
+
+    def _checked(self, case: Case) -> Verdict:
+        start = shown_clock.now()
+        seed = case.seed_in_run(self.run_seed)
+        unsupported = dtype_unsupported(case.dtype, self.backend.device)
+        if self._held_back(case):
             # One hang costs one time limit, not one per case: the next case would hang too.
-            verdict = Verdict(False, f"not run: an earlier case ({self.timed_out}) timed out; "
-                              "make that one finish first (or grade with --keep-going)",
+            verdict = Verdict(False, f"not run: an earlier case ({self.timed_out.id}) timed "
+                              "out; make that one finish first (or grade with --keep-going)",
                               kind=Failure.NOT_RUN)
-        elif unsupported := dtype_unsupported(case.dtype, self.backend.device):
+        elif unsupported:
             verdict = Verdict(False, f"not graded on this GPU: {unsupported}",
                               kind=Failure.NOT_GRADED)
         else:
             verdict = self._judged(case, seed)
             if verdict.kind is Failure.TIMED_OUT:
-                self.timed_out = case.id
+                self.timed_out = case
         if case.hidden:
-            verdict = _withheld(verdict)
+            verdict = withheld(verdict, not_graded_here=bool(unsupported))
         self.results[case.id] = CaseResult(
             id=case.id,
             dtype=case.dtype,
@@ -139,13 +142,19 @@ class StageCheck:
             details=self._with_claims(case, verdict),
             stats=verdict.stats,
             picture=verdict.picture,
-            # a hidden case's time is withheld too: a call that sleeps for n milliseconds
-            # would tell its inputs by it
-            seconds=0.0 if case.hidden else round(time.perf_counter() - start, 3),
+            # a hidden case's time is withheld (its clock stood still: grader.judge.hidden)
+            seconds=0.0 if case.hidden else round(shown_clock.now() - start, 3),
             hidden=bool(case.hidden),
             failure=None if verdict.passed else verdict.kind,
         )
         return verdict
+
+    def _held_back(self, case: Case) -> bool:
+        """Whether the case is not run, for an earlier case that timed out. A hidden case's
+        time-out holds back only the hidden cases after it: a shown one that said so would
+        tell the kind of the hidden case's failure (its processes are new by then)."""
+        return (self.timed_out is not None and not self.keep_going
+                and (case.hidden or not self.timed_out.hidden))
 
     def _with_claims(self, case: Case, verdict: Verdict) -> list[str]:
         """A failed case's details, led by what the lesson promised that this case tests:
@@ -162,24 +171,17 @@ class StageCheck:
                 *verdict.details[lead:]]
 
     def forget_hidden(self) -> None:
-        """End the processes if they were given a hidden case: they could tell its inputs in
-        whatever they say next (a shown case's verdict, a speed case's, the memory check's).
-        The next request starts fresh ones."""
-        if self.saw_hidden:
-            self.child.close()
-            self.saw_hidden = False
+        """End the processes if they were given a hidden case (HiddenInputs.forget)."""
+        self.hidden.forget()
 
     def compile_check(self) -> CheckResult | None:
-        """The "compiles for a GPU" check where a kernel went unchecked (not graded): why, in
-        the words of the replay's process (quoted), when a shown case says; when only hidden
-        cases do, nothing more (the why could tell their inputs)."""
+        """The "compiles for a GPU" check where a shown case's kernel went unchecked (not
+        graded): why, in the words of the replay's process (quoted). A hidden case's says
+        nothing: the case failed, and why is the kind of its failure."""
         if self.unchecked:
             return CheckResult(COMPILES, False, False, said(
                 "not graded: its kernels could not be given to a GPU compiler's front end:",
                 self.unchecked))
-        if self.unchecked_hidden:
-            return CheckResult(COMPILES, False, False, "not graded: a hidden case's kernels "
-                               "could not be given to a GPU compiler's front end")
         return None
 
     def _judged(self, case: Case, seed: int) -> Verdict:
@@ -237,27 +239,25 @@ class StageCheck:
         problem = self.stage.problem
         # where a case's seconds go; a probe's count in the case's "judge the output"
         phases = self.phases if case is not None else {}
-        with timing.phase(phases, "record the call"):
+        with shown_clock.phase(phases, "record the call"):
             proposed = self.child.record(problem.id, dict(params), dtype, seed)
         refused = proposal_misconduct(proposed, self.backend.track)
         if refused:
             return refused
         replay_seed = seed ^ REPLAY_DRAW
-        with timing.phase(phases, "inputs and the reference"):
+        with shown_clock.phase(phases, "inputs and the reference"):
             call = problem.draw(params, dtype, replay_seed)
             expected = problem.reference(call.to(self.backend.device))
         replay = self.child.replay_process
         installing = replay.installing
-        with timing.phase(phases, "replay"):
+        with shown_clock.phase(phases, "replay"):
             outcome = replay.call(problem.id, dict(params), dtype, replay_seed, call.tensors(),
                                   expected.nbytes, proposed.proposal)
         if replay.installing > installing:  # of the replay: its binaries, built ahead or not
-            timing.add_seconds(phases, BINARIES, replay.installing - installing)
+            shown_clock.add_seconds(phases, BINARIES, replay.installing - installing)
         # A probe (no case) is judged without the stage-wide check: the case it serves
         # already went through it, and a probe that fails only leaves its cause unnamed.
-        if outcome.unchecked and case is not None and case.hidden:
-            self.unchecked_hidden = True
-        elif outcome.unchecked and case is not None:
+        if outcome.unchecked and case is not None and not case.hidden:
             self.unchecked = self.unchecked or outcome.unchecked
         track = self.backend.track
         # The replay's output comes back to the grader on its CPU, wherever it ran.
@@ -271,7 +271,7 @@ class StageCheck:
                           self._in_grid_order(case, params, dtype, replay_seed,
                                               proposed.proposal, call, judged_plainly)
                           if explained else None)
-        with timing.phase(phases, "judge the output"):  # its probes' replays included
+        with shown_clock.phase(phases, "judge the output"):  # its probes' replays included
             verdict = self._verdict(call, outcome, judged)
         if verdict.passed and variants.count(proposed.proposal) > 1:
             verdict = self._every_configuration(proposed.proposal, params, dtype, replay_seed,
@@ -309,11 +309,11 @@ class StageCheck:
         # (the grid-order experiment replays the case's own configuration, not this one's)
         judged = replace(judged, grid_order=None)
         for index in range(first, total):
-            with timing.phase(phases, "replay"):
+            with shown_clock.phase(phases, "replay"):
                 outcome = replay.call(self.stage.problem.id, dict(params), dtype, seed,
                                       call.tensors(), expected.nbytes, proposal,
                                       variants.Replay(configuration=index))
-            with timing.phase(phases, "judge the output"):
+            with shown_clock.phase(phases, "judge the output"):
                 verdict = self._verdict(call, outcome, judged)
             if not verdict.passed:
                 which = variants.described(Path(self.child.path), variants.autotuned(proposal),
@@ -333,10 +333,3 @@ def passed_on_gpu(outcome: Outcome, judged: Expected, device: str) -> Verdict | 
     verdict = compare(replace(outcome, output=outcome.output.to(device)),
                       replace(judged, device=device, explain=None, hypotheses=(), probe=None))
     return verdict if verdict.passed else None
-
-
-def _withheld(verdict: Verdict) -> Verdict:
-    """A hidden case's verdict says pass or fail and the kind of failure, nothing more."""
-    if verdict.passed:
-        return Verdict(True, "hidden case passed")
-    return Verdict(False, f"hidden case failed: {verdict.kind.value}", kind=verdict.kind)

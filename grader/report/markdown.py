@@ -128,7 +128,7 @@ def write_feedback(path: Path, student: str, report: Report | None, problem: str
 
 def _feedback_stage(stage: StageResult) -> list[str]:
     """Everything about a stage's failures, as a student can read it (hidden cases say only
-    that they failed, and how)."""
+    that they failed)."""
     lines = [f"### {stage_name(stage)}: {stage.status.value}", "", f"File: `{_code(stage.module)}`"]
     if stage.message:
         lines += ["", _block(stage.message)]

@@ -2,19 +2,21 @@
 
 Each stage's phases (grader.results.StageResult.phases): starting the submission's
 processes and loading it, the correctness cases and, below them, their parts (recording the
-call, drawing the inputs and the reference, the replay, judging the output, pytest's own
-work), the compile and memory checks, the speed trials and their parts (every stage
-settled, recording the calls, the baselines timed alone, the GPU's ceilings, building and
-warming up, the baseline's warm-up, then the timed batches: the first ones, not counted,
-the baseline's, the replay's, the outputs fetched and those checked; pytest's own work),
-ending the processes; for a stage readied beside an earlier one (on a GPU), that readying
-(its processes started, its calls recorded for their kernels to build ahead), done in the
-earlier stage's turn and not counted in its own. Below a phase's parts, what none of them
-holds (the seconds still to explain); what no phase holds is the rest of the stage
-(opening the speed check, the results). The caption: the whole run, and how long the
-command had run by then, before the run (starting Python, imports, choosing the backend,
-reading the course) and after it (the results written and shown), which the grader's
-clock cannot see.
+call, drawing the inputs and the reference, the replay, judging the output, the wait for
+what ran beside the cases before the hidden ones, pytest's own work), the compile and
+memory checks, the speed trials and their parts (every stage settled, recording the calls,
+the baselines timed alone, the GPU's ceilings, building and warming up, the baseline's
+warm-up, then the timed batches: the first ones, not counted, the baseline's, the replay's,
+the outputs fetched and those checked; pytest's own work), ending the processes; for a
+stage readied beside an earlier one (on a GPU), that readying (its processes started, its
+calls recorded for their kernels to build ahead), done in the earlier stage's turn and not
+counted in its own. Below a phase's parts, what none of them holds (the seconds still to
+explain); what no phase holds is the rest of the stage (opening the speed check, the
+results). The caption: the whole run, and how long the command had run by then, before the
+run (starting Python, imports, choosing the backend, reading the course) and after it (the
+results written and shown), which the grader's clock cannot see. Every figure, the
+caption's too, leaves out the time of anything done with a hidden case's inputs
+(grader.shown_clock), which would tell them.
 """
 
 from __future__ import annotations

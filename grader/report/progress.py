@@ -4,12 +4,15 @@ Grading runs pytest in this process, and while a case runs pytest's output captu
 file descriptors 1 and 2 at temporary files: a display that wrote to sys.stdout would freeze
 at its last frame (and per-case lines would vanish). Progress therefore writes through a
 copy of the descriptor, made before pytest starts, that keeps reaching the terminal.
+
+A stage's clocks read the clock they are given: the grading's shown clock
+(grader.shown_clock), which stands still while a hidden case runs, so that neither a case's
+time nor the stage's tells how long a hidden one took.
 """
 
 from __future__ import annotations
 
 import os
-import time
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
@@ -80,19 +83,23 @@ def _verdict(result) -> str:
     return failure.value if failure is not None else "FAIL"
 
 
+# Seconds on the clock a stage's progress is shown by (grader.shown_clock.now).
+Clock = Callable[[], float]
+
+
 class _Lines:
     """Not a terminal (a CI log, a pipe, a notebook cell): one plain line per finished case."""
 
-    def __init__(self, console: Console):
-        self.console = console
+    def __init__(self, console: Console, clock: Clock):
+        self.console, self.clock = console, clock
         self.since: float | None = None
 
     def start(self, case_id: str) -> None:
-        self.since = time.monotonic()
+        self.since = self.clock()
 
     def end(self, result: CaseResult) -> None:
         # a hidden case's time is withheld like its inputs: a call can sleep them into it
-        took = (f" ({time.monotonic() - self.since:.1f} s)"
+        took = (f" ({self.clock() - self.since:.1f} s)"
                 if self.since is not None and not getattr(result, "hidden", False) else "")
         self.console.print(f"  {result.id}: {_verdict(result)}{took}", markup=False,
                            highlight=False, soft_wrap=True)
@@ -104,15 +111,15 @@ class _StageLine(ProgressColumn):
     case with its clock (a hang shows as a clock that keeps going), the stage's time. Rich
     would wrap or cut columns where they fall; here the clock is never cut."""
 
-    def __init__(self, console: Console):
+    def __init__(self, console: Console, clock: Clock):
         super().__init__()
-        self.console = console
+        self.console, self.clock = console, clock
 
     def render(self, task) -> Text:
         running, since = task.fields.get("running"), task.fields.get("since")
         case, clock = task.fields.get("last", ""), ""
         if running and since is not None:
-            case, clock = running, f"{time.monotonic() - since:.0f} s"
+            case, clock = running, f"{self.clock() - since:.0f} s"
         return fit_line(self.console.width - 1, task.description,
                         f"{task.completed:.0f}/{task.total:.0f}", case, clock,
                         _minutes(task.elapsed or 0.0))
@@ -144,11 +151,11 @@ def _shorten(text: str, room: int) -> str:
 class _LiveLine:
     """A terminal: one line redrawn in place, told of each case as it starts and ends."""
 
-    def __init__(self, progress: Progress, task):
-        self.progress, self.task = progress, task
+    def __init__(self, progress: Progress, task, clock: Clock):
+        self.progress, self.task, self.clock = progress, task, clock
 
     def start(self, case_id: str) -> None:
-        self.progress.update(self.task, running=case_id, since=time.monotonic())
+        self.progress.update(self.task, running=case_id, since=self.clock())
 
     def end(self, result: CaseResult) -> None:
         self.progress.update(self.task, advance=1, running=None,
@@ -156,22 +163,24 @@ class _LiveLine:
 
 
 @contextmanager
-def stage_progress(console: Console, label: str, total: int) -> Iterator[_LiveLine | _Lines]:
-    """Yields what to tell as each case of the stage starts and ends."""
+def stage_progress(console: Console, label: str, total: int,
+                   clock: Clock) -> Iterator[_LiveLine | _Lines]:
+    """Yields what to tell as each case of the stage starts and ends; its times are read
+    from `clock`."""
     with beside_capture(console) as screen:
         if not animated(console):
             cases = f"{total} case" + ("" if total == 1 else "s")
             screen.print(f"grading {label} ({cases}) ...", markup=False, highlight=False)
-            yield _Lines(screen)
+            yield _Lines(screen, clock)
             return
         # The live line redraws from its own thread, so it moves while the main thread
         # waits on a slow case; nothing else prints during a stage, hence no redirection.
-        with Progress(_StageLine(screen), console=screen, transient=True,
+        with Progress(_StageLine(screen, clock), console=screen, transient=True,
                       refresh_per_second=REFRESHES_PER_SECOND, redirect_stdout=False,
-                      redirect_stderr=False) as progress:
+                      redirect_stderr=False, get_time=clock) as progress:
             task = progress.add_task(label, total=total, last="starting", running=None,
                                      since=None)
-            yield _LiveLine(progress, task)
+            yield _LiveLine(progress, task, clock)
 
 
 @contextmanager

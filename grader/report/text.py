@@ -1,7 +1,8 @@
 """The wording every report shares: numbers, versions, a case's text, hidden cases.
 
 Hidden cases (instructor-only inputs) show only their id, pass or fail, and a generic text
-in every format: never their summary, details, parameters or seed, which would reveal them.
+in every format: never their summary, details, parameters, seed or kind of failure, which
+would reveal them.
 Text from a submission reaches a report already quoted (grader.quoting: a block whose lines
 begin with a gutter, or one escaped value inside the grader's sentence). What remains of
 control characters and ANSI colour codes is taken out of the files (XML 1.0 does not allow
@@ -13,9 +14,9 @@ from __future__ import annotations
 import re
 
 from grader.quoting import headline
-from grader.results import CaseResult, CheckResult, SpeedCase, StageResult, Status
+from grader.results import (HIDDEN_FAILED, HIDDEN_NOT_GRADED, CaseResult, CheckResult, Failure,
+                            SpeedCase, StageResult, Status)
 
-HIDDEN_FAILED = "hidden case failed: wrong result"
 HIDDEN_PASSED = "passed"
 MESSAGE_CHARS = 300  # JUnit's message attribute is a one-line headline; the body has it all
 
@@ -73,8 +74,8 @@ def case_text(case: CaseResult) -> str:
     if is_hidden(case):
         if case.passed:
             return HIDDEN_PASSED
-        # Everything but the kind of failure is withheld ("hidden case failed: timed out").
-        return f"hidden case failed: {case.failure.value}" if case.failure else HIDDEN_FAILED
+        # Not the kind of failure either: the submission chooses it (grader.judge.hidden).
+        return HIDDEN_NOT_GRADED if case.failure is Failure.NOT_GRADED else HIDDEN_FAILED
     inputs = [f"dtype {case.dtype}", *(f"{k}={v}" for k, v in case.params.items()),
               f"seed {case.seed}"]
     lines = [case.summary, *case.details, "inputs: " + ", ".join(inputs)]

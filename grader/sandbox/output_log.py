@@ -3,7 +3,8 @@ open, shown later as the submission's output, never mixed into the grader's own.
 
 Once the child is given a hidden case, what it prints is withheld until that child ends: it
 could print the case's inputs then, or remember them and print them at any later call. A
-one-line note stands for what was left out.
+one-line note stands for what was left out, whether or not anything was: a note only where
+something was printed would be a bit the submission chooses.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ class OutputLog:
 
     def text(self) -> str:
         """What was printed (the start and the end of it, if long), less what was withheld."""
-        kept, withheld = self._shown_spans()
+        kept = self._shown_spans()
         size = sum(end - start for start, end in kept)
         if size <= SHOWN:
             text = self._read(kept, 0, size)
@@ -41,7 +42,7 @@ class OutputLog:
             head, tail = SHOWN * 3 // 4, SHOWN // 4
             text = (self._read(kept, 0, head) + f"\n... ({size - head - tail} more bytes) ...\n"
                     + self._read(kept, size - tail, size))
-        if withheld:
+        if self._withheld:
             text += ("" if not text or text.endswith("\n") else "\n") + WITHHELD + "\n"
         return text
 
@@ -49,17 +50,16 @@ class OutputLog:
         self.file.flush()
         return os.fstat(self.file.fileno()).st_size  # no seek: the child shares the offset
 
-    def _shown_spans(self) -> tuple[list[tuple[int, int]], int]:
-        """The spans of the file that may be shown, and how many bytes were withheld."""
+    def _shown_spans(self) -> list[tuple[int, int]]:
+        """The spans of the file that may be shown."""
         size = self._size()
-        kept, at, withheld = [], 0, 0
+        kept, at = [], 0
         for start, end in self._withheld:
             end = size if end is None else end
             kept.append((at, start))
-            withheld += end - start
             at = end
         kept.append((at, size))
-        return [(start, end) for start, end in kept if end > start], withheld
+        return [(start, end) for start, end in kept if end > start]
 
     def _read(self, spans: list[tuple[int, int]], first: int, last: int) -> str:
         """Bytes `first` to `last` of the spans laid end to end, as text."""

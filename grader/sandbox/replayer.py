@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from grader import protocol
+from grader import protocol, shown_clock
 from grader.quoting import inline
 from grader.replay.binaries import proposal_key
 from grader.replay.execute import LaunchRecord
@@ -203,7 +203,8 @@ class ReplayProcess(Process):
         super().__init__(*args, **kwargs)
         self._installed: set[str] = set()  # the proposals whose binaries the process holds
         self._installed_in = None  # ... that process
-        self.installing = 0.0  # seconds spent waiting for builds and installing them
+        # seconds spent waiting for builds and installing them, on the clock a student sees
+        self.installing = 0.0
         self._builds = StageBuilds(lambda: BuilderProcess(  # its own, kept, compiled ahead
             self.path, self.function, self.device, self.timeout, self.hidden, self.rules,
             self.track))
@@ -248,12 +249,12 @@ class ReplayProcess(Process):
         key = proposal_key(proposal)
         if key in self._installed:
             return
-        start = time.perf_counter()  # waited for a build, installed it (grade --profile)
+        start = shown_clock.now()  # waited for a build, installed it (grade --profile)
         built = self._builds.get(key, lambda: self._builds.builder.build(
             problem_id, params, dtype, seed, proposal), self.timeout)
         self._ask("install", 0, tensors=built.tensors, key=key, value=built.header["value"])
         self._installed.add(key)
-        self.installing += time.perf_counter() - start
+        self.installing += shown_clock.now() - start
 
     def call(self, problem_id: str, params: dict, dtype: str, seed: int,
              inputs: list, output_bytes: int, proposal: dict,

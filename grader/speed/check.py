@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from grader import timing
+from grader import shown_clock, timing
 from grader.backends.selection import Selection, dtype_unsupported, gpu_arch, gpu_name
 from grader.course import Case, Stage, Threshold
 from grader.problems import DTYPES
@@ -147,13 +147,13 @@ class SpeedCheck:
         with it) for good; then each baseline is timed once, the replay alone beside it."""
         if self._alone is None:
             cases = [c for c in self.speed.cases if not dtype_unsupported(c.dtype, self.device)]
-            with timing.phase(self.phases, RECORD_CALLS):
+            with shown_clock.phase(self.phases, RECORD_CALLS):
                 for case in cases:
                     self._proposed[case.id] = self.child.record(
                         self.stage.problem.id, dict(case.params), case.dtype,
                         case.seed_in_run(self.run_seed))
                 self.child.end()
-            with timing.phase(self.phases, "baselines alone"):
+            with shown_clock.phase(self.phases, "baselines alone"):
                 self._alone = {case.id: self._trial(case).baseline_alone() for case in cases}
         return self._alone
 
@@ -174,7 +174,7 @@ class SpeedCheck:
             result.failure = Failure.NOT_GRADED
             return Timed(result, [])
         work = problem.work(case.params, dtype)
-        with timing.phase(self.phases, CEILINGS):
+        with shown_clock.phase(self.phases, CEILINGS):
             roofline = ceilings_module.ceilings().roofline(work, case.dtype)
         trial = self._trial(case, self._certainty(alone, roofline))
         found, rejected = self._run(trial)
@@ -194,7 +194,7 @@ class SpeedCheck:
         if roofline.fraction(found.student_ms / 1e3) > PLAUSIBLE_FRACTION:
             # Faster than the cached ceiling allows: measure the ceiling again before
             # calling the timing altered (a ceiling cached from a busy GPU is too low).
-            with timing.phase(self.phases, CEILINGS_AGAIN):
+            with shown_clock.phase(self.phases, CEILINGS_AGAIN):
                 roofline = ceilings_module.ceilings(remeasure=True).roofline(work, case.dtype)
         baseline_ms, slowed = found.baseline_ms, ""
         if alone and baseline_ms > alone * (1 + BASELINE_SLOWER):

@@ -35,7 +35,7 @@ from typing import Callable
 
 import torch
 
-from grader import placement, timing
+from grader import placement, shown_clock, timing
 from grader.sandbox import memory
 from grader.speed import allowance
 from grader.course import Tolerance
@@ -169,14 +169,14 @@ class Trial:
     def run(self) -> TrialResult:
         result = TrialResult()
         try:
-            with timing.phase(self.phases, RECORD_CALLS):
+            with shown_clock.phase(self.phases, RECORD_CALLS):
                 self._propose()
-            with timing.phase(self.phases, "build, warm up"):
+            with shown_clock.phase(self.phases, "build, warm up"):
                 self._warm(self.budget.warmup)
         except TimingFailed as exc:
             result.failed = str(exc)
             return result
-        with timing.phase(self.phases, "baseline warm-up"):
+        with shown_clock.phase(self.phases, "baseline warm-up"):
             size = self._warm_baseline().nbytes
         return self._batches(result, size)
 
@@ -220,7 +220,7 @@ class Trial:
     def _move(self, count: int, key: int, phase: str) -> None:
         """Both sides' memory moved (grader.placement), then a batch on each side,
         not counted: it allocates the batches' memory anew."""
-        with timing.phase(self.phases, phase):
+        with shown_clock.phase(self.phases, phase):
             self.placements.move()
             self.baseline_batch(self._seeds(count), key)
             self.replay_batch(self._seeds(count), key, move=True)
@@ -230,11 +230,11 @@ class Trial:
         return [secrets.randbits(31) for _ in range(count)]
 
     def _batch(self, result: TrialResult, count: int, key: int, size: int) -> None:
-        with timing.phase(self.phases, BASELINE_BATCHES):
+        with shown_clock.phase(self.phases, BASELINE_BATCHES):
             theirs, wall = self.baseline_batch(self._seeds(count), key)
         overhead = max(0.0, wall - sum(theirs))  # drawing, flushing, syncing, checksums here
         seeds = self._seeds(count)
-        with timing.phase(self.phases, REPLAY_BATCHES):
+        with shown_clock.phase(self.phases, REPLAY_BATCHES):
             batch = self.replay_batch(seeds, key)
         if len(result.student) < MIN_BATCHES or secrets.randbelow(CHECKED) == 0:
             self._check_one(result, batch, seeds, key, size)  # a wrong output says more
@@ -292,9 +292,9 @@ class Trial:
                    size: int) -> None:
         """Fetch one output of the batch at random, and judge it (`_judge_one`)."""
         index = secrets.randbelow(len(seeds))
-        with timing.phase(self.phases, OUTPUTS_FETCHED):
+        with shown_clock.phase(self.phases, OUTPUTS_FETCHED):
             output = self.replay_process.fetch(index, size).to(self.device)
-        with timing.phase(self.phases, OUTPUTS_CHECKED):
+        with shown_clock.phase(self.phases, OUTPUTS_CHECKED):
             self._judge_one(result, output, batch.digests[index], seeds[index], key)
 
     def _judge_one(self, result: TrialResult, output: torch.Tensor, committed: int, seed: int,

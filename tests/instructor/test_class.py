@@ -639,7 +639,7 @@ def test_feedback_files_show_hidden_cases_as_the_policy_says(tmp_path, policy):
     data = _result(course, {"vector_add": 10.0})
     data["stages"][0]["cases"].append(
         {**data["stages"][0]["cases"][0], "id": "hidden1-float32", "passed": False,
-         "hidden": True, "summary": "hidden case failed: wrong result"})
+         "hidden": True, "summary": "hidden case failed", "failure": "failed"})
     data["stages"][0]["status"] = "FAIL"
     out = tmp_path / "out"
     (out / "students").mkdir(parents=True)

@@ -120,7 +120,8 @@ def test_lines_reach_a_log_while_pytest_captures_the_descriptor(tmp_path):
     points elsewhere, as it does under pytest's capture while a case runs."""
     log = open(tmp_path / "log.txt", "w", encoding="utf-8")
     console = Console(file=log, width=120)
-    with stage_progress(console, "stage1 vector_add [triton-interpret]", 2) as cases:
+    with stage_progress(console, "stage1 vector_add [triton-interpret]", 2,
+                        time.monotonic) as cases:
         sink = open(tmp_path / "captured.txt", "w", encoding="utf-8")
         saved = os.dup(log.fileno())
         os.dup2(sink.fileno(), log.fileno())  # what pytest's capture does
@@ -142,13 +143,30 @@ def test_lines_reach_a_log_while_pytest_captures_the_descriptor(tmp_path):
     assert (tmp_path / "captured.txt").read_text(encoding="utf-8") == ""
 
 
+def test_a_cases_time_is_read_from_the_clock_it_is_given(tmp_path):
+    """`grade` hands the display the grading's shown clock (grader.shown_clock), which
+    stands still while a hidden case runs: a case's time is what that clock says."""
+    readings = iter([10.0, 12.5, 12.5, 12.5])  # the second case: a hidden one, no time
+    log = open(tmp_path / "log.txt", "w", encoding="utf-8")
+    with stage_progress(Console(file=log, width=120), "stage1", 2,
+                        lambda: next(readings)) as cases:
+        cases.start("n=1-float32")
+        cases.end(_case("n=1-float32"))
+        cases.start("hidden1-float32")
+        cases.end(CaseResult("hidden1-float32", "float32", {}, 0, False, "hidden case failed",
+                             hidden=True, failure=Failure.FAILED))
+    log.close()
+    lines = (tmp_path / "log.txt").read_text(encoding="utf-8").splitlines()
+    assert lines[1:] == ["  n=1-float32: ok (2.5 s)", "  hidden1-float32: failed"]
+
+
 def test_a_notebook_kernel_child_gets_plain_lines(monkeypatch, tmp_path):
     """`!grade 1` in Jupyter: a child of the kernel (JPY_PARENT_PID set) prints lines even
     where its output looks like a terminal."""
     monkeypatch.setenv("JPY_PARENT_PID", "1")
     log = open(tmp_path / "log.txt", "w", encoding="utf-8")
     console = Console(file=log, force_terminal=True, width=100)
-    with stage_progress(console, "stage3 softmax", 1) as cases:
+    with stage_progress(console, "stage3 softmax", 1, time.monotonic) as cases:
         cases.start("M=1,N=1-float32")
         cases.end(_case("M=1,N=1-float32"))
     log.close()

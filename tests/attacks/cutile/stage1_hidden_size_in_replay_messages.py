@@ -2,14 +2,16 @@
 
 The shown case runs the plain kernel and passes. A hidden case hands its size to the kernel
 as a constant, and a ct.static_assert that only a size other than the shown one reaches
-writes it into the error cuTile's front end raises in the replay. A hidden case must show pass or fail and the kind of failure, nothing
-else: not its size, not its seed, not what its replay said. (On a CPU no stage-wide check
-of this track carries the replay's words: cuTile's front end always runs where the track
-does.)
+writes it into the error cuTile's front end raises in the replay. A hidden case must show
+pass or fail, nothing else: not its size, not its seed, not what its replay said, not the
+kind of its failure. (On a CPU no stage-wide check of this track carries the replay's
+words: cuTile's front end always runs where the track does.)
 
 expect: FAIL
 hidden: { n = 7919, dtypes = ["float32"] }
-message: hidden case failed: does not compile
+message: case hidden1-float32: hidden case failed
+absent: hidden case failed:
+absent: does not compile
 """
 
 import cuda.tile as ct
