@@ -265,7 +265,7 @@ def record(folder: Path, graded: Graded) -> None:
     """Keep why a submission was not graded beside the results, so the gradebook shows it."""
     error_file = folder / f"{graded.name}.error"
     if graded.error:
-        error_file.write_text(graded.error + "\n")
+        write_file(error_file, graded.error + "\n")
     else:
         error_file.unlink(missing_ok=True)
 

@@ -41,7 +41,8 @@ def run_isolated(command: list[str], log: Path, env: dict, cwd: Path, limit: flo
     Either way every process of its session has ended before this returns: a straggler must
     never outlive its scratch folder (it would write a traceback about the vanished folder
     into the log) nor go on writing to the log."""
-    with log.open("w") as handle:
+    # What a student's code printed: the instructor's to read, as every class file is.
+    with os.fdopen(os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as handle:
         child = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, env=env,
                                  stdin=subprocess.DEVNULL, cwd=cwd, start_new_session=True)
     try:

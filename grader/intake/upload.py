@@ -272,6 +272,10 @@ def read_upload(course: Course, source: Path) -> Upload:
     if source.is_dir() and not source.is_symlink():
         members = list(folder_members(source))
         upload = take(course, members, lambda name, limit: _read_file(source / name, limit))
+        if not upload.files and (inner := _the_one_zip(members)):
+            # A zip left unopened inside an upload (a zip of the zip, on Gradescope, which
+            # opens the outer one): read as the submission, one level deep and no more.
+            upload = _read_zip(course, source / inner, within=f"{inner}/")
     elif source.suffix == ".zip" and source.is_file():
         upload = _read_zip(course, source)
     elif source.suffix == ".py" and source.is_file() and not source.is_symlink():
@@ -306,10 +310,18 @@ def _read_file(path: Path, limit: int) -> bytes | None:
     return data if len(data) <= limit else None
 
 
-def _read_zip(course: Course, source: Path) -> Upload:
+def _the_one_zip(members: list[Member]) -> str | None:
+    """The name of the one zip among a folder's readable files, if there is exactly one."""
+    zips = [m.name for m in members if not m.refused and m.name.lower().endswith(".zip")]
+    return zips[0] if len(zips) == 1 else None
+
+
+def _read_zip(course: Course, source: Path, within: str = "") -> Upload:
+    """`source`'s stage files by the rule; `within` goes before each member's name where
+    the zip lies inside the upload (what the student reads names the zip too)."""
     try:
         with zipfile.ZipFile(source) as archive:
-            infos = {i.filename: i for i in archive.infolist() if not i.is_dir()}
+            infos = {within + i.filename: i for i in archive.infolist() if not i.is_dir()}
             members = [Member(name, _special(info)) for name, info in infos.items()]
 
             def read(name: str, limit: int) -> bytes | None:

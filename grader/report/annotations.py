@@ -44,10 +44,14 @@ def _repository_path(module: str) -> str:
 
 def _line(text: str, filename: str) -> int | None:
     """The line of the student's file that a message names: the grader writes it as
-    "stage3_softmax.py, line 42" or "stage3_softmax.py has a syntax error at line 7"."""
-    for part in text.splitlines():
-        if filename in part:
-            found = re.search(r"\bline (\d+)", part[part.index(filename):])
+    "stage3_softmax.py, line 42", "stage3_softmax.py has a syntax error at line 7" or "line
+    42 of stage3_softmax.py", and a finding of the watch as "line 28 (`x = tl.load(...)`)",
+    the file being the stage's own."""
+    name = re.escape(filename)
+    for pattern in (rf"{name}\b.*?\bline (\d+)", rf"\bline (\d+) of {name}\b",
+                    r"\bline (\d+) \(`"):
+        for part in text.splitlines():
+            found = re.search(pattern, part)
             if found:
                 return int(found.group(1))
     return None

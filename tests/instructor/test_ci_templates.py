@@ -144,6 +144,19 @@ def test_the_workflow_reads_only_and_never_runs_a_forks_code_with_secrets(workfl
         assert checkout["with"]["persist-credentials"] is False, name
 
 
+# The first major version of each action that runs on Node 24: GitHub is removing Node 20
+# from its runners, and an action pinned below these would stop the job.
+NODE24 = {"actions/checkout": 5, "actions/setup-python": 6, "actions/upload-artifact": 6}
+
+
+def test_every_action_runs_on_node_24(workflow):
+    for name, job in workflow["jobs"].items():
+        for step in (s for s in job["steps"] if "uses" in s):
+            action, _, version = step["uses"].partition("@")
+            assert action in NODE24, f"{name}: {action} is not known to run on Node 24"
+            assert int(version.lstrip("v").split(".")[0]) >= NODE24[action], (name, step["uses"])
+
+
 def test_the_cpu_job_installs_pytorchs_cpu_build_with_pips_cache_and_grades_for_ci(workflow):
     job = workflow["jobs"]["correctness"]
     assert job["runs-on"] == "ubuntu-latest" and "if" not in job  # every push, every fork

@@ -109,3 +109,21 @@ def test_annotations_escape_what_github_would_read_as_commands():
     assert annotations(report) == [
         "::error file=exercises/triton/a%2Cb.py,line=12,title=stage1 vector_add%3A ERROR::"
         "ValueError (at a,b.py, line 12: x): 100%25 off"]
+
+
+@pytest.mark.parametrize("said, line", [
+    ("read outside a tensor, as the watch saw:\n┆ line 28 (`x = tl.load(x_ptr + offsets)`): "
+     "reads 255 elements past the end of `x`", 28),
+    ("the kernel launched at line 41 of stage1_vector_add.py has no grid", 41),
+    ("stage1_vector_add.py has a syntax error at line 7", 7),
+    ("1 of 1 elements mismatch (100%)", None)])
+def test_an_annotation_is_placed_at_the_line_a_finding_names(said, line):
+    """A wrong-result stage's ::error named the file but not the line its finding names."""
+    from grader.report.annotations import annotations
+    from grader.results import CaseResult, Report, StageResult, Status
+
+    case = CaseResult("n=1000-float32", "float32", {"n": 1000}, 0, False, said)
+    stage = StageResult(1, "vector_add", "t", "triton-interpret",
+                        "exercises/triton/stage1_vector_add.py", 10, Status.FAIL, cases=[case])
+    [found] = annotations(Report("c", "exercises", "triton-interpret", "", {}, "", stages=[stage]))
+    assert (f",line={line}," in found) if line else ",line=" not in found, found

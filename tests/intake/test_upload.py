@@ -271,3 +271,20 @@ def test_a_submission_not_graded_after_it_was_read_keeps_its_notes(tmp_path, cou
     code, _, _ = run_grade(*options, "--submission", str(tmp_path / "bad.zip"))
     output = json.loads(results.read_text(encoding="utf-8"))["output"]
     assert code == 2 and output.startswith("Not graded: bad.zip is not a valid zip file")
+
+
+def test_a_zip_left_unopened_inside_an_upload_is_read(course, tmp_path):
+    """A zip of the zip: Gradescope opens the outer one and leaves the inner one, and the
+    upload scored 0 while the message said to upload "a zip of it". One zip, alone among
+    the upload's files where no stage file is, is read; what it held is named with it."""
+    inner = _zip_of(_folder(tmp_path / "work", {"exercises/" + TRITON_ADD: _solution(TRITON_ADD)}),
+                    tmp_path / "work.zip")
+    upload_folder = tmp_path / "upload"
+    upload_folder.mkdir()
+    inner.rename(upload_folder / "my work.zip")
+    got = upload.read_upload(course, upload_folder)
+    assert got.files == {TRITON_ADD: _solution(TRITON_ADD)}
+    assert [t.member for t in got.taken] == ["my work.zip/work/exercises/" + TRITON_ADD]
+    (upload_folder / "second.zip").write_bytes((upload_folder / "my work.zip").read_bytes())
+    with pytest.raises(upload.NotASubmission):  # two zips: which one is meant is not known
+        upload.read_upload(course, upload_folder)
