@@ -252,6 +252,24 @@ class Report:
         return _build(cls, data, stages=stages)
 
 
+@dataclass(frozen=True)
+class Standing:
+    """Where one submission stands in the class's policy, as the platform that took it says
+    (Gradescope's submission metadata, grader.intake.gradescope_metadata): which of the
+    student's submissions it is, how late it came, and, past the resubmission limit, the
+    earlier result that stands in its place (it is then not graded)."""
+
+    number: int  # this submission, the earlier ones counted
+    allowed: int | None = None  # the class's limit (None: any number)
+    days_late: int = 0
+    late_percent: float = 0.0  # of the score taken off
+    held: dict[str, Any] | None = None  # past the limit: the results.json that stands
+
+    @property
+    def over_limit(self) -> bool:
+        return self.allowed is not None and self.number > self.allowed
+
+
 def _build(kind, data: dict[str, Any], **given):
     """`kind(...)` from the keys of `data` that are its fields, and `given` over them."""
     names = {f.name for f in fields(kind)}

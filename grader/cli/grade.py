@@ -26,12 +26,13 @@ from grader.grading import stages as grading
 from grader.errors import GradeError
 from grader.grading.request import GradingRequest, Limits, Outputs
 from grader.instructor.submissions import listed
+from grader.intake import gradescope_metadata
 from grader.intake.overlay import Unpacked, as_submitted, laid_out
 from grader.intake.upload import NotASubmission, UploadError
 from grader.quoting import visible
 from grader.report import annotations, gradescope, junit, markdown, picture_html
 from grader.report.progress import stage_progress
-from grader.results import Report, StageResult, Status
+from grader.results import Report, Standing, StageResult, Status
 from grader.report.profile import CommandSeconds, profile_table
 from grader.report.scorecard import make_console, render
 from grader.tracks import TRACKS
@@ -63,7 +64,8 @@ def _request(course: Course, stages: list[Stage], options: dict) -> GradingReque
         options["submission"], seed=options["seed"],
         limits=Limits(options["timeout"], options["keep_going"]),
         outputs=Outputs(options["json_path"], options["junit_path"], options["gradescope_path"],
-                        options["markdown_path"], options["picture_dir"],
+                        options["gradescope_metadata"], options["markdown_path"],
+                        options["picture_dir"],
                         options["benchmark_json"], options["verbose"],
                         summary=options["summary_path"], so_far=options["so_far_path"],
                         profile=options["profile"]))
@@ -71,9 +73,18 @@ def _request(course: Course, stages: list[Stage], options: dict) -> GradingReque
 
 def _grade(request: GradingRequest, fail_on: str = "unfinished") -> int:
     """Grade the request; a submission is first read by the one rule of what a submission
-    gives (grader.intake.upload), into a scratch folder laid out like exercises/."""
+    gives (grader.intake.upload), into a scratch folder laid out like exercises/. A
+    Gradescope submission past the class's resubmission limit is not graded: the result of
+    the last one counted stands."""
+    standing = _standing(request)
+    if standing is not None and standing.over_limit:
+        gradescope.write_held(request.outputs.gradescope, standing)
+        click.echo(f"submission {standing.number}, past the class's limit of {standing.allowed}: "
+                   f"not graded; the result of submission {standing.allowed} stands "
+                   f"(wrote {request.outputs.gradescope})")
+        return EXIT_OK
     if request.submission is None:
-        return _grade_resolved(request, fail_on)
+        return _grade_resolved(request, fail_on, standing=standing)
     with ExitStack() as stack:
         # Only the reading of the submission is caught here: a GradeError of grading it (a
         # backend that cannot run here) is answered by _grade_resolved, with the notes.
@@ -86,7 +97,20 @@ def _grade(request: GradingRequest, fail_on: str = "unfinished") -> int:
             _not_graded(request.outputs, str(exc))
             raise
         return _grade_resolved(replace(request, submission=unpacked.exercises), fail_on,
-                               unpacked, request.submission.name)
+                               unpacked, request.submission.name, standing)
+
+
+def _standing(request: GradingRequest) -> Standing | None:
+    """Where a Gradescope submission stands in the class's policy (None: not said). Its
+    metadata unreadable, results.json says so before the error is raised."""
+    path = request.outputs.gradescope_metadata
+    if path is None or request.outputs.gradescope is None:
+        return None
+    try:
+        return gradescope_metadata.standing(request.course.policy, gradescope_metadata.read(path))
+    except GradeError as exc:
+        _not_graded(request.outputs, str(exc))
+        raise
 
 
 def how_to_submit(course: Course) -> str:
@@ -105,7 +129,7 @@ def _not_graded(outputs: Outputs, message: str, notes: list[str] | None = None) 
 
 
 def _grade_resolved(request: GradingRequest, fail_on: str, unpacked: Unpacked | None = None,
-                    name: str = "") -> int:
+                    name: str = "", standing: Standing | None = None) -> int:
     console = make_console()
     notes = listed(unpacked.notes()) if unpacked else []
     try:
@@ -129,7 +153,7 @@ def _grade_resolved(request: GradingRequest, fail_on: str, unpacked: Unpacked | 
         return EXIT_INTERRUPTED
     if unpacked is not None:
         report = as_submitted(report, unpacked, name)
-    written = write_results(report, outputs, request.course.policy.hidden_cases, notes)
+    written = write_results(report, outputs, request.course.policy.hidden_cases, notes, standing)
     if outputs.picture:
         written.append(picture_html.write_picture(report, outputs.picture))
     if notes:
@@ -184,13 +208,15 @@ def _started_and_failing(stage: StageResult) -> bool:
 
 
 def write_results(report: Report, outputs: Outputs, hidden: str = HIDDEN_DEFAULT,
-                  notes: list[str] | None = None) -> list[Path]:
+                  notes: list[str] | None = None, standing: Standing | None = None) -> list[Path]:
     """Write the result files asked for, before anything is shown: whatever a submission's
     text does to the display, its results are kept. `hidden`: when Gradescope shows students
     the hidden cases' results (the class's policy); `notes` (how the submission was read) go
-    into Gradescope's output, which is all a student sees there."""
+    into Gradescope's output, which is all a student sees there; `standing` (Gradescope's
+    metadata read against the class's policy) its late penalty."""
     writers = [(outputs.json, lambda r, p: r.write_json(p)), (outputs.junit, junit.write_junit),
-               (outputs.gradescope, lambda r, p: gradescope.write_gradescope(r, p, hidden, notes or [])),
+               (outputs.gradescope,
+                lambda r, p: gradescope.write_gradescope(r, p, hidden, notes or [], standing)),
                (outputs.markdown, markdown.write_markdown),
                (outputs.summary, markdown.append_markdown)]
     for path, write in writers:

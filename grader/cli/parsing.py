@@ -187,6 +187,11 @@ def grading_options(command):
         click.option("--gradescope", "gradescope_path",
                      type=click.Path(dir_okay=False, path_type=Path),
                      help="Also write Gradescope's results.json."),
+        click.option("--gradescope-metadata", "gradescope_metadata",
+                     type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                     help="With --gradescope: Gradescope's submission_metadata.json, whose "
+                          "times and earlier submissions apply the class's late penalty and "
+                          "resubmission limit ([policy] in course.toml) to results.json."),
         click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False, path_type=Path),
                      help="Also write the Markdown scorecard to this file, replacing it "
                           "(--summary adds to a file instead)."),

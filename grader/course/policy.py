@@ -8,8 +8,9 @@ penalties, the resubmission limit) and the Gradescope results writer (hidden cas
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 
 # When a student sees the result of a hidden case, as Gradescope names it.
 HIDDEN_VISIBILITY = ("after_due_date", "after_published", "hidden")
@@ -55,3 +56,20 @@ class Policy:
         # A day begun is a day late: one minute past the grace period costs a whole day.
         days = math.ceil(past / DAY)
         return Lateness(days, min(days * self.late.percent_per_day, self.late.max_percent))
+
+
+def parse_time(value) -> datetime | None:
+    """When a submission was made, as its platform writes it: a datetime (a bulk export's
+    :created_at:, as YAML read it) or text (Gradescope's `2026-12-18 23:41:07.123456789
+    -08:00` there, ISO 8601 in its submission_metadata.json); naive times are taken as UTC;
+    None where it is no time."""
+    if isinstance(value, str):
+        text = re.sub(r"(\.\d{6})\d+", r"\1", value.strip())  # nanoseconds: Python has micro
+        text = re.sub(r"\s+([+-]\d\d:?\d\d|Z)$", r"\1", text)
+        try:
+            value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+    if not isinstance(value, datetime):
+        return None
+    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)

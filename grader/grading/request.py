@@ -38,6 +38,9 @@ class Outputs:
     json: Path | None = None
     junit: Path | None = None
     gradescope: Path | None = None
+    # Gradescope's submission_metadata.json: the submission's time and the earlier ones, for
+    # the class's late penalty and resubmission limit in results.json
+    gradescope_metadata: Path | None = None
     markdown: Path | None = None
     picture: Path | None = None  # a folder: failures.html
     benchmark_json: Path | None = None  # pytest-benchmark's record of the timed cases

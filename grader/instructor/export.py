@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 
 import yaml
+
+from grader.course.policy import parse_time
 
 METADATA = "submission_metadata.yml"
 FOLDER = re.compile(r"submission_[0-9]+")
@@ -148,18 +150,3 @@ def _key(mapping: dict, name: str):
 def _text(mapping: dict, name: str) -> str:
     value = _key(mapping, name)
     return "" if value is None else str(value).strip()
-
-
-def parse_time(value) -> datetime | None:
-    """A :created_at: as YAML read it (a datetime) or as text (Gradescope's
-    `2026-12-18 23:41:07.123456789 -08:00`); naive times are taken as UTC."""
-    if isinstance(value, str):
-        text = re.sub(r"(\.\d{6})\d+", r"\1", value.strip())  # nanoseconds: Python has micro
-        text = re.sub(r"\s+([+-]\d\d:?\d\d|Z)$", r"\1", text)
-        try:
-            value = datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError:
-            return None
-    if not isinstance(value, datetime):
-        return None
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)

@@ -12,27 +12,32 @@ import json
 from pathlib import Path
 from typing import Any
 
-from grader.results import CheckResult, Report, StageResult, Status, write_file
+from grader.results import CheckResult, Report, Standing, StageResult, Status, write_file
 from grader.report.text import (case_text, clean, is_hidden, not_graded, number, ran, speed_text,
                                 stage_name, versions, zeroed_by)
 
 
 def write_gradescope(report: Report, path: Path, hidden: str,
-                     notes: list[str] | tuple[str, ...] = ()) -> None:
-    """Gradescope's results.json: the tests carry the points and add up to `score`; the
-    tests of hidden cases have the visibility `hidden`, the class's policy (its [policy]
-    hidden_cases, passed in by the caller). `notes` say how the submission was read (a file graded under another name, what was not
-    taken)."""
+                     notes: list[str] | tuple[str, ...] = (),
+                     standing: Standing | None = None) -> None:
+    """Gradescope's results.json: the tests carry the points and add up to the grader's
+    total; the tests of hidden cases have the visibility `hidden`, the class's policy (its
+    [policy] hidden_cases, passed in by the caller). `notes` say how the submission was read
+    (a file graded under another name, what was not taken). A `standing` that came late
+    takes its penalty off the score (the tests keep their points), said first in the
+    output."""
     tests = []
     for stage in report.stages:
         stage_tests = _gradescope_stage(stage, hidden)
         for index, test in enumerate(stage_tests, 1):
             test["number"] = f"{stage.number}.{index}"
         tests += stage_tests
+    late = _late_text(report, standing) if standing and standing.late_percent else ""
     results = {
-        "score": report.points,
+        "score": round(report.points * (1 - standing.late_percent / 100), 2) if late
+        else report.points,
         "execution_time": round(report.seconds),
-        "output": _gradescope_output(report) + _notes_text(notes),
+        "output": late + _gradescope_output(report) + _notes_text(notes),
         # The grader's console output (the scorecard, what the submission printed) is for
         # instructors; students see what the tests' output fields say.
         "stdout_visibility": "hidden",
@@ -41,6 +46,26 @@ def write_gradescope(report: Report, path: Path, hidden: str,
         "tests": tests,
     }
     # allow_nan=False: NaN is not JSON, and Gradescope would reject the whole file.
+    write_file(path, json.dumps(results, indent=2, allow_nan=False) + "\n")
+
+
+def _late_text(report: Report, standing: Standing) -> str:
+    days = f"{standing.days_late} day" + ("s" if standing.days_late != 1 else "")
+    kept = round(report.points * (1 - standing.late_percent / 100), 2)
+    return (f"Submitted {days} late: the class's policy takes {number(standing.late_percent)}% "
+            f"off, so {number(kept)} of the {number(report.points)} points earned count.\n\n")
+
+
+def write_held(path: Path, standing: Standing) -> None:
+    """results.json for a submission past the class's resubmission limit, not graded: the
+    result of the last submission counted stands, said first in its output."""
+    results = dict(standing.held or {})
+    said = (f"This is your submission {standing.number}, and the class counts at most "
+            f"{standing.allowed}: it was not graded, and the result of submission "
+            f"{standing.allowed} stands.")
+    results["output"] = said + ("\n\n" + str(results["output"]) if results.get("output") else "")
+    results.setdefault("score", 0.0)
+    results.setdefault("tests", [])
     write_file(path, json.dumps(results, indent=2, allow_nan=False) + "\n")
 
 

@@ -64,7 +64,9 @@ def run_autograder(root: Path, path: str | None = None, **env: str) -> tuple[dic
     text = (root / "results/results.json").read_text(encoding="utf-8")
     assert str(root) not in text  # no path outside the submission reaches the student
     results = json.loads(text)
-    assert results["score"] == round(sum(t["score"] for t in results["tests"]), 2)
+    output = results.get("output", "")
+    if "late:" not in output and "not graded" not in output:  # a penalty, a result held
+        assert results["score"] == round(sum(t["score"] for t in results["tests"]), 2)
     return results, run.stdout + run.stderr
 
 
@@ -192,3 +194,60 @@ def test_setup_installs_the_course_with_cutile_into_a_venv_of_its_own(root, tmp_
     assert not [c for c in calls if "-m pip" in c or "pip install" in c
                 or "break-system-packages" in c]
     assert oct((root / "source/course.hidden.toml").stat().st_mode & 0o777) == "0o600"
+
+
+POLICY = """
+[policy]
+due = 2026-12-18T23:59:00-08:00
+max_submissions = 2
+
+[policy.late]
+percent_per_day = 10
+"""
+
+
+def _metadata(root: Path, created_at: str, earlier: list[dict], own_due: str = "") -> None:
+    """submission_metadata.json as Gradescope writes it beside the upload."""
+    user = {"email": "ada@example.edu", "id": 1, "name": "Ada"}
+    if own_due:  # an extension Gradescope granted this student
+        user["assignment"] = {"due_date": own_due}
+    (root / "submission_metadata.json").write_text(json.dumps({
+        "id": 7, "created_at": created_at, "submission_method": "upload",
+        "assignment": {"due_date": "2026-12-18T23:59:00.000000-08:00", "title": "tiles"},
+        "users": [user], "previous_submissions": earlier}), encoding="utf-8")
+
+
+EARLIER = [{"submission_time": "2026-12-10T10:00:00.000000-08:00", "score": 4.0,
+            "results": {"score": 4.0, "output": "the first", "tests": []}},
+           {"submission_time": "2026-12-12T10:00:00.000000-08:00", "score": 7.0,
+            "results": {"score": 7.0, "output": "the second", "tests": []}}]
+
+
+@pytest.mark.parametrize("created_at, own_due, percent", [
+    ("2026-12-20T05:59:00.000000-08:00", "", 20),  # 30 hours late: two days begun
+    ("2026-12-20T05:59:00.000000-08:00", "2026-12-21T23:59:00.000000-08:00", 0),
+    ("2026-12-18T23:00:00.000000-08:00", "", 0)])
+def test_gradescope_applies_the_late_penalty_from_its_metadata(root, created_at, own_due,
+                                                               percent):
+    (root / "source/course.toml").write_text(SMALL_COURSE + POLICY, encoding="utf-8")
+    (root / "submission/stage1_vector_add.py").write_text(_solution("triton/stage1_vector_add.py"))
+    _metadata(root, created_at, EARLIER[:1], own_due)
+    results, _ = run_autograder(root)
+    earned = sum(t["score"] for t in results["tests"])
+    assert earned == 10 and results["score"] == round(earned * (1 - percent / 100), 2)
+    late = "Submitted 2 days late: the class's policy takes 20% off, so 8 of the 10 points"
+    assert results["output"].startswith(late) == bool(percent), results["output"]
+
+
+def test_gradescope_holds_a_submission_past_the_limit(root):
+    """The third submission where the class counts two: not graded, the second's result
+    stands (as `grade batch` holds it)."""
+    (root / "source/course.toml").write_text(SMALL_COURSE + POLICY, encoding="utf-8")
+    (root / "submission/stage1_vector_add.py").write_text(_solution("triton/stage1_vector_add.py"))
+    _metadata(root, "2026-12-13T10:00:00.000000-08:00", EARLIER)
+    results, said = run_autograder(root)
+    assert results["score"] == 7.0 and results["tests"] == []
+    assert results["output"] == ("This is your submission 3, and the class counts at most 2: it "
+                                 "was not graded, and the result of submission 2 stands.\n\n"
+                                 "the second")
+    assert "not graded; the result of submission 2 stands" in said
