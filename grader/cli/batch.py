@@ -125,6 +125,9 @@ def batch_command(ctx, submissions, **options) -> int:
     for name in plan.held:
         console.print(single_line(regrade.held_note(name, course.policy.max_submissions), 600),
                       markup=False, soft_wrap=True)
+    for name in plan.past_limit:
+        console.print(single_line(regrade.past_limit_note(name, course.policy.max_submissions),
+                                  600), markup=False, soft_wrap=True)
     if options["use_slurm"]:
         settings = slurm.Options(**cluster, poll=options["poll"],
                                  allow_weak_sandbox=options["allow_weak_sandbox"])
@@ -208,6 +211,8 @@ def _finish(course, out, found, graded, console) -> int:
     for g in graded:
         if g.error:
             console.print(single_line(f"{g.name}: {g.error}", 600), markup=False, soft_wrap=True)
+        if g.note:
+            console.print(single_line(g.note, 600), markup=False, soft_wrap=True)
     console.print(f"graded {len(graded)} now ({len(found) - len(graded)} already had results); "
                   f"gradebook: {gradebook}; class report: {report}; "
                   f"each student's feedback: {out / 'students'}/NAME.md",

@@ -40,6 +40,7 @@ from grader.backends import selection as backends
 from grader.errors import GradeError
 from grader.instructor.gradebook import (NOT_A_SUBMISSION, Intake, read_intake,  # noqa: F401
                                          write_feedback_files, write_gradebook, write_intake)
+from grader.instructor import history
 from grader.instructor.regrade import keep_graded_stages
 from grader.instructor.submissions import (  # noqa: F401
     Entry, NotASubmission, comparable, digest, entries, unpack)
@@ -59,6 +60,7 @@ class Graded:
     name: str
     json_path: Path | None
     error: str = ""
+    note: str = ""  # what the run says of the result (an earlier one that stands instead)
 
 
 def grade_one(entry: Entry, out: Path, request: GradingRequest, env: dict, limit: float,
@@ -69,11 +71,13 @@ def grade_one(entry: Entry, out: Path, request: GradingRequest, env: dict, limit
     is ended and Stopped raised, its scratch folder removed."""
     result = (results or out / "students") / f"{entry.name}.json"
     # The grader writes to a scratch name, renamed only once it has finished: a run that
-    # crashes or times out leaves no result (nor half of one). An earlier result (--force)
-    # is removed first, so that it can never stand in for this run.
+    # crashes or times out leaves no result (nor half of one). An earlier result (--force,
+    # a resubmission) goes to OUT/history/ first, so that it can never stand in for this
+    # run, nor be lost by it.
     fresh = result.with_name(f"{entry.name}.json.partial")
     so_far = result.with_name(f"{entry.name}.json.so-far")  # the stages finished, as they end
     earlier = read_intake(out, entry.name)
+    history.archive(out, entry.name, earlier.digest)
     for stale in (result, fresh, so_far):
         stale.unlink(missing_ok=True)
     log = out / "logs" / f"{entry.name}.log"
@@ -128,8 +132,9 @@ def grade_one(entry: Entry, out: Path, request: GradingRequest, env: dict, limit
                 fresh.unlink(missing_ok=True)
                 # Before the stages finished are kept: `finally` runs only after the return.
                 student_paths(so_far, tmp)
-                return _out_of_time(entry.name, so_far, result, request, backend.track, limit,
+                kept = _out_of_time(entry.name, so_far, fresh, request, backend.track, limit,
                                     unpacked)
+                return _placed(kept, out, results, intake.digest)
             finally:
                 student_paths(log, tmp)
                 student_paths(so_far, tmp)
@@ -142,13 +147,27 @@ def grade_one(entry: Entry, out: Path, request: GradingRequest, env: dict, limit
     so_far.unlink(missing_ok=True)
     student_paths(fresh, tmp)
     not_handed_in(fresh, unpacked)
-    os.replace(fresh, result)
-    return Graded(entry.name, result)
+    return _placed(Graded(entry.name, fresh), out, results, intake.digest)
+
+
+def _placed(graded: Graded, out: Path, results: Path | None, digest: str) -> Graded:
+    """A new result (at graded.json_path, a scratch name) put where it belongs: a Slurm
+    task's in its run folder, where it is collected; else in OUT/students/, by the rule of
+    which result stands (grader.instructor.history)."""
+    if graded.json_path is None:
+        return graded
+    fresh, name = graded.json_path, graded.name
+    if results is not None:
+        os.replace(fresh, results / f"{name}.json")
+        return Graded(name, results / f"{name}.json")
+    note = history.install(out, name, fresh, digest)
+    return Graded(name, out / "students" / f"{name}.json", note=note)
 
 
 def _out_of_time(name: str, so_far: Path, result: Path, request: GradingRequest, track: str,
                  limit: float, unpacked: Unpacked) -> Graded:
-    """A submission that ran out of --limit: the stages it finished are its result."""
+    """A submission that ran out of --limit: the stages it finished are its result, written
+    to `result` (a scratch name)."""
     kept = keep_graded_stages(so_far, result, request.stages, track, limit)
     so_far.unlink(missing_ok=True)
     if not kept:

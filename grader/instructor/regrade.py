@@ -29,6 +29,8 @@ class Plan:
     todo: list[Entry] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)  # graded again: their files changed
     held: list[str] = field(default_factory=list)  # changed past the resubmission limit
+    # changed past the limit, and graded all the same (--only or --force named them)
+    past_limit: list[str] = field(default_factory=list)
     unchanged: int = 0  # results kept as they are
 
 
@@ -52,15 +54,19 @@ def plan(course: Course, found: list[Entry], out: Path, force: bool) -> Plan:
     result = Plan()
     limit = course.policy.max_submissions
     for entry in found:
-        if force or not (out / "students" / f"{entry.name}.json").is_file():
+        if not (out / "students" / f"{entry.name}.json").is_file():
             result.todo.append(entry)
             continue
         intake = read_intake(out, entry.name)
+        if force:
+            result.todo.append(entry)
+            if _past_limit(entry, intake, limit, course):
+                result.past_limit.append(entry.name)
+            continue
         if intake.digest and intake.digest == current_digest(entry, course):
             result.unchanged += 1
             continue
-        exported = entry.meta is not None and entry.meta.submissions is not None
-        if limit and comparable(intake.digest) and intake.versions >= limit and not exported:
+        if _past_limit(entry, intake, limit, course):
             result.held.append(entry.name)
             intake.not_graded_later = f"changed after {versions(intake.versions)}; not graded again"
             write_intake(out, entry.name, intake)
@@ -68,6 +74,19 @@ def plan(course: Course, found: list[Entry], out: Path, force: bool) -> Plan:
         result.changed.append(entry.name)
         result.todo.append(entry)
     return result
+
+
+def _past_limit(entry: Entry, intake, limit: int | None, course: Course) -> bool:
+    """Whether grading `entry` would count a version past the resubmission limit: its files
+    changed after the limit's number of graded versions (a bulk export counts its own)."""
+    exported = entry.meta is not None and entry.meta.submissions is not None
+    return bool(limit and comparable(intake.digest) and intake.versions >= limit
+                and not exported and intake.digest != current_digest(entry, course))
+
+
+def past_limit_note(name: str, limit: int) -> str:
+    return (f"{name}: changed after {versions(limit)} (the resubmission limit), and graded "
+            "all the same, as --only or --force asked: this version's result now stands")
 
 
 def versions(count: int) -> str:

@@ -34,7 +34,8 @@ from grader import sandbox
 from grader.course import Course
 from grader.errors import GradeError
 from grader.grading.request import GradingRequest
-from grader.instructor import batch, slurm_state
+from grader.instructor import batch, history, slurm_state
+from grader.instructor.gradebook import read_intake
 from grader.results import write_file
 
 NEEDED = ("sbatch", "squeue", "scancel")
@@ -248,8 +249,8 @@ def collect(run: Run, index: int, entry: batch.Entry, state: slurm_state.TaskSta
                    "--sbatch=--constraint=...), or pass --allow-mixed-gpus")
         else:
             gpus.add(gpu)
-            os.replace(staged, out / "students" / f"{entry.name}.json")
-            graded = batch.Graded(entry.name, out / "students" / f"{entry.name}.json")
+            note = history.install(out, entry.name, staged, read_intake(out, entry.name).digest)
+            graded = batch.Graded(entry.name, out / "students" / f"{entry.name}.json", note=note)
             batch.record(out / "students", graded)
             return graded
     elif error.is_file():  # graded by the task, and it failed: a bad zip, the --limit, ...

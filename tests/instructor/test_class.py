@@ -679,3 +679,36 @@ def test_no_gradebook_cell_starts_a_formula_after_any_separator(text, cell):
     """A name cell joined with "; " held a formula after it, live in a spreadsheet that
     splits on ';': every piece a separator could begin is quoted, not only the cell's start."""
     assert gradebook.csv_cell(text) == cell
+
+
+def test_a_regrade_never_loses_a_result(tmp_path, run_grade, monkeypatch):
+    """Every result kept in OUT/history/NAME/; the newest stands, except where the same files
+    scored more before (a regrade with a smaller --limit once replaced 100/100 with 25/100):
+    that one stands, said. --only past the resubmission limit says so (it graded 15 -> 45
+    without a word)."""
+    course = _course(tmp_path, "\n[policy]\nmax_submissions = 1\n")
+    scores = {"good": {"vector_add": 10.0, "fused_gelu": 10.0}}
+    monkeypatch.setattr(batch, "run_isolated", _fake_grader(course, scores))
+    subs = _class(tmp_path, {"ada": "good"})
+    out = tmp_path / "out"
+    args = ("--course", str(course.path), "batch", str(subs), "--out", str(out), "--backend",
+            "triton-interpret", "--seed", "3")
+    run_grade(*args)
+    scores["good"] = {"vector_add": 10.0}  # the same files, graded worse this time
+    code, stdout, _ = run_grade(*args, "--force")
+    assert "ada: the same files scored 10 now against 20 in an earlier grading, which stands " \
+        "(every result is kept in history/ada/)" in " ".join(stdout.split()), stdout
+    assert _rows(out)["ada"]["total"] == "20"
+    kept = json.loads((out / "history/ada/index.json").read_text())
+    assert [e["points"] for e in kept] == [10.0]  # every result but the one standing
+    (subs / "ada" / TRITON_ADD).write_text("# better\nimport triton\n")  # past the limit of 1
+    scores["better"] = {"vector_add": 10.0, "fused_gelu": 10.0}
+    code, stdout, _ = run_grade(*args)
+    assert "ada: changed after 1 graded version (the resubmission limit); not graded again" in \
+        " ".join(stdout.split())
+    code, stdout, _ = run_grade(*args, "--only", "ada")
+    assert "ada: changed after 1 graded version (the resubmission limit), and graded all the " \
+        "same" in " ".join(stdout.split()), stdout
+    kept = json.loads((out / "history/ada/index.json").read_text())
+    assert sorted(e["points"] for e in kept) == [10.0, 20.0]
+    assert _rows(out)["ada"]["total"] == "20"  # the version graded past the limit stands
