@@ -60,6 +60,10 @@ SLURM_ONLY = ("partition", "gres", "minutes", "per_task", "extra", "allow_mixed_
 @click.option("--keep-going", is_flag=True,
               help="Run every case of a stage even after one timed out (each may cost the "
                    "whole --timeout).")
+@click.option("--roster", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="The class list, a CSV with a column named student, sid or email (and "
+                   "name): every student on it gets a gradebook row, a 0 for one who handed "
+                   "nothing in.")
 @click.option("--allow-weak-sandbox", is_flag=True,
               help="Grade even where the sandbox cannot hide the other submissions and results "
                    "from a submission, or end every process it starts (see `grade doctor`).")
@@ -117,6 +121,11 @@ def batch_command(ctx, submissions, **options) -> int:
         console.print(single_line(note, 600), markup=False, soft_wrap=True)
     chosen = regrade.only(found, options["only"])
     roster.update_roster(out, found)
+    if options["roster"]:
+        added = roster.import_roster(out, options["roster"])
+        many = "student" if len(added) == 1 else "students"
+        console.print(f"class list {options['roster']}: {len(added)} {many} with no submission "
+                      "listed here, each given a row", markup=False, soft_wrap=True)
     # The class's one request: each student's submission fills it in (grader.instructor.batch).
     request = GradingRequest(course, tuple(course.stages), options["backend"], options["track"],
                              seed=batch.class_seed(out, options["seed"], force),

@@ -29,7 +29,6 @@ from grader.quoting import headline
 from grader.report.markdown import write_feedback
 from grader.results import Report, write_file
 
-NOT_TIMED = "not graded"  # the speed columns where this class's machine times no speed
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet reads as a formula
 # A separator of cells in some spreadsheet's import (comma, semicolon, tab, bar, a line's
 # end), with the blanks after it, before what would start a formula there.
@@ -63,6 +62,7 @@ def read_intake(out: Path, name: str) -> Intake:
 
 
 GRADED, NOT_A_SUBMISSION, NOT_GRADED = "graded", "not a submission", "not graded"
+NO_SUBMISSION = "no submission"  # on the class list (--roster), nothing handed in
 
 
 def no_result(error: str) -> bool:
@@ -108,6 +108,9 @@ def read_row(out: Path, name: str, who: Who | None = None) -> Row:
     who = who or Who()
     if result.is_file():
         return Row(name, GRADED, intake, json.loads(result.read_text(encoding="utf-8")), who=who)
+    if not error_file.is_file() and not (out / "students" / f"{name}.intake.json").is_file():
+        return Row(name, NO_SUBMISSION, intake, error="no submission: on the class list, "
+                   "nothing handed in", who=who)
     error = error_file.read_text().strip() if error_file.is_file() else NOT_GRADED
     status = NOT_GRADED if no_result(error) else NOT_A_SUBMISSION
     return Row(name, status, intake, error=error, who=who)
@@ -220,6 +223,10 @@ def _cells(row: Row, course: Course, speed_max: float | None) -> dict:
         cells.update({"days late": late.days, "late penalty %": late.percent})
     data = row.data
     if data is None:
+        if row.status in (NOT_A_SUBMISSION, NO_SUBMISSION):  # nothing to grade: a 0, as a number
+            cells.update({"correctness": 0, "correctness max": correctness_max(course),
+                          "total": 0, "total max": total_max(course, speed_max),
+                          "total after penalty": 0})
         return cells
     stages = data["stages"]
     correctness = round(sum(s["points"] for s in stages), 2)
@@ -228,8 +235,8 @@ def _cells(row: Row, course: Course, speed_max: float | None) -> dict:
     cells.update({
         "stages": {s["id"]: s["total_points"] for s in stages},
         "correctness": correctness, "correctness max": correctness_max(course),
-        "speed": NOT_TIMED if speed_max is None else speed,
-        "speed max": NOT_TIMED if speed_max is None else speed_max,
+        "speed": "" if speed_max is None else speed,  # a number or nothing, for an LMS's import
+        "speed max": "" if speed_max is None else speed_max,
         "total": round(total, 2), "total max": total_max(course, speed_max),
         "total after penalty": round(total * (1 - late.percent / 100), 2),
         "graded on": row.machine, "seed": data["seed"],

@@ -11,12 +11,16 @@ time counts towards lateness (`trusted_when`); a time from files is shown, never
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from grader.errors import GradeError
+from grader.instructor.export import UNSAFE_IN_NAME
 from grader.instructor.submissions import MACOS_FORKS, Entry
 from grader.results import write_file
 
@@ -94,7 +98,55 @@ def update_roster(out: Path, found: list[Entry]) -> dict[str, Who]:
     """Add (or refresh) the submissions listed now to OUT/roster.json; the others stay."""
     roster = read_roster(out)
     roster.update({entry.name: who(entry) for entry in found})
+    _write_roster(out, roster)
+    return roster
+
+
+def _write_roster(out: Path, roster: dict[str, Who]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     write_file(out / "roster.json", json.dumps({n: asdict(w) for n, w in sorted(roster.items())},
                                                indent=2, ensure_ascii=False) + "\n")
-    return roster
+
+
+# The columns a class list may name its students by, in the order a student's key is taken:
+# the gradebook's own `student`, else the SID a bulk export names results by, else the email.
+KEYS = ("student", "sid", "email")
+
+
+def import_roster(out: Path, path: Path) -> list[str]:
+    """Add the students of a class list (a CSV with a header row naming `student`, `sid` or
+    `email`, and `name` where it has one) to OUT/roster.json, so that the gradebook has a
+    row for each, a 0 for one who handed nothing in; returns the names added. Raises
+    GradeError, saying what the file lacks."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise GradeError(f"--roster {path} cannot be read: {getattr(exc, 'strerror', None) or exc}"
+                         ". Export the class list as CSV (UTF-8).") from None
+    rows = list(csv.DictReader(io.StringIO(text)))
+    header = {(h or "").strip().lower(): h for h in (rows[0].keys() if rows else [])}
+    key = next((k for k in KEYS if k in header), None)
+    if key is None:
+        raise GradeError(f"--roster {path} has no column named student, sid or email (its "
+                         f"header: {', '.join(header) or 'none'}); name the column that holds "
+                         "each student's name in the gradebook so.")
+    roster = read_roster(out)
+    added = []
+    for row in rows:
+        name = UNSAFE_IN_NAME.sub("_", _cell(row, header, key)).strip("._")
+        if not name:
+            continue
+        who = roster.setdefault(name, Who())
+        if name not in added and not who.source:
+            added.append(name)
+        for field_name, column in (("names", "name"), ("emails", "email"), ("sids", "sid")):
+            value = _cell(row, header, column)
+            if value and value not in getattr(who, field_name):
+                getattr(who, field_name).append(value)
+    _write_roster(out, roster)
+    return added
+
+
+def _cell(row: dict, header: dict[str, str], column: str) -> str:
+    """A class list's cell by its column's name, whatever its case ("" where there is none)."""
+    return (row.get(header.get(column, ""), "") or "").strip()

@@ -111,7 +111,7 @@ def test_a_bulk_export_yields_named_rows_with_late_work(tmp_path, run_grade, mon
                                                           "12345")
     assert jose["status"] == "graded" and float(jose["vector_add"]) == 10
     assert (jose["correctness"], jose["correctness max"]) == ("10", "20")
-    assert jose["speed"] == jose["speed max"] == "not graded" and jose["graded on"] == "CPU"
+    assert jose["speed"] == jose["speed max"] == "" and jose["graded on"] == "CPU"
     assert (jose["total"], jose["total max"]) == ("10", "20")
     assert jose["submitted at"] == "2026-12-18T23:41:07-08:00"
     assert jose["submitted from"] == "Gradescope metadata"
@@ -521,7 +521,7 @@ def test_keep_going_reaches_each_grading_process(tmp_path, run_grade, monkeypatc
 
 def test_every_student_on_one_gpu_has_the_same_denominators(tmp_path):
     """Speed counts for every stage the class's GPU times, whatever a student started; on
-    the CPU it is "not graded", never 0."""
+    the CPU it is blank (a number or nothing, for an LMS), never 0."""
     course = _course(tmp_path)
     course = course.__class__(**{**course.__dict__, "stages": tuple(
         s.__class__(**{**s.__dict__, "speed": _speed(5)}) for s in course.stages)})
@@ -543,7 +543,7 @@ def test_every_student_on_one_gpu_has_the_same_denominators(tmp_path):
     assert (rows["bob"]["speed"], rows["bob"]["total"]) == ("0", "0")
     assert rows["bob"]["not started"] == "vector_add fused_gelu"
     assert rows["ada"]["graded on"] == "H200" and rows["cy"]["graded on"] == "CPU"
-    assert rows["cy"]["speed"] == rows["cy"]["speed max"] == "not graded"
+    assert rows["cy"]["speed"] == rows["cy"]["speed max"] == ""
     assert rows["cy"]["total max"] == "20"
 
 
@@ -712,3 +712,34 @@ def test_a_regrade_never_loses_a_result(tmp_path, run_grade, monkeypatch):
     kept = json.loads((out / "history/ada/index.json").read_text())
     assert sorted(e["points"] for e in kept) == [10.0, 20.0]
     assert _rows(out)["ada"]["total"] == "20"  # the version graded past the limit stands
+
+
+def test_a_class_list_gives_every_student_a_row(tmp_path, run_grade, monkeypatch):
+    """A student on the class list who handed nothing in has a row with a 0 (they had none);
+    a folder that is no submission gets a 0 too, as a number; speed a CPU does not time is
+    blank, never text, in a column an LMS imports as numbers."""
+    course = _course(tmp_path)
+    monkeypatch.setattr(batch, "run_isolated",
+                        _fake_grader(course, {"good": {"vector_add": 10.0}}))
+    subs = _class(tmp_path, {"ada": "good"})
+    (subs / "nora").mkdir()
+    (subs / "nora/notes.md").write_text("start the course\n")
+    roster_csv = tmp_path / "class.csv"
+    roster_csv.write_text("Student,Name,Email\nada,Ada L,ada@x.edu\nbob,Bob =1+1,bob@x.edu\n"
+                          "nora,Nora K,nora@x.edu\n", encoding="utf-8")
+    out = tmp_path / "out"
+    code, stdout, _ = run_grade("--course", str(course.path), "batch", str(subs), "--out",
+                                str(out), "--backend", "triton-interpret", "--roster",
+                                str(roster_csv))
+    assert "1 student with no submission listed here, each given a row" in " ".join(stdout.split())
+    rows = _rows(out)
+    assert set(rows) == {"ada", "bob", "nora"}
+    assert rows["bob"]["status"] == "no submission" and rows["bob"]["total"] == "0"
+    assert rows["bob"]["name"] == "Bob =1+1" and rows["bob"]["email"] == "bob@x.edu"
+    assert rows["nora"]["status"] == "not a submission" and rows["nora"]["total"] == "0"
+    assert rows["ada"]["total"] == "10" and rows["ada"]["speed"] == ""
+    bad = tmp_path / "bad.csv"
+    bad.write_text("who,what\nada,1\n", encoding="utf-8")
+    code, _, err = run_grade("--course", str(course.path), "batch", str(subs), "--out", str(out),
+                             "--backend", "triton-interpret", "--roster", str(bad))
+    assert code == 2 and "has no column named student, sid or email" in err
