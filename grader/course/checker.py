@@ -80,9 +80,15 @@ class Checker:
             self.error("policy.late.percent_per_day", "give the percent of the total taken "
                        "off per day late (percent_per_day = 10); without a penalty, remove "
                        "[policy.late]")
+        for student, due in p.extensions.items():
+            if due.utcoffset() is None:
+                self.error(f"policy.extensions.{student}", f"{due.isoformat()} has no time "
+                           f"zone; add the offset, as in {due.isoformat()}-08:00")
+        if p.extensions and p.due is None:
+            self.error("policy.extensions", "an extension moves a due date: add policy.due")
         late = LatePenalty(**p.late.model_dump()) if p.late else LatePenalty()
         return Policy(due=p.due, late=late, max_submissions=p.max_submissions,
-                      hidden_cases=p.hidden_cases)
+                      hidden_cases=p.hidden_cases, extensions=tuple(p.extensions.items()))
 
     def stage(self, raw, index: int) -> Stage | None:
         where = f"stages[{index}]"

@@ -45,12 +45,20 @@ class Policy:
     late: LatePenalty = LatePenalty()
     max_submissions: int | None = None  # None: any number
     hidden_cases: str = HIDDEN_DEFAULT  # one of HIDDEN_VISIBILITY
+    # (student, their own due date): extensions, by the student's name in the gradebook
+    extensions: tuple[tuple[str, datetime], ...] = ()
 
-    def lateness(self, submitted: datetime | None) -> Lateness:
-        """How late a submission made at `submitted` is (unknown time: on time)."""
-        if self.due is None or submitted is None:
+    def due_for(self, student: str | None) -> datetime | None:
+        """The due date that counts for `student`: their extension's, else the class's."""
+        return dict(self.extensions).get(student, self.due) if student else self.due
+
+    def lateness(self, submitted: datetime | None, student: str | None = None) -> Lateness:
+        """How late a submission made at `submitted` (by `student`) is (unknown time: on
+        time)."""
+        due = self.due_for(student)
+        if due is None or submitted is None:
             return ON_TIME
-        past = submitted - self.due
+        past = submitted - due
         if past <= timedelta(minutes=self.late.grace_minutes):
             return ON_TIME
         # A day begun is a day late: one minute past the grace period costs a whole day.

@@ -162,6 +162,8 @@ class Policy(Table):
     late: Optional[Late] = None
     max_submissions: Optional[Annotated[int, Field(ge=1)]] = None
     hidden_cases: Literal[HIDDEN_VISIBILITY] = HIDDEN_DEFAULT
+    # a student's own due date (an extension), by their name in the gradebook
+    extensions: dict[str, datetime] = {}
 
 
 class CourseFile(Table):

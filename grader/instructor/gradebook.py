@@ -23,6 +23,7 @@ from pathlib import Path
 from grader.backends import selection as backends
 from grader.course import HIDDEN_DEFAULT, Course
 from grader.grading.session import NEEDS_CORRECTNESS
+from grader.instructor import adjustments
 from grader.instructor.roster import Who, read_roster
 from grader.instructor.submissions import Entry, listed
 from grader.quoting import headline
@@ -176,13 +177,26 @@ def class_gradebook(course: Course, out: Path, students: list[Entry]) -> Gradebo
     stage_ids = [s.id for s in course.stages]
     rows = class_rows(out, students)
     speed_max = speed_points(course, rows)
+    by_hand = adjustments.read(out)
     table = Gradebook(COLUMNS[:6] + stage_ids + COLUMNS[6:], rows, [])
     for row in rows:
         cells = _cells(row, course, speed_max.get(row.machine))
+        _adjusted(cells, by_hand.get(row.name))
         table.cells.append([cells.pop(c) for c in COLUMNS[:6]]
                            + [cells["stages"].get(i, "") for i in stage_ids]
                            + [cells.get(c, "") for c in COLUMNS[6:]])
     return table
+
+
+def _adjusted(cells: dict, adjustment: adjustments.Adjustment | None) -> None:
+    """The adjustment by hand, and the final score: the total after the late penalty plus
+    it (blank where there is no total and no adjustment)."""
+    after = cells.get("total after penalty")
+    if adjustment is None:
+        cells["final"] = after if after is not None else ""
+        return
+    cells.update({"adjustment": adjustment.points, "adjustment comment": adjustment.comment,
+                  "final": round((after or 0) + adjustment.points, 2)})
 
 
 def write_gradebook(course: Course, out: Path, students: list[Entry]) -> Path:
@@ -203,7 +217,8 @@ def write_gradebook(course: Course, out: Path, students: list[Entry]) -> Path:
 COLUMNS = ["student", "name", "email", "sid", "status", "track",  # then a column per stage
            "correctness", "correctness max", "speed", "speed max", "total", "total max",
            "submitted at", "submitted from", "days late", "late penalty %",
-           "total after penalty", "submissions", "counted", "over limit", "graded on", "seed",
+           "total after penalty", "adjustment", "adjustment comment", "final", "submissions",
+           "counted", "over limit", "graded on", "seed",
            "not started", "error"]
 
 
@@ -218,7 +233,7 @@ def _cells(row: Row, course: Course, speed_max: float | None) -> dict:
              "over limit": (f"{count} of at most {limit}" if limit and count and count > limit
                             else row.intake.not_graded_later), "error": row.error}
     # Lateness only from Gradescope's own time: file times are the student's to set.
-    late = course.policy.lateness(who.trusted_when)
+    late = course.policy.lateness(who.trusted_when, row.name)
     if course.policy.due is not None and who.trusted_when is not None:
         cells.update({"days late": late.days, "late penalty %": late.percent})
     data = row.data
@@ -266,14 +281,18 @@ def write_feedback_files(out: Path, students: list[Entry],
                          hidden_cases: str = HIDDEN_DEFAULT) -> list[Path]:
     """OUT/students/NAME.md for every submission OUT holds: what they can read of their
     grading. Under the class's policy `hidden_cases = "hidden"`, the hidden cases' results
-    are left out of it (their points still count), as Gradescope leaves them out."""
+    are left out of it (their points still count), as Gradescope leaves them out. An
+    adjustment by hand (OUT/adjustments.csv) is said with its comment."""
     written = []
+    by_hand = adjustments.read(out)
     for row in class_rows(out, students):
         report = Report.from_json(row.data) if row.data is not None else None
         path = out / "students" / f"{row.name}.md"
         note = f"Graded on the {row.track} track ({row.intake.why})." if row.intake.why else ""
         if report is not None and hidden_cases == "hidden":
             note = " ".join(filter(None, [note, _without_hidden_cases(report)]))
+        if row.name in by_hand:
+            note = " ".join(filter(None, [note, by_hand[row.name].said()]))
         write_feedback(path, row.name, report, row.error, note, listed(row.intake.ignored),
                        row.intake.read_as)
         written.append(path)

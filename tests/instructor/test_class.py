@@ -743,3 +743,30 @@ def test_a_class_list_gives_every_student_a_row(tmp_path, run_grade, monkeypatch
     code, _, err = run_grade("--course", str(course.path), "batch", str(subs), "--out", str(out),
                              "--backend", "triton-interpret", "--roster", str(bad))
     assert code == 2 and "has no column named student, sid or email" in err
+
+
+def test_extensions_and_adjustments_by_hand_survive_a_regrade(tmp_path, run_grade, monkeypatch):
+    """A student's own due date ([policy.extensions]) spares them the penalty; an adjustment
+    in OUT/adjustments.csv, with its comment, is in the gradebook's final score and the
+    student's feedback after every regrade (grade batch never writes the file)."""
+    course = _course(tmp_path, POLICY + '\n[policy.extensions]\n"34567+23456" = '
+                     '2026-12-21T23:59:00-08:00\n')
+    assert course.policy.due_for("34567+23456").day == 21
+    copy = _export(tmp_path)
+    monkeypatch.setattr(batch, "run_isolated", _fake_grader(course, {}))
+    out = tmp_path / "out"
+    args = ("--course", str(course.path), "batch", str(copy), "--out", str(out), "--backend",
+            "triton-interpret", "--seed", "3")
+    run_grade(*args)
+    (out / "adjustments.csv").write_text("student,points,comment\n34567+23456,2.5,stage 2 "
+                                         "graded by hand\n", encoding="utf-8")
+    run_grade(*args, "--force")
+    group = _rows(out)["34567+23456"]
+    assert (group["days late"], group["late penalty %"]) == ("0", "0")  # 32 h late, extended
+    assert (group["adjustment"], group["adjustment comment"]) == ("2.5", "stage 2 graded by hand")
+    assert float(group["final"]) == float(group["total after penalty"]) + 2.5
+    feedback = (out / "students/34567+23456.md").read_text(encoding="utf-8")
+    assert "Adjusted by hand: +2.5 points. stage 2 graded by hand" in feedback
+    (out / "adjustments.csv").write_text("student,points\n34567+23456,two\n", encoding="utf-8")
+    code, _, err = run_grade(*args)
+    assert code == 2 and "adjustments.csv, line 2: points must be a number" in err
