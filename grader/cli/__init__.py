@@ -11,6 +11,7 @@
     grade batch SUBMISSIONS grade a class, each submission isolated; write a gradebook
     grade skeletons         regenerate exercises/ from solutions/ (instructors)
     grade report OUT        write OUT/report.html again from a batch's results (instructors)
+    grade canvas OUT CSV    OUT/canvas.csv, the final scores for Canvas's gradebook import
 
 Exit codes: 0 every graded stage passes, 1 a stage fails (or is not started: `--fail-on
 failure`, as CI runs it, counts only a started stage that fails), 2 a usage or configuration
@@ -20,7 +21,7 @@ and time limit, `timeout`, a CI job cancelled).
     parsing.py     how the line is read: stage names as commands, grading options anywhere
     grade.py       grade STAGE..., grade all, grade list
     machine.py     grade doctor, grade compile
-    instructor.py  grade calibrate, release, autograder, skeletons, report
+    instructor.py  grade calibrate, release, autograder, skeletons, report, canvas
     batch.py       grade batch (one host or --slurm), and the Slurm task's hidden command
 """
 
@@ -58,7 +59,8 @@ def cli(ctx: click.Context, course_path: Path | None) -> None:
 for command in (grade.stage_command, grade.all_command, grade.list_command,
                 machine.doctor_command, machine.compile_command, instructor.calibrate_command,
                 instructor.release_command, instructor.autograder_command,
-                instructor.skeletons_command, instructor.report_command, batch.batch_command,
+                instructor.skeletons_command, instructor.report_command,
+                instructor.canvas_command, batch.batch_command,
                 batch.slurm_task_command):
     cli.add_command(command)
 

@@ -12,7 +12,9 @@ from grader.cli.context import EXIT_FAILED, EXIT_OK, course_of
 from grader.errors import GradeError
 from grader.instructor import calibrate as calibration
 from grader.instructor import release, skeletons
+from grader.instructor.canvas import write_canvas
 from grader.instructor.class_report import write_report
+from grader.quoting import single_line
 from grader.report.scorecard import make_console, render_calibration
 
 
@@ -111,4 +113,29 @@ def report_command(ctx, out: Path) -> int:
     report, one page that needs no network (instructors)."""
     path = write_report(out, course_of(ctx))
     make_console().print(f"class report: {path}", markup=False, soft_wrap=True)
+    return EXIT_OK
+
+
+@click.command("canvas")
+@click.argument("out", metavar="OUT", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("export", metavar="CANVAS_EXPORT",
+                type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--column", required=True, metavar="'NAME (ID)'",
+              help="The assignment's column as Canvas heads it in its export, with its id: "
+                   "'Tile course (12345)'.")
+@click.pass_context
+def canvas_command(ctx, out: Path, export: Path, column: str) -> int:
+    """Write OUT/canvas.csv for Canvas's gradebook import: the students of CANVAS_EXPORT
+    (Canvas's own gradebook export), each with their final score from `grade batch --out
+    OUT` (instructors)."""
+    written = write_canvas(course_of(ctx), out, export, column)
+    console = make_console()
+    console.print(f"wrote {written.path}: {written.matched} students scored in {column!r}",
+                  markup=False, soft_wrap=True)
+    for what, names in (("in Canvas, with no row in the gradebook (left empty)", written.unmatched),
+                        ("in the gradebook, not in Canvas's export", written.unlisted)):
+        if names:
+            console.print(single_line(f"{len(names)} {what}: {', '.join(names[:20])}"
+                                      + (" ..." if len(names) > 20 else ""), 600),
+                          markup=False, soft_wrap=True)
     return EXIT_OK

@@ -770,3 +770,39 @@ def test_extensions_and_adjustments_by_hand_survive_a_regrade(tmp_path, run_grad
     (out / "adjustments.csv").write_text("student,points\n34567+23456,two\n", encoding="utf-8")
     code, _, err = run_grade(*args)
     assert code == 2 and "adjustments.csv, line 2: points must be a number" in err
+
+
+def test_canvas_takes_the_final_scores_matched_to_its_own_students(tmp_path, run_grade,
+                                                                   monkeypatch):
+    """Canvas's gradebook export names students by its own ids: each is matched to a row (by
+    SIS User ID against a bulk export's SIDs, by login or email, by name) and given the
+    final score; one no row matches keeps an empty cell, and both sides' strays are named."""
+    course = _course(tmp_path, POLICY)
+    copy = _export(tmp_path)
+    (copy / "submission_2571001" / TRITON_ADD).write_text("# good\nimport triton\n")
+    monkeypatch.setattr(batch, "run_isolated", _fake_grader(course, {"good": {"vector_add": 10.0}}))
+    out = tmp_path / "out"
+    run_grade("--course", str(course.path), "batch", str(copy), "--out", str(out), "--backend",
+              "triton-interpret", "--seed", "3")
+    export_csv = tmp_path / "canvas-export.csv"
+    export_csv.write_text(
+        "Student,ID,SIS User ID,SIS Login ID,Section,Tiles (777),Quiz 1 (778)\n"
+        "    Points Possible,,,,,20,5\n"
+        "\"Núñez 李, José\",101,12345,jnunez,CS 101,,4\n"
+        "\"Virtanen, Mika\",102,,mika.virtanen@example.edu,CS 101,,5\n"
+        "\"Nobody, Ann\",103,99999,ann,CS 101,,3\n", encoding="utf-8")
+    code, said, _ = run_grade("--course", str(course.path), "canvas", str(out), str(export_csv),
+                              "--column", "Tiles (777)")
+    assert code == 0, said
+    flat = " ".join(said.split())
+    assert "2 students scored in 'Tiles (777)'" in flat
+    assert "1 in Canvas, with no row in the gradebook (left empty): Nobody, Ann" in flat
+    assert "1 in the gradebook, not in Canvas's export: 34567+23456" in flat
+    with (out / "canvas.csv").open(encoding="utf-8-sig", newline="") as handle:
+        rows = list(csv.reader(handle))
+    assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Tiles (777)"]
+    scores = {r[1]: r[5] for r in rows[2:]}
+    assert scores == {"101": "10", "102": "0", "103": ""}
+    code, _, err = run_grade("--course", str(course.path), "canvas", str(out), str(export_csv),
+                             "--column", "Tiles")
+    assert code == 2 and "has no column 'Tiles'; its assignments: Tiles (777), Quiz 1 (778)" in err
