@@ -261,9 +261,16 @@ class Standing:
 
     number: int  # this submission, the earlier ones counted
     allowed: int | None = None  # the class's limit (None: any number)
-    days_late: int = 0
-    late_percent: float = 0.0  # of the score taken off
+    days_late: int = 0  # the most of any stage
+    # (stage id, percent of its points taken off), each stage late by its own due date
+    stage_late: tuple[tuple[str, float], ...] = ()
     held: dict[str, Any] | None = None  # past the limit: the results.json that stands
+
+    def after(self, report: "Report") -> float:
+        """The report's points once each stage's late penalty is taken off."""
+        late = dict(self.stage_late)
+        return round(sum(s.total_points * (1 - late.get(s.id, 0.0) / 100)
+                         for s in report.stages), 2)
 
     @property
     def over_limit(self) -> bool:

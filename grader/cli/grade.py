@@ -107,7 +107,8 @@ def _standing(request: GradingRequest) -> Standing | None:
     if path is None or request.outputs.gradescope is None:
         return None
     try:
-        return gradescope_metadata.standing(request.course.policy, gradescope_metadata.read(path))
+        return gradescope_metadata.standing(request.course.policy, gradescope_metadata.read(path),
+                                            [s.id for s in request.course.stages])
     except GradeError as exc:
         _not_graded(request.outputs, str(exc))
         raise

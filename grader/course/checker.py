@@ -63,9 +63,10 @@ class Checker:
         for dup in sorted({i for i in ids if ids.count(i) > 1}):
             self.error("stages", f"stage id '{dup}' appears more than once")
         return Course(path=self.path.resolve(), title=top.course.title, stages=stages,
-                      rules=rules, handout=top.course.handout, policy=self.policy(top.policy))
+                      rules=rules, handout=top.course.handout,
+                      policy=self.policy(top.policy, ids))
 
-    def policy(self, p) -> Policy:
+    def policy(self, p, stage_ids: list[str]) -> Policy:
         """[policy], whose values must make sense together: a late penalty counts from a
         due date, and a due date names its time zone (a class spans several)."""
         if p is None:
@@ -73,22 +74,27 @@ class Checker:
         if p.due is not None and p.due.utcoffset() is None:
             self.error("policy.due", f"{p.due.isoformat()} has no time zone; add the offset "
                        f"of the class's own time, as in {p.due.isoformat()}-08:00 (or Z for UTC)")
-        if p.late is not None and p.due is None:
+        if p.late is not None and p.due is None and not p.stage_due:
             self.error("policy.late", "a late penalty counts from a due date: add policy.due "
                        "(due = 2026-12-18T23:59:00-08:00), or remove [policy.late]")
         if p.late is not None and p.late.percent_per_day == 0:
             self.error("policy.late.percent_per_day", "give the percent of the total taken "
                        "off per day late (percent_per_day = 10); without a penalty, remove "
                        "[policy.late]")
-        for student, due in p.extensions.items():
-            if due.utcoffset() is None:
-                self.error(f"policy.extensions.{student}", f"{due.isoformat()} has no time "
-                           f"zone; add the offset, as in {due.isoformat()}-08:00")
-        if p.extensions and p.due is None:
+        for table, dates in (("extensions", p.extensions), ("stage_due", p.stage_due)):
+            for key, due in dates.items():
+                if due.utcoffset() is None:
+                    self.error(f"policy.{table}.{key}", f"{due.isoformat()} has no time zone; "
+                               f"add the offset, as in {due.isoformat()}-08:00")
+        if p.extensions and p.due is None and not p.stage_due:
             self.error("policy.extensions", "an extension moves a due date: add policy.due")
+        for stage in sorted(set(p.stage_due) - set(stage_ids)):
+            self.error(f"policy.stage_due.{stage}", f"no stage has the id '{stage}' (the "
+                       f"course's: {', '.join(stage_ids)})")
         late = LatePenalty(**p.late.model_dump()) if p.late else LatePenalty()
         return Policy(due=p.due, late=late, max_submissions=p.max_submissions,
-                      hidden_cases=p.hidden_cases, extensions=tuple(p.extensions.items()))
+                      hidden_cases=p.hidden_cases, extensions=tuple(p.extensions.items()),
+                      stage_due=tuple(p.stage_due.items()))
 
     def stage(self, raw, index: int) -> Stage | None:
         where = f"stages[{index}]"

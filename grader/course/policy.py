@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 
 # When a student sees the result of a hidden case, as Gradescope names it.
@@ -40,6 +40,15 @@ ON_TIME = Lateness(0, 0.0)
 
 
 @dataclass(frozen=True)
+class Penalty:
+    """What lateness cost a whole submission (Policy.penalised)."""
+
+    days: int  # the most days late of any stage
+    percent: float  # of the whole taken off
+    after: float  # the points left
+
+
+@dataclass(frozen=True)
 class Policy:
     due: datetime | None = None  # with its time zone; None: no due date, nothing is late
     late: LatePenalty = LatePenalty()
@@ -47,15 +56,45 @@ class Policy:
     hidden_cases: str = HIDDEN_DEFAULT  # one of HIDDEN_VISIBILITY
     # (student, their own due date): extensions, by the student's name in the gradebook
     extensions: tuple[tuple[str, datetime], ...] = ()
+    # (stage id, its own due date): a stage due before or after the class's date
+    stage_due: tuple[tuple[str, datetime], ...] = ()
 
-    def due_for(self, student: str | None) -> datetime | None:
-        """The due date that counts for `student`: their extension's, else the class's."""
-        return dict(self.extensions).get(student, self.due) if student else self.due
+    def due_for(self, student: str | None = None, stage: str | None = None) -> datetime | None:
+        """The due date that counts for `student`'s `stage`: the stage's own, else the
+        class's; a student's extension where it is later."""
+        due = dict(self.stage_due).get(stage, self.due) if stage else self.due
+        extended = dict(self.extensions).get(student) if student else None
+        if extended is None or due is None:
+            return due
+        return max(due, extended)
 
-    def lateness(self, submitted: datetime | None, student: str | None = None) -> Lateness:
-        """How late a submission made at `submitted` (by `student`) is (unknown time: on
-        time)."""
-        due = self.due_for(student)
+    def shifted(self, by: timedelta) -> "Policy":
+        """The policy with every due date later by `by` (an extension a platform granted)."""
+        return replace(self, due=self.due and self.due + by,
+                       stage_due=tuple((s, d + by) for s, d in self.stage_due))
+
+    def stage_lateness(self, submitted: datetime | None, student: str | None,
+                       stages: list[str]) -> dict[str, Lateness]:
+        """How late the submission is for each stage (each may have its own due date)."""
+        return {stage: self.lateness(submitted, student, stage) for stage in stages}
+
+    def penalised(self, points: dict[str, float], submitted: datetime | None,
+                  student: str | None = None) -> "Penalty":
+        """What lateness costs a submission whose stages earned `points` (by stage id): each
+        stage's points lose the penalty of its own lateness; said as the most days late and
+        the share of the whole taken off."""
+        late = self.stage_lateness(submitted, student, list(points))
+        total = sum(points.values())
+        after = sum(p * (1 - late[s].percent / 100) for s, p in points.items())
+        worst = max(late.values(), key=lambda x: (x.days, x.percent), default=ON_TIME)
+        percent = round(100 * (1 - after / total), 2) if total else worst.percent
+        return Penalty(worst.days, percent, round(after, 2))
+
+    def lateness(self, submitted: datetime | None, student: str | None = None,
+                 stage: str | None = None) -> Lateness:
+        """How late a submission made at `submitted` (by `student`, for `stage`) is
+        (unknown time: on time)."""
+        due = self.due_for(student, stage)
         if due is None or submitted is None:
             return ON_TIME
         past = submitted - due

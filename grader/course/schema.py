@@ -164,6 +164,8 @@ class Policy(Table):
     hidden_cases: Literal[HIDDEN_VISIBILITY] = HIDDEN_DEFAULT
     # a student's own due date (an extension), by their name in the gradebook
     extensions: dict[str, datetime] = {}
+    # a stage's own due date, by its id
+    stage_due: dict[str, datetime] = {}
 
 
 class CourseFile(Table):

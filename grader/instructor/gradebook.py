@@ -233,11 +233,13 @@ def _cells(row: Row, course: Course, speed_max: float | None) -> dict:
              "over limit": (f"{count} of at most {limit}" if limit and count and count > limit
                             else row.intake.not_graded_later), "error": row.error}
     # Lateness only from Gradescope's own time: file times are the student's to set.
-    late = course.policy.lateness(who.trusted_when, row.name)
-    if course.policy.due is not None and who.trusted_when is not None:
-        cells.update({"days late": late.days, "late penalty %": late.percent})
+    policy = course.policy
+    timed = (policy.due is not None or bool(policy.stage_due)) and who.trusted_when is not None
     data = row.data
     if data is None:
+        if timed:  # no stages to weigh: the class's lateness
+            late = policy.lateness(who.trusted_when, row.name)
+            cells.update({"days late": late.days, "late penalty %": late.percent})
         if row.status in (NOT_A_SUBMISSION, NO_SUBMISSION):  # nothing to grade: a 0, as a number
             cells.update({"correctness": 0, "correctness max": correctness_max(course),
                           "total": 0, "total max": total_max(course, speed_max),
@@ -247,13 +249,18 @@ def _cells(row: Row, course: Course, speed_max: float | None) -> dict:
     correctness = round(sum(s["points"] for s in stages), 2)
     speed = round(sum((s.get("speed") or {}).get("points", 0) for s in stages), 2)
     total = correctness + (speed if speed_max is not None else 0)
+    counted = {s["id"]: s["total_points"] if speed_max is not None else s["points"]
+               for s in stages}
+    late = policy.penalised(counted, who.trusted_when, row.name)
+    if timed:
+        cells.update({"days late": late.days, "late penalty %": late.percent})
     cells.update({
         "stages": {s["id"]: s["total_points"] for s in stages},
         "correctness": correctness, "correctness max": correctness_max(course),
         "speed": "" if speed_max is None else speed,  # a number or nothing, for an LMS's import
         "speed max": "" if speed_max is None else speed_max,
         "total": round(total, 2), "total max": total_max(course, speed_max),
-        "total after penalty": round(total * (1 - late.percent / 100), 2),
+        "total after penalty": late.after if timed else round(total, 2),
         "graded on": row.machine, "seed": data["seed"],
         # A stage whose file was missing from the submission kept the skeleton.
         "not started": " ".join(s["id"] for s in stages if s["status"] == "NOT STARTED"),

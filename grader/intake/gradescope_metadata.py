@@ -61,17 +61,17 @@ def read(path: Path) -> SubmissionMetadata:
                                     for e in earlier))
 
 
-def standing(policy: Policy, metadata: SubmissionMetadata) -> Standing:
-    """Where the submission stands in `policy`."""
+def standing(policy: Policy, metadata: SubmissionMetadata, stages: list[str]) -> Standing:
+    """Where the submission stands in `policy`, for the course's `stages` (ids)."""
     number = len(metadata.earlier) + 1
     allowed = policy.max_submissions
     if allowed is not None and number > allowed:
         counted = metadata.earlier[allowed - 1] if allowed else Earlier(0.0, None)
         held = counted.results or {"score": counted.score or 0.0, "tests": []}
         return Standing(number, allowed, held=held)
-    due = None if policy.due is None else policy.due + metadata.extension
-    late = Policy(due, policy.late).lateness(metadata.created_at)
-    return Standing(number, allowed, late.days, late.percent)
+    late = policy.shifted(metadata.extension).stage_lateness(metadata.created_at, None, stages)
+    days = max((x.days for x in late.values()), default=0)
+    return Standing(number, allowed, days, tuple((s, x.percent) for s, x in late.items()))
 
 
 def _extension(raw: dict) -> timedelta:

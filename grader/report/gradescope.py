@@ -32,10 +32,10 @@ def write_gradescope(report: Report, path: Path, hidden: str,
         for index, test in enumerate(stage_tests, 1):
             test["number"] = f"{stage.number}.{index}"
         tests += stage_tests
-    late = _late_text(report, standing) if standing and standing.late_percent else ""
+    kept = standing.after(report) if standing else report.points
+    late = _late_text(report, standing, kept) if kept < report.points else ""
     results = {
-        "score": round(report.points * (1 - standing.late_percent / 100), 2) if late
-        else report.points,
+        "score": kept if late else report.points,
         "execution_time": round(report.seconds),
         "output": late + _gradescope_output(report) + _notes_text(notes),
         # The grader's console output (the scorecard, what the submission printed) is for
@@ -49,11 +49,11 @@ def write_gradescope(report: Report, path: Path, hidden: str,
     write_file(path, json.dumps(results, indent=2, allow_nan=False) + "\n")
 
 
-def _late_text(report: Report, standing: Standing) -> str:
+def _late_text(report: Report, standing: Standing, kept: float) -> str:
     days = f"{standing.days_late} day" + ("s" if standing.days_late != 1 else "")
-    kept = round(report.points * (1 - standing.late_percent / 100), 2)
-    return (f"Submitted {days} late: the class's policy takes {number(standing.late_percent)}% "
-            f"off, so {number(kept)} of the {number(report.points)} points earned count.\n\n")
+    percent = round(100 * (1 - kept / report.points), 2)
+    return (f"Submitted {days} late: the class's policy takes {number(percent)}% off, so "
+            f"{number(kept)} of the {number(report.points)} points earned count.\n\n")
 
 
 def write_held(path: Path, standing: Standing) -> None:

@@ -251,3 +251,13 @@ def test_gradescope_holds_a_submission_past_the_limit(root):
                                  "was not graded, and the result of submission 2 stands.\n\n"
                                  "the second")
     assert "not graded; the result of submission 2 stands" in said
+
+
+def test_gradescope_weighs_each_stage_by_its_own_due_date(root):
+    """A stage due later ([policy.stage_due]) keeps its points from the class's penalty."""
+    stage_due = "\n[policy.stage_due]\nvector_add = 2026-12-22T23:59:00-08:00\n"
+    (root / "source/course.toml").write_text(SMALL_COURSE + POLICY + stage_due, encoding="utf-8")
+    (root / "submission/stage1_vector_add.py").write_text(_solution("triton/stage1_vector_add.py"))
+    _metadata(root, "2026-12-20T05:59:00.000000-08:00", EARLIER[:1])
+    results, _ = run_autograder(root)
+    assert results["score"] == 10 and "late" not in results["output"].split("\n")[0]

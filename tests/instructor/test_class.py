@@ -806,3 +806,26 @@ def test_canvas_takes_the_final_scores_matched_to_its_own_students(tmp_path, run
     code, _, err = run_grade("--course", str(course.path), "canvas", str(out), str(export_csv),
                              "--column", "Tiles")
     assert code == 2 and "has no column 'Tiles'; its assignments: Tiles (777), Quiz 1 (778)" in err
+
+
+def test_a_stage_due_later_keeps_its_points_from_the_penalty(tmp_path, run_grade, monkeypatch):
+    """[policy.stage_due] gives a stage its own due date: each stage's points lose the
+    penalty of its own lateness, and the gradebook says the share of the whole taken off."""
+    course = _course(tmp_path, POLICY + "\n[policy.stage_due]\nfused_gelu = "
+                     "2026-12-22T23:59:00-08:00\n")
+    copy = _export(tmp_path)
+    (copy / "submission_2571002" / "triton").mkdir(parents=True, exist_ok=True)
+    (copy / "submission_2571002" / TRITON_ADD).write_text("# good\nimport triton\n")
+    monkeypatch.setattr(batch, "run_isolated", _fake_grader(
+        course, {"good": {"vector_add": 10.0, "fused_gelu": 10.0}}))
+    out = tmp_path / "out"
+    run_grade("--course", str(course.path), "batch", str(copy), "--out", str(out), "--backend",
+              "triton-interpret", "--seed", "3")
+    group = _rows(out)["34567+23456"]  # 32 hours past the class's date, within the stage's
+    assert group["total"] == "20" and group["days late"] == "2"
+    assert (group["late penalty %"], group["total after penalty"]) == ("10", "18")
+    from grader.course import load_course
+    bad = course.path.read_text() + "\n[policy.stage_due]\nnope = 2026-12-22T23:59:00-08:00\n"
+    course.path.write_text(bad.replace("\n[policy.stage_due]\nfused_gelu", "\n#"))
+    with pytest.raises(CourseError, match="policy.stage_due.nope.*no stage has the id 'nope'"):
+        load_course(course.path)
