@@ -21,7 +21,7 @@ from grader import shown_clock
 from grader.cli.context import (EXIT_CODES_HELP, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK,
                                 course_of, interruption)
 from grader.cli.parsing import GradingCommand, StageCommand, grading_options
-from grader.course import HIDDEN_DEFAULT, Course, Stage
+from grader.course import Course, Policy, Stage
 from grader.grading import stages as grading
 from grader.errors import GradeError
 from grader.grading.request import GradingRequest, Limits, Outputs
@@ -154,7 +154,7 @@ def _grade_resolved(request: GradingRequest, fail_on: str, unpacked: Unpacked | 
         return EXIT_INTERRUPTED
     if unpacked is not None:
         report = as_submitted(report, unpacked, name)
-    written = write_results(report, outputs, request.course.policy.hidden_cases, notes, standing)
+    written = write_results(report, outputs, request.course.policy, notes, standing)
     if outputs.picture:
         written.append(picture_html.write_picture(report, outputs.picture))
     if notes:
@@ -208,17 +208,19 @@ def _started_and_failing(stage: StageResult) -> bool:
     return stage.speed.graded and stage.speed.points < stage.speed.max_points
 
 
-def write_results(report: Report, outputs: Outputs, hidden: str = HIDDEN_DEFAULT,
+def write_results(report: Report, outputs: Outputs, policy: Policy = Policy(),
                   notes: list[str] | None = None, standing: Standing | None = None) -> list[Path]:
     """Write the result files asked for, before anything is shown: whatever a submission's
-    text does to the display, its results are kept. `hidden`: when Gradescope shows students
-    the hidden cases' results (the class's policy); `notes` (how the submission was read) go
-    into Gradescope's output, which is all a student sees there; `standing` (Gradescope's
-    metadata read against the class's policy) its late penalty."""
+    text does to the display, its results are kept. The class's `policy` says when Gradescope
+    shows students the hidden cases' results and whether it has a speed leaderboard; `notes`
+    (how the submission was read) go into Gradescope's output, which is all a student sees
+    there; `standing` (Gradescope's metadata read against the policy) its late penalty."""
+    def to_gradescope(r: Report, p: Path) -> None:
+        gradescope.write_gradescope(r, p, policy.hidden_cases, notes or [], standing,
+                                    policy.leaderboard)
+
     writers = [(outputs.json, lambda r, p: r.write_json(p)), (outputs.junit, junit.write_junit),
-               (outputs.gradescope,
-                lambda r, p: gradescope.write_gradescope(r, p, hidden, notes or [], standing)),
-               (outputs.markdown, markdown.write_markdown),
+               (outputs.gradescope, to_gradescope), (outputs.markdown, markdown.write_markdown),
                (outputs.summary, markdown.append_markdown)]
     for path, write in writers:
         if path:

@@ -94,7 +94,7 @@ class Checker:
         late = LatePenalty(**p.late.model_dump()) if p.late else LatePenalty()
         return Policy(due=p.due, late=late, max_submissions=p.max_submissions,
                       hidden_cases=p.hidden_cases, extensions=tuple(p.extensions.items()),
-                      stage_due=tuple(p.stage_due.items()))
+                      stage_due=tuple(p.stage_due.items()), leaderboard=p.leaderboard)
 
     def stage(self, raw, index: int) -> Stage | None:
         where = f"stages[{index}]"

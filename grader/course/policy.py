@@ -58,6 +58,7 @@ class Policy:
     extensions: tuple[tuple[str, datetime], ...] = ()
     # (stage id, its own due date): a stage due before or after the class's date
     stage_due: tuple[tuple[str, datetime], ...] = ()
+    leaderboard: bool = False  # Gradescope's leaderboard of speed-ups, where speed is timed
 
     def due_for(self, student: str | None = None, stage: str | None = None) -> datetime | None:
         """The due date that counts for `student`'s `stage`: the stage's own, else the

@@ -166,6 +166,7 @@ class Policy(Table):
     extensions: dict[str, datetime] = {}
     # a stage's own due date, by its id
     stage_due: dict[str, datetime] = {}
+    leaderboard: bool = False
 
 
 class CourseFile(Table):

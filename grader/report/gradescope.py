@@ -9,6 +9,7 @@ the grader passes it in, as a report reads no course."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +20,14 @@ from grader.report.text import (case_text, clean, is_hidden, not_graded, number,
 
 def write_gradescope(report: Report, path: Path, hidden: str,
                      notes: list[str] | tuple[str, ...] = (),
-                     standing: Standing | None = None) -> None:
+                     standing: Standing | None = None, leaderboard: bool = False) -> None:
     """Gradescope's results.json: the tests carry the points and add up to the grader's
     total; the tests of hidden cases have the visibility `hidden`, the class's policy (its
     [policy] hidden_cases, passed in by the caller). `notes` say how the submission was read
     (a file graded under another name, what was not taken). A `standing` that came late
     takes its penalty off the score (the tests keep their points), said first in the
-    output."""
+    output. With `leaderboard` (the class's opt-in), each stage whose speed was timed is an
+    entry of Gradescope's leaderboard: its speed-up over PyTorch."""
     tests = []
     for stage in report.stages:
         stage_tests = _gradescope_stage(stage, hidden)
@@ -45,8 +47,23 @@ def write_gradescope(report: Report, path: Path, hidden: str,
                        "max_points": report.max_points, "machine": report.machine},
         "tests": tests,
     }
+    if leaderboard and (entries := _leaderboard(report)):
+        results["leaderboard"] = entries
     # allow_nan=False: NaN is not JSON, and Gradescope would reject the whole file.
     write_file(path, json.dumps(results, indent=2, allow_nan=False) + "\n")
+
+
+def _leaderboard(report: Report) -> list[dict[str, Any]]:
+    """A stage's speed-up over PyTorch, the geometric mean over its shown speed cases (a
+    hidden case's figure would tell its size), highest first; stages not timed have none."""
+    entries = []
+    for stage in report.stages:
+        ups = [c.speedup for c in stage.speed.cases if c.speedup > 0 and not is_hidden(c)]
+        if stage.speed.graded and ups:
+            entries.append({"name": f"{stage_name(stage)} speed-up",
+                            "value": round(math.prod(ups) ** (1 / len(ups)), 3),
+                            "order": "desc"})
+    return entries
 
 
 def _late_text(report: Report, standing: Standing, kept: float) -> str:

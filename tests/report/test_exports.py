@@ -439,3 +439,18 @@ def test_gradescope_hidden_cases_follow_the_class_policy(report, tmp_path, visib
     (hidden,) = [t for t in tests if HIDDEN_ID in t["name"]]
     assert hidden["visibility"] == visibility
     assert {t["visibility"] for t in tests if t is not hidden} == {"visible"}
+
+
+def test_the_leaderboard_is_opt_in_and_holds_only_timed_stages(report, tmp_path):
+    """[policy] leaderboard = true: each stage whose speed was timed is an entry, the
+    geometric mean of its shown cases' speed-ups; a stage not timed has none, and without
+    the opt-in there is no leaderboard."""
+    timed = next(s for s in report.stages if s.speed.graded)
+    for c, up in zip(timed.speed.cases, (2.0, 0.5, 8.0)):
+        c.speedup = up
+    path = tmp_path / "results.json"
+    gradescope_export.write_gradescope(report, path, HIDDEN_DEFAULT)
+    assert "leaderboard" not in json.loads(path.read_text())
+    gradescope_export.write_gradescope(report, path, HIDDEN_DEFAULT, leaderboard=True)
+    board = json.loads(path.read_text())["leaderboard"]
+    assert board == [{"name": "stage5 layernorm speed-up", "value": 2.0, "order": "desc"}]
