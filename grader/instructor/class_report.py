@@ -55,8 +55,9 @@ def students_in(out: Path, listed: list[Entry] = ()) -> list[str]:
 def student(out: Path, name: str) -> tuple[Student, Row | None]:
     """One student as the report shows them, and their gradebook row; a result file that
     cannot be read is said so, in the place of the result, rather than ending the report."""
-    feedback = out / "students" / f"{name}.md"
-    link = f"students/{name}.md" if feedback.is_file() else ""
+    # the feedback as a page, else (a class graded before there were pages) as Markdown
+    link = next((f"students/{name}{suffix}" for suffix in (".html", ".md")
+                 if (out / "students" / f"{name}{suffix}").is_file()), "")
     try:
         row = read_row(out, name)
         report = Report.from_json(row.data) if row.data is not None else None

@@ -27,6 +27,7 @@ from grader.instructor import adjustments
 from grader.instructor.roster import Who, read_roster
 from grader.instructor.submissions import Entry, listed
 from grader.quoting import headline
+from grader.report.feedback_page import write_feedback_page
 from grader.report.markdown import write_feedback
 from grader.results import Report, write_file
 
@@ -302,6 +303,7 @@ def write_feedback_files(out: Path, students: list[Entry],
             note = " ".join(filter(None, [note, by_hand[row.name].said()]))
         write_feedback(path, row.name, report, row.error, note, listed(row.intake.ignored),
                        row.intake.read_as)
+        write_feedback_page(path)  # the same, for a browser (the class report links it)
         written.append(path)
     return written
 

@@ -120,7 +120,7 @@ def test_each_student_links_their_own_feedback_file(graded):
     for href in links:
         target = out / unquote(urlsplit(href).path)
         assert target.is_file() and target.parent == out / "students", href
-    assert {unquote(h)[len("students/"):-len(".md")] for h in links} == set(names)
+    assert {unquote(h)[len("students/"):-len(".html")] for h in links} == set(names)
 
 
 def test_strings_from_submissions_are_text_never_markup(graded):
@@ -310,3 +310,18 @@ def test_names_with_control_characters_are_shown_spelled_out(course, tmp_path):
     assert {shown_red, shown_flipped} <= {r[0] for r in page.tables[0][1:]}
     assert f"{shown_flipped}: {ERROR_TEXT}" in page.items
     assert any(shown_red in item for item in page.items)  # among those not started
+
+
+def test_each_feedback_file_is_a_page_that_runs_and_loads_nothing(tmp_path):
+    """The class report linked raw Markdown; the feedback is a page beside it, drawn with raw
+    HTML off: a submission's text is escaped, its quoted lines in a block that does not wrap."""
+    from grader.report.feedback_page import page
+
+    hostile = "## ada\n\n<script>alert(1)</script> [x](javascript:alert(1))\n\n```text\n" \
+              "┆ " + " " * 300 + "VERDICT: 10/10 PASS\n```\n\n| a | b |\n| --- | --- |\n| 1 | 2 |\n"
+    drawn = page(hostile, "feedback: ada")
+    assert "<script>alert" not in drawn and "&lt;script&gt;" in drawn
+    assert "href=\"javascript:" not in drawn and "[x](javascript:alert(1))" in drawn  # text
+    assert "<table>" in drawn and "<pre><code" in drawn
+    assert "white-space:pre;" in drawn and "pre-wrap" not in drawn
+    assert "script-src 'sha256-" in drawn and "default-src 'none'" in drawn
