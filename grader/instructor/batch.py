@@ -16,8 +16,9 @@ Results, all naming the student's files by their own paths (exercises/triton/...
 the scratch folder: OUT/students/NAME.json (written by the grading process, renamed into
 place after it has ended), NAME.md (the student's feedback), NAME.intake.json (the track
 and why, the zip members not taken), NAME.error (why there is no result), OUT/logs/NAME.log,
-and OUT/gradebook.csv rebuilt from all of them. A student whose files are unchanged since
-their result is skipped on the next run unless --force, so a batch can be resumed and run
+the stage files taken in OUT/files/NAME/ (grader.instructor.handed_in), and
+OUT/gradebook.csv rebuilt from all of them. A student whose files are unchanged since their
+result is skipped on the next run unless --force, so a batch can be resumed and run
 again on a newer copy of the class (grader.instructor.regrade). A submission that runs out of
 its --limit keeps the stages it finished.
 """
@@ -40,7 +41,7 @@ from grader.backends import selection as backends
 from grader.errors import GradeError
 from grader.instructor.gradebook import (NOT_A_SUBMISSION, Intake, read_intake,  # noqa: F401
                                          write_feedback_files, write_gradebook, write_intake)
-from grader.instructor import history
+from grader.instructor import handed_in, history
 from grader.instructor.regrade import keep_graded_stages
 from grader.instructor.submissions import (  # noqa: F401
     Entry, NotASubmission, comparable, digest, entries, unpack)
@@ -90,13 +91,16 @@ def grade_one(entry: Entry, out: Path, request: GradingRequest, env: dict, limit
                 unpacked = unpack(entry, course, tmp)
             except NotASubmission as exc:
                 intake.ignored = exc.ignored
+                handed_in.forget(out, entry.name)
                 return _not_graded(entry, out, intake, str(exc))
             except UploadError as exc:  # a corrupt zip: as much a submission as none at all
+                handed_in.forget(out, entry.name)
                 return _not_graded(entry, out, intake, f"{NOT_A_SUBMISSION}: {exc}")
             except (ValueError, OSError) as exc:  # this host's failure, not the student's
                 return _not_graded(entry, out, intake, str(exc))
             intake.ignored, intake.read_as = unpacked.ignored, unpacked.read_as()
             intake.digest = digest(unpacked.files)
+            handed_in.keep(out, entry.name, unpacked.files)  # what the class report compares
             # A version of the files not graded before counts once (a regrade of the same
             # files, --force, does not; nor one whose earlier digest cannot tell).
             same = earlier.digest == intake.digest or (

@@ -1,6 +1,7 @@
 """OUT/report.html: the class report, read from what `grade batch` leaves in OUT/students/
-(each student's result JSON, NAME.error where there is none, NAME.intake.json, NAME.md),
-never from the gradebook CSV; drawn by grader.report.class_page.
+(each student's result JSON, NAME.error where there is none, NAME.intake.json, NAME.md)
+and the stage files kept in OUT/files/ (grader.instructor.similarity compares them), never
+from the gradebook CSV; drawn by grader.report.class_page.
 
 `grade batch` writes it beside the gradebook; `grade report OUT` writes it again from an OUT
 folder alone.
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from grader.course import Course, Stage
 from grader.errors import GradeError
+from grader.instructor import similarity
 from grader.instructor.gradebook import Row, class_names, read_row, speed_points, total_max
 from grader.instructor.submissions import Entry
 from grader.report.class_page import page
@@ -38,6 +40,7 @@ def write_report(out: Path, course: Course, names: list[str] | None = None,
             shown.out_of = total_max(course, speed_max.get(row.machine))
     view = ClassView(course.title, [column(stage) for stage in course.stages],
                      [shown for shown, _ in students])
+    view.alike, view.alike_more = similarity.alike(out, course, names)
     path = out / REPORT
     write_file(path, page(view))
     return path

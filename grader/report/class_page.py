@@ -4,7 +4,8 @@
 The gradebook as a table that sorts by any column (a button in each header, so the keyboard
 sorts it too) linking each student's feedback; per stage, the distribution of points; per
 speed case, the distribution of speed-ups against the threshold; the confirmed causes the
-class hit most, each with an example; and who has not started which stage.
+class hit most, each with an example; who has not started which stage; and, where there are
+any, the pairs of students' files that are unusually alike (grader.report.class_similar).
 
 Nothing is fetched: the style, the one script and the charts (grader.report.charts) are in
 the page, and its Content-Security-Policy (grader.report.content_policy) allows only that
@@ -21,6 +22,8 @@ from urllib.parse import quote as url_quote
 
 from grader.report import class_sections as sections
 from grader.report import quoted_html
+from grader.report.class_similar import STYLE as SIMILAR_STYLE
+from grader.report.class_similar import similar_section
 from grader.report.content_policy import policy_meta
 from grader.report.class_view import ClassView, Student
 from grader.results import Status
@@ -47,7 +50,7 @@ svg text{font-size:11px;fill:#333}svg text.mark{stroke:none}
 blockquote{margin:.2em 0;white-space:pre-wrap;font-family:monospace;font-size:.9em;
 background:#f4f4f4;padding:.3em}
 .note{color:#555;font-size:.9em}
-""" + quoted_html.STYLE
+""" + quoted_html.STYLE + SIMILAR_STYLE
 
 # Sorts a table by the column whose header button was pressed: by each cell's data-sort
 # number where it has one, else by its text; pressing again reverses the order.
@@ -92,7 +95,8 @@ def page(view: ClassView) -> str:
             "<h2 id='points'>Points per stage</h2>", sections.points_section(view),
             "<h2 id='speed'>Speed-ups per speed case</h2>", sections.speed_section(view),
             "<h2 id='causes'>Confirmed causes</h2>", sections.causes_section(view),
-            "<h2 id='not-started'>Not started</h2>", sections.not_started_section(view)]
+            "<h2 id='not-started'>Not started</h2>", sections.not_started_section(view),
+            similar_section(view.alike, view.alike_more)]
     return ("<!doctype html>\n<html lang='en'><head><meta charset='utf-8'>"
             f"{policy_meta(SCRIPT, STYLE)}"
             "<meta name='viewport' content='width=device-width, initial-scale=1'>"

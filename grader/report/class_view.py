@@ -1,5 +1,6 @@
 """The class report's records: what grader.instructor.class_report reads of a class (its
-course and each student's result files) and grader.report.class_page draws."""
+course, each student's result files and the pairs of their files that are unusually alike)
+and grader.report.class_page draws."""
 
 from __future__ import annotations
 
@@ -40,8 +41,33 @@ class Student:
     out_of: float | None = None  # the gradebook's denominator (None: the result's own maximum)
 
 
+@dataclass(frozen=True)
+class AlikeFile:
+    """One file of a pair that is unusually alike: whose it is, its text, the lines that hold
+    what the two have in common, and how much of its own code (the handout's left out) that is."""
+
+    student: str
+    lines: tuple[str, ...]
+    marked: frozenset[int]  # indices into `lines`
+    share: float  # 0-1
+
+
+@dataclass(frozen=True)
+class AlikePair:
+    """Two students' files of one stage, more alike than the class's pairs of that file are
+    (grader.instructor.similarity): evidence for a person to read, not a finding."""
+
+    path: str  # the stage file below exercises/: "triton/stage3_softmax.py"
+    score: float  # 0-1: the fingerprints the two share, of those they hold together
+    typical: float  # the median pair of that file in this class, on the same scale
+    first: AlikeFile
+    second: AlikeFile
+
+
 @dataclass
 class ClassView:
     course: str
     stages: list[StageColumn]
     students: list[Student]
+    alike: list[AlikePair] = field(default_factory=list)  # most alike first
+    alike_more: int = 0  # pairs as unusual as those, not shown
