@@ -87,7 +87,7 @@ def test_a_class_is_graded_each_on_their_own_track(tmp_path, run_grade, small_co
     assert "How the submission was read" not in feedback["tia"]  # in its place: nothing to say
     # The class report beside the gradebook, from the same results, linking each feedback.
     report = (out / "report.html").read_text(encoding="utf-8")
-    assert all(f"href='students/{n}.md'" in report for n in rows) and "class report:" in stdout
+    assert all(f"href='students/{n}.html'" in report for n in rows) and "class report:" in stdout
 
     # Student-relative paths everywhere: logs, JSON, feedback.
     written = [*(out / "students").iterdir(), *(out / "logs").iterdir(), out / "gradebook.csv"]
