@@ -15,7 +15,8 @@ from pathlib import Path
 from grader.course import Course, Stage
 from grader.errors import GradeError
 from grader.instructor import similarity
-from grader.instructor.gradebook import Row, class_names, read_row, speed_points, total_max
+from grader.instructor.gradebook import (Row, class_gradebook, class_names, read_row,
+                                         speed_points, total_max)
 from grader.instructor.submissions import Entry
 from grader.report.class_page import page
 from grader.report.class_view import ClassView, SpeedLine, StageColumn, Student
@@ -38,12 +39,26 @@ def write_report(out: Path, course: Course, names: list[str] | None = None,
     for shown, row in students:
         if row is not None and shown.report is not None:
             shown.out_of = total_max(course, speed_max.get(row.machine))
+    _from_the_gradebook(course, out, [shown for shown, _ in students], listed)
     view = ClassView(course.title, [column(stage) for stage in course.stages],
                      [shown for shown, _ in students])
     view.alike, view.alike_more = similarity.alike(out, course, names)
     path = out / REPORT
     write_file(path, page(view))
     return path
+
+
+def _from_the_gradebook(course: Course, out: Path, shown: list[Student],
+                        listed: list[Entry]) -> None:
+    """Who each student is, their late penalty and final score, as the gradebook has them."""
+    table = class_gradebook(course, out, list(listed))
+    rows = {cells[0]: dict(zip(table.columns, cells)) for cells in table.cells}
+    for student in shown:
+        row = rows.get(student.name, {})
+        student.people = str(row.get("name", "") or "")
+        late, final = row.get("late penalty %", ""), row.get("final", "")
+        student.late_percent = float(late) if late != "" else None
+        student.final = float(final) if final != "" else None
 
 
 def students_in(out: Path, listed: list[Entry] = ()) -> list[str]:

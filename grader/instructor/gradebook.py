@@ -109,7 +109,12 @@ def read_row(out: Path, name: str, who: Who | None = None) -> Row:
     intake = read_intake(out, name)
     who = who or Who()
     if result.is_file():
-        return Row(name, GRADED, intake, json.loads(result.read_text(encoding="utf-8")), who=who)
+        try:
+            data = json.loads(result.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:  # cut short, or edited by hand: said, not a stop
+            return Row(name, NOT_GRADED, intake, error=f"its result file could not be read "
+                       f"({exc})", who=who)
+        return Row(name, GRADED, intake, data, who=who)
     if not error_file.is_file() and not (out / "students" / f"{name}.intake.json").is_file():
         return Row(name, NO_SUBMISSION, intake, error="no submission: on the class list, "
                    "nothing handed in", who=who)

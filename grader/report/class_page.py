@@ -107,8 +107,8 @@ def page(view: ClassView) -> str:
 
 def gradebook(view: ClassView) -> str:
     heads = ["student", "track", *(f"{s.number}. {s.id}" for s in view.stages), "total",
-             "of", "result"]
-    numeric = set(range(2, 2 + len(view.stages) + 2))
+             "of", "late %", "final", "result"]
+    numeric = set(range(2, 2 + len(view.stages) + 4))
     head = "".join(f"<th scope='col'{' class=num' if i in numeric else ''}>"
                    f"<button type='button'>{html.escape(h)}</button></th>"
                    for i, h in enumerate(heads))
@@ -117,11 +117,15 @@ def gradebook(view: ClassView) -> str:
             f"<tbody>{rows}</tbody></table>"
             "<p class='note'>Press a column's header to sort by it (again to reverse). A "
             "stage's cell is its points, correctness and speed together; its colour is its "
-            "status.</p>")
+            "status. <em>late %</em> is the late penalty taken off the total, <em>final</em> "
+            "the score after it and any adjustment by hand (adjustments.csv), as the "
+            "gradebook has them.</p>")
 
 
 def _row(view: ClassView, student: Student) -> str:
     name = sections.student_name(student.name)
+    if student.people:  # a bulk export names results by SID: the people first
+        name = f"{sections.student_name(student.people)} ({name})"
     if student.feedback:
         name = f"<a href='{html.escape(url_quote(student.feedback))}'>{name}</a>"
     cells = [f"<th scope='row'>{name}</th>", f"<td>{html.escape(student.track)}</td>"]
@@ -135,9 +139,11 @@ def _row(view: ClassView, student: Student) -> str:
         kind = stage.status.name
         cells.append(f"<td class='num {kind}' data-sort='{stage.total_points:g}' "
                      f"title='{html.escape(stage.status.value)}'>{stage.total_points:g}</td>")
+    late = _number_cell(student.late_percent)
+    final = _number_cell(student.final)
     if report is None:
         cells += ["<td class='num' data-sort='-1'></td>", "<td class='num' data-sort='-1'></td>",
-                  f"<td>not graded: {quoted_html.headline(student.error, 200)}</td>"]
+                  late, final, f"<td>not graded: {quoted_html.headline(student.error, 200)}</td>"]
     else:
         counted = Counter(s.status for s in report.stages)
         result = ", ".join(f"{n} {status.value}" for status, n in counted.items()
@@ -145,6 +151,12 @@ def _row(view: ClassView, student: Student) -> str:
         result = "passed" if report.passed else (result or "speed below threshold")
         out_of = report.max_points if student.out_of is None else student.out_of
         cells += [f"<td class='num' data-sort='{report.points:g}'>{report.points:g}</td>",
-                  f"<td class='num' data-sort='{out_of:g}'>{out_of:g}</td>",
+                  f"<td class='num' data-sort='{out_of:g}'>{out_of:g}</td>", late, final,
                   f"<td>{html.escape(result)}</td>"]
     return "<tr>" + "".join(cells) + "</tr>"
+
+
+def _number_cell(value: float | None) -> str:
+    if value is None:
+        return "<td class='num' data-sort='-1'></td>"
+    return f"<td class='num' data-sort='{value:g}'>{value:g}</td>"

@@ -39,6 +39,9 @@ class Student:
     error: str = ""  # why there is no result
     feedback: str = ""  # the feedback file, relative to the page ("" when there is none)
     out_of: float | None = None  # the gradebook's denominator (None: the result's own maximum)
+    people: str = ""  # who the submission is, where the class knows (a bulk export's names)
+    late_percent: float | None = None  # the gradebook's late penalty, where one was weighed
+    final: float | None = None  # the gradebook's final score: after the penalty and by hand
 
 
 @dataclass(frozen=True)

@@ -140,22 +140,23 @@ def test_the_gradebook_has_a_row_per_student_with_their_points(graded, course):
     out, names, _, page = graded
     table = page.tables[0]
     head, rows = table[0], {r[0]: r for r in table[1:]}
-    assert head[:2] == ["student", "track"] and head[-3:] == ["total", "of", "result"]
+    assert head[:2] == ["student", "track"]
+    assert head[-5:] == ["total", "of", "late %", "final", "result"]
     assert set(rows) == set(names)
     for name, data in _results(out).items():
         row = rows[name]
         stages = {s["id"]: s["total_points"] for s in data["stages"]}
         assert [float(v) for v in row[2:2 + len(course.stages)]] == [
             stages[s.id] for s in course.stages]
-        assert float(row[-3]) == data["points"]
+        assert float(row[-5]) == data["points"]
     # Out of the gradebook's total, the same for every student graded on one machine,
     # whatever they started (not each result's own maximum, which moves with it).
     graded_rows = [read_row(out, name) for name in _results(out)]
     speed = speed_points(course, graded_rows)
     for found in graded_rows:
-        assert float(rows[found.name][-2]) == sum(s.points for s in course.stages) + (
+        assert float(rows[found.name][-4]) == sum(s.points for s in course.stages) + (
             speed[found.machine] or 0)
-    assert len({rows[n][-2] for n in _results(out)}) == len(set(speed.values()))
+    assert len({rows[n][-4] for n in _results(out)}) == len(set(speed.values()))
     assert rows[NO_RESULT][-1] == f"not graded: {ERROR_TEXT}"
     assert rows[IDLE][-1] == f"{len(course.stages)} NOT STARTED"
 
@@ -282,7 +283,7 @@ def test_the_report_shows_the_gradebooks_students_out_of_its_totals(course, tmp_
     # out of the course's points: the stages' 100 and their speed points' 35
     assert sum(s.points for s in course.stages) + sum(
         s.speed.points for s in course.stages if s.speed) == 135
-    assert {rows[row.name][-2] for row in book.rows if row.data is not None} == {"135"}
+    assert {rows[row.name][-4] for row in book.rows if row.data is not None} == {"135"}
 
 
 def test_a_result_that_cannot_be_read_is_said_so_in_its_row(course, tmp_path):
@@ -325,3 +326,25 @@ def test_each_feedback_file_is_a_page_that_runs_and_loads_nothing(tmp_path):
     assert "<table>" in drawn and "<pre><code" in drawn
     assert "white-space:pre;" in drawn and "pre-wrap" not in drawn
     assert "script-src 'sha256-" in drawn and "default-src 'none'" in drawn
+
+
+def test_the_report_names_the_people_and_shows_the_penalty_and_final_score(tmp_path, run_grade,
+                                                                           monkeypatch):
+    """A bulk export names results by SID: the report showed SIDs and left the late penalty
+    out. The gradebook's names, late % and final score are in its table."""
+    from test_class import POLICY, _course, _export, _fake_grader
+    from grader.instructor import batch
+
+    course = _course(tmp_path, POLICY)
+    copy = _export(tmp_path)
+    (copy / "submission_2571002" / "triton").mkdir(parents=True, exist_ok=True)
+    (copy / "submission_2571002" / "triton/stage1_vector_add.py").write_text("# good\n")
+    monkeypatch.setattr(batch, "run_isolated", _fake_grader(course, {"good": {"vector_add": 10}}))
+    out = tmp_path / "out"
+    run_grade("--course", str(course.path), "batch", str(copy), "--out", str(out), "--backend",
+              "triton-interpret", "--seed", "3")
+    page = Page((out / "report.html").read_text(encoding="utf-8"))
+    head = page.tables[0][0]
+    row = next(r for r in page.tables[0][1:] if r[0].endswith("(34567+23456)"))
+    assert "Ann Lee" in row[0]  # the group's names, then the key their results go by
+    assert row[head.index("late %")] == "20" and row[head.index("final")] == "8"
