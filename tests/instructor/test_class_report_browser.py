@@ -4,8 +4,9 @@
 The page loads from the file system with no console error and no request beyond itself,
 its gradebook sorts when a header is pressed (with the mouse or the keyboard), and its
 charts are drawn. A machine without Chromium or Playwright fails these tests with the fix:
-a check that cannot run is not a pass. The screenshot in docs/images/class-report.png is
-this test's: TILECOURSE_SCREENSHOTS=docs/images makes it write one there too.
+a check that cannot run is not a pass. The screenshots in docs/images/class-report.png and
+similar-submissions.png are this test's: TILECOURSE_SCREENSHOTS=docs/images makes it write
+them there too.
 """
 
 import os
@@ -15,11 +16,13 @@ from pathlib import Path
 import pytest
 from class_fixture import NO_RESULT, write_class
 from headless import launched, watched
+from test_similarity import disguised, honest, write_files
 
 from grader.instructor.class_report import write_report
 
 pytestmark = pytest.mark.slow  # needs Debian's chromium package (.ci/run installs it)
 SCREENSHOT = "class-report.png"
+SIMILAR_SCREENSHOT = "similar-submissions.png"
 VIEWPORT = {"width": 1280, "height": 1000}
 
 
@@ -32,7 +35,13 @@ def browser():
 @pytest.fixture(scope="module")
 def report(course, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("class") / "out"
-    return write_report(out, course, write_class(out, course))
+    names = write_class(out, course)
+    # Softmax files written apart by four of them, and a fifth's a disguised copy of one:
+    # the similar submissions section has a pair to show.
+    files = honest()
+    files["eve"] = disguised(files["bob"])
+    write_files(out, files)
+    return write_report(out, course, names)
 
 
 @pytest.fixture
@@ -95,6 +104,18 @@ def test_the_charts_are_drawn(page):
         assert max(heights) > 10, i  # the tallest bin stands
     marks = page.locator("svg line.mark")
     assert marks.count() > 0 and marks.first.bounding_box()["height"] > 10
+
+
+def test_a_screenshot_of_the_similar_submissions(page, tmp_path):
+    """The section opened on its top pair, side by side: docs/images/similar-submissions.png."""
+    section = page.locator("#similar")
+    assert section.count() == 1
+    page.locator("details.alike summary").first.click()
+    shot = tmp_path / SIMILAR_SCREENSHOT
+    page.locator("details.alike").first.screenshot(path=str(shot))
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and not page.problems
+    if folder := os.environ.get("TILECOURSE_SCREENSHOTS"):
+        shutil.copy(shot, Path(folder) / SIMILAR_SCREENSHOT)
 
 
 def test_a_screenshot_of_the_report(page, tmp_path):
