@@ -20,15 +20,17 @@ prepare=WHAT    what the folder holds before the first command, several joined b
                 (export/: a Gradescope bulk export, with SID 12345), `autograder`
                 (autograder.zip, as `grade autograder autograder.zip` writes it)
 needs=WHAT      what must be there to run it, several joined by `+`: `gpu`; `network` (it
-                installs packages); `ci` (it is the test suite itself, so .ci/run runs it,
-                never a test). Where it is missing the command is reported skipped, and why.
+                installs packages); `ci` (it is the test suite itself: .ci/run must run it,
+                which the test checks). Where it is missing, the command is reported
+                skipped, and why.
 slow            run only by `pytest -m slow` (a whole block: a command may need the ones
                 before it)
 exit=N          the exit code it promises (default 0)
 says="TEXT"     a part of what it prints (stdout and stderr together); repeatable
 
-The first line may also give a command's keys, for every command of the block. In a ```console block the
-commands are the lines that begin with `$ `, and the lines below one are output it promises.
+The first line may also give a command's keys, for every command of the block. In a
+```console block the commands are the lines that begin with `$ `, and the lines below one
+are output it promises.
 Every other fence names its language (```python, ```toml, ```text): a fence without one is
 an error, as is a shell block without a directive, so that no command slips in unread.
 """
