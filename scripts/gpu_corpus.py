@@ -49,6 +49,7 @@ Usage:  python -m scripts corpus [WORD ...]   (only submissions whose name conta
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import re
 import sys
@@ -477,6 +478,9 @@ def judged_as_twin(result, expected: str, graded: dict, regrade: Callable[[str],
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("words", nargs="*", help="only the submissions whose name holds one")
+    wanted = parser.parse_args().words  # before the GPU is asked for: --help works anywhere
     selection = backends.select("triton")
     real = common.course()
     failures = 0
@@ -484,7 +488,6 @@ def main() -> int:
         tmp = Path(tmp)
         small = small_course(real, tmp)
         relaxed = dataclasses.replace(real, rules=small.rules)
-        wanted = sys.argv[1:]
         graded = {}
         entries = submissions()
         sources = {name: (stage_id, source) for name, stage_id, source, _ in entries}

@@ -1106,9 +1106,10 @@ def test_the_placement_table_tells_placement_from_process():
     assert "# cutile: not timed: ImportError: no cuda.tile" in by_process
 
 
-def test_the_gpu_studies_have_one_entry_point():
+def test_the_gpu_studies_have_one_entry_point(monkeypatch, capsys):
     """`python -m scripts NAME`: every study a module of the package with a main(), found
-    through one table, importing the grader and each other as packages (no sys.path edits)."""
+    through one table, importing the grader and each other as packages (no sys.path edits),
+    and `python -m scripts NAME --help` gives its options on any machine, a GPU or not."""
     import importlib
 
     from scripts.__main__ import STUDIES, main
@@ -1120,6 +1121,11 @@ def test_the_gpu_studies_have_one_entry_point():
     assert studies == {module for module, _ in STUDIES.values()}
     assert not [p.name for p in (ROOT / "scripts").glob("*.py") if "sys.path" in p.read_text()]
     assert main(["no-such-study"]) == 2 and main([]) == 0
+    monkeypatch.setattr(sys, "argv", list(sys.argv))  # main() sets the study's own
+    for name in STUDIES:
+        with pytest.raises(SystemExit) as answered:
+            main([name, "--help"])
+        assert answered.value.code == 0 and f"python -m scripts {name}" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("through", [[], ["--route", "socket"], ["--route", "gpu"]])
