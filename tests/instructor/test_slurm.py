@@ -150,7 +150,9 @@ def test_a_class_is_graded_on_a_real_slurm_cluster(tmp_path, cluster, course, ru
     assert [t[0][0] for t in json.loads(manifest.read_text())["tasks"]] == ["carl", "dan"]
     subprocess.run(["scancel", job], env=cluster.env, check=True)
     said, _ = third.communicate(timeout=120)
-    assert third.returncode == 0 and "submitted 2 submissions" in said, said
+    # both cancelled: no result for them, which the exit code says
+    assert third.returncode == 1 and "submitted 2 submissions" in said, said
+    assert "2 of them got no result (carl, dan)" in " ".join(said.split())
     assert _rows(out / "gradebook.csv")["ada"] == local_rows["ada"]
 
 
