@@ -189,8 +189,8 @@ class _Walker(ast.NodeVisitor):
         except Unknown as exc:
             raise Refused(node.lineno, f"`{short(spelling)}` cannot be used in a kernel: "
                                        f"{exc}; a kernel may use {self.table.api} (the kernel "
-                                       "language's own functions, types and dtypes) and math's "
-                                       "numbers and functions") from None
+                                       "language's own functions, types and dtypes) and "
+                                       f"{self.table.math}") from None
         listed = self.table.kernel_api
         if listed is not None and spelling.split(".")[0] != "math" \
                 and not listed.allows(spelling):
@@ -200,8 +200,7 @@ class _Walker(ast.NodeVisitor):
             raise Refused(node.lineno, f"`{short(spelling)}` cannot be used in a kernel: it is "
                                        f"not part of {self.table.package}'s kernel API; a kernel "
                                        f"may use {self.table.api} (the kernel language's own "
-                                       "functions, types and dtypes) and math's numbers and "
-                                       "functions")
+                                       f"functions, types and dtypes) and {self.table.math}")
         return value
 
     def visit_Subscript(self, node: ast.Subscript) -> None:  # noqa: N802

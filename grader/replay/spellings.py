@@ -62,6 +62,11 @@ class Spellings:
     shown: str = ""  # the decorators the grader rebuilds, as a message lists them
     short: dict[str, str] = field(default_factory=dict)  # a module's prefix -> as files write it
     constant: str = ""  # the annotation subscripted with a constant's type (`ct.Constant[int]`)
+    # What of math a kernel body may call, as messages say it: Triton folds math's functions
+    # of constants when it compiles; cuTile's compiler takes math's numbers only, and refuses
+    # `math.sqrt(...)` in device code.
+    math: str = "math's numbers and functions"
+    math_functions: bool = True
     # The reviewed list of what a kernel body may name (grader.replay.kernel_api).
     kernel_api: KernelApi | None = None
 
@@ -124,6 +129,10 @@ def lookup(spelling: str, table: Spellings) -> Any:
         if len(parts) == 1:
             return math
         if len(parts) == 2 and is_math(spelling):
+            if parts[1] in MATH_FUNCTIONS and not table.math_functions:
+                raise Unknown(f"{table.package}'s compiler refuses math's functions in a "
+                              f"kernel; compute `{spelling}(...)` of a constant on the host and "
+                              f"pass it in, or use {table.api}'s own on a tile")
             return getattr(math, parts[1])
         raise Unknown(f"`{spelling}` is not one of math's numbers or plain functions")
     if not module_allowed(parts[0], table):

@@ -111,7 +111,7 @@ LEFT_OUT = {
 }
 
 INSTEAD = ("write it with the ct.* functions the course uses (ct.load, ct.store, ct.where, "
-           "ct.sum, ct.max, ct.mma, ct.exp2, ...) or math's numbers and functions")
+           "ct.sum, ct.max, ct.mma, ct.exp2, ...) or math's numbers (math.inf, math.pi)")
 
 CUTILE_API = KernelApi(distribution="cuda-tile", title="cuTile", base="1.7", names=API,
                        left_out=LEFT_OUT, instead=INSTEAD)

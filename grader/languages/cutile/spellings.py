@@ -8,6 +8,7 @@ from grader.replay.spellings import Spellings
 
 CUTILE = Spellings(
     track="cutile", package="cuda.tile", api="ct.*",
+    math="math's numbers (math.inf, math.pi)", math_functions=False,
     modules=frozenset({"cuda", "cuda.tile", "numpy"}),
     steps={"cuda": frozenset({"tile"}), "numpy": NUMPY_IN_CUTILE},
     builtins=frozenset({"range", "len", "min", "max", "int", "float", "bool", "abs", "divmod",
