@@ -347,7 +347,8 @@ def test_a_name_that_would_write_over_another_students_record_is_renamed(tmp_pat
     assert "its results are named 'alice-intake' (a result named alice.intake.json would be " \
         "the intake record of 'alice')" in " ".join(out.split()), out + err
     assert set(_rows(tmp_path / "out")) == {n.replace(".", "-") for n in names}
-    assert not (tmp_path / "out/students/alice.intake.json").exists() or "alice" in names
+    renamed = tmp_path / "out/students/alice-intake.intake.json"  # its record, under its name
+    assert json.loads(renamed.read_text())["track"] == "triton"
 
 
 def test_a_name_that_is_not_utf8_text_is_graded_under_a_name_of_text(tmp_path, run_grade):
