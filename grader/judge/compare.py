@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from grader.course import Tolerance
-from grader.judge import causes, experiments, ownership, picture, tiles
+from grader.judge import causes, experiments, ownership, picture, relation, tiles
 from grader.problems.evidence import Cause, Evidence
 from grader.quoting import quoted
 from grader.results import Failure
@@ -129,10 +129,15 @@ def compare(outcome: Outcome, expected: Expected) -> Verdict:
         details += ["the kernels' traffic, as the watch saw it:",
                     *quoted("\n".join(f["text"] for f in traffic))]
     constants = {k: v for la in launches for k, v in la.constants.items() if type(v) is int}
-    ev = Evidence(got, want, expected.call, expected.dtype, tolerance.atol, tolerance.rtol,
-                  constants, list(traffic))
-    written = None if traffic_map is None else (traffic_map & 1) > 0
     layout = expected.tiles
+    # how the values are wrong, observed, before why (a cause, where one is confirmed)
+    relations = relation.describe(got, want, tolerance.atol, tolerance.rtol,
+                                  tiles.extents(layout, bad, launches))
+    details += relation.said(relations)
+    stats["relation"] = relations[0].kind if relations else None
+    ev = Evidence(got, want, expected.call, expected.dtype, tolerance.atol, tolerance.rtol,
+                  constants, list(traffic), bool(relations))
+    written = None if traffic_map is None else (traffic_map & 1) > 0
     words = expected.track.words if expected.track is not None else None
     found = experiments.order_dependent(expected.grid_order, words)
     found = found or causes.from_traffic(ev, written, tiles.block(layout, constants),
@@ -140,8 +145,6 @@ def compare(outcome: Outcome, expected: Expected) -> Verdict:
     found = found or experiments.confirmed(ev, expected.hypotheses, expected.experiments,
                                            expected.probe)
     found = found or (expected.explain(ev) if expected.explain is not None else [])
-    if not found:
-        details += _same_factor(got, want, bad, both_finite, tolerance)
     for c in found:
         details += [f"cause: {c.text}", f"  confirmed: {c.experiment}"] if c.key else [c.text]
     stats["causes"] = [c.key for c in found if c.key]
@@ -257,19 +260,6 @@ def _seen(outcome: Outcome, expected: Expected, judged: tuple) -> picture.Seen:
                         outcome.writers if known else None,
                         tiles.extents(expected.tiles, bad, launches), words,
                         outcome.shared if known else None)
-
-
-def _same_factor(got, want, bad, finite, tolerance) -> list[str]:
-    """Every element off by one factor: a constant missing or extra (a scale, log2(e))."""
-    sure = finite & (want.abs() > 10 * max(tolerance.atol, 1e-6))
-    if int(sure.sum()) < 8 or not bool(bad[sure].all()):
-        return []
-    ratio = got[sure] / want[sure]
-    mean = float(ratio.mean())
-    if mean == 0 or float(ratio.std()) > 1e-3 * abs(mean):
-        return []
-    return [f"every element is off by the same factor: got = {mean:.4g} x expected (a "
-            "constant missing or extra: a scale such as sm_scale, or log2(e) with exp2)"]
 
 
 def _nan_cause(stats: dict, track: Track | None, traffic: Sequence[dict] = (),

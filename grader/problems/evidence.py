@@ -39,6 +39,9 @@ class Evidence:
     rtol: float = 0.0
     constants: dict[str, int] = field(default_factory=dict)  # ints the launches were given
     traffic: list[dict] = field(default_factory=list)  # grader.replay.traffic findings
+    # whether the judge already said how the values relate to the reference
+    # (grader.judge.relation): where the wrong elements lie then adds nothing
+    related: bool = False
 
     @property
     def bad(self) -> torch.Tensor:
@@ -139,7 +142,8 @@ def row_factor(ev: Evidence) -> float | None:
 def observed(ev: Evidence) -> list[Cause]:
     """What the wrong elements look like, when no cause is confirmed: where they are."""
     bad = ev.bad
-    if bad.dim() < 2 or not bad.any():
+    # a case of a few elements says nothing by where they lie ("1 of 1 rows")
+    if bad.dim() < 2 or not bad.any() or bad.numel() < 4 or ev.related:
         return []
     rows = bad.reshape(-1, bad.shape[-1]).any(-1)
     cols = bad.reshape(-1, bad.shape[-1]).any(0)

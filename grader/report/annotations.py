@@ -25,7 +25,7 @@ def annotations(report: Report) -> list[str]:
 
 
 def _annotation(stage: StageResult) -> str:
-    failing = [case_text(c) for c in stage.cases if not c.passed]
+    failing = [case_text(c) for c in stage.failures]
     message = clean(stage.message) if stage.message else (failing[0] if failing else "")
     texts = [stage.message, *failing]
     line = next((n for n in (_line(t, PurePath(stage.module).name) for t in texts) if n), None)

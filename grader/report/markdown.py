@@ -70,8 +70,7 @@ def _markdown_failures(stage: StageResult) -> list[str]:
     lines = [f"**{stage_name(stage)}: {stage.status.value}** (`{_cell(stage.module)}`)", ""]
     if stage.message:  # an ERROR's message can be a whole traceback: its headline here
         lines.append(f"- {_said(first_line(clean(stage.message)))}")
-    failing = [f"case `{c.id}`: {_said(first_line(case_text(c)))}"
-               for c in stage.cases if not c.passed]
+    failing = [f"case `{c.id}`: {_said(first_line(case_text(c)))}" for c in stage.failures]
     failing += [f"{_cell(c.name)}: {_said(c.message)}" for c in stage.checks
                 if c.graded and not c.passed]
     failing += [f"speed `{c.id}`: {_said(speed_text(c))}" for c in stage.speed.cases

@@ -78,7 +78,7 @@ def page(report: Report) -> str:
     parts = [f"<h1>{html.escape(report.course)}: failures, drawn</h1>", _key()]
     number = 0
     for stage in report.stages:
-        failed = [c for c in stage.cases if not c.passed]
+        failed = stage.failures
         if not failed:
             continue
         parts.append(f"<h2>stage {stage.number}: {html.escape(stage.title)}</h2>")

@@ -147,7 +147,7 @@ def _explain(stage: StageResult, console: Console, verbose: bool) -> None:
         soft_wrap=not console.is_terminal)
     if stage.message:
         say(console, stage.message)
-    failed = [c for c in stage.cases if not c.passed]
+    failed = stage.failures
     for case in (failed if verbose else failed[:FAILURES_SHOWN]):
         seed = "" if case.hidden else f" (seed {case.seed})"  # a hidden case's is withheld
         say(console, f"case {case.id}{seed}: {case.summary}")
