@@ -7,7 +7,7 @@ what kind of wrong: NaN or Inf where a number was expected, or elements never wr
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 import torch
@@ -168,7 +168,8 @@ def compare(outcome: Outcome, expected: Expected) -> Verdict:
         details += ownership.report(writers, extents, expected.track.words_for(launch.grid), held)
     if extents:
         details += picture.shown(picture.tile_map(bad, unwritten, traffic_map, extents))
-    drawing = picture.draw(_seen(outcome, expected, (got, want, unwritten, bad)))
+    seen = _seen(outcome, expected, (got, want, unwritten, bad))
+    drawing = picture.draw(replace(seen, relation=relations[0].text if relations else None))
     return Verdict(False, summary, details, stats, picture=drawing)
 
 

@@ -35,6 +35,7 @@ DRAW_ROWS, DRAW_COLS = 64, 128
 EMPTY = " "  # a cell past the last element of a wrapped vector
 ABSENT = -3  # in the writers' grid: no element there
 SHOW_WRITERS = 3  # programs named per cell
+SCALE_TOP = 5  # the error scale's last step: as large as the output itself, or more
 
 
 def tile_map(bad: torch.Tensor, unwritten: torch.Tensor, traffic: torch.Tensor | None,
@@ -100,6 +101,7 @@ class Seen:
     words: Words | None = None
     # rows of (flat index, program, program): elements several programs stored (Traffic.shared)
     shared: torch.Tensor | None = None
+    relation: str | None = None  # how the values are wrong (grader.judge.relation)
 
 
 @dataclass(frozen=True)
@@ -161,6 +163,7 @@ def draw(seen: Seen) -> dict:
         "word": seen.words.program if seen.words else "program",
         "nobody": NOBODY, "several": SEVERAL,  # writers besides a program's number
         "writers": None, "names": None, "values": None, "shared": None,
+        "scale": _scale(seen, layout), "relation": seen.relation,
     }
     if seen.writers is not None and seen.writers.shape == seen.bad.shape:
         record["writers"], record["names"] = _writers(seen, layout)
@@ -169,6 +172,23 @@ def draw(seen: Seen) -> dict:
     if layout.cell == (1, 1):
         record["values"] = _values(seen, layout)
     return record
+
+
+def _scale(seen: Seen, layout: _Layout) -> str:
+    """Per cell, how far its worst wrong element is from the expected value, against the
+    output's size (the root mean square of the expected output), as a digit: 0 no wrong
+    element, 1 under 0.1% of it, 2 under 1%, 3 under 10%, 4 under 100%, SCALE_TOP beyond
+    (NaN and Inf included); a never-written element counts as none. The page shades the
+    wrong cells by it: the error's size, not only wrong or right (a rounding slip is pale,
+    a wrong formula dark)."""
+    size = float(seen.want.float().pow(2).mean().sqrt()) if seen.want.numel() else 0.0
+    share = ((seen.got - seen.want).abs() / max(size, torch.finfo(torch.float32).tiny)) \
+        .nan_to_num(float("inf"))
+    share = torch.where(seen.unwritten | ~seen.bad, torch.full_like(share, -1.0), share)
+    worst = layout.cells(share.reshape(-1), -1.0).amax((1, 3)).reshape(-1)
+    steps = torch.bucketize(worst, torch.tensor([1e-3, 1e-2, 1e-1, 1.0]), right=True) + 1
+    digits = torch.where(worst < 0, torch.zeros_like(steps), steps.clamp(max=SCALE_TOP))
+    return "".join(map(str, digits.tolist()))
 
 
 def _kinds(seen: Seen) -> list[torch.Tensor]:

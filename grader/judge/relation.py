@@ -96,7 +96,8 @@ def said(relations: list[Relation]) -> list[str]:
 def _constant(out: _Output) -> Relation | None:
     """Every element holds one value (a scalar stored everywhere, or a reduction's)."""
     value = out.got.reshape(-1)[0]
-    if bool((out.got == value).all()) and not bool((out.want == value).all()):
+    # (an expected output of one value itself is a factor's or an offset's to say)
+    if bool((out.got == value).all()) and not bool((out.want == out.want.reshape(-1)[0]).all()):
         return Relation("constant", f"every element holds the same value, {_num(value)}, "
                                     "whatever the expected one")
     return None

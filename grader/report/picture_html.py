@@ -18,6 +18,7 @@ import html
 from pathlib import Path
 
 from grader.report import quoted_html
+from grader.report.picture_programs import edges_of, labels, owners, owners_said, stored
 from grader.report.content_policy import policy_meta
 from grader.results import CaseResult, Report
 
@@ -31,6 +32,11 @@ KINDS = {".": ("ok", "#cfeccf", "right", "right"),
                "by a program that went out of bounds")}
 COUNTED = ["X", "_", "2", "R"]  # the order of a cell's counts in the record
 NEVER = "repeating-linear-gradient(45deg,#fff 0 3px,#aaa 3px 4px)"  # never written: hatched
+# The error's size on a wrong cell (grader.judge.picture's scale digit: its worst element's
+# error against the output's size), light to dark; and the words of the key.
+SCALE = {1: "#f6c4bb", 2: "#ee9282", 3: "#e0503f", 4: "#b52a1f", 5: "#5e0f09"}
+SCALE_WORDS = {1: "under 0.1%", 2: "under 1%", 3: "under 10%", 4: "under 100%",
+               5: "as large or larger (NaN, Inf)"}
 CELL_PX = (6, 22)  # the smallest and largest cell drawn, in CSS pixels
 WIDTH_PX = 1000  # the widest a grid is drawn
 STYLE = (
@@ -38,7 +44,15 @@ STYLE = (
     "table.pic{border-collapse:collapse;margin:.4em 0;border:2px solid #222}"
     "table.pic td{width:var(--s);height:var(--s);min-width:var(--s);padding:0;"
     "border:1px solid rgba(0,0,0,.12);box-sizing:border-box}"
+    # where the program that stored the cells changes (dashed), under the tiles' outlines:
+    # a dashed line that no tile edge covers is a program storing across its tile's edge
+    "table.pic td.ol{border-left:2px dashed #06c}table.pic td.ot{border-top:2px dashed #06c}"
     "table.pic td.l{border-left:2px solid #222}table.pic td.t{border-top:2px solid #222}"
+    "table.pic td{position:relative}"
+    "table.pic td span.who{position:absolute;left:1px;top:0;z-index:1;font:10px/1.1 monospace;"
+    "white-space:nowrap;pointer-events:none;background:rgba(255,255,255,.85);color:#036;"
+    "padding:0 2px}"
+    ".rel{font-weight:bold}"
     "table.pic td:hover,table.pic td:focus{outline:2px solid #06c;outline-offset:-1px}"
     "table.pic:focus-within{box-shadow:0 0 0 3px #9cf}"
     ".scroll{overflow:auto;max-width:100%}"
@@ -47,6 +61,7 @@ STYLE = (
     "margin:0 .3em 0 1em;vertical-align:middle}"
     + "".join(f"td.{c},.key span.{c}{{background:{colour}}}" for c, colour, *_ in KINDS.values())
     + f"td.unw,.key span.unw{{background:{NEVER}}}td.none{{background:#eee}}"
+    + "".join(f"td.bad.e{d},.key span.e{d}{{background:{colour}}}" for d, colour in SCALE.items())
     # a grid's cell size, by a data attribute: the policy lets no style attribute apply
     + "".join(f"table.pic[data-cell='{n}']{{--s:{n}px}}"
               for n in range(CELL_PX[0], CELL_PX[1] + 1))
@@ -115,7 +130,9 @@ def _case(case: CaseResult, number: int) -> str:
     about = _about(picture)
     return (f"<section aria-labelledby='case-{number}'>"
             f"<h3 id='case-{number}'>{html.escape(case.id)}</h3>"
-            f"{quoted_html.block(_said(case))}<p>{html.escape(about)}</p>{_present(picture)}"
+            f"{quoted_html.block(_said(case))}{_relation(picture)}"
+            f"<p>{html.escape(about)}</p>{_present(picture)}{_scale_key(picture)}"
+            f"{owners_said(picture)}"
             f"<div class='scroll'>{_grid(picture, info, about)}</div>"
             f"<p class='info' id='{info}' aria-live='polite'>Hover over or focus a cell.</p>"
             "<details><summary>the case's report</summary>"
@@ -129,6 +146,24 @@ def _present(picture: dict) -> str:
     return ("<p class='key'>" + "".join(
         f"<span class='{c}'></span>{html.escape(name)}: {_many(marks.count(m), 'cell')}"
         for m, (c, _, name, _) in KINDS.items() if m in marks) + "</p>")
+
+
+def _relation(picture: dict) -> str:
+    """How the values are wrong (grader.judge.relation), above the grid: the pattern the
+    grid shows, said."""
+    said = picture.get("relation")
+    return f"<p class='rel'>How the values are wrong: {html.escape(said)}.</p>" if said else ""
+
+
+def _scale_key(picture: dict) -> str:
+    """The shades of the wrong cells drawn here: how far off each is."""
+    scale, marks = picture.get("scale") or "", picture["marks"]
+    used = sorted({int(d) for d, m in zip(scale, marks) if m == "X" and d != "0"})
+    if not used:
+        return ""
+    return ("<p class='key'>wrong cells by their worst element's error, against the output's "
+            "size (its root mean square):" + "".join(f"<span class='e{d}'></span>{html.escape(SCALE_WORDS[d])}"
+                                   for d in used) + "</p>")
 
 
 def _about(picture: dict) -> str:
@@ -162,6 +197,9 @@ def _grid(picture: dict, info: str, about: str) -> str:
     rows, cols = picture["grid"]
     size = max(CELL_PX[0], min(CELL_PX[1], WIDTH_PX // max(cols, 1)))
     marks, edges = picture["marks"], picture.get("edges") or ""
+    scale = picture.get("scale") or ""
+    owner = owners(picture)
+    named = (labels(picture, owner) if owner else None) or {}
     focus = next((i for i, m in enumerate(marks) if m != " "), -1)
     body = []
     for r in range(rows):
@@ -171,7 +209,9 @@ def _grid(picture: dict, info: str, about: str) -> str:
             mark = marks[i]
             edge = int(edges[i]) if i < len(edges) else 0
             kind = KINDS[mark][0] if mark in KINDS else "none"
-            classes = " ".join([kind] + ["l"] * (edge & 1) + ["t"] * (edge >> 1 & 1))
+            shade = [f"e{scale[i]}"] if mark == "X" and i < len(scale) and scale[i] != "0" else []
+            classes = " ".join([kind] + shade + edges_of(owner, i, cols)
+                               + ["l"] * (edge & 1) + ["t"] * (edge >> 1 & 1))
             if mark not in KINDS:
                 cells.append(f"<td class='{classes}'></td>")
                 continue
@@ -179,7 +219,10 @@ def _grid(picture: dict, info: str, about: str) -> str:
             # a td of a grid is a gridcell; only one cell at a time takes the Tab key (the
             # script moves it with the arrow keys), the others are reached by the arrows
             tab = " tabindex='0'" if i == focus else ""
-            cells.append(f"<td class='{classes}'{tab} aria-label='{label}'></td>")
+            # the name is seen on the grid; the cell's label (read by screen readers) has it
+            who = (f"<span class='who' aria-hidden='true'>{html.escape(named[i])}</span>"
+                   if i in named else "")
+            cells.append(f"<td class='{classes}'{tab} aria-label='{label}'>{who}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return (f"<table class='pic' role='grid' data-info='{info}' data-cell='{size}' "
             f"aria-label='{html.escape(about, quote=True)}'>{''.join(body)}</table>")
@@ -203,28 +246,8 @@ def _label(picture: dict, i: int) -> str:
         counts = picture["counts"].get(str(i))
         told = [f"{n} {KINDS[m][3]}" for m, n in zip(COUNTED, counts or []) if n]
         parts = [f"{where} ({count} elements): " + ("; ".join(told) if told else "all right")]
-    parts.append(_stored(picture, i))
+    parts.append(stored(picture, i))
     return "; ".join(p for p in parts if p)
-
-
-def _stored(picture: dict, i: int) -> str:
-    writers = picture.get("writers")
-    if not writers:
-        return ""
-    total, *shown = writers[i]
-    word, names = picture.get("word", "program"), picture.get("names") or {}
-    alone = [names.get(str(p), str(p)) for p in shown if p >= 0]
-    said = []
-    if alone:
-        said.append(f"stored by {word}{'s' if len(alone) > 1 else ''} " + ", ".join(alone))
-    if picture.get("several") in shown:
-        among = [names.get(str(p), str(p)) for p in (picture.get("shared") or {}).get(str(i), [])]
-        which = f", among them {', '.join(among)}" if among else ""
-        said.append(f"{'some ' if total > 1 else ''}stored by several {word}s{which}")
-    if picture.get("nobody") in shown:
-        said.append(f"{'some ' if total > 1 else ''}stored by no {word}")
-    more = total - len(shown)
-    return "; ".join(said) + (f" and {more} more" if more > 0 else "")
 
 
 def _where(picture: dict, i: int) -> tuple[str, int]:

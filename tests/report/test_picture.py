@@ -56,11 +56,16 @@ def failed(picture: dict, case_id="M=45,N=301", summary="wrong") -> CaseResult:
 def rows_of(html: str) -> list[list[str]]:
     """Each drawn row's cells, as the class lists of its <td>s."""
     table = re.search(r"<table class='pic'.*?</table>", html, re.S).group(0)
-    return [re.findall(r"<td class='([^']*)'", row) for row in table.split("<tr>")[1:]]
+    # the dashed edges between programs' regions and the shades of the error are tested on
+    # their own (test_the_programs_the_error_and_the_relation_are_drawn)
+    return [[" ".join(c for c in classes.split() if c not in ("ol", "ot")
+                      and not re.fullmatch(r"e\d", c))
+             for classes in re.findall(r"<td class='([^']*)'", row)]
+            for row in table.split("<tr>")[1:]]
 
 
 def labels(html: str) -> list[str]:
-    return re.findall(r"aria-label='([^']*)'></td>", html)
+    return re.findall(r"aria-label='([^']*)'>(?:<span[^>]*>[^<]*</span>)?</td>", html)
 
 
 def test_a_kernel_whose_loads_leave_the_tensor_is_drawn_though_every_value_is_right():
@@ -135,6 +140,40 @@ def test_a_small_output_is_drawn_one_cell_per_element_with_its_values_and_progra
     assert texts[16] == "out[1, 6]: right: got 16, expected 16; stored by program (1, 0)"
     assert texts[58] == "out[5, 8]: right: got 58, expected 58; stored by program (2, 1)"
     assert texts[59] == "out[5, 9]: never written, expected 59; stored by no program"
+
+
+def test_the_programs_the_error_and_the_relation_are_drawn():
+    """A 6 x 10 output of 4 x 4 tiles, each stored by its own program, wrong by errors of
+    three sizes and one relation: the relation above the grid, the wrong cells shaded by
+    the size of their error against the output's, each program named at its region's first
+    cell and parted from its neighbours by dashed edges."""
+    want = torch.ones(6, 10)
+    got = 1.5 * want
+    got[0, 0] = 1.0005  # 0.05% of the output's size: the palest shade
+    got[0, 1] = 1.05  # 5%
+    writers = tiled_writers((6, 10), (4, 4), (3, 2))
+    outcome = Outcome(output=got, launches=launched((4, 4), (3, 2)), traffic_map=torch.full(
+        (6, 10), WRITTEN, dtype=torch.uint8), writers=writers, writer_launch=0)
+    picture = compare(outcome, expected(want)).picture
+    assert picture["scale"][:3] == "134"  # under 0.1%, under 10%, under 100% (0.5 of 1)
+    html = page(report_of(failed(picture)))
+    table = re.search(r"<table class='pic'.*?</table>", html, re.S).group(0)
+    cells = re.findall(r"<td class='([^']*)'", table)
+    assert cells[0].split()[:2] == ["bad", "e1"] and cells[1].split()[:2] == ["bad", "e3"]
+    assert cells[2].split()[:2] == ["bad", "e4"]
+    assert "under 0.1%" in html and "under 10%" in html and "under 100%" in html
+    # the six programs named where their tiles begin: (0, 0) at cell 0, (1, 0) at cell 4, ...
+    assert re.findall(r"<span class='who'[^>]*>([^<]*)</span>", table) == \
+        ["(0, 0)", "(1, 0)", "(2, 0)", "(0, 1)", "(1, 1)", "(2, 1)"]
+    assert "ol" in cells[4].split() and "ol" not in cells[3].split()  # the edge at column 4
+    assert "ot" in cells[40].split() and "ot" not in cells[30].split()  # and at row 4
+    assert "named at its first cell" in html
+    assert "class='rel'" not in html  # no relation holds of these three errors
+    want = torch.arange(60, dtype=torch.float32).view(6, 10)
+    outcome = Outcome(output=2 * want, launches=launched((4, 4), (3, 2)))
+    html = page(report_of(failed(compare(outcome, expected(want)).picture)))
+    assert "<p class='rel'>How the values are wrong: every element is 2 x the expected " \
+        "one.</p>" in html
 
 
 def test_a_vector_is_wrapped_into_rows_of_whole_tiles():

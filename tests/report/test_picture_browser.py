@@ -2,12 +2,15 @@
 headless, through Playwright), for fault files graded for real on Triton's interpreter: a
 vector add whose loads leave the vector (every value right), a fused GELU without its bias
 (every element of the 45 x 301 case wrong) and one whose tile column ignores the program id
-(programs share tiles, others are never written: the screenshot).
+(programs share tiles, others are never written: the screenshot), and one that stores its
+output with x's strides (every element wrong; the relation above the grid, the error's
+size as shades, each program's region named on the grid: the second screenshot).
 
 The page loads from the file system with no console error and no request beyond itself,
 each output is drawn at its shape, and hovering over a cell (or moving to it with the arrow
 keys) tells which program stored it. The screenshot in docs/images/failure-picture.png is
-this test's: TILECOURSE_SCREENSHOTS=docs/images makes it write one there too.
+this test's, and so is docs/images/failure-picture-relation.png: TILECOURSE_SCREENSHOTS=docs/images
+makes it write them there too.
 """
 
 import os
@@ -24,9 +27,10 @@ from grader.results import Report
 
 pytestmark = pytest.mark.slow  # grades two files, and needs Debian's chromium package
 FAULTS = Path(__file__).resolve().parents[1] / "faults" / "triton"
-STRAYS, WRONG, SHARED = ("stage1_load_without_mask.py", "stage2_without_bias.py",
-                         "stage2_tile_column_from_division.py")
-SCREENSHOT = "failure-picture.png"
+STRAYS, WRONG, SHARED, MOVED = ("stage1_load_without_mask.py", "stage2_without_bias.py",
+                                "stage2_tile_column_from_division.py",
+                                "stage2_output_with_x_strides.py")
+SCREENSHOT, RELATION_SHOT = "failure-picture.png", "failure-picture-relation.png"
 VIEWPORT = {"width": 1280, "height": 1000}
 WIDE = "M=45,N=301,layout=transposed,scale=1.0,bias=random-float32"  # every element wrong (WRONG)
 VECTOR = "n=1000-float32"  # the last program loads past the vector's end (STRAYS)
@@ -39,7 +43,7 @@ def pictures(course, tmp_path_factory) -> dict[str, Path]:
     own inputs, so that what a cell holds is the same every run (with a fresh seed, an
     element of a wrong cell may land inside the tolerance by chance)."""
     written = {}
-    for name in (STRAYS, WRONG, SHARED):
+    for name in (STRAYS, WRONG, SHARED, MOVED):
         stage = course.select(name[len("stage")])
         request = GradingRequest(course, (stage,), "triton-interpret", module=FAULTS / name,
                                  seed=0, limits=Limits(None, False), outputs=Outputs())
@@ -153,3 +157,34 @@ def test_a_screenshot_of_the_picture(opened, tmp_path):
     if folder := os.environ.get("TILECOURSE_SCREENSHOTS"):
         Path(folder).mkdir(parents=True, exist_ok=True)
         shutil.copy(shot, Path(folder) / SCREENSHOT)
+
+
+def test_the_relation_the_error_size_and_the_programs_are_on_the_grid(opened, tmp_path):
+    """A wide output stored with x's strides: every cell red, so the picture must show more
+    than wrong or right. Above the grid, how the values are wrong; on it, the wrong cells
+    shaded by the size of their error (more than one shade here), and each program's
+    region named where it begins, parted from the next by a dashed line that crosses the
+    tiles' edges (a program that stored across its tile)."""
+    section = case(opened(MOVED), WIDE)
+    relation = section.locator("p.rel")
+    assert relation.is_visible()
+    assert "How the values are wrong: it holds the expected elements in column-major order" \
+        in relation.text_content()
+    grid = section.locator("table.pic")
+    shades = {c for c in range(1, 6) if grid.locator(f"td.bad.e{c}").count()}
+    assert len(shades) >= 2, shades
+    colours = {grid.locator(f"td.bad.e{c}").first.evaluate(
+        "c => getComputedStyle(c).backgroundColor") for c in shades}
+    assert len(colours) == len(shades)  # each shade drawn in its own colour
+    names = grid.locator("span.who")
+    assert names.count() >= 5  # programs 0 to 4 of the 45 x 301 case, each named
+    assert names.first.is_visible() and names.first.text_content() == "0"
+    box = names.first.bounding_box()
+    assert box and box["width"] > 4 and box["height"] > 6  # readable on the grid
+    assert grid.locator("td.ot").count() > 0  # a dashed line where the program changes
+    shot = tmp_path / RELATION_SHOT
+    section.screenshot(path=str(shot))
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    if folder := os.environ.get("TILECOURSE_SCREENSHOTS"):
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, Path(folder) / RELATION_SHOT)
