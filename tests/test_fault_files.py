@@ -32,6 +32,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.quoting import GUTTER
 from grader.results import Status
 
 FAULTS = Path(__file__).resolve().parent / "faults"
@@ -88,6 +89,23 @@ def parse(path: Path) -> Fault:
 
 def fault_files() -> list[Fault]:
     return [parse(path) for track in BACKENDS for path in sorted((FAULTS / track).glob("stage*.py"))]
+
+
+# The lines of a report that say what is wrong and why, as opposed to the data under them
+# (the first mismatches, the tiles, the traffic's counts).
+EXPLAINING = ("cause:", "observed", "how the values are wrong:", GUTTER)
+
+
+def explanation(result) -> str:
+    """What the report tells a student first, as words: the stage's message, the summary
+    and explaining lines of the case shown first (grader.results.StageResult.failures), and
+    the hints, every number masked (two faults differ in their seeds and sizes, not in
+    what they are told)."""
+    shown = result.failures[:1]
+    lines = [result.message, *(c.summary for c in shown), *result.hints]
+    lines += [line.strip() for c in shown for line in c.details
+              if line.strip().startswith(EXPLAINING)]
+    return re.sub(r"\d+(\.\d+)?(e[-+]?\d+)?", "#", "\n".join(lines))
 
 
 def reported(result) -> str:
@@ -196,3 +214,20 @@ def test_the_corpus_reports_name_the_line_or_the_cause_and_only_confirmed_causes
         for text in results[fault.id].hints:
             cause = hints[text].cause
             assert cause is None or cause in confirmed(results[fault.id]), (fault.id, text)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("track", list(BACKENDS))
+def test_faults_with_different_causes_are_told_different_things(track, grade_source, course):
+    """Two faults of one stage whose headers record different causes (a fault that records
+    none is a mistake of its own) never get the same explanation word for word: a student
+    who made one must not be told what a student who made the other is."""
+    faults = [f for f in fault_files() if f.path.parent.name == track]
+    told: dict[tuple[int, str], list[Fault]] = {}
+    for fault in faults:
+        said = explanation(graded(fault, grade_source, course))
+        told.setdefault((fault.stage, said), []).append(fault)
+    recorded = {f.id: frozenset(f.causes) or f.id for f in faults}
+    shared = {said: [f.id for f in group] for (_, said), group in told.items()
+              if len({recorded[f.id] for f in group}) > 1}
+    assert not shared, "\n\n".join(f"{ids}:\n{said}" for said, ids in shared.items())

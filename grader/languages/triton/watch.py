@@ -40,7 +40,9 @@ def hooks(watch: Watch, launch: LaunchWatch, grid, notes) -> Iterator[None]:
     builder = interpreter.interpreter_builder
     load, store = builder.create_masked_load, builder.create_masked_store
 
-    def watched_load(ptrs, mask, other, cache_policy, is_volatile):
+    # The interpreter's builder methods take more arguments in some Triton releases than in
+    # others (3.6 passes one more to a load than 3.9): the rest pass through as given.
+    def watched_load(ptrs, mask, other, *rest, **named):
         line = watch.line()
         launch.access(False, ptrs.data, mask.data, linear(builder.grid_idx, grid), line,
                       _width(ptrs))
@@ -48,10 +50,10 @@ def hooks(watch: Watch, launch: LaunchWatch, grid, notes) -> Iterator[None]:
             other = nan
             note = Note("undefined_lanes", line, UNDEFINED_LANES, "")
             notes[note] = notes.get(note, 0) + 1
-        return load(ptrs, mask, other, cache_policy, is_volatile)
+        return load(ptrs, mask, other, *rest, **named)
 
-    def watched_store(ptrs, value, mask, cache_policy):
-        done = store(ptrs, value, mask, cache_policy)  # told once done: the race check reads it
+    def watched_store(ptrs, value, mask, *rest, **named):
+        done = store(ptrs, value, mask, *rest, **named)  # told once done: the race check reads it
         launch.access(True, ptrs.data, mask.data, linear(builder.grid_idx, grid), watch.line(),
                       getattr(getattr(value, "data", None), "itemsize", None))
         return done
