@@ -4,6 +4,8 @@ The lesson promises that any layout of x works (the kernel follows its strides):
 draws x transposed or sliced, `scale` draws x large enough to reach GELU's extremes, and
 `bias` = "zero" is the probe that tells a fault of the bias from every other."""
 
+import math
+
 import torch
 import torch.nn.functional as F
 
@@ -36,6 +38,20 @@ def _recompute(mistake):
     return recompute
 
 
+# A slip in GELU's formula is told from another only on many elements: one alone (the 1 x 1
+# case) can sit where two slips' outputs agree within the tolerance (z^2 for z^3 there gave
+# what a bias left out gives).
+FEWEST = 8
+
+
+def _formula(slip):
+    """A recompute through `slip(x, weight, bias)`, a slip in GELU's formula, on a case of
+    FEWEST elements or more."""
+    def recompute(ev: Evidence) -> torch.Tensor | None:
+        return None if ev.call is None or ev.got.numel() < FEWEST else slip(*_inputs(ev))
+    return recompute
+
+
 def _x_misread(ev: Evidence):
     """x read with other strides than its own: row-major contiguous, or its own swapped."""
     if ev.call is None:
@@ -45,6 +61,19 @@ def _x_misread(ev: Evidence):
         seen = x.as_strided(x.shape, strides, x.storage_offset()).float()
         yield Finding(_gelu_bias(seen, w.float(), b.float()),
                       {"strides": strides, "own": tuple(x.stride())})
+
+
+# sqrt(2/pi), the constant of GELU's tanh form; its slip sqrt(2*pi) is pi times larger.
+SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
+
+
+def _gelu_slipped(z: torch.Tensor, constant: float = SQRT_2_OVER_PI, power: int = 3,
+                  factor: float = 2.0) -> torch.Tensor:
+    """GELU_tanh(z) = z * sigmoid(2u), u = sqrt(2/pi) (z + 0.044715 z^3), with one of its
+    parts written otherwise: the constant, the power of z, the factor of u in the sigmoid.
+    torch.sigmoid is finite at the extremes, as the lesson's 1 / (1 + exp(-2u)) is."""
+    u = constant * (z + 0.044715 * z ** power)
+    return z * torch.sigmoid(factor * u)
 
 
 def _sigmoid_overflowing(z: torch.Tensor) -> torch.Tensor:
@@ -110,6 +139,12 @@ PROBLEM = Problem(
                      lambda x, w, b: _gelu_bias(x, w, torch.zeros_like(b))),
                  "weight_left_out": _recompute(
                      lambda x, w, b: _gelu_bias(x, torch.ones_like(w), b)),
+                 "weight_and_bias_swapped": _formula(lambda x, w, b: _gelu_bias(x, b, w)),
                  "sigmoid_overflowing": _recompute(lambda x, w, b: _sigmoid_overflowing(x * w + b)),
+                 "z_squared": _formula(lambda x, w, b: _gelu_slipped(x * w + b, power=2)),
+                 "sqrt_two_pi": _formula(
+                     lambda x, w, b: _gelu_slipped(x * w + b, constant=math.sqrt(2 * math.pi))),
+                 "sigmoid_of_u": _formula(lambda x, w, b: _gelu_slipped(x * w + b, factor=1.0)),
+                 "twice_gelu": _formula(lambda x, w, b: 2 * _gelu_bias(x, w, b)),
                  "x_misread": Experiment(_x_misread, ("strides", "own"))},
 )

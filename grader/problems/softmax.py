@@ -82,6 +82,12 @@ def _block_max_found(ev: Evidence) -> Finding | None:
     return Finding(_block_max(*tiled), {"tile": tiled[1]})
 
 
+def _sum_against_old_max_found(ev: Evidence) -> Finding | None:
+    x, tile = _x(ev), ev.constant("BLOCK_N", "TILE_N", "BLOCK_SIZE")
+    return Finding(_sum_against_old_max(x, tile), {"tile": tile}) if x is not None and tile \
+        else None
+
+
 def _zero_padded_found(ev: Evidence) -> Finding | None:
     x, tile = _x(ev), ev.constant("BLOCK_N", "TILE_N", "BLOCK_SIZE")
     return Finding(_zero_padded(x, tile), {"tile": tile}) if x is not None and tile else None
@@ -154,6 +160,22 @@ def _sum_not_rescaled(x: torch.Tensor, tile: int) -> torch.Tensor:
     return torch.exp(x - m) / total
 
 
+def _sum_against_old_max(x: torch.Tensor, tile: int) -> torch.Tensor:
+    """The online softmax in float32 with each tile's exponentials summed against the running
+    max from before the tile: the first tile's is -inf, so its exp(x - m) is inf and the sum
+    too (every element 0), and NaN where that tile's padding (-inf) meets it (-inf + inf)."""
+    m = torch.full(x.shape[:-1] + (1,), -torch.inf)
+    total = torch.zeros_like(m)
+    for start in range(0, x.shape[-1], tile):
+        part = x[..., start:start + tile]
+        pad = torch.full(part.shape[:-1] + (tile - part.shape[-1],), -torch.inf)
+        new = torch.maximum(m, part.amax(-1, keepdim=True))
+        total = total * torch.exp(m - new) + torch.exp(torch.cat([part, pad], -1) - m).sum(
+            -1, keepdim=True)
+        m = new
+    return torch.exp(x - m) / total
+
+
 def _exp2_everywhere(ev: Evidence) -> torch.Tensor | None:
     """exp2 with no log2(e) in every exponent: the softmax of x * ln 2."""
     return None if ev.call is None else _softmax_last(ev.call.args[0].float() * math.log(2))
@@ -193,6 +215,7 @@ PROBLEM = Problem(
                  "every_element_one": _all_ones,
                  "sum_not_rescaled": Experiment(_sum_not_rescaled_found, ("tile",)),
                  "tile_max_as_running_max": Experiment(_block_max_found, ("tile",)),
+                 "tile_sum_against_old_max": Experiment(_sum_against_old_max_found, ("tile",)),
                  "padding_as_zero": Experiment(_zero_padded_found, ("tile",)),
                  "rows_one_apart": _rows_one_apart,
                  "rows_by_column_count": Experiment(_rows_of_n_found,

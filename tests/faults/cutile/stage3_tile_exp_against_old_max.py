@@ -2,10 +2,12 @@
 
 expect: FAIL
 message: got 0, expected
-message: do not sum to 1
-(Every element of the wide rows is 0, the running sum being inf: the first tile's
-exp2((xt - m_i) * LOG2E) has m_i = -inf. No cause is named: a row of zeros is no row
-scaled by a factor of its own.)
+message: summed against the running maximum from before the tile raised it
+cause: tile_sum_old_max
+
+Every element of the wide rows is 0, the running sum being inf: the first tile's
+exp2((xt - m_i) * LOG2E) has m_i = -inf. The loop recomputed with the same slip gives the
+same zeros, and names it.
 """
 
 import math
