@@ -167,7 +167,15 @@ def verdict_of(result: StageResult) -> Verdict:
                    {c.id: PASSED if c.passed else (c.failure.value if c.failure else "failed")
                     for c in result.cases},
                    [c.name for c in result.checks if c.graded and not c.passed],
-                   said={STAGE: result.message, **{c.id: c.summary for c in failed}})
+                   said={STAGE: result.message, **{c.id: _said(c) for c in failed}})
+
+
+def _said(case) -> str:
+    """A failed case's summary, and where it ends in a colon the line it introduces (the
+    exception or the compiler's words, quoted): what the two sides said must be comparable."""
+    if case.summary.endswith(":") and case.details:
+        return f"{case.summary} {case.details[0].strip()}"
+    return case.summary
 
 
 def grade_job(path: Path, backend: str, seed: int) -> Verdict:
