@@ -204,6 +204,11 @@ class Stage:
     def name(self) -> str:
         return stage_name(self.number)
 
+    @property
+    def case_count(self) -> int:
+        """Its correctness cases, the hidden ones included."""
+        return len(self.cases)
+
     def tested_by(self, case: Case) -> list[str]:
         """The claims a case tests, in the lesson's words."""
         return [self.claims[name] for name in case.claims if name in self.claims]
