@@ -10,7 +10,8 @@ from grader.cli.context import EXIT_FAILED, EXIT_OK, course_of
 from grader.cli.parsing import FAIL_ON
 from grader.errors import GradeError
 from grader.languages.cutile import toolchain
-from grader.report.scorecard import make_console, render_compile
+from grader.report.console import make_console
+from grader.report.scorecard import render_compile
 
 
 @click.command("doctor")
