@@ -6,15 +6,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from grader.course.naming import HIDDEN_FILE, named, select, stage_name
 from grader.course.policy import Policy
-from grader.errors import StageSelectionError
 from grader.results import Failure
 
 if TYPE_CHECKING:  # the problems import PyTorch, which the dataclasses need not
     from grader.problems import Problem
 
-COURSE_FILE = "course.toml"
-HIDDEN_FILE = "course.hidden.toml"  # instructor-only cases; `grade release` leaves it out
 WHOLE_DIM = "*"  # tile spec entry: one program owns the whole dimension
 
 
@@ -244,29 +242,3 @@ class Course:
     def select(self, selector: str) -> Stage:
         """Find a stage by `stage3`, `3` or `softmax`."""
         return select(self.stages, selector)
-
-
-def stage_name(number: int) -> str:
-    """How commands and the scorecard name the stage of this number."""
-    return f"stage{number}"
-
-
-def named(stages, selectors) -> list:
-    """Of `stages` (a course's, or its outline's: grader.course.outline), those named, in
-    course order; none or `all`: all."""
-    wanted = [s for s in selectors if s != "all"]
-    chosen = {stage.id for stage in (select(stages, s) for s in wanted)}
-    return [s for s in stages if not wanted or s.id in chosen]
-
-
-def select(stages, selector: str):
-    """Of `stages`, the one named by `stage3`, `3` or `softmax`."""
-    key = selector.strip().lower()
-    for stage in stages:
-        if key in (stage.name, str(stage.number), stage.id):
-            return stage
-    known = ", ".join(f"{s.name} ({s.id})" for s in stages)
-    raise StageSelectionError(
-        f"There is no stage '{selector}'. Stages: {known}. "
-        "Name one as `grade stage3`, `grade 3` or `grade softmax`, or run `grade list`."
-    )

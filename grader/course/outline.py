@@ -18,10 +18,13 @@ import os
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from grader import cache
-from grader.course.loading import load_course
-from grader.course.model import HIDDEN_FILE, Course, named, stage_name
+from grader.course.naming import HIDDEN_FILE, named, stage_name
+
+if TYPE_CHECKING:  # the dataclasses, and the loading: for a course that is checked
+    from grader.course.model import Course
 
 CACHE_FILE = cache.ROOT / "courses.json"
 KEPT = 16  # outlines kept: a student has one course, an instructor's tests write many
@@ -67,6 +70,8 @@ def outline(course: Course) -> CourseOutline:
 def load_and_keep(path: Path) -> Course:
     """load_course(path), whose outline is kept when it checks (and the files it read did
     not change meanwhile)."""
+    from grader.course.loading import load_course
+
     before = key(path)
     course = load_course(path)
     if before is not None and key(path) == before:
