@@ -1,7 +1,7 @@
 """What every `grade` command shares: the course the group was given, and the exit codes.
 
-Read for every line (`grade --help` ends with the exit codes), it imports the course when a
-command asks for it.
+Read for every line (`grade --help` ends with the exit codes): the course's checked
+dataclasses are imported by the check, when a command asks for the course.
 """
 
 from __future__ import annotations
@@ -13,9 +13,11 @@ from typing import TYPE_CHECKING
 
 import click
 
+from grader.course.naming import find_course_file
+from grader.course.outline import CourseOutline, kept, load_and_keep
+
 if TYPE_CHECKING:
     from grader.course import Course
-    from grader.course.outline import CourseOutline
 
 # 0 every graded stage passes, 1 a stage fails (or is not started; `--fail-on` chooses), 2 a
 # usage or configuration error (the message says what to fix), 130 interrupted (Ctrl-C or SIGTERM).
@@ -55,21 +57,15 @@ def interruption() -> str:
 
 def course_file(ctx: click.Context) -> Path:
     """The course.toml named with `grade --course`, else the nearest one."""
-    from grader.course import find_course_file
-
     return ctx.find_root().obj or find_course_file()
 
 
 def course_of(ctx: click.Context) -> Course:
     """The course, checked (its outline kept for `outline_of`)."""
-    from grader.course.outline import load_and_keep
-
     return load_and_keep(course_file(ctx))
 
 
 def outline_of(ctx: click.Context) -> CourseOutline | None:
     """The course's outline, kept from its last check on this machine where nothing it
     depends on changed since (grader.course.outline); None: `course_of` checks it."""
-    from grader.course.outline import kept
-
     return kept(course_file(ctx))

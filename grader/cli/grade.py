@@ -4,7 +4,7 @@ This module is read for every line (the hidden `stage` command holds the grading
 that `grade --help` lists and that may stand before a stage), so each command imports what
 it runs when it runs: grader.cli.requested (the request; NOT STARTED answered without
 grading), grader.cli.run (the grading: PyTorch, pytest, the judge, the sandbox), and for
-`grade list` the course's outline (grader.course.outline).
+`grade list` rich's table. The list is the course's outline (grader.course.outline).
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import click
 
 from grader.cli.context import EXIT_CODES_HELP, EXIT_OK, course_of, outline_of
 from grader.cli.parsing import GradingCommand, StageCommand, grading_options
+from grader.course.outline import outline
+from grader.tracks import TRACKS
 
 
 @click.command("stage", cls=StageCommand, hidden=True, epilog=EXIT_CODES_HELP)
@@ -54,9 +56,7 @@ def list_command(ctx) -> int:
     """List the stages of the course."""
     from rich.table import Table
 
-    from grader.course.outline import outline
     from grader.report.console import make_console
-    from grader.tracks import TRACKS
 
     course = outline_of(ctx) or outline(course_of(ctx))
     table = Table(title=course.title, title_justify="left")

@@ -17,7 +17,7 @@ from pathlib import Path
 from grader.backends import selection as backends
 from grader.backends.selection import Selection
 from grader.course import Course, Stage
-from grader.course.outline import CourseOutline
+from grader.course.outline import CourseOutline, StageOutline
 from grader.errors import GradeError
 from grader.intake import started_stages
 from grader.results import StageResult
@@ -77,7 +77,7 @@ class GradingRequest:
     (grader.grading.unstarted)."""
 
     course: Course | CourseOutline
-    stages: tuple[Stage, ...]
+    stages: tuple[Stage | StageOutline, ...]
     backend: str = backends.AUTO
     track: str | None = None
     solutions: bool = False
