@@ -1,4 +1,8 @@
-"""`grade doctor`: what this machine can grade, and how to fix what it cannot."""
+"""`grade doctor`: what this machine can grade, and how to fix what it cannot.
+
+PyTorch is imported by the diagnosis, the first thing it asks about: loading the command
+(for its help, say) needs none of it.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,6 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 
-import torch
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -17,7 +20,7 @@ from rich.table import Table
 from grader import sandbox
 from grader.backends import selection as backends
 from grader.languages.cutile import toolchain
-from grader.languages.cutile.compile_check import ARCHS
+from grader.languages.cutile.toolchain import ARCHS
 from grader.replay import machine_code
 
 # The architecture to compile-check for when there is no GPU to ask.
@@ -55,6 +58,8 @@ class Diagnosis:
 
 
 def diagnose() -> Diagnosis:
+    import torch
+
     d = Diagnosis()
     info = backends.machine_info()
     d.facts.append(("Python", f"{platform.python_version()} ({sys.executable})"))

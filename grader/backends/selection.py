@@ -6,16 +6,19 @@ machine and, if not, what to do about it. Each track has two, named in its recor
 (grader.tracks): one on a CUDA GPU, one on the CPU; its wing probes, prepares and words
 them. `auto` picks the best backend that can run here and records why, so the scorecard
 can say it.
+
+PyTorch is imported when a question needs it, not with this module: the command line builds
+its options from these names, and `grade --help` has no use for PyTorch (1-2 s to import).
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import platform
+import sys
 from dataclasses import dataclass
 from typing import Callable
-
-import torch
 
 from grader.errors import BackendUnavailable
 from grader.tracks import AUTO_ORDER, TRACKS, Track, wing
@@ -48,10 +51,29 @@ class Selection:
 DTYPE_MIN_CAPABILITY = {"bfloat16": (8, 0)}
 
 
+# The device files of a GPU that PyTorch could use on Linux: NVIDIA's driver, WSL2's GPU,
+# AMD's (a ROCm build of PyTorch answers for it as CUDA).
+GPU_DEVICES = ("/dev/nvidiactl", "/dev/nvidia0", "/dev/dxg", "/dev/kfd")
+
+
+def cuda_available() -> bool:
+    """Whether PyTorch has a CUDA GPU here. A Linux machine with no GPU device file has none,
+    which is known without importing PyTorch; anywhere else PyTorch is asked, as it is
+    wherever it is imported already (the answer is then free, and the one it gives)."""
+    if ("torch" not in sys.modules and sys.platform == "linux"
+            and not any(os.path.exists(device) for device in GPU_DEVICES)):
+        return False
+    import torch
+
+    return torch.cuda.is_available()
+
+
 def gpu_arch() -> str | None:
     """`sm_90` for the GPU in use, None without one."""
-    if not torch.cuda.is_available():
+    if not cuda_available():
         return None
+    import torch
+
     major, minor = torch.cuda.get_device_capability()
     return f"sm_{major}{minor}"
 
@@ -59,13 +81,19 @@ def gpu_arch() -> str | None:
 def no_gpu() -> str | None:
     """What this machine has instead of a CUDA GPU PyTorch can use, for a probe's message
     ("no CUDA GPU", "a CPU-only build of PyTorch"); None where it has one."""
-    if torch.cuda.is_available():
+    if cuda_available():
         return None
+    import torch
+
     return "a CPU-only build of PyTorch" if torch.version.cuda is None else "no CUDA GPU"
 
 
 def gpu_name() -> str:
-    return torch.cuda.get_device_name() if torch.cuda.is_available() else "no GPU"
+    if not cuda_available():
+        return "no GPU"
+    import torch
+
+    return torch.cuda.get_device_name()
 
 
 def dtype_unsupported(dtype: str, device: str) -> str | None:
@@ -73,6 +101,8 @@ def dtype_unsupported(dtype: str, device: str) -> str | None:
     needed = DTYPE_MIN_CAPABILITY.get(dtype)
     if device != "cuda" or needed is None:
         return None
+    import torch
+
     have = torch.cuda.get_device_capability()
     if have >= needed:
         return None
@@ -125,13 +155,13 @@ def _auto(track: str | None = None) -> Selection:
         *first, last = (TRACKS[name] for name in AUTO_ORDER)
         for record in first:
             gpu = BACKENDS[record.gpu_backend]
-            if gpu.probe() is None:
+            if _runs(gpu):
                 return Selection(gpu, f"{wing(record).reason('cuda')} (use --track "
                                       f"{last.name} for the {last.title} track)")
         track = last.name
     record, language = TRACKS[track], wing(track)
     gpu, cpu = BACKENDS[record.gpu_backend], BACKENDS[record.cpu_backend]
-    if gpu.probe() is None:
+    if _runs(gpu):
         return Selection(gpu, language.reason("cuda"))
     missing = cpu.probe()
     if missing:
@@ -139,9 +169,17 @@ def _auto(track: str | None = None) -> Selection:
     return Selection(cpu, language.reason("cpu"))
 
 
+def _runs(gpu: Backend) -> bool:
+    """Whether a GPU backend runs here. Every one needs a CUDA GPU: where there is none, its
+    probe (whose message would ask PyTorch what build it is) is not needed."""
+    return cuda_available() and gpu.probe() is None
+
+
 def machine_info() -> dict[str, str | None]:
     """Versions and hardware that a result depends on, for the scorecard and the JSON."""
-    gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else None
+    import torch
+
+    gpu = torch.cuda.get_device_name() if cuda_available() else None
     versions = {k: v for track in TRACKS.values() for k, v in wing(track).versions().items()}
     return {"python": platform.python_version(), "torch": torch.__version__, **versions,
             "gpu": gpu, "cuda": torch.version.cuda}

@@ -18,11 +18,17 @@ failure`, as CI runs it, counts only a started stage that fails), 2 a usage or c
 error (the message says what to fix), 130 interrupted (Ctrl-C, or SIGTERM: Slurm's scancel
 and time limit, `timeout`, a CI job cancelled).
 
+    lazy.py        commands imported when used: `grade --help` lists them from COMMANDS
     parsing.py     how the line is read: stage names as commands, grading options anywhere
-    grade.py       grade STAGE..., grade all, grade list
+    grade.py       grade STAGE..., grade all, grade list (and the answers that need no grading)
+    run.py         one grading: resolved, graded, its result files written, its scorecard shown
     machine.py     grade doctor, grade compile
     instructor.py  grade calibrate, release, autograder, skeletons, report, canvas
     batch.py       grade batch (one host or --slurm), and the Slurm task's hidden command
+
+A command's module is imported when the command runs or its help is asked for: `grade
+--help`, `grade list` and a NOT STARTED stage import neither PyTorch nor pytest nor pydantic
+(tests/grading/test_light_start.py holds them to it).
 """
 
 from __future__ import annotations
@@ -33,20 +39,54 @@ import threading
 from pathlib import Path
 
 import click
-from rich.markup import escape
 
 from grader import __version__
-from grader.cli import batch, grade, instructor, machine
 from grader.cli.context import (EXIT_CODES_HELP, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE,
                                  stop_on_sigterm)
+from grader.cli.lazy import Lazy
 from grader.cli.parsing import GradeGroup
 from grader.errors import GradeError
-from grader.quoting import visible
-from grader.report.scorecard import make_console
+
+# Each command: where it is, and its short help as `grade --help` lists it (the first
+# sentence of its docstring; tests/grading/test_light_start.py checks they agree). None: hidden.
+COMMANDS = {
+    "stage": Lazy("grader.cli.grade:stage_command", None),  # `grade 3`, `grade softmax`
+    "all": Lazy("grader.cli.grade:all_command", "Grade every stage."),
+    "list": Lazy("grader.cli.grade:list_command", "List the stages of the course."),
+    "doctor": Lazy("grader.cli.machine:doctor_command",
+                   "Show what this machine can grade: versions, GPU, and each backend with its "
+                   "fix."),
+    "compile": Lazy("grader.cli.machine:compile_command",
+                    "Compile the cuTile stages to cubins (needs cuda-tile and tileiras, not a "
+                    "GPU)."),
+    "calibrate": Lazy("grader.cli.instructor:calibrate_command",
+                      "Time the reference solutions on this GPU and suggest speed thresholds "
+                      "(instructors)."),
+    "release": Lazy("grader.cli.instructor:release_command",
+                    "Build the student handout in OUTDIR: no solutions/, no hidden cases "
+                    "(instructors)."),
+    "autograder": Lazy("grader.cli.instructor:autograder_command",
+                       "Build the Gradescope autograder zip: the handout, the hidden cases, "
+                       "setup.sh and run_autograder (instructors)."),
+    "skeletons": Lazy("grader.cli.instructor:skeletons_command",
+                      "Regenerate exercises/ from the solution markers in solutions/ "
+                      "(instructors)."),
+    "report": Lazy("grader.cli.instructor:report_command",
+                   "Write OUT/report.html again from the results of `grade batch --out OUT`: "
+                   "the class report, one page that needs no network (instructors)."),
+    "canvas": Lazy("grader.cli.instructor:canvas_command",
+                   "Write OUT/canvas.csv for Canvas's gradebook import: the students of "
+                   "CANVAS_EXPORT (Canvas's own gradebook export), each with their final score "
+                   "from `grade batch --out OUT` (instructors)."),
+    "batch": Lazy("grader.cli.batch:batch_command",
+                  "Grade many submissions (folders or zips), each isolated; write a gradebook "
+                  "(instructors)."),
+    "slurm-task": Lazy("grader.cli.batch:slurm_task_command", None),  # what Slurm runs
+}
 
 
 @click.group(cls=GradeGroup, context_settings={"help_option_names": ["-h", "--help"]},
-             epilog=EXIT_CODES_HELP)
+             epilog=EXIT_CODES_HELP, lazy=COMMANDS)
 @click.option("--course", "course_path", type=click.Path(dir_okay=False, path_type=Path),
               help="course.toml to use (default: the nearest one at or above this folder).")
 @click.version_option(__version__, prog_name="grade")
@@ -54,15 +94,6 @@ from grader.report.scorecard import make_console
 def cli(ctx: click.Context, course_path: Path | None) -> None:
     """Grade tilecourse stages against PyTorch and print a scorecard."""
     ctx.obj = course_path
-
-
-for command in (grade.stage_command, grade.all_command, grade.list_command,
-                machine.doctor_command, machine.compile_command, instructor.calibrate_command,
-                instructor.release_command, instructor.autograder_command,
-                instructor.skeletons_command, instructor.report_command,
-                instructor.canvas_command, batch.batch_command,
-                batch.slurm_task_command):
-    cli.add_command(command)
 
 
 def main(args: list[str] | None = None) -> int:
@@ -87,8 +118,7 @@ def _run(args: list[str] | None) -> int:
     try:
         code = cli.main(args=args, prog_name="grade", standalone_mode=False)
     except GradeError as exc:
-        make_console(stderr=True).print(f"[bold red]error:[/] {escape(visible(str(exc)))}",
-                                        soft_wrap=True)
+        _say_error(exc)
         return exc.exit_code
     except click.exceptions.Exit as exc:  # --help, --version
         return exc.exit_code
@@ -99,6 +129,17 @@ def _run(args: list[str] | None) -> int:
         click.echo("aborted", err=True)
         return EXIT_INTERRUPTED
     return code if isinstance(code, int) else EXIT_OK
+
+
+def _say_error(exc: GradeError) -> None:
+    # rich's console, imported when there is something to say: `grade --help` needs none
+    from rich.markup import escape
+
+    from grader.quoting import visible
+    from grader.report.console import make_console
+
+    make_console(stderr=True).print(f"[bold red]error:[/] {escape(visible(str(exc)))}",
+                                    soft_wrap=True)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -19,7 +19,8 @@ from grader.instructor.gradebook import no_result
 from grader.instructor.submissions import usable_names
 from grader.quoting import single_line
 from grader.report.progress import batch_progress, slurm_progress
-from grader.report.scorecard import make_console, sandbox_line
+from grader.report.console import make_console
+from grader.report.scorecard import sandbox_line
 from grader.tracks import TRACKS
 
 

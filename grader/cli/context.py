@@ -1,13 +1,23 @@
-"""What every `grade` command shares: the course the group was given, and the exit codes."""
+"""What every `grade` command shares: the course the group was given, and the exit codes.
+
+Read for every line (`grade --help` ends with the exit codes): the course's checked
+dataclasses are imported by the check, when a command asks for the course.
+"""
 
 from __future__ import annotations
 
 import os
 import signal
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from grader.course import Course, find_course_file, load_course
+from grader.course.naming import find_course_file
+from grader.course.outline import CourseOutline, kept, load_and_keep
+
+if TYPE_CHECKING:
+    from grader.course import Course
 
 # 0 every graded stage passes, 1 a stage fails (or is not started; `--fail-on` chooses), 2 a
 # usage or configuration error (the message says what to fix), 130 interrupted (Ctrl-C or SIGTERM).
@@ -45,7 +55,17 @@ def interruption() -> str:
     return "SIGTERM" if _received else "Ctrl-C"
 
 
+def course_file(ctx: click.Context) -> Path:
+    """The course.toml named with `grade --course`, else the nearest one."""
+    return ctx.find_root().obj or find_course_file()
+
+
 def course_of(ctx: click.Context) -> Course:
-    """The course named with `grade --course`, else the nearest course.toml."""
-    root = ctx.find_root()
-    return load_course(root.obj or find_course_file())
+    """The course, checked (its outline kept for `outline_of`)."""
+    return load_and_keep(course_file(ctx))
+
+
+def outline_of(ctx: click.Context) -> CourseOutline | None:
+    """The course's outline, kept from its last check on this machine where nothing it
+    depends on changed since (grader.course.outline); None: `course_of` checks it."""
+    return kept(course_file(ctx))

@@ -15,7 +15,8 @@ from grader.instructor import release, skeletons
 from grader.instructor.canvas import write_canvas
 from grader.instructor.class_report import write_report
 from grader.quoting import single_line
-from grader.report.scorecard import make_console, render_calibration
+from grader.report.console import make_console
+from grader.report.scorecard import render_calibration
 
 
 @click.command("calibrate")

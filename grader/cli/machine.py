@@ -9,8 +9,9 @@ from grader import doctor
 from grader.cli.context import EXIT_FAILED, EXIT_OK, course_of
 from grader.cli.parsing import FAIL_ON
 from grader.errors import GradeError
-from grader.languages.cutile import compile_check, toolchain
-from grader.report.scorecard import make_console, render_compile
+from grader.languages.cutile import toolchain
+from grader.report.console import make_console
+from grader.report.scorecard import render_compile
 
 
 @click.command("doctor")
@@ -24,7 +25,7 @@ def doctor_command() -> int:
 @click.command("compile")
 @click.argument("selectors", nargs=-1)
 @click.option("--solutions", is_flag=True, help="Compile the reference solutions (instructors, CI).")
-@click.option("--arch", "archs", multiple=True, default=compile_check.ARCHS, show_default=True,
+@click.option("--arch", "archs", multiple=True, default=toolchain.ARCHS, show_default=True,
               help="Target architecture; repeat for several.")
 @click.option("--fail-on", type=click.Choice(FAIL_ON), default="unfinished", show_default=True,
               help="What makes the exit code 1. unfinished: a stage not COMPILED, NOT STARTED "
@@ -37,6 +38,8 @@ def compile_command(ctx, selectors, solutions: bool, archs: tuple[str, ...], fai
     Name stages like `grade compile 3 softmax`, or `all` (the default). A stage that compiles
     is reported as COMPILED: that is a build check, not a correctness pass.
     """
+    from grader.languages.cutile import compile_check  # the sandbox's child: PyTorch
+
     course = course_of(ctx)
     if not toolchain.cuda_tile_version():
         raise GradeError(f"`grade compile` needs cuda-tile. Install it with: {toolchain.INSTALL_FIX}")

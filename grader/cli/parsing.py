@@ -8,20 +8,23 @@ from pathlib import Path
 import click
 
 from grader.backends import selection as backends
+from grader.cli.lazy import LazyGroup
 from grader.tracks import TRACKS
 
 
-class GradeGroup(click.Group):
+class GradeGroup(LazyGroup):
     """`grade stage3` is short for `grade stage stage3`: unknown command names are stages.
-    Grading options may stand before the stage too: `grade --track cutile 1`."""
+    Grading options may stand before the stage too: `grade --track cutile 1`. Its commands
+    are loaded when used (grader.cli.lazy); the hidden `stage` command is read for the
+    grading options on every line, so its module imports nothing heavy."""
 
     def parse_args(self, ctx, args):
-        return super().parse_args(ctx, self._grading_options_after_command(list(args)))
+        return super().parse_args(ctx, self._grading_options_after_command(ctx, list(args)))
 
-    def _grading_options_after_command(self, args: list[str]) -> list[str]:
+    def _grading_options_after_command(self, ctx, args: list[str]) -> list[str]:
         """Move grading options (and their values) that precede the command or stage name to
         just after it, where the command's own parser reads them."""
-        grading = {name: p for p in self.commands["stage"].params
+        grading = {name: p for p in self.get_command(ctx, "stage").params
                    if isinstance(p, click.Option) for name in p.opts}
         ours = {name for p in self.params if isinstance(p, click.Option) for name in p.opts}
         before, moved, i = [], [], 0
@@ -49,14 +52,14 @@ class GradeGroup(click.Group):
 
     def format_options(self, ctx, formatter):
         super().format_options(ctx, formatter)
-        records = [p.get_help_record(ctx) for p in self.commands["stage"].params
+        records = [p.get_help_record(ctx) for p in self.get_command(ctx, "stage").params
                    if isinstance(p, click.Option)]
         with formatter.section("Grading options (before or after the stage: grade --track cutile 1)"):
             formatter.write_dl([r for r in records if r])
 
     def resolve_command(self, ctx, args):
-        if args and args[0] not in self.commands and not args[0].startswith("-"):
-            return "stage", self.commands["stage"], args
+        if args and args[0] not in self.list_commands(ctx) and not args[0].startswith("-"):
+            return "stage", self.get_command(ctx, "stage"), args
         return super().resolve_command(ctx, args)
 
     def format_usage(self, ctx, formatter):
@@ -144,7 +147,7 @@ class StageCommand(GradingCommand):
             super().format_usage(ctx, formatter)
 
 
-# --fail-on's choices, what makes `grade` exit 1 rather than 0 (grader.cli.grade.exit_code).
+# --fail-on's choices, what makes `grade` exit 1 rather than 0 (grader.cli.requested.exit_code).
 FAIL_ON = ("unfinished", "failure", "never")
 
 

@@ -2,23 +2,41 @@
 
     model.py     the dataclasses: Course, Stage, Case, Speed, tolerances, submission rules,
                  hints (the common mistakes, matched against a stage's failures)
+    naming.py    the course's file names (and finding course.toml); a stage's name, and
+                 the stages a command names
+    outline.py   what `grade list` shows, kept from the course's last check
     schema.py    the file's shape as pydantic models, per problem
     checker.py   validation: every error names the file, the key path and what to fix
-    loading.py   finding course.toml, reading it and course.hidden.toml
+    loading.py   reading course.toml and course.hidden.toml
     policy.py    the class's policy: due date, late penalty, resubmission limit, hidden cases
     todos.py     which TODO blocks of a stage file still hold their placeholder
 
 course.toml, exercises/ and solutions/ are the course; this package only reads them.
+
+Its names are loaded when first asked for: checking course.toml needs pydantic and every
+problem (PyTorch), which a module that only reads a stage file's TODOs (todos.py) or the
+dataclasses has no use for.
 """
 
-from grader.course.loading import find_course_file, load_course
-from grader.course.model import (COURSE_FILE, HIDDEN_FILE, WHOLE_DIM, Case, Course, Hint, Hypothesis,
-                                 MemoryGrowth, Speed, Stage, SubmissionRules, Threshold, TimeLimit,
-                                 Tolerance, matching_hints)
-from grader.course.policy import (HIDDEN_DEFAULT, HIDDEN_VISIBILITY, LatePenalty, Lateness,
-                                  Policy)
+_LOADING = ("load_course",)
+_NAMING = ("COURSE_FILE", "HIDDEN_FILE", "find_course_file")
+_POLICY = ("HIDDEN_DEFAULT", "HIDDEN_VISIBILITY", "LatePenalty", "Lateness", "Policy")
 
 __all__ = ["COURSE_FILE", "HIDDEN_DEFAULT", "HIDDEN_FILE", "HIDDEN_VISIBILITY", "WHOLE_DIM",
            "Case", "Course", "Hint", "Hypothesis", "LatePenalty", "Lateness", "Policy",
            "MemoryGrowth", "Speed", "Stage", "SubmissionRules", "Threshold", "TimeLimit", "Tolerance",
            "find_course_file", "load_course", "matching_hints"]
+
+
+def __getattr__(name: str):
+    if name not in __all__:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name in _LOADING:
+        from grader.course import loading as holder
+    elif name in _NAMING:
+        from grader.course import naming as holder
+    elif name in _POLICY:
+        from grader.course import policy as holder
+    else:
+        from grader.course import model as holder
+    return getattr(holder, name)

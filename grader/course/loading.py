@@ -1,4 +1,8 @@
-"""Finding and reading course.toml, and the instructor's hidden cases next to it."""
+"""Reading course.toml, and the instructor's hidden cases next to it.
+
+The checker (pydantic, and every problem: PyTorch) is imported when a course is loaded, not
+with this module.
+"""
 
 from __future__ import annotations
 
@@ -6,27 +10,14 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from grader.course import schema
-from grader.course.checker import Checker
-from grader.course.model import COURSE_FILE, HIDDEN_FILE, Case, Course
+from grader.course.model import Case, Course
+from grader.course.naming import COURSE_FILE, HIDDEN_FILE
 from grader.errors import CourseError
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
-
-def find_course_file(start: Path | None = None) -> Path:
-    """The course.toml in `start` or the nearest folder above it."""
-    here = (start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        candidate = folder / COURSE_FILE
-        if candidate.is_file():
-            return candidate
-    raise CourseError(
-        f"No {COURSE_FILE} found in {here} or any folder above it. Run `grade` from inside "
-        "the course folder, or pass --course PATH/TO/course.toml."
-    )
 
 
 def load_course(path: Path) -> Course:
@@ -39,6 +30,8 @@ def load_course(path: Path) -> Course:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise CourseError(f"{path} is not valid TOML: {exc}.") from None
+    from grader.course.checker import Checker
+
     checker = Checker(path)
     course = checker.course(raw)
     checker.raise_if_errors()
@@ -60,6 +53,9 @@ def with_hidden_cases(course: Course, path: Path) -> Course:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise CourseError(f"{path} cannot be read as TOML: {exc}.") from None
+    from grader.course import schema
+    from grader.course.checker import Checker
+
     checker = Checker(path)
     top = checker.validate(raw, schema.HiddenFile)
     extra: dict[str, list[Case]] = {}

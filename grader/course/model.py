@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from grader.course.naming import HIDDEN_FILE, named, select, stage_name
 from grader.course.policy import Policy
-from grader.errors import StageSelectionError
-from grader.problems import Problem
 from grader.results import Failure
 
-COURSE_FILE = "course.toml"
-HIDDEN_FILE = "course.hidden.toml"  # instructor-only cases; `grade release` leaves it out
+if TYPE_CHECKING:  # the problems import PyTorch, which the dataclasses need not
+    from grader.problems import Problem
+
 WHOLE_DIM = "*"  # tile spec entry: one program owns the whole dimension
 
 
@@ -200,7 +200,12 @@ class Stage:
 
     @property
     def name(self) -> str:
-        return f"stage{self.number}"
+        return stage_name(self.number)
+
+    @property
+    def case_count(self) -> int:
+        """Its correctness cases, the hidden ones included."""
+        return len(self.cases)
 
     def tested_by(self, case: Case) -> list[str]:
         """The claims a case tests, in the lesson's words."""
@@ -232,18 +237,8 @@ class Course:
 
     def named(self, selectors) -> list[Stage]:
         """The stages named (`stage3`, `3`, `softmax`), in course order; none or `all`: all."""
-        wanted = [s for s in selectors if s != "all"]
-        chosen = {stage.id for stage in map(self.select, wanted)}
-        return [s for s in self.stages if not wanted or s.id in chosen]
+        return named(self.stages, selectors)
 
     def select(self, selector: str) -> Stage:
         """Find a stage by `stage3`, `3` or `softmax`."""
-        key = selector.strip().lower()
-        for stage in self.stages:
-            if key in (stage.name, str(stage.number), stage.id):
-                return stage
-        known = ", ".join(f"{s.name} ({s.id})" for s in self.stages)
-        raise StageSelectionError(
-            f"There is no stage '{selector}'. Stages: {known}. "
-            "Name one as `grade stage3`, `grade 3` or `grade softmax`, or run `grade list`."
-        )
+        return select(self.stages, selector)

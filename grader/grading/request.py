@@ -17,8 +17,10 @@ from pathlib import Path
 from grader.backends import selection as backends
 from grader.backends.selection import Selection
 from grader.course import Course, Stage
+from grader.course.outline import CourseOutline, StageOutline
 from grader.errors import GradeError
 from grader.intake import started_stages
+from grader.results import StageResult
 from grader.tracks import TRACKS
 
 
@@ -69,10 +71,13 @@ class TrackChoice:
 class GradingRequest:
     """What was asked: grade `stages` of `course` from the solutions, from `submission` (a
     folder laid out like exercises/, or one holding exercises/), or else from the course's
-    own exercises/. `module` grades that one file for the one stage asked for."""
+    own exercises/. `module` grades that one file for the one stage asked for. What it
+    decides reads only the course's folder and its stages' files: a course's outline
+    (grader.course.outline) does for a request answered before anything is graded
+    (grader.grading.unstarted)."""
 
-    course: Course
-    stages: tuple[Stage, ...]
+    course: Course | CourseOutline
+    stages: tuple[Stage | StageOutline, ...]
     backend: str = backends.AUTO
     track: str | None = None
     solutions: bool = False
@@ -209,3 +214,13 @@ class Grading:
         except ValueError:
             shown = str(path)
         return StageFile(path, shown)
+
+    def label(self, stage: Stage) -> str:
+        """How the progress names a stage while it is graded."""
+        return f"{stage.name} {stage.id} [{self.selection.backend.name}]"
+
+    def new_result(self, stage: Stage) -> StageResult:
+        """The result of a stage before anything is graded."""
+        return StageResult(number=stage.number, id=stage.id, title=stage.title,
+                           backend=self.selection.backend.name, module=self.file(stage).shown,
+                           max_points=stage.points)

@@ -28,7 +28,7 @@ from grader.intake import read_submission
 from grader.judge.stage import StageCheck
 from grader.results import READIED, CaseResult, CheckResult, Failure
 from grader.sandbox import ChildProcess
-from grader.speed import check as speed
+from grader.speed import scope
 from grader.speed.check import SpeedCheck
 
 NEEDS_CORRECTNESS = "needs all correctness cases to pass first"
@@ -88,7 +88,7 @@ class StageSession:
     @cached_property
     def no_speed(self) -> str | None:
         """Why this stage's speed cannot be graded on this backend at all (None: it can)."""
-        return speed.not_graded_reason(self.stage, self.grading.selection)
+        return scope.not_graded_reason(self.stage, self.grading.selection)
 
     def open(self) -> TodoState:
         """Read the file and load it in its processes; its TODOs. Raises grader.intake.NotRun

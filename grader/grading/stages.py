@@ -83,10 +83,7 @@ def grade_session(session: StageSession, progress: CaseProgress | None,
 
 def new_result(session: StageSession) -> StageResult:
     """The result of the session's stage before anything is graded."""
-    stage, grading = session.stage, session.grading
-    return StageResult(number=stage.number, id=stage.id, title=stage.title,
-                       backend=grading.selection.backend.name, module=session.file.shown,
-                       max_points=stage.points)
+    return session.grading.new_result(session.stage)
 
 
 def judge_correctness(session: StageSession, result: StageResult,
@@ -253,7 +250,7 @@ def _graded(grading: Grading, progress: Progress) -> Report:
             label = _label(session)
             started = shown_clock.now()
             result = new_result(session)
-            with progress(label, len(session.stage.cases)) as cases:
+            with progress(label, session.stage.case_count) as cases:
                 timed = judge_correctness(session, result, cases, sessions[index + 1:])
             if not timed:  # whole already: nothing of it stays
                 close(session, result)
@@ -287,8 +284,7 @@ def _graded(grading: Grading, progress: Progress) -> Report:
 
 
 def _label(session: StageSession) -> str:
-    stage = session.stage
-    return f"{stage.name} {stage.id} [{session.grading.selection.backend.name}]"
+    return session.grading.label(session.stage)
 
 
 def _keep(report: Report, judged: list[_Judged], grading: Grading, start: float,

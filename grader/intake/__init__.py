@@ -62,9 +62,9 @@ def read_submission(path: Path, shown: str, rules) -> TodoState:
                      f"{shown} is missing; restore it from the course handout.")
     source = _source(path, shown)
     todos = todo_state(source)
-    if todos.not_started:
-        numbers = ", ".join(str(n) for n in todos.todos)
-        raise NotRun(Status.NOT_STARTED, f"fill in TODO {numbers} in {shown}")
+    unstarted = not_started(todos, shown)
+    if unstarted is not None:
+        raise unstarted
     try:
         findings = screen(source, path.name, rules)
     except Unreadable as exc:
@@ -74,6 +74,15 @@ def read_submission(path: Path, shown: str, rules) -> TodoState:
     if findings:
         raise NotRun(Status.ERROR, describe_findings(findings))
     return todos
+
+
+def not_started(todos: TodoState, shown: str) -> NotRun | None:
+    """A stage file (`shown` as messages name it) whose every TODO still holds its
+    placeholder: NOT STARTED, and what to fill in. None: it is started."""
+    if not todos.not_started:
+        return None
+    numbers = ", ".join(str(n) for n in todos.todos)
+    return NotRun(Status.NOT_STARTED, f"fill in TODO {numbers} in {shown}")
 
 
 def _source(path: Path, shown: str) -> str:

@@ -21,13 +21,6 @@ FAILURES_SHOWN = 2  # per stage, unless --verbose
 OUTPUT_LINES = 40  # of what a submission printed, per stage, unless --verbose
 
 
-def make_console(stderr: bool = False) -> Console:
-    """A console for the scorecard: the terminal's width, or 120 columns in a CI log."""
-    probe = Console(stderr=stderr)
-    width = None if probe.is_terminal else max(probe.width, 120)
-    return Console(stderr=stderr, highlight=False, width=width)
-
-
 def render(report: Report, console: Console, verbose: bool = False) -> None:
     """What each submission printed, then the scorecard, the speed table where speed was
     graded, what to fix, and last the total: whatever a submission's text says above it, the

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from grader import shown_clock, timing
-from grader.backends.selection import Selection, dtype_unsupported, gpu_arch, gpu_name
+from grader.backends.selection import Selection, dtype_unsupported, gpu_arch
 from grader.course import Case, Stage, Threshold
 from grader.problems import DTYPES
 from grader.results import Failure, SpeedCase, SpeedResult
@@ -62,19 +62,6 @@ def merge_benchmark_files(parts: list[Path], out: Path) -> None:
         part.unlink()
     if merged is not None:
         out.write_text(json.dumps(merged, indent=2))
-
-
-def not_graded_reason(stage: Stage, selection: Selection) -> str | None:
-    """Why speed cannot be graded for this stage and backend (None: it can)."""
-    if selection.backend.device != "cuda":
-        return "needs a GPU"
-    if stage.speed is None:
-        return "no speed cases in course.toml"
-    arch = gpu_arch()
-    if stage.speed.threshold(arch, selection.backend.name) is None:
-        return (f"no thresholds for {gpu_name()} ({arch}) with {selection.backend.name} in "
-                f"course.toml; run `grade calibrate --write` on this GPU")
-    return None
 
 
 @dataclass

@@ -21,7 +21,7 @@ import yaml  # the test extra: GitHub and GitLab read these files as YAML
 from conftest import COURSE_PARTS, copy_course
 
 from grader.cli import cli
-from grader.cli.grade import exit_code
+from grader.cli.requested import exit_code
 from grader.report import junit, markdown
 from grader.results import Report, SpeedResult, StageResult, Status
 
@@ -71,11 +71,12 @@ def parses(args: list[str]) -> bool:
     """Whether `grade ARGS` parses: the command exists and every option and value is valid.
     Nothing runs."""
     name, *rest = args
-    command = cli.commands.get(name)
+    group = click.Context(cli, info_name="grade")
+    command = cli.get_command(group, name)
     if command is None:  # `grade stage3 ...` is the hidden `stage` command
-        command, rest = cli.commands["stage"], args
+        command, rest = cli.get_command(group, "stage"), args
     try:
-        command.make_context(name, list(rest), parent=click.Context(cli, info_name="grade"))
+        command.make_context(name, list(rest), parent=group)
     except click.UsageError:
         return False
     return True

@@ -604,7 +604,7 @@ def test_hidden_cases_are_shown_after_publishing_unless_the_policy_says(tmp_path
 def test_grade_writes_hidden_cases_as_the_policy_says(tmp_path, run_grade, monkeypatch):
     """The Gradescope autograder's results.json: a hidden case's test is shown when the
     course's [policy] hidden_cases says."""
-    from grader.cli import grade as grade_cli
+    from grader.cli import run as cli_run
 
     course = _course(tmp_path, '\n[policy]\nhidden_cases = "after_due_date"\n')
     stage = StageResult(1, "vector_add", "Vector add", "triton-interpret",
@@ -614,7 +614,7 @@ def test_grade_writes_hidden_cases_as_the_policy_says(tmp_path, run_grade, monke
     stage.conclude(1)
     report = Report(course.title, "exercises", "triton-interpret", "", {"gpu": None}, "now",
                     stages=[stage])
-    monkeypatch.setattr(grade_cli.grading, "grade", lambda grading, progress: report)
+    monkeypatch.setattr(cli_run.grading, "grade", lambda grading, progress: report)
     results = tmp_path / "results.json"
     run_grade("--course", str(course.path), "all", "--backend", "triton-interpret",
               "--gradescope", str(results))

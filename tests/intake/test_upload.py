@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from grader.cli.grade import how_to_submit
+from grader.cli.run import how_to_submit
 from grader.course import load_course
 from grader.intake import upload
 from grader.intake.overlay import as_submitted, laid_out, student_text

@@ -86,7 +86,7 @@ def test_the_commands_own_seconds_outside_the_run_are_shown_beside_it():
 def test_a_process_knows_how_long_it_has_run():
     import time
 
-    from grader.cli.grade import process_seconds
+    from grader.cli.run import process_seconds
 
     first = process_seconds()
     assert first is not None and 0.0 < first < 24 * 3600  # this test's process, on Linux

@@ -30,6 +30,7 @@ from grader.sandbox.replayer import ReplayProcess
 from grader.sandbox.outcomes import Batch
 from grader.speed import ceilings
 from grader.speed import check as speed
+from grader.speed import scope
 from grader.speed import trial
 from grader.speed.trial import TimedCase, Trial
 
@@ -89,7 +90,7 @@ def fake_gpu_timing(monkeypatch):
     monkeypatch.setattr(Trial, "baseline_batch", lambda self, seeds, key: (
         [BASELINE_MS] * len(seeds), BASELINE_MS * len(seeds)))
     monkeypatch.setattr(ceilings, "ceilings", lambda remeasure=False: FAKE_LIMITS)
-    monkeypatch.setattr(speed, "not_graded_reason", lambda stage, selection: None)
+    monkeypatch.setattr(scope, "not_graded_reason", lambda stage, selection: None)
     monkeypatch.setattr(speed, "gpu_arch", lambda: "sm_90")
     interpret = backends.select("triton-interpret")
     # Named like the GPU backend so that course.toml's thresholds.sm_90.triton applies.
@@ -314,7 +315,7 @@ def test_measure_flushes_with_the_flush_it_is_given_before_every_call(monkeypatc
 
 def test_no_gpu_means_not_graded(course, interpret):
     stage = course.select("matmul")
-    assert speed.not_graded_reason(stage, interpret) == "needs a GPU"
+    assert scope.not_graded_reason(stage, interpret) == "needs a GPU"
 
 
 def _case(name: str, passed: bool, failure: Failure | None = None) -> CaseResult:
@@ -337,7 +338,7 @@ def test_grade_and_plain_pytest_time_speed_after_the_same_results(
     from grader.grading.request import GradingRequest
     from grader.grading.session import NEEDS_CORRECTNESS, StageSession
 
-    monkeypatch.setattr(speed, "not_graded_reason", lambda stage, selection: None)
+    monkeypatch.setattr(scope, "not_graded_reason", lambda stage, selection: None)
     stage = course.select("vector_add")
     two = dataclasses.replace(stage, cases=stage.cases[:2])
     grading = GradingRequest(course, (two,), interpret.backend.name, module=ROOT / "none.py",
@@ -369,10 +370,10 @@ def test_every_stage_has_speed_thresholds_per_architecture(course):
     ("sm_75", "cutile", False), ("sm_89", "triton", False), ("sm_120", "cutile", False)])
 def test_a_gpu_without_thresholds_for_its_architecture_is_not_graded(
         monkeypatch, course, arch, backend, graded):
-    monkeypatch.setattr(speed, "gpu_arch", lambda: arch)
-    monkeypatch.setattr(speed, "gpu_name", lambda: "Some GPU")
+    monkeypatch.setattr(scope, "gpu_arch", lambda: arch)
+    monkeypatch.setattr(scope, "gpu_name", lambda: "Some GPU")
     gpu = backends.Selection(dataclasses.replace(backends.BACKENDS[backend], device="cuda"), "test")
-    reason = speed.not_graded_reason(course.select("matmul"), gpu)
+    reason = scope.not_graded_reason(course.select("matmul"), gpu)
     if graded:
         assert reason is None
     else:

@@ -5,9 +5,7 @@ picks one."""
 
 from __future__ import annotations
 
-import torch
-
-from grader.backends.selection import gpu_arch, no_gpu
+from grader.backends.selection import cuda_available, gpu_arch, gpu_name, no_gpu
 from grader.languages.cutile import toolchain
 
 MAJORS = (8, 9, 10, 11, 12)  # compute capabilities cuTile compiles for
@@ -25,10 +23,12 @@ def gpu_missing() -> str | None:
         return (f"cuTile kernels run only on a CUDA GPU, and this machine has {instead}. Here "
                 "they can be compile-checked with `grade compile`; the Triton track runs on the "
                 "CPU with --backend triton-interpret.")
+    import torch  # a GPU is here: PyTorch was asked already
+
     major, minor = torch.cuda.get_device_capability()
     if major not in MAJORS:
         return (
-            f"{torch.cuda.get_device_name()} has compute capability {major}.{minor}; cuTile "
+            f"{gpu_name()} has compute capability {major}.{minor}; cuTile "
             "supports 8.x, 9.x, 10.x, 11.x and 12.x. Use --backend triton."
         )
     found = toolchain.inspect_toolchain()
@@ -68,7 +68,7 @@ def note() -> str:
 
 def reason(device: str) -> str:
     if device == "cuda":
-        return f"{note()} on {torch.cuda.get_device_name()}"
-    cause = ("no CUDA GPU" if not torch.cuda.is_available()
+        return f"{note()} on {gpu_name()}"
+    cause = ("no CUDA GPU" if not cuda_available()
              else "cuTile cannot run on this GPU; `grade doctor` says why")
     return f"{cause}, so the grader's simulator runs the cuTile kernels on the CPU"

@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 
 from grader.course import Course, Stage
 from grader.course.todos import todo_state
+from grader.languages.cutile.toolchain import ARCHS
 from grader.sandbox import ChildProcess
 from grader.protocol import ProtocolError, check
 from grader.quoting import said, single_line
 from grader.sandbox.screening import describe, screen
 from grader.sandbox.submission import SubmissionError
 
-ARCHS = ("sm_80", "sm_90", "sm_100", "sm_120")
 _EM_CUDA = 190  # the ELF machine number of CUDA binaries
 _BUILD = {"arch": str, "ok": bool, "seconds": float, "error": str, "cubins": int}
 

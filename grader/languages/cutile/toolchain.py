@@ -26,6 +26,8 @@ from pathlib import Path
 from grader import cache
 
 CACHE_FILE = cache.ROOT / "cutile-probe.json"
+# The architectures a cuTile stage is compiled for without a GPU (`grade compile`).
+ARCHS = ("sm_80", "sm_90", "sm_100", "sm_120")
 # The CUDA toolkit a CUDA_HOME must hold for tileiras (its ptxas and libnvvm).
 TILEIRAS_CUDA = "CUDA 13.3 or newer"
 INSTALL_FIX = "python -m grader.install cutile  (or: pip install 'cuda-tile[tileiras]')"

@@ -9,9 +9,7 @@ import importlib.util
 import os
 import sys
 
-import torch
-
-from grader.backends.selection import no_gpu
+from grader.backends.selection import gpu_name, no_gpu
 from grader.errors import BackendUnavailable
 
 # Colab's free T4 (sm_75) is the oldest GPU graded: Triton runs there.
@@ -32,9 +30,11 @@ def cuda_missing() -> str | None:
     if instead:
         return (f"needs a CUDA GPU, and this machine has {instead}. "
                 "Use --backend triton-interpret to run kernels on the CPU.")
+    import torch  # a GPU is here: PyTorch was asked already
+
     major, minor = torch.cuda.get_device_capability()
     if (major, minor) < MIN_CAPABILITY:
-        name = torch.cuda.get_device_name()
+        name = gpu_name()
         return (f"{name} has compute capability {major}.{minor}; the course's Triton kernels "
                 "need 7.5 (a T4) or newer.")
     return None
@@ -61,7 +61,7 @@ def set_mode(backend) -> None:
 
 def reason(device: str) -> str:
     if device == "cuda":
-        return f"CUDA GPU found: {torch.cuda.get_device_name()}"
+        return f"CUDA GPU found: {gpu_name()}"
     return "no usable CUDA GPU, so Triton's interpreter runs on the CPU"
 
 
