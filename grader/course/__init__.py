@@ -12,13 +12,13 @@ course.toml, exercises/ and solutions/ are the course; this package only reads t
 """
 
 from grader.course.loading import find_course_file, load_course
-from grader.course.model import (COURSE_FILE, HIDDEN_FILE, WHOLE_DIM, Case, Course, Hint, Hypothesis,
-                                 MemoryGrowth, Speed, Stage, SubmissionRules, Threshold, TimeLimit,
-                                 Tolerance, matching_hints)
+from grader.course.model import (COURSE_FILE, HIDDEN_FILE, WHOLE_DIM, Case, Course, FromLaunch,
+                                 Hint, Hypothesis, MemoryGrowth, Speed, Stage, SubmissionRules,
+                                 Threshold, TimeLimit, Tolerance, matching_hints)
 from grader.course.policy import (HIDDEN_DEFAULT, HIDDEN_VISIBILITY, LatePenalty, Lateness,
                                   Policy)
 
 __all__ = ["COURSE_FILE", "HIDDEN_DEFAULT", "HIDDEN_FILE", "HIDDEN_VISIBILITY", "WHOLE_DIM",
-           "Case", "Course", "Hint", "Hypothesis", "LatePenalty", "Lateness", "Policy",
+           "Case", "Course", "FromLaunch", "Hint", "Hypothesis", "LatePenalty", "Lateness", "Policy",
            "MemoryGrowth", "Speed", "Stage", "SubmissionRules", "Threshold", "TimeLimit", "Tolerance",
            "find_course_file", "load_course", "matching_hints"]
