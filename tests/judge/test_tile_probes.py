@@ -1,16 +1,18 @@
 """Experiments on the tiles a kernel loops over: the probe whose value the case's launch gives
-(N within one key tile of the BLOCK_N it was launched with)."""
+(N within one key tile of the BLOCK_N it was launched with), and the guard that lets it speak
+only where the tiles are what it changes."""
 
 import torch
 
 from grader.course import FromLaunch, Hypothesis
 from grader.judge import experiments
 from grader.problems import Call
-from grader.problems.evidence import Evidence, Finding
+from grader.problems.evidence import Evidence, across_tiles
 
 ONE_TILE = Hypothesis("across_tiles", "{tiles} tiles of {tile}", experiment="several",
                       probe=(("K", FromLaunch(("BLOCK_K", "TILE_K"), 1)),))
-SEVERAL = {"several": lambda ev: Finding(facts={"tile": 32, "tiles": 3})}
+SEVERAL = {"several": lambda ev: across_tiles(ev, ev.call.args[0].shape[1],
+                                              ("BLOCK_K", "TILE_K"), "K")}
 
 
 def matmul_evidence(got, want, constants, k=70):
@@ -47,3 +49,20 @@ def test_a_probe_whose_launch_value_is_unknown_is_not_run_and_names_nothing():
     assert experiments.confirmed(ev, [ONE_TILE], SEVERAL,
                                  lambda changes: asked.append(changes) or "ran") == []
     assert asked == []
+
+
+def test_the_experiment_behind_a_one_tile_probe_holds_only_where_tiles_are_what_it_changes():
+    want = torch.ones(4, 3)
+    several = matmul_evidence(2 * want, want, {"BLOCK_K": 32})
+    assert across_tiles(several, 70, ("BLOCK_K",), "K").facts == {"tile": 32, "tiles": 3}
+    assert across_tiles(several, 32, ("BLOCK_K",), "K") is None  # one tile: nothing to tell
+    assert across_tiles(several, 70, ("TILE_K",), "K") is None  # no such launch constant
+    overflowed = matmul_evidence(torch.full((4, 3), torch.inf), want, {"BLOCK_K": 32})
+    assert across_tiles(overflowed, 70, ("BLOCK_K",), "K") is None  # a shorter K overflows less
+    rounded = 1.0 * want
+    rounded[0, :2] = 1.5  # a few elements wrong: rounding a shorter K would hide too
+    assert across_tiles(matmul_evidence(rounded, want, {"BLOCK_K": 32}), 70,
+                        ("BLOCK_K",), "K") is None
+    zeros = torch.zeros(4, 3)
+    assert across_tiles(matmul_evidence(zeros, want, {"BLOCK_K": 32}), 70,
+                        ("BLOCK_K",), "K") is None  # rows of zeros are only observed
