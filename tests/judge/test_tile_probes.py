@@ -1,13 +1,16 @@
 """Experiments on the tiles a kernel loops over: the probe whose value the case's launch gives
-(N within one key tile of the BLOCK_N it was launched with), and the guard that lets it speak
-only where the tiles are what it changes."""
+(N within one key tile of the BLOCK_N it was launched with), the guard that lets it speak
+only where the tiles are what it changes, and attention's recomputes of mistakes in the loop
+over key tiles, each checked against that loop run step by step as a kernel runs it."""
+
+import math
 
 import torch
 
 from grader.course import FromLaunch, Hypothesis
 from grader.judge import experiments
-from grader.problems import Call
-from grader.problems.evidence import Evidence, across_tiles
+from grader.problems import PROBLEMS, Call
+from grader.problems.evidence import Evidence, across_tiles, experiment
 
 ONE_TILE = Hypothesis("across_tiles", "{tiles} tiles of {tile}", experiment="several",
                       probe=(("K", FromLaunch(("BLOCK_K", "TILE_K"), 1)),))
@@ -66,3 +69,71 @@ def test_the_experiment_behind_a_one_tile_probe_holds_only_where_tiles_are_what_
     zeros = torch.zeros(4, 3)
     assert across_tiles(matmul_evidence(zeros, want, {"BLOCK_K": 32}), 70,
                         ("BLOCK_K",), "K") is None  # rows of zeros are only observed
+
+
+def attention_loop(q, k, v, scale, causal, rows, cols, *, update_max=True, masked=-math.inf,
+                   keep_n=False):
+    """Attention as the kernels' loop over key tiles computes it, query tile by query tile,
+    in float32: masked scores `masked`, the key bound `<= N` where `keep_n`, the running
+    maximum left at -inf unless `update_max`. Padded keys and values are 0."""
+    n = q.shape[-2]
+    total = -(-n // cols) * cols
+    kp = torch.cat([k, k.new_zeros(*k.shape[:-2], total - n, k.shape[-1])], -2)
+    vp = torch.cat([v, v.new_zeros(*v.shape[:-2], total - n, v.shape[-1])], -2)
+    out = torch.empty_like(q)
+    for start_m in range(0, n, rows):
+        qi = q[..., start_m:start_m + rows, :]
+        offs_m = torch.arange(start_m, start_m + qi.shape[-2])[:, None]
+        m_i = torch.full(qi.shape[:-1] + (1,), -math.inf)
+        l_i, acc = torch.zeros_like(m_i), torch.zeros_like(qi)
+        hi = min(n, start_m + rows) if causal else n
+        for start_n in range(0, hi, cols):
+            offs_n = torch.arange(start_n, start_n + cols)[None, :]
+            s = qi @ kp[..., start_n:start_n + cols, :].transpose(-1, -2) * scale
+            visible = offs_n <= n if keep_n else offs_n < n
+            if causal:
+                visible = visible & (offs_n <= offs_m)
+            s = torch.where(visible, s, torch.tensor(masked))
+            m_new = torch.maximum(m_i, s.amax(-1, keepdim=True))
+            alpha, p = torch.exp(m_i - m_new), torch.exp(s - m_new)
+            l_i = l_i * alpha + p.sum(-1, keepdim=True)
+            acc = acc * alpha + p @ vp[..., start_n:start_n + cols, :]
+            m_i = m_new if update_max else m_i
+        out[..., start_m:start_m + rows, :] = acc / l_i
+    return out
+
+
+def attention_case(n, causal, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(1, 2, n, 16, generator=gen) for _ in range(3))
+    call = Call((q, k, v), {"causal": causal})
+    return call, attention_loop(q, k, v, 0.25, causal, 64, 32)
+
+
+def attention_evidence(got, call, want):
+    return Evidence(got, want, call, torch.float32, 1e-3, 1e-3,
+                    {"BLOCK_M": 64, "BLOCK_N": 32, "HEAD_DIM": 16})
+
+
+def recompute(name, ev):
+    found = list(experiment(PROBLEMS["flash_attention"].experiments[name]).findings(ev))
+    return [f for f in found if f.holds(ev)]
+
+
+def test_attention_with_masked_scores_of_zero_is_told_apart_from_padding_and_the_causal_mask():
+    call, want = attention_case(100, True)
+    got = attention_loop(*call.args, 0.25, True, 64, 32, masked=0.0)
+    ev = attention_evidence(got, call, want)
+    assert recompute("masked_scores_zero", ev)
+    assert not recompute("causal_mask_inverted", ev) and not recompute("next_key_seen", ev)
+    plain, want = attention_case(100, False)  # no causal mask: every padded key seen
+    got = attention_loop(*plain.args, 0.25, False, 64, 32, masked=0.0)
+    assert recompute("padded_keys_seen", attention_evidence(got, plain, want))
+    assert not recompute("masked_scores_zero", attention_evidence(got, plain, want))
+
+
+def test_attention_whose_key_bound_keeps_n_sees_one_padded_key_not_all():
+    call, want = attention_case(1, False)
+    got = attention_loop(*call.args, 0.25, False, 64, 32, keep_n=True)
+    ev = attention_evidence(got, call, want)
+    assert recompute("one_padded_key_seen", ev) and not recompute("padded_keys_seen", ev)
