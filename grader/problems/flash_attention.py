@@ -9,7 +9,8 @@ import math
 import torch
 import torch.nn.functional as F
 
-from grader.problems.evidence import Cause, Evidence, Experiment, Finding, observed, row_factor
+from grader.problems.evidence import (Cause, Evidence, Experiment, Finding, across_tiles,
+                                      observed, row_factor)
 from grader.problems.base import (Call, Param, Problem, Work, element_size, in_f32,
                                   misread_strides, randn)
 
@@ -253,6 +254,20 @@ def _causal_variant(ev: Evidence, kept) -> torch.Tensor | None:
     return out.masked_fill(lost[:, None], torch.nan)
 
 
+def _last_key_tile(ev: Evidence) -> Finding | None:
+    """Each query's last key tile alone (the keys it may see there): what the earlier key
+    tiles added to the running sum and the accumulator is lost. A query that may see no key
+    of its last tile is NaN: its running maximum is -inf, and -inf - (-inf) is NaN."""
+    seen = _visited(ev)
+    if seen is None or ev.want.shape[-2] <= seen[-1]:
+        return None  # one key tile: nothing before it to lose
+    q, k, v, scale, causal, i, j, end, cols = seen
+    n = k.shape[-2]
+    kept = (j >= (end.clamp_max(n) - 1) // cols * cols) & (j <= i if causal else j < n)
+    s = ((q @ k.transpose(-1, -2)) * scale).masked_fill(~kept, -torch.inf)
+    return Finding(torch.softmax(s, -1) @ v, {"tile": cols})
+
+
 def _masked_scores_zero(ev: Evidence) -> torch.Tensor | None:
     """Every score a mask switches off given 0, not -inf, in the key tiles the loop visits:
     the keys after the query and the padding past N (a key of zeros, whose value row is 0)
@@ -268,6 +283,19 @@ def _masked_scores_zero(ev: Evidence) -> torch.Tensor | None:
     j = torch.arange(n + pad)[None, :]
     s = torch.where((j <= i) & (j < n), s, 0.0).masked_fill(j >= end, -torch.inf)
     return torch.softmax(s, -1) @ torch.cat([v, v.new_zeros(*v.shape[:-2], pad, v.shape[-1])], -2)
+
+
+def _several_key_tiles(ev: Evidence) -> Finding | None:
+    """The experiment behind the probe that replays the kernel on one key tile (N within
+    the launch's BLOCK_N): the case spans several (evidence.across_tiles). Without a causal
+    mask only (with one, a shorter N also moves the diagonal through the tiles), and where
+    rows of the first query tile are wrong: N within one key tile is within one query tile
+    too, and a fault in how the query tiles are indexed leaves the first one right."""
+    rows = ev.constant("BLOCK_M", "TILE_M")
+    if ev.call is None or ev.call.kwargs["causal"] or not rows or \
+            not ev.bad[..., :rows, :].any():
+        return None
+    return across_tiles(ev, ev.want.shape[-2], ("BLOCK_N", "TILE_N"), "N")
 
 
 def _mask_inverted(ev: Evidence) -> torch.Tensor | None:
@@ -314,6 +342,8 @@ PROBLEM = Problem(
                  "sum_not_rescaled": _rescale_left_out(True, False),
                  "nothing_rescaled": _rescale_left_out(False, False),
                  "not_divided": _not_divided,
+                 "last_key_tile_only": Experiment(_last_key_tile, ("tile",)),
                  "masked_scores_zero": _masked_scores_zero,
+                 "several_key_tiles": Experiment(_several_key_tiles, ("tile", "tiles")),
                  "inputs_misread": Experiment(_inputs_misread, ("strides", "own"))},
 )

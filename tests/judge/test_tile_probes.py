@@ -120,6 +120,19 @@ def recompute(name, ev):
     return [f for f in found if f.holds(ev)]
 
 
+def test_attention_with_a_running_maximum_never_updated_keeps_the_last_key_tile_alone():
+    for causal in (False, True):
+        call, want = attention_case(100, causal)
+        q, k, v = call.args
+        got = attention_loop(q, k, v, 0.25, causal, 64, 32, update_max=False)
+        ev = attention_evidence(got, call, want)
+        (found,) = recompute("last_key_tile_only", ev)
+        assert found.facts == {"tile": 32}
+        assert not recompute("masked_scores_zero", ev) and not recompute("not_divided", ev)
+    one_tile, want = attention_case(20, False)
+    assert recompute("last_key_tile_only", attention_evidence(want + 1, one_tile, want)) == []
+
+
 def test_attention_with_masked_scores_of_zero_is_told_apart_from_padding_and_the_causal_mask():
     call, want = attention_case(100, True)
     got = attention_loop(*call.args, 0.25, True, 64, 32, masked=0.0)
@@ -137,3 +150,17 @@ def test_attention_whose_key_bound_keeps_n_sees_one_padded_key_not_all():
     got = attention_loop(*call.args, 0.25, False, 64, 32, keep_n=True)
     ev = attention_evidence(got, call, want)
     assert recompute("one_padded_key_seen", ev) and not recompute("padded_keys_seen", ev)
+
+
+def test_attention_one_key_tile_probe_speaks_only_without_a_causal_mask_and_for_query_tile_0():
+    call, want = attention_case(100, False)
+    wrong = want.clone()
+    wrong[..., :, :] += 1
+    (found,) = recompute("several_key_tiles", attention_evidence(wrong, call, want))
+    assert found.facts == {"tile": 32, "tiles": 4}
+    causal, causal_want = attention_case(100, True)
+    assert recompute("several_key_tiles", attention_evidence(causal_want + 1, causal,
+                                                             causal_want)) == []
+    later = want.clone()
+    later[..., 64:, :] += 1  # only the second query tile wrong: the query tiles' indexing
+    assert recompute("several_key_tiles", attention_evidence(later, call, want)) == []
