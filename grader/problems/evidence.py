@@ -138,6 +138,21 @@ def across_tiles(ev: Evidence, size: int, names: tuple[str, ...], what: str) -> 
                        "elements are wrong")
 
 
+def first_only(ev: Evidence, dims: int) -> Finding | None:
+    """Only the output's first index along its leading `dims` dimensions holds numbers, and
+    they are right; the rest hold none (never written), while the watch saw programs that
+    stored nothing (its `idle` finding): the programs that stored all worked on the first."""
+    lead = ev.want.shape[:dims]
+    if ev.call is None or not ev.found("idle") or int(torch.tensor(lead).prod()) < 2:
+        return None
+    expected = torch.full_like(ev.want, torch.nan)
+    first = (0,) * dims
+    expected[first] = ev.want[first]
+    return Finding(expected, {"others": int(torch.tensor(lead).prod()) - 1},
+                   "the output's first slice matches the reference and no other holds a "
+                   "number (never written), while some programs stored nothing (the watch)")
+
+
 def row_factor(ev: Evidence) -> float | None:
     """Whether every row of the output is the reference times one factor of its own (not 1,
     not 0): a normalisation missing or applied to the wrong sum. The median factor, or None.

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from grader.problems.evidence import (Cause, Evidence, Experiment, Finding, across_tiles,
-                                      observed, row_factor)
+                                      first_only, observed, row_factor)
 from grader.problems.base import (Call, Param, Problem, Work, element_size, in_f32,
                                   misread_strides, randn)
 
@@ -345,5 +345,6 @@ PROBLEM = Problem(
                  "last_key_tile_only": Experiment(_last_key_tile, ("tile",)),
                  "masked_scores_zero": _masked_scores_zero,
                  "several_key_tiles": Experiment(_several_key_tiles, ("tile", "tiles")),
+                 "first_pair_only": Experiment(lambda ev: first_only(ev, 2), ("others",)),
                  "inputs_misread": Experiment(_inputs_misread, ("strides", "own"))},
 )

@@ -10,7 +10,7 @@ import torch
 from grader.course import FromLaunch, Hypothesis
 from grader.judge import experiments
 from grader.problems import PROBLEMS, Call
-from grader.problems.evidence import Evidence, across_tiles, experiment
+from grader.problems.evidence import Evidence, across_tiles, experiment, first_only
 
 ONE_TILE = Hypothesis("across_tiles", "{tiles} tiles of {tile}", experiment="several",
                       probe=(("K", FromLaunch(("BLOCK_K", "TILE_K"), 1)),))
@@ -69,6 +69,21 @@ def test_the_experiment_behind_a_one_tile_probe_holds_only_where_tiles_are_what_
     zeros = torch.zeros(4, 3)
     assert across_tiles(matmul_evidence(zeros, want, {"BLOCK_K": 32}), 70,
                         ("BLOCK_K",), "K") is None  # rows of zeros are only observed
+
+
+def test_only_the_first_slice_written_is_confirmed_with_the_watch_seeing_idle_programs():
+    want = torch.randn(2, 3, 5, 4)
+    got = torch.full_like(want, torch.nan)
+    got[0, 0] = want[0, 0]
+    idle = [{"kind": "idle", "text": "4 of the 8 programs stored nothing"}]
+    ev = Evidence(got, want, Call((want,)), torch.float32, 1e-3, 1e-3, {}, idle)
+    found = first_only(ev, 2)
+    assert found.holds(ev) and found.facts == {"others": 5}
+    assert first_only(Evidence(got, want, Call((want,)), torch.float32, 1e-3, 1e-3), 2) is None
+    other = got.clone()
+    other[0, 1] = want[0, 1]  # a second pair written too: not the first alone
+    both = Evidence(other, want, Call((want,)), torch.float32, 1e-3, 1e-3, {}, idle)
+    assert not first_only(both, 2).holds(both)
 
 
 def attention_loop(q, k, v, scale, causal, rows, cols, *, update_max=True, masked=-math.inf,
