@@ -23,7 +23,7 @@ _NAMING = ("COURSE_FILE", "HIDDEN_FILE", "find_course_file")
 _POLICY = ("HIDDEN_DEFAULT", "HIDDEN_VISIBILITY", "LatePenalty", "Lateness", "Policy")
 
 __all__ = ["COURSE_FILE", "HIDDEN_DEFAULT", "HIDDEN_FILE", "HIDDEN_VISIBILITY", "WHOLE_DIM",
-           "Case", "Course", "Hint", "Hypothesis", "LatePenalty", "Lateness", "Policy",
+           "Case", "Course", "FromLaunch", "Hint", "Hypothesis", "LatePenalty", "Lateness", "Policy",
            "MemoryGrowth", "Speed", "Stage", "SubmissionRules", "Threshold", "TimeLimit", "Tolerance",
            "find_course_file", "load_course", "matching_hints"]
 

@@ -16,8 +16,8 @@ from pydantic import BaseModel, ValidationError
 from grader.backends.selection import BACKENDS
 from grader.course import schema
 from grader.course.policy import LatePenalty, Policy
-from grader.course.model import (WHOLE_DIM, Case, Course, Hint, Hypothesis, MemoryGrowth, Speed, Stage,
-                                 SubmissionRules, Threshold, TimeLimit, Tolerance)
+from grader.course.model import (WHOLE_DIM, Case, Course, FromLaunch, Hint, Hypothesis, MemoryGrowth,
+                                 Speed, Stage, SubmissionRules, Threshold, TimeLimit, Tolerance)
 from grader.errors import CourseError
 from grader.problems import DTYPES, PROBLEMS, Problem
 from grader.problems.evidence import experiment
@@ -157,7 +157,8 @@ class Checker:
                     dtypes=tuple(when.dtypes or ()), cause=when.cause)
 
     def hypothesis(self, h, where: str, problem: Problem, cases, stage_id: str) -> Hypothesis:
-        probe = _given(h.probe)
+        probe = tuple((k, FromLaunch(tuple(v.launch), v.minus) if isinstance(v, schema.Launch)
+                       else v) for k, v in _given(h.probe))
         self.probe(probe, f"{where}.probe", problem, cases, f"stage '{stage_id}', hypothesis "
                    f"{h.cause!r}")
         if h.experiment is not None and h.experiment not in problem.experiments:
@@ -197,12 +198,13 @@ class Checker:
     def probe(self, probe, where: str, problem: Problem, cases, named: str) -> None:
         """A probe replays a failing case with its parameters changed: the parameters it makes
         of each of the stage's cases must be ones the problem takes, or the probe would be
-        refused whenever that case fails and its hypothesis never named."""
+        refused whenever that case fails and its hypothesis never named. A value the launch
+        gives is known only once a case ran: the case's own value stands in for it here."""
         if not probe or problem.check is None:
             return
         seen = set()
         for case in cases:
-            params = {**case.params, **dict(probe)}
+            params = {**case.params, **{k: v for k, v in probe if not isinstance(v, FromLaunch)}}
             key = tuple(params.items())
             if key in seen:  # one case's dtypes, or cases the probe makes alike
                 continue

@@ -139,13 +139,36 @@ class Hint:
 
 
 @dataclass(frozen=True)
+class FromLaunch:
+    """A probe's value that the failing case's own launches give ([[stages.hypotheses]]
+    `probe = { N = { launch = ["BLOCK_N", "TILE_N"], minus = 1 } }`): the int the kernels
+    were launched with under the first of `names` they were given, less `minus`. A tile's
+    size is the kernel's own choice, known only once it ran: N = BLOCK_N - 1 replays the
+    kernel on one key tile (its last lane past the end, as a ragged tile has) where the case
+    has several, which tells a fault the loop across tiles carries from one that any tile
+    shows."""
+
+    names: tuple[str, ...]
+    minus: int = 0
+
+    def of(self, constants: dict[str, Any]) -> tuple[int, str] | None:
+        """The value for a case launched with `constants`, and where it came from in words
+        (`BLOCK_N - 1`); None where none of the names was given an int, or the value is
+        below 1."""
+        name = next((n for n in self.names if type(constants.get(n)) is int), None)
+        if name is None or constants[name] - self.minus < 1:
+            return None
+        return constants[name] - self.minus, name + (f" - {self.minus}" if self.minus else "")
+
+
+@dataclass(frozen=True)
 class Hypothesis:
     """A mistake of the stage that an experiment can confirm ([[stages.hypotheses]]): course
     content, evaluated by grader.judge.experiments when a case fails. It is named (its
     `cause`, in its `says`) only when every experiment it gives holds: the output matches the
     reference recomputed under the mistake (`experiment`, a recompute the stage's problem
     defines), and a replay of the same kernel on the failing case's inputs changed by
-    `probe` passes."""
+    `probe` passes (a value of the probe may be a FromLaunch, resolved per case)."""
 
     cause: str
     says: str

@@ -16,8 +16,8 @@ import typing
 from datetime import datetime
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, create_model,
-                      model_validator)
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Discriminator, Field,
+                      StringConstraints, Tag, create_model, model_validator)
 
 from grader.course.model import SubmissionRules
 from grader.course.policy import HIDDEN_DEFAULT, HIDDEN_VISIBILITY
@@ -89,6 +89,27 @@ def _per_arch(value: Any) -> Any:
     return value
 
 
+class Launch(Table):
+    """A probe's value that the case's launches give (grader.course.FromLaunch)."""
+
+    launch: Annotated[list[Annotated[str, StringConstraints(pattern=r"^[A-Za-z_]\w*$")]],
+                      Field(min_length=1)]
+    minus: Annotated[int, Field(ge=0)] = 0
+
+
+# The discriminator's tags: no key has a space, so `describe` leaves them out of a key path.
+TAGS = ("a value", "from the launch")
+
+
+def _probed(p) -> Any:
+    """What a probe may give for the parameter `p`: a case's value, or for an int, a table
+    that names the launch's constant (N = { launch = ["BLOCK_N", "TILE_N"], minus = 1 })."""
+    if p.type is not int or p.choices:
+        return _param_kind(p)
+    return Annotated[Union[Annotated[_param_kind(p), Tag(TAGS[0])], Annotated[Launch, Tag(TAGS[1])]],
+                     Discriminator(lambda v: TAGS[isinstance(v, (dict, Launch))])]
+
+
 def _table(name: str, fields: dict[str, Any]) -> type[Table]:
     return create_model(name, __base__=Table, **fields)
 
@@ -129,8 +150,8 @@ def _stage_model(problem: Problem, gpu_backends: tuple[str, ...]) -> type[Table]
                                               if p.type in (int, float)})], None),
         "dtypes": (Optional[list[str]], None), "cause": (Optional[str], None)})
     hint = _table("hint", {"when": (when, ...), "hint": (Text, ...)})
-    # A probe's values are a case's, each one held to what a case may give.
-    probed = {p.name: (Optional[_param_kind(p)], None) for p in problem.params}
+    # A probe's values are a case's, each one held to what a case may give, or a launch's.
+    probed = {p.name: (Optional[_probed(p)], None) for p in problem.params}
     hypothesis = _table("hypothesis", {
         "cause": (str, ...), "says": (Text, ...),
         "experiment": (Optional[str], None),
@@ -245,7 +266,7 @@ _EXPECTED = {"float_type": "an integer or a number", "int_type": "an integer",
 
 def describe(error: dict, model: type[BaseModel], where: str = "") -> str:
     """One error of `model.model_validate` as `key.path: what is wrong`."""
-    loc = error["loc"]
+    loc = tuple(part for part in error["loc"] if part not in TAGS)
     path = where
     for part in loc:
         path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
@@ -266,6 +287,10 @@ def describe(error: dict, model: type[BaseModel], where: str = "") -> str:
         return f"{path}: unknown {name} {error['input']!r}; known: {bound_names(error)}"
     if kind == "string_too_short":
         return f"{path}: expected a non-empty string"
+    if kind == "too_short":
+        return f"{path}: expected at least one entry"
+    if kind == "string_pattern_mismatch":
+        return f"{path}: expected a name, as Python writes one, found {error['input']!r}"
     bound = error.get("ctx", {})
     if kind == "greater_than":
         return f"{path}: must be positive" if bound["gt"] == 0 else f"{path}: must be above {bound['gt']}"
@@ -308,13 +333,14 @@ def _is_model(kind) -> bool:
 
 
 def _unwrap(annotation):
-    """Optional[X] and Annotated[X, ...] as X."""
+    """Optional[X] and Annotated[X, ...] as X (a union, as the table it may be)."""
     while True:
         origin = typing.get_origin(annotation)
         if origin is Annotated:
             annotation = typing.get_args(annotation)[0]
-        elif origin is Union and type(None) in typing.get_args(annotation):
-            annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
+        elif origin is Union:  # Optional[X] as X; a union holding a table as that table
+            args = [_unwrap(a) for a in typing.get_args(annotation) if a is not type(None)]
+            return next((a for a in args if _is_model(a)), args[0])
         else:
             return annotation
 

@@ -5,17 +5,19 @@ A hypothesis is named only when every experiment it gives holds: one of the prob
 experiments, by name (mostly: the output matches the reference recomputed under the mistake;
 its findings may carry facts the hypothesis's words name, such as the tile width), and a
 replay of the same kernel on the case's inputs changed as the hypothesis says (`probe`: K = 1,
-not causal, a unit scale) passes. The cause carries the experiments that confirmed it, and
-the case's result records them. A probe is run by whoever replays the case (Probe): it may
-refuse (a hidden case, the stage's budget of probes spent), and a hypothesis whose probe
-did not run is not named. One probe serves every case of its dtype: the kernel right on
-one set of changed parameters is what it shows.
+not causal, a unit scale; or a value the case's own launch gives, N within one key tile of
+the BLOCK_N it was launched with) passes. The cause carries the experiments that confirmed
+it, and the case's result records them. A probe is run by whoever replays the case (Probe):
+it may refuse (a hidden case, the stage's budget of probes spent), and a hypothesis whose
+probe did not run is not named. One probe serves every case of its dtype that resolves it
+alike: the kernel right on one set of changed parameters is what it shows.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Sequence
 
+from grader.course import FromLaunch
 from grader.problems.evidence import Cause, Evidence, Finding, experiment
 
 # Given a probe's parameter changes: the parameters of the replay, in words, where it passed;
@@ -37,10 +39,11 @@ def confirmed(ev: Evidence, hypotheses: Sequence, experiments: Mapping[str, Any]
                 continue
             done.append(finding.how)
         if hypothesis.probe:
-            passed = probe(dict(hypothesis.probe)) if probe is not None else None
+            changes, words = resolved(hypothesis.probe, ev.constants)
+            passed = probe(changes) if probe is not None and changes is not None else None
             if not passed:
                 continue
-            done.append(f"your kernel replayed with {shown(dict(hypothesis.probe))} ({passed}) "
+            done.append(f"your kernel replayed with {shown(changes, words)} ({passed}) "
                         "is right")
         return [Cause(hypothesis.cause, _said(hypothesis.says, finding.facts), "; ".join(done))]
     return []
@@ -55,10 +58,29 @@ def _said(says: str, facts: Mapping[str, Any]) -> str:
         return says
 
 
-def shown(params: Mapping[str, Any]) -> str:
+def resolved(changes: Sequence[tuple[str, Any]],
+             constants: Mapping[str, Any]) -> tuple[dict | None, dict[str, str]]:
+    """A probe's parameter changes for one case, and where each value the launch gives
+    (FromLaunch) came from, in words: it is taken from the constants the case's kernels
+    were launched with. No changes (None) where one of those is missing."""
+    found, words = {}, {}
+    for name, value in changes:
+        if isinstance(value, FromLaunch):
+            given = value.of(constants)
+            if given is None:
+                return None, {}
+            value, words[name] = given
+        found[name] = value
+    return found, words
+
+
+def shown(params: Mapping[str, Any], words: Mapping[str, str] | None = None) -> str:
     """Parameters in words, a probe's changes or the whole replay's: `K = 1, layout =
-    contiguous`. One left unset (None: its default depends on the others) is left out."""
+    contiguous`, a value the launch gave with where it came from (`N = 31 (BLOCK_N - 1)`).
+    One left unset (None: its default depends on the others) is left out."""
+    words = words or {}
     return ", ".join(f"{name} = {str(value).lower() if isinstance(value, bool) else value}"
+                     + (f" ({words[name]})" if name in words else "")
                      for name, value in params.items() if value is not None)
 
 

@@ -118,6 +118,44 @@ def experiment(value: Experiment | Callable[[Evidence], Any]) -> Experiment:
 Explain = Callable[[Evidence], list[Cause]]
 
 
+def across_tiles(ev: Evidence, size: int, names: tuple[str, ...], what: str) -> Finding | None:
+    """The experiment behind a probe that replays the kernel on one tile where the case has
+    several (a size within one tile of the launch's constant `names`, course.toml's
+    `probe = { N = { launch = [...], minus = 1 } }`): it holds where the case's `size` spans
+    several tiles and the fault is one that a shorter size could hide only by taking away
+    tiles. Not where an element is NaN or infinite (an overflow, or a value never stored,
+    shrinks with the size), nor where most elements are right (rounding that grows with
+    the size), nor where a row holds only zeros (`observed` says so). The probe then says
+    whether the loop across the tiles carries the fault, and nothing finer."""
+    tile = ev.constant(*names)
+    if ev.call is None or not tile or size <= tile or not torch.isfinite(ev.got).all():
+        return None
+    if 2 * int(ev.bad.sum()) < ev.bad.numel():
+        return None
+    got = ev.got.reshape(-1, ev.got.shape[-1])
+    if bool(((got == 0).all(-1) & ev.bad.reshape(got.shape).any(-1)).any()):
+        return None
+    tiles = -(-size // tile)
+    return Finding(facts={"tile": tile, "tiles": tiles},
+                   how=f"this case's {what} spans {tiles} tiles of {tile}, and most of its "
+                       "elements are wrong")
+
+
+def first_only(ev: Evidence, dims: int) -> Finding | None:
+    """Only the output's first index along its leading `dims` dimensions holds numbers, and
+    they are right; the rest hold none (never written), while the watch saw programs that
+    stored nothing (its `idle` finding): the programs that stored all worked on the first."""
+    lead = ev.want.shape[:dims]
+    if ev.call is None or not ev.found("idle") or int(torch.tensor(lead).prod()) < 2:
+        return None
+    expected = torch.full_like(ev.want, torch.nan)
+    first = (0,) * dims
+    expected[first] = ev.want[first]
+    return Finding(expected, {"others": int(torch.tensor(lead).prod()) - 1},
+                   "the output's first slice matches the reference and no other holds a "
+                   "number (never written), while some programs stored nothing (the watch)")
+
+
 def row_factor(ev: Evidence) -> float | None:
     """Whether every row of the output is the reference times one factor of its own (not 1,
     not 0): a normalisation missing or applied to the wrong sum. The median factor, or None.

@@ -9,7 +9,8 @@ import math
 import torch
 import torch.nn.functional as F
 
-from grader.problems.evidence import Cause, Evidence, Experiment, Finding, observed, row_factor
+from grader.problems.evidence import (Cause, Evidence, Experiment, Finding, across_tiles,
+                                      first_only, observed, row_factor)
 from grader.problems.base import (Call, Param, Problem, Work, element_size, in_f32,
                                   misread_strides, randn)
 
@@ -190,64 +191,111 @@ def _not_divided(ev: Evidence) -> torch.Tensor | None:
     return None if ev.call is None else _undivided(*_inputs(ev))
 
 
-def _exp2_without_log2e(ev: Evidence) -> torch.Tensor | None:
-    """exp2 of scores that do not hold log2(e): every exponent is ln 2 times too small."""
-    if ev.call is None:
-        return None
-    q, k, v, scale, causal = _inputs(ev)
-    return _attention(q, k, v, scale * math.log(2), causal)
-
-
-def _exp_with_log2e(ev: Evidence) -> torch.Tensor | None:
-    """exp of scores that hold log2(e), meant for exp2: every exponent log2(e) times too
-    large."""
-    if ev.call is None:
-        return None
-    q, k, v, scale, causal = _inputs(ev)
-    return _attention(q, k, v, scale / math.log(2), causal)
-
-
-def _padded_keys_seen(ev: Evidence) -> torch.Tensor | None:
-    """The keys past N of the last key tile (zeros where a load padded them) seen with a
-    score of 0, as if they were keys: no mask keeps them out of the softmax. Without a
-    causal mask only: with one, which padded keys a query sees depends on the mask too."""
-    cols = ev.constant("BLOCK_N", "TILE_N")
-    if ev.call is None or not cols or ev.call.kwargs["causal"]:
-        return None
-    q, k, v, scale, _ = _inputs(ev)
-    n = k.shape[-2]
-    pad = -(-n // cols) * cols - n
-    if not pad:
-        return None
-    s = torch.cat([(q @ k.transpose(-1, -2)) * scale, q.new_zeros(*q.shape[:-1], pad)], -1)
-    return torch.softmax(s, -1)[..., :n] @ v
-
-
-def _scaled(times: int):
+def _scale_as(changed):
+    """Attention with the scale changed as a mistake changes it: exp2 without log2(e)
+    (every exponent ln 2 times too small), exp of scores that hold log2(e) (log2(e) times
+    too large), the scale applied twice or not at all."""
     def recompute(ev: Evidence) -> torch.Tensor | None:
         if ev.call is None:
             return None
         q, k, v, scale, causal = _inputs(ev)
-        return _attention(q, k, v, scale ** times, causal)
+        return _attention(q, k, v, changed(scale), causal)
     return recompute
+
+
+def _padded_keys(every: bool):
+    """The keys past N of the last key tile (zeros where a load padded them) seen with a
+    score of 0, as if they were keys: `every` one of them (no mask keeps them out of the
+    softmax), or the first alone, at position N (a bound that keeps one key too many).
+    Without a causal mask only: with one, which padded keys a query sees depends on it."""
+    def recompute(ev: Evidence) -> torch.Tensor | None:
+        cols = ev.constant("BLOCK_N", "TILE_N")
+        if ev.call is None or not cols or ev.call.kwargs["causal"]:
+            return None
+        q, k, v, scale, _ = _inputs(ev)
+        n = k.shape[-2]
+        pad = -(-n // cols) * cols - n
+        if not pad or (not every and pad == 1):  # (one padded key: every one of them)
+            return None
+        s = torch.cat([(q @ k.transpose(-1, -2)) * scale,
+                       q.new_zeros(*q.shape[:-1], pad if every else 1)], -1)
+        return torch.softmax(s, -1)[..., :n] @ v
+    return recompute
+
+
+def _visited(ev: Evidence):
+    """(q, k, v, scale, causal, i, j, end, cols): the inputs, each query's position i and
+    each key's j, and where the key tiles the loop visits for query i end (whole tiles of
+    cols: with a causal mask, those that start before its query tile's end); None where the
+    launch's tile sizes are not known."""
+    rows, cols = ev.constant("BLOCK_M", "TILE_M"), ev.constant("BLOCK_N", "TILE_N")
+    if ev.call is None or not rows or not cols:
+        return None
+    q, k, v, scale, causal = _inputs(ev)
+    n = k.shape[-2]
+    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    last = (i // rows + 1) * rows if causal else torch.full_like(i, n)
+    return q, k, v, scale, causal, i, j, -(-last.clamp_max(n) // cols) * cols, cols
 
 
 def _causal_variant(ev: Evidence, kept) -> torch.Tensor | None:
     """Attention whose causal mask keeps the keys `kept(i, j, key tile)` says, within the key
-    tiles the online loop visits (those that start before its query tile's end)."""
-    rows, cols = ev.constant("BLOCK_M", "TILE_M"), ev.constant("BLOCK_N", "TILE_N")
-    if ev.call is None or not ev.call.kwargs["causal"] or not rows or not cols:
+    tiles the online loop visits."""
+    seen = _visited(ev)
+    if seen is None or not seen[4]:
         return None
-    q, k, v, scale, _ = _inputs(ev)
-    s = (q @ k.transpose(-1, -2)) * scale
-    n = s.shape[-1]
-    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
-    seen = (j < -(-(i // rows + 1) * rows // cols) * cols) & kept(i, j, cols)
-    out = torch.softmax(s.masked_fill(~seen, -torch.inf), -1) @ v
+    q, k, v, scale, _, i, j, end, cols = seen
+    seen = (j < end) & kept(i, j, cols)
+    out = torch.softmax(((q @ k.transpose(-1, -2)) * scale).masked_fill(~seen, -torch.inf),
+                        -1) @ v
     # The loop starts at key tile 0: a row with no key kept there has a running maximum of
     # -inf, and -inf - (-inf) makes it NaN for good.
     lost = ~seen[:, :cols].any(-1)
     return out.masked_fill(lost[:, None], torch.nan)
+
+
+def _last_key_tile(ev: Evidence) -> Finding | None:
+    """Each query's last key tile alone (the keys it may see there): what the earlier key
+    tiles added to the running sum and the accumulator is lost. A query that may see no key
+    of its last tile is NaN: its running maximum is -inf, and -inf - (-inf) is NaN."""
+    seen = _visited(ev)
+    if seen is None or ev.want.shape[-2] <= seen[-1]:
+        return None  # one key tile: nothing before it to lose
+    q, k, v, scale, causal, i, j, end, cols = seen
+    n = k.shape[-2]
+    kept = (j >= (end.clamp_max(n) - 1) // cols * cols) & (j <= i if causal else j < n)
+    s = ((q @ k.transpose(-1, -2)) * scale).masked_fill(~kept, -torch.inf)
+    return Finding(torch.softmax(s, -1) @ v, {"tile": cols})
+
+
+def _masked_scores_zero(ev: Evidence) -> torch.Tensor | None:
+    """Every score a mask switches off given 0, not -inf, in the key tiles the loop visits:
+    the keys after the query and the padding past N (a key of zeros, whose value row is 0)
+    each take a share exp(0 - max) of the row's sum. Causal cases only: without a causal
+    mask this is every padded key seen (_padded_keys)."""
+    seen = _visited(ev)
+    if seen is None or not seen[4]:
+        return None
+    q, k, v, scale, _, i, j, end, cols = seen
+    n = k.shape[-2]
+    pad = -(-n // cols) * cols - n
+    s = torch.cat([(q @ k.transpose(-1, -2)) * scale, q.new_zeros(*q.shape[:-1], pad)], -1)
+    j = torch.arange(n + pad)[None, :]
+    s = torch.where((j <= i) & (j < n), s, 0.0).masked_fill(j >= end, -torch.inf)
+    return torch.softmax(s, -1) @ torch.cat([v, v.new_zeros(*v.shape[:-2], pad, v.shape[-1])], -2)
+
+
+def _several_key_tiles(ev: Evidence) -> Finding | None:
+    """The experiment behind the probe that replays the kernel on one key tile (N within
+    the launch's BLOCK_N): the case spans several (evidence.across_tiles). Without a causal
+    mask only (with one, a shorter N also moves the diagonal through the tiles), and where
+    rows of the first query tile are wrong: N within one key tile is within one query tile
+    too, and a fault in how the query tiles are indexed leaves the first one right."""
+    rows = ev.constant("BLOCK_M", "TILE_M")
+    if ev.call is None or ev.call.kwargs["causal"] or not rows or \
+            not ev.bad[..., :rows, :].any():
+        return None
+    return across_tiles(ev, ev.want.shape[-2], ("BLOCK_N", "TILE_N"), "N")
 
 
 def _mask_inverted(ev: Evidence) -> torch.Tensor | None:
@@ -280,9 +328,13 @@ PROBLEM = Problem(
     baselines={"torch": _sdpa, "sdpa-flash": lambda c: _sdpa(c, "FLASH_ATTENTION")},
     check=_layout_check,
     explain=_explain,
-    experiments={"exp2_without_log2e": _exp2_without_log2e, "exp_with_log2e": _exp_with_log2e,
-                 "padded_keys_seen": _padded_keys_seen, "scale_twice": _scaled(2),
-                 "scale_missing": _scaled(0), "causal_mask_inverted": _mask_inverted,
+    experiments={"exp2_without_log2e": _scale_as(lambda scale: scale * math.log(2)),
+                 "exp_with_log2e": _scale_as(lambda scale: scale / math.log(2)),
+                 "padded_keys_seen": _padded_keys(every=True),
+                 "one_padded_key_seen": _padded_keys(every=False),
+                 "scale_twice": _scale_as(lambda scale: scale ** 2),
+                 "scale_missing": _scale_as(lambda scale: 1.0),
+                 "causal_mask_inverted": _mask_inverted,
                  "causal_mask_tile_local": _mask_tile_local,
                  "unmasked_within_key_tiles": _unmasked_within_key_tiles,
                  "diagonal_masked": _causal_shifted(-1), "next_key_seen": _causal_shifted(1),
@@ -290,5 +342,9 @@ PROBLEM = Problem(
                  "sum_not_rescaled": _rescale_left_out(True, False),
                  "nothing_rescaled": _rescale_left_out(False, False),
                  "not_divided": _not_divided,
+                 "last_key_tile_only": Experiment(_last_key_tile, ("tile",)),
+                 "masked_scores_zero": _masked_scores_zero,
+                 "several_key_tiles": Experiment(_several_key_tiles, ("tile", "tiles")),
+                 "first_pair_only": Experiment(lambda ev: first_only(ev, 2), ("others",)),
                  "inputs_misread": Experiment(_inputs_misread, ("strides", "own"))},
 )

@@ -4,7 +4,7 @@ B so."""
 
 import torch
 
-from grader.problems.evidence import Evidence, Experiment, Finding, observed
+from grader.problems.evidence import Evidence, Experiment, Finding, across_tiles, observed
 from grader.problems.base import (Call, Param, Problem, Work, element_size, f32, layout_check,
                                   layout_param, randn_2d)
 
@@ -178,6 +178,14 @@ def _inputs_misread(ev: Evidence) -> Finding | None:
                        "findings above), and every element is wrong")
 
 
+def _several_k_tiles(ev: Evidence) -> Finding | None:
+    """The experiment behind the probe that replays the kernel on one K tile (K within the
+    launch's BLOCK_K): the case spans several (evidence.across_tiles). A shorter K changes
+    nothing else: M and N, and so every tile of C, stay."""
+    return None if ev.call is None else \
+        across_tiles(ev, ev.call.args[0].shape[1], ("BLOCK_K", "TILE_K"), "K")
+
+
 def _zeros(ev: Evidence) -> torch.Tensor:
     """The accumulator as it was made: no product ever added to it."""
     return torch.zeros_like(ev.want)
@@ -224,5 +232,6 @@ PROBLEM = Problem(
                  "accumulator_in_input_dtype": Experiment(_half_accumulated, ("dtype",)),
                  "k_step_in_elements": Experiment(_k_step_in_elements,
                                                    ("tile", "inputs", "along")),
-                 "inputs_misread": _inputs_misread},
+                 "inputs_misread": _inputs_misread,
+                 "several_k_tiles": Experiment(_several_k_tiles, ("tile", "tiles"))},
 )

@@ -8,7 +8,7 @@ import math
 import torch
 
 from grader.problems.evidence import (ROW_RATIO, Cause, Evidence, Experiment, Finding,
-                                     observed, row_factor)
+                                     across_tiles, observed, row_factor)
 from grader.problems.base import (Call, Param, Problem, Work, compiled, element_size, in_f32,
                                   laid_out, layout_check, layout_param, misread_strides,
                                   randn)
@@ -117,6 +117,12 @@ def _row_factor_found(ev: Evidence) -> Finding | None:
     return None if factor is None else Finding(facts={"factor": factor}, how=ROW_RATIO)
 
 
+def _several_column_blocks(ev: Evidence) -> Finding | None:
+    """The experiment behind the probe that replays the kernel on one column block (N within
+    the launch's BLOCK_N): the case's rows span several (evidence.across_tiles)."""
+    return across_tiles(ev, ev.want.shape[-1], ("BLOCK_N", "TILE_N"), "N")
+
+
 def _rows_of_n(x: torch.Tensor | None) -> list[tuple[int, int]]:
     """Strides a kernel may wrongly read x with when it steps rows by the number of
     columns: (N, x's column stride) or (N, 1), where they differ from x's and stay in it."""
@@ -220,5 +226,6 @@ PROBLEM = Problem(
                  "rows_one_apart": _rows_one_apart,
                  "rows_by_column_count": Experiment(_rows_of_n_found,
                                                     ("strides", "apart", "own")),
-                 "row_factor": Experiment(_row_factor_found, ("factor",))},
+                 "row_factor": Experiment(_row_factor_found, ("factor",)),
+                 "several_column_blocks": Experiment(_several_column_blocks, ("tile", "tiles"))},
 )
