@@ -2,6 +2,7 @@
 
 import pytest
 from conftest import RULES
+from mini_courses import matmul_course
 
 from grader.course import Tolerance, load_course
 from grader.errors import CourseError
@@ -232,27 +233,7 @@ says = "x"
     assert "stages[0].hypotheses[2]: give an `experiment` or a `probe`" in message
 
 
-MATMUL = """
-[course]
-title = "mini"
-
-""" + RULES + """
-
-[[stages]]
-id = "matmul"
-title = "Matmul"
-points = 10
-modules = { triton = "triton/stage4_matmul.py", cutile = "cutile/stage4_matmul.py" }
-tolerance.float32 = { atol = 1e-4, rtol = 1e-4 }
-cases = [ { M = 65, N = 33, K = 47, dtypes = ["float32"] },
-          { M = 65, N = 33, K = 47, layout = "sliced", dtypes = ["float32"] } ]
-
-[[stages.hypotheses]]
-cause = "accumulator_added_twice"
-experiment = "accumulator_added_twice"
-probe = { K = 1, layout = "contiguous" }
-says = "x"
-"""
+MATMUL = matmul_course('K = 1, layout = "contiguous"')
 
 
 def test_a_probe_the_problem_would_refuse_on_a_case_is_named_at_load(tmp_path):

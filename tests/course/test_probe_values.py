@@ -4,32 +4,12 @@ its kernels were launched with. Its shape is checked where the course loads, eac
 named by its key path."""
 
 import pytest
-from conftest import RULES
+from mini_courses import matmul_course
 
 from grader.course import FromLaunch, load_course
 from grader.errors import CourseError
 
-MATMUL = """
-[course]
-title = "mini"
-
-""" + RULES + """
-
-[[stages]]
-id = "matmul"
-title = "Matmul"
-points = 10
-modules = { triton = "triton/stage4_matmul.py", cutile = "cutile/stage4_matmul.py" }
-tolerance.float32 = { atol = 1e-4, rtol = 1e-4 }
-cases = [ { M = 65, N = 33, K = 47, dtypes = ["float32"] },
-          { M = 65, N = 33, K = 47, layout = "sliced", dtypes = ["float32"] } ]
-
-[[stages.hypotheses]]
-cause = "k_loop"
-experiment = "accumulator_added_twice"
-probe = { PROBE }
-says = "x"
-"""
+MATMUL = matmul_course("PROBE", cause="k_loop")
 
 
 def loaded(tmp_path, probe: str):
