@@ -38,10 +38,10 @@ from grader.results import Status
 FAULTS = Path(__file__).resolve().parent / "faults"
 BACKENDS = {"triton": "triton-interpret", "cutile": "cutile-sim"}
 HEADER = re.compile(r"^(expect|message|passes|line|cause):\s*(.+?)\s*$")
-# The least fraction of a track's reports that name the faulty line or the cause: 59 of
-# Triton's 66 and 55 of cuTile's 61 do (0.89, 0.90). The rest are told what was observed,
-# at the line where it showed: a grid, a mask or a tile size where it is used, not where it
-# is computed; a row of zeros; an input read with another tensor's strides.
+# The least fraction of a track's reports that name the faulty line or the cause (about nine
+# in ten do). The rest are told what was observed, at the line where it showed: a grid, a
+# mask or a tile size where it is used, not where it is computed; a row of zeros; an input
+# read with another tensor's strides.
 NAMED = 0.88
 _graded: dict[str, object] = {}  # fault id -> its StageResult, shared by the tests below
 

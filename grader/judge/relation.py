@@ -22,6 +22,9 @@ from dataclasses import dataclass
 import torch
 
 MIN_ELEMENTS = 4
+# The largest output described: a correctness case's is far smaller; a relation over a speed
+# trial's hundreds of MB would cost seconds of medians for a failure already explained.
+MAX_ELEMENTS = 1 << 21
 # Rows (or columns) compared against every other for a permutation: the comparison costs
 # rows^2 x columns, and a case's output is small on the CPU.
 MAX_PERMUTED = 1024
