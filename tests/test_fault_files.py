@@ -10,6 +10,9 @@ A fault file starts with a module docstring: its first line says what the mistak
     line: <N>                        (optional) the line of the file the report must name
     cause: <key>                     (optional, one or more) the causes the output may confirm
                                      (grader.problems.evidence); no other may be named
+    mistake: <word>                  (optional) files whose edits behave alike on every input
+                                     (no experiment on the kernel tells them apart) give one
+                                     word, and may be told the same thing
 
 Every named cause carries the experiment that confirmed it in the case's result
 (stats.experiments: a recompute the output matched, a probe replay that passed, the watch's
@@ -37,7 +40,7 @@ from grader.results import Status
 
 FAULTS = Path(__file__).resolve().parent / "faults"
 BACKENDS = {"triton": "triton-interpret", "cutile": "cutile-sim"}
-HEADER = re.compile(r"^(expect|message|passes|line|cause):\s*(.+?)\s*$")
+HEADER = re.compile(r"^(expect|message|passes|line|cause|mistake):\s*(.+?)\s*$")
 # The least fraction of a track's reports that name the faulty line or the cause (about nine
 # in ten do). The rest are told what was observed, at the line where it showed: a grid, a
 # mask or a tile size where it is used, not where it is computed; a row of zeros; an input
@@ -59,6 +62,7 @@ class Fault:
     passes: tuple[str, ...] = ()
     line: int | None = None
     causes: tuple[str, ...] = ()
+    kind: str | None = None  # its `mistake:`: files that behave alike share the word
 
     @property
     def id(self) -> str:
@@ -71,7 +75,7 @@ def parse(path: Path) -> Fault:
     lines = doc.splitlines()
     assert lines and lines[0].strip(), f"{path}: the docstring's first line must say the mistake"
     found: dict[str, list[str]] = {"expect": [], "message": [], "passes": [], "line": [],
-                                   "cause": []}
+                                   "cause": [], "mistake": []}
     for line in lines[1:]:
         match = HEADER.match(line)
         if match:
@@ -84,7 +88,8 @@ def parse(path: Path) -> Fault:
                  mistake=lines[0].strip(), expect=Status[found["expect"][0].replace(" ", "_")],
                  messages=tuple(found["message"]), passes=tuple(found["passes"]),
                  line=int(found["line"][0]) if found["line"] else None,
-                 causes=tuple(found["cause"]))
+                 causes=tuple(found["cause"]),
+                 kind=found["mistake"][0] if found["mistake"] else None)
 
 
 def fault_files() -> list[Fault]:
@@ -219,15 +224,20 @@ def test_the_corpus_reports_name_the_line_or_the_cause_and_only_confirmed_causes
 @pytest.mark.slow
 @pytest.mark.parametrize("track", list(BACKENDS))
 def test_faults_with_different_causes_are_told_different_things(track, grade_source, course):
-    """Two faults of one stage whose headers record different causes (a fault that records
-    none is a mistake of its own) never get the same explanation word for word: a student
-    who made one must not be told what a student who made the other is."""
+    """Two faults of one stage that are different mistakes are never told the same thing word
+    for word: a student who made one must not be told what a student who made the other is.
+    What a fault is told is about: the causes its shown case confirmed (two faults that
+    confirm the same cause are told its words, rightly), else its header's `mistake:` (two
+    edits that behave alike, which no experiment on the kernel can tell apart, say so with
+    one word), else the file itself."""
     faults = [f for f in fault_files() if f.path.parent.name == track]
     told: dict[tuple[int, str], list[Fault]] = {}
+    about: dict[str, object] = {}
     for fault in faults:
-        said = explanation(graded(fault, grade_source, course))
-        told.setdefault((fault.stage, said), []).append(fault)
-    recorded = {f.id: frozenset(f.causes) or f.id for f in faults}
+        result = graded(fault, grade_source, course)
+        told.setdefault((fault.stage, explanation(result)), []).append(fault)
+        named = frozenset(k for c in result.failures[:1] for k in c.stats.get("causes", ()))
+        about[fault.id] = named or fault.kind or fault.id
     shared = {said: [f.id for f in group] for (_, said), group in told.items()
-              if len({recorded[f.id] for f in group}) > 1}
+              if len({about[f.id] for f in group}) > 1}
     assert not shared, "\n\n".join(f"{ids}:\n{said}" for said, ids in shared.items())

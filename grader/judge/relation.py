@@ -90,8 +90,7 @@ def describe(got: torch.Tensor, want: torch.Tensor, atol: float, rtol: float,
 
 
 def said(relations: list[Relation]) -> list[str]:
-    """The report's lines for the relations found."""
-    return [f"how the values are wrong: {r.text}" for r in relations]
+    return [f"how the values are wrong: {r.text}" for r in relations]  # the report's lines
 
 
 # --- the whole output --------------------------------------------------------------------
@@ -265,14 +264,10 @@ def _part_offset(out: _Output, part: str, block: tuple[int, int]) -> Relation | 
 
 # --- where the error lies ----------------------------------------------------------------
 
-def _bad(out: _Output) -> torch.Tensor:
-    return ~((out.got - out.want).abs() <= out.atol + out.rtol * out.want.abs())
-
-
 def _first_tile_right(out: _Output) -> Relation | None:
     """The first tile along a row (or down a column) right, the wrong elements all past it:
     what a loop that carries something wrong from one tile to the next gives."""
-    bad = _bad(out)
+    bad = ~((out.got - out.want).abs() <= out.atol + out.rtol * out.want.abs())
     rows, cols = bad.shape
     for extent, size, name, across in ((out.tile[1], cols, "columns", True),
                                        (out.tile[0], rows, "rows", False)):

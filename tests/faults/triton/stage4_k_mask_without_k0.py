@@ -3,7 +3,11 @@
 expect: FAIL
 message: reads 17 elements past the end of `a`
 message: this line has a mask
+mistake: k_mask_past_k
 line: 51
+
+Its loads are those of stage4_k_tile_count_as_offset for every K (`mistake:` says the two
+are told alike): the watch names the load whose lanes pass K, the line where it shows.
 """
 
 import os

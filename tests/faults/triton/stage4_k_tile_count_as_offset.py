@@ -3,6 +3,7 @@
 expect: FAIL
 message: reads 17 elements past the end of `a`
 message: this line has a mask
+mistake: k_mask_past_k
 line: 54
 (Its loads are those of stage4_k_mask_without_k0 for every K: K - t >= BLOCK_K in each tile
 t past the first, so both keep every lane, read the same elements past K, and get the same
