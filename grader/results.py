@@ -167,17 +167,17 @@ class StageResult:
 
     @property
     def failures(self) -> list[CaseResult]:
-        """The failing cases in the order a report shows them: first those whose output
-        shows how it is wrong (a cause the judge confirmed, or a relation to the reference:
-        grader.judge.relation), the smallest first, as the easiest to reason about; then the
-        others in the order they ran. A 1 x 1 case that is wrong shows no pattern, and a
-        45 x 301 one that is twice the right answer everywhere does."""
+        """The failing cases in the order a report shows them: first those with a cause the
+        judge confirmed, then those whose output shows how it is wrong (a relation to the
+        reference: grader.judge.relation), each the smallest first, as the easiest to reason
+        about; then the others in the order they ran. A 1 x 1 case that is wrong shows no
+        pattern, and a 45 x 301 one that is twice the right answer everywhere does."""
         failed = [c for c in self.cases if not c.passed]
 
         def order(numbered: tuple[int, CaseResult]) -> tuple:
             index, case = numbered
-            shows = bool(case.stats.get("causes") or case.stats.get("relation"))
-            return (0, case.stats.get("total", 0), index) if shows else (1, index)
+            rank = 0 if case.stats.get("causes") else 1 if case.stats.get("relation") else 2
+            return (rank, case.stats.get("total", 0), index) if rank < 2 else (rank, 0, index)
 
         return [case for _, case in sorted(enumerate(failed), key=order)]
 
