@@ -198,6 +198,8 @@ class StageCheck:
             params = {**case.params, **changes}  # a case holds every parameter, defaults too
             if case.hidden:  # not even a probe another case ran: a hidden case gets none
                 return None
+            if grows(case.params, changes):
+                return None
             key = (tuple(sorted(changes.items())), case.dtype)
             if key not in self.probes:
                 if len(self.probes) >= PROBES or \
@@ -333,3 +335,11 @@ def passed_on_gpu(outcome: Outcome, judged: Expected, device: str) -> Verdict | 
     verdict = compare(replace(outcome, output=outcome.output.to(device)),
                       replace(judged, device=device, explain=None, hypotheses=(), probe=None))
     return verdict if verdict.passed else None
+
+
+def grows(params: dict, changes: dict) -> bool:
+    """Whether a probe's changes make a size of the case larger. A probe shrinks a case,
+    never grows it: a size taken from the launch (a BLOCK_N the submission chose) must not
+    size the inputs the grader draws in its own process."""
+    return any(type(v) is int and type(params.get(k)) is int and v > params[k]
+               for k, v in changes.items())

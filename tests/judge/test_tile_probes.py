@@ -179,3 +179,12 @@ def test_attention_one_key_tile_probe_speaks_only_without_a_causal_mask_and_for_
     later = want.clone()
     later[..., 64:, :] += 1  # only the second query tile wrong: the query tiles' indexing
     assert recompute("several_key_tiles", attention_evidence(later, call, want)) == []
+
+
+def test_a_probe_never_grows_a_case():
+    """A probe's size from the launch (BLOCK_N - 1 of a BLOCK_N the submission chose) that
+    would exceed the case's own is not run: it would size the grader's inputs."""
+    from grader.judge.stage import grows
+    assert grows({"N": 100, "causal": False}, {"N": 1 << 30})
+    assert not grows({"N": 100, "causal": False}, {"N": 63, "causal": False})
+    assert not grows({"K": 47, "sm_scale": 0.05}, {"K": 1, "sm_scale": 1.0})
