@@ -44,7 +44,7 @@ LAYERS = {
     "grader.judge": 5,
     "grader.intake": 5,  # the student's files before they run: track, TODOs, screening
     "grader.speed": 6,
-    # The tile languages' wings (grader.tracks.Wing): each uses the machinery below it, which
+    # The tile languages' packages (grader.tracks.contract): each uses the machinery below it, which
     # reaches a wing only through grader.tracks.wing (importlib, by the record's module path).
     "grader.languages": 6,
     "grader.report": 7,

@@ -3,8 +3,8 @@
 A backend names a track (which module of a stage it grades: the Triton or the cuTile one),
 the torch device its inputs live on, and a probe that says whether it can run on this
 machine and, if not, what to do about it. Each track has two, named in its record
-(grader.tracks): one on a CUDA GPU, one on the CPU; its wing probes, prepares and words
-them. `auto` picks the best backend that can run here and records why, so the scorecard
+(grader.tracks): one on a CUDA GPU, one on the CPU. Its backends part probes and prepares
+them; this module words them, from the record's words and the part's facts. `auto` picks the best backend that can run here and records why, so the scorecard
 can say it.
 
 PyTorch is imported when a question needs it, not with this module: the command line builds
@@ -37,7 +37,7 @@ class Backend:
 
     def prepare(self) -> None:
         """Set up the process (and the grading child it starts) before kernels are loaded."""
-        wing(self.track).prepare(self)
+        wing(self.track).backends.prepare(self)
 
 
 @dataclass(frozen=True)
@@ -113,9 +113,34 @@ def dtype_unsupported(dtype: str, device: str) -> str | None:
 
 def _backend(track: Track, device: str) -> Backend:
     name = track.gpu_backend if device == "cuda" else track.cpu_backend
-    language = wing(track)
-    return Backend(name, track.name, device, language.summary(device),
-                   functools.partial(language.probe, device), interpret=device == "cpu")
+    probe = functools.partial(_probe, track, device)
+    return Backend(name, track.name, device, track.summary(device), probe,
+                   interpret=device == "cpu")
+
+
+def _probe(track: Track, device: str) -> str | None:
+    if device == "cuda" and track.parts.gpu is None:
+        return f"the {track.title} track has no GPU backend: use --backend {track.cpu_backend}"
+    return wing(track).backends.probe(device)
+
+
+def _reason(track: Track, device: str) -> str:
+    """Why `auto` grades `track` on `device`."""
+    if device == "cuda":
+        facts = wing(track).backends.gpu_facts()
+        return "; ".join([f"CUDA GPU found: {gpu_name()}", *facts])
+    cause = ("no usable CUDA GPU" if not cuda_available() else
+             f"the {track.title} track cannot run on this GPU; `grade doctor` says why")
+    return f"{cause}, so {track.cpu_runner} runs the {track.title} kernels on the CPU"
+
+
+def _forced(track: Track) -> str | None:
+    """Why the environment asks `auto` for the track's CPU backend; None: it does not."""
+    if track.forced_by is None:
+        return None
+    variable, value = track.forced_by
+    return f"{variable}={value} is set in the environment" if os.environ.get(variable) == value \
+        else None
 
 
 # Every track's GPU backend, then every track's CPU backend.
@@ -139,34 +164,31 @@ def select(name: str, track: str | None = None) -> Selection:
     why_not = backend.probe()
     if why_not:
         raise BackendUnavailable(f"Backend '{name}' cannot run here: {why_not}")
-    reason = "chosen with --backend"
-    note = wing(backend.track).note(backend)
-    if note:
-        reason += f"; {note}"
-    return Selection(backend, reason)
+    facts = [] if backend.interpret else wing(backend.track).backends.gpu_facts()
+    return Selection(backend, "; ".join(["chosen with --backend", *facts]))
 
 
 def _auto(track: str | None = None) -> Selection:
     if track is None:
         for record in TRACKS.values():
-            forced = wing(record).forced()  # the environment asks for a CPU backend
+            forced = _forced(record)  # the environment asks for a CPU backend
             if forced:
                 return Selection(BACKENDS[record.cpu_backend], forced)
         *first, last = (TRACKS[name] for name in AUTO_ORDER)
         for record in first:
             gpu = BACKENDS[record.gpu_backend]
             if _runs(gpu):
-                return Selection(gpu, f"{wing(record).reason('cuda')} (use --track "
+                return Selection(gpu, f"{_reason(record, 'cuda')} (use --track "
                                       f"{last.name} for the {last.title} track)")
         track = last.name
-    record, language = TRACKS[track], wing(track)
+    record = TRACKS[track]
     gpu, cpu = BACKENDS[record.gpu_backend], BACKENDS[record.cpu_backend]
     if _runs(gpu):
-        return Selection(gpu, language.reason("cuda"))
+        return Selection(gpu, _reason(record, "cuda"))
     missing = cpu.probe()
     if missing:
-        raise BackendUnavailable(language.unavailable(missing))
-    return Selection(cpu, language.reason("cpu"))
+        raise BackendUnavailable(f"The {record.title} track cannot be graded here: {missing}")
+    return Selection(cpu, _reason(record, "cpu"))
 
 
 def _runs(gpu: Backend) -> bool:
@@ -180,6 +202,6 @@ def machine_info() -> dict[str, str | None]:
     import torch
 
     gpu = torch.cuda.get_device_name() if cuda_available() else None
-    versions = {k: v for track in TRACKS.values() for k, v in wing(track).versions().items()}
+    versions = {k: v for track in TRACKS.values() for k, v in wing(track).backends.versions().items()}
     return {"python": platform.python_version(), "torch": torch.__version__, **versions,
             "gpu": gpu, "cuda": torch.version.cuda}

@@ -10,7 +10,7 @@ source (`kernels`: constants read as data by `literals`, every body checked by s
 `bodies`) and checks each launch with the real compiler's front end (`source`); on a GPU a
 builder process compiles them and the replay launches only the binaries (`binaries`). Only
 that run's output and times count. What is particular to a kernel language (its spellings,
-front end, launch, watch hooks and binaries) is its wing's (grader.tracks.Wing), reached
+front end, launch, watch hooks and binaries) is its package's (grader.tracks.contract), reached
 through grader.tracks.wing.
 
 The package's own import is empty: the Triton front end's helper process imports

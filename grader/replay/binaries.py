@@ -68,11 +68,12 @@ def build(file: KernelFile, proposal: Proposal, inputs: dict[str, torch.Tensor]
         try:
             kernel = file.kernel(step.kernel, step.language)
             language = wing(step.language)
-            names = language.parameters(kernel)
+            names = language.reader.parameters(kernel)
             args = tuple(argument(v, buffers) for v in step.args)
             kwargs = {k: argument(v, buffers) for k, v in step.kwargs.items()}
-            check_launch(names, kwargs, language.spellings)
-            wrong = arguments.check(file.path, step.kernel, language, kernel, len(args), kwargs)
+            check_launch(names, kwargs, language.reader.spellings)
+            wrong = arguments.check(file.path, step.kernel, language.reader, kernel, len(args),
+                                    kwargs)
             if wrong:
                 raise ValueError(wrong)
         except (SourceError, ValueError) as exc:  # the grader's refusal, worded for the student
@@ -80,7 +81,7 @@ def build(file: KernelFile, proposal: Proposal, inputs: dict[str, torch.Tensor]
             break
         try:
             grid = step.grid if isinstance(step.grid, tuple) else (step.grid,)
-            records, made = language.build(kernel, args, kwargs, grid)
+            records, made = language.gpu.build(kernel, args, kwargs, grid)
         except Exception as exc:  # noqa: BLE001 - the compiler's rejection is the answer
             launches.append({"step": index, "names": names, "error": describe(exc, file.path)})
             break  # a later launch would run after one that does not compile: never
@@ -92,7 +93,7 @@ def build(file: KernelFile, proposal: Proposal, inputs: dict[str, torch.Tensor]
             launches.append({"step": index, "names": names, "error": wrong})
             break
         try:
-            refused = machine_code.check(made, file.path, language.spellings.api)
+            refused = machine_code.check(made, file.path, language.reader.spellings.api)
         except machine_code.Unreadable as exc:  # the grader's own failing: not graded
             launches.append({"step": index, "names": names, "unchecked": str(exc)})
             break
@@ -110,7 +111,7 @@ def build(file: KernelFile, proposal: Proposal, inputs: dict[str, torch.Tensor]
 
 class Binaries:
     """The binaries installed in this process, by proposal; `folder` is where a language's
-    loader has the files of its binaries written (grader.tracks.Wing.load_binary)."""
+    loader has the files of its binaries written (grader.tracks.contract.GpuBuilder.load_binary)."""
 
     def __init__(self, folder: Path):
         self.folder = folder
@@ -153,7 +154,7 @@ class Binaries:
         if "skipped" in record:  # a configuration that does not compile for this GPU
             return None
         kept = self.kept.setdefault(step.language, {})
-        return wing(step.language).load_binary(record, files, self.folder, kept, step.kernel)
+        return wing(step.language).gpu.load_binary(record, files, self.folder, kept, step.kernel)
 
     def kernels(self, key: str, proposal: Proposal) -> "BuiltKernels":
         self._loaded(key, proposal)
@@ -177,7 +178,7 @@ class Binaries:
             except Exception as exc:
                 # A configuration this GPU cannot run (too much shared memory) is passed
                 # over, as Triton's own autotuner does.
-                if binary is not None and type(exc).__name__ not in wing(step.language).skipped:
+                if binary is not None and type(exc).__name__ not in wing(step.language).gpu.skipped:
                     raise
                 times.append(float("inf"))
                 continue

@@ -29,7 +29,7 @@ def argument(value: Any, buffers: dict[str, torch.Tensor]) -> Any:
 def dtype_of(value: DType) -> Any:
     if value.kind == "torch" and isinstance(getattr(torch, value.name, None), torch.dtype):
         return getattr(torch, value.name)
-    found = wing(value.kind).dtype(value.name) if value.kind in TRACKS else None
+    found = wing(value.kind).reader.dtype(value.name) if value.kind in TRACKS else None
     if found is not None:
         return found
     raise ProposalError(f"`{value.name}` is not a dtype")

@@ -68,12 +68,12 @@ def decorate(node: ast.expr, function: Any, reader: Reader, interpreted: bool) -
     if kind in table.refused:
         raise NotData(node, table.refused[kind])
     if kind is None or (kind in table.called and call is None):
-        shown = ", ".join(wing(track).spellings.shown for track in TRACKS.values())
+        shown = ", ".join(wing(track).reader.spellings.shown for track in TRACKS.values())
         raise NotData(node, f"this decorator is not one the grader rebuilds ({shown})")
     if call is not None and call.args:
         raise NotData(node, "a decorator's arguments must be given by keyword")
     given = options(call, table.options.get(kind, frozenset()), reader) if call else {}
-    return wing(table.track).decorate(function, spelling, given, node, interpreted)
+    return wing(table.track).reader.decorate(function, spelling, given, node, interpreted)
 
 
 def _without_defaults(args: ast.arguments) -> ast.arguments:

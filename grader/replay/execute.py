@@ -142,7 +142,7 @@ class Executor:
         kwargs = {k: argument(v, buffers) for k, v in step.kwargs.items()}
         names = self.kernels.parameters(index, step)
         try:
-            check_launch(names, kwargs, wing(step.language).spellings)
+            check_launch(names, kwargs, wing(step.language).reader.spellings)
         except ValueError as exc:
             raise ProposalError(str(exc)) from None
         done.launches.append(_record(step, names, args, kwargs))

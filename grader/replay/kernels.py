@@ -95,8 +95,8 @@ class _Builder:
 
     def __init__(self, path: Path, track: str, interpreted: bool):
         self.path, self.track, self.interpreted = path, track, interpreted
-        self.table: Spellings = wing(track).spellings
-        self.helpers_are_tile_code = wing(track).helpers_are_tile_code
+        self.table: Spellings = wing(track).reader.spellings
+        self.helpers_are_tile_code = wing(track).reader.helpers_are_tile_code
         self.module = types.ModuleType(f"tilecourse_kernels_{next(_serial)}_{path.stem}")
         self.module.__file__ = str(path)
         self.ns = self.module.__dict__

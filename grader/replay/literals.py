@@ -8,7 +8,7 @@ its decorators' options only when they are written as data (`Reader.constant`):
 - arithmetic on numbers, and a name already read as a constant;
 - a dtype of the kernel language by its plain spelling (`tl.float16`, `ct.float32`), one
   of its enum members (`ct.PaddingMode.ZERO`), one of math's numbers (`math.pi`);
-- a short fixed list of constructors applied to data: the language's own (its wing's
+- a short fixed list of constructors applied to data: the language's own (its reader part's
   `constructors`: `tl.constexpr(64)`, `triton.Config({...}, num_warps=4)`,
   `ct.ByTarget(...)`), math's plain functions and `min`, `max`, `abs`, `int`, `float`,
   `round`, `bool` of numbers. A refusal lists those of the file's own language.
@@ -191,7 +191,7 @@ class Reader:
         if any(isinstance(a, ast.Starred) for a in node.args) or any(
                 k.arg is None for k in node.keywords):
             raise NotData(node, "`*` and `**` are not read in a constant: write each argument")
-        constructor = wing(self.table.track).constructors.get(spelling) if self.table else None
+        constructor = wing(self.table.track).reader.constructors.get(spelling) if self.table else None
         if constructor is not None:  # the language's own (tl.constexpr, triton.Config, ...)
             return constructor(self, node, spelling)
         if is_math(spelling) or spelling in _NUMBER_BUILTINS and spelling not in self.constants:
@@ -221,7 +221,7 @@ class Reader:
         """The calls a constant of this file's language may hold, as the file writes them:
         the language's constructors (one spelling each), then math's and the builtins."""
         first: dict[Callable, str] = {}
-        for spelling, constructor in (wing(self.table.track).constructors.items()
+        for spelling, constructor in (wing(self.table.track).reader.constructors.items()
                                       if self.table else ()):
             first.setdefault(constructor, f"{short(spelling)}(...)")
         return ", ".join([*first.values(), "math's functions", *_NUMBER_BUILTINS])

@@ -131,7 +131,7 @@ def _runtime(exc: BaseException) -> str | None:
         return None
     deepest = Path(frames[-1].filename).as_posix()
     return next((named for track in TRACKS.values()
-                 if (named := wing(track).runtime(deepest)) is not None), None)
+                 if (named := wing(track).cpu.runtime(deepest)) is not None), None)
 
 
 def _compiled(exc: BaseException, path: Path) -> list[tuple[tuple[int, str], BaseException]]:

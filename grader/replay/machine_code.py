@@ -16,7 +16,7 @@ SR_CLOCKHI; `%globaltimer` (and its `_lo`, `_hi`) as SR_GLOBALTIMERLO and SR_GLO
 (which count cycles too) as SR_PM0..SR_PM7. Any instruction that names one is refused,
 whatever its opcode.
 
-The disassembler is NVIDIA's nvdisasm: a language's toolchain may ship one (its wing's
+The disassembler is NVIDIA's nvdisasm: a language's toolchain may ship one (its GPU part's
 `disassemblers`: Triton's, in triton/backends/nvidia/bin), and the CUDA toolkit has another
 (on PATH, or under CUDA_HOME); each is tried until one reads the binary. A binary that none of them can
 read is not passed: `Unreadable` makes the launch "not graded" (grader.replay.binaries),
@@ -75,7 +75,7 @@ def is_machine_code(name: str, blob: bytes) -> bool:
 def disassemblers() -> list[str]:
     """The nvdisasm programs found here: those the languages' toolchains ship first (each
     reads the cubins its own compiler makes), then the CUDA toolkit's."""
-    found = [path for track in TRACKS.values() for path in wing(track).disassemblers()]
+    found = [path for track in TRACKS.values() for path in wing(track).gpu.disassemblers()]
     found.append(shutil.which("nvdisasm") or "")
     for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
         if home:

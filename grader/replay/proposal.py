@@ -164,7 +164,7 @@ def _step_json(step) -> dict:
 @dataclass(frozen=True)
 class DType:
     """A dtype argument: a torch dtype ("torch"), or a dtype of a kernel language (its
-    track's name: grader.tracks.Wing.dtype_name and dtype)."""
+    track's name: grader.tracks.contract.Recorder.dtype_name and Reader.dtype)."""
 
     kind: str
     name: str

@@ -2,9 +2,9 @@
 and the cuTile simulator (grader.replay.kernels builds them; no host code of the file runs).
 
 Both run a kernel body as Python, so each launch is first given to the real compiler's
-front end (the language's wing: grader.tracks.Wing.front_end) with the very arguments it
-runs with: a kernel the front end rejects does not run, and one it could not check does
-not run either.
+front end (the language's CPU runner part: grader.tracks.contract.CpuRunner.front_end)
+with the very arguments it runs with: a kernel the front end rejects does not run, and one
+it could not check does not run either.
 """
 
 from __future__ import annotations
@@ -31,21 +31,21 @@ class SourceKernels:
         return self.file.kernel(step.kernel, step.language)
 
     def parameters(self, index: int, step: Launch) -> list[str]:
-        return wing(step.language).parameters(self.kernel(step))
+        return wing(step.language).reader.parameters(self.kernel(step))
 
     def check(self, index: int, step: Launch, args: tuple, kwargs: dict) -> str | None:
-        wrong = arguments.check(self.file.path, step.kernel, wing(step.language),
+        wrong = arguments.check(self.file.path, step.kernel, wing(step.language).reader,
                                 self.kernel(step), len(args), kwargs)
         if wrong:
             raise ProposalError(wrong)
         if not self.frontend:
             return None
-        return wing(step.language).front_end(step, self.kernel(step), args, kwargs,
-                                             self.file.path)
+        return wing(step.language).cpu.front_end(step, self.kernel(step), args, kwargs,
+                                                 self.file.path)
 
     def launcher(self, index: int, step: Launch) -> Launcher:
-        kernel, language = self.kernel(step), wing(step.language)
-        return lambda args, kwargs: language.launch(step, kernel, args, kwargs)
+        kernel, runner = self.kernel(step), wing(step.language).cpu
+        return lambda args, kwargs: runner.launch(step, kernel, args, kwargs)
 
     def describe(self, exc: BaseException) -> str:
         return describe(exc, self.file.path)

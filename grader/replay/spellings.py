@@ -5,7 +5,7 @@ kernel body may name (the API from a reviewed list: grader.replay.kernel_api).
 The replay never evaluates a submission's expressions. It reads names by their *spelling*:
 `tl.constexpr` in a file that did `import triton.language as tl` is spelled
 "triton.language.constexpr", whatever object that name might hold at run time. Spellings are
-looked up in the language's table (a `Spellings`, its wing's `spellings`), and only the
+looked up in the language's table (a `Spellings`, its reader part's `spellings`), and only the
 grader turns a spelling into an object (`lookup`), from the real modules of the kernel
 language, by public names.
 """
@@ -74,7 +74,7 @@ class Spellings:
 def short(spelling: str) -> str:
     """A spelling as a file writes it (`tl.load`, `ct.load`), whichever language's it is."""
     for track in TRACKS.values():
-        for prefix, written in wing(track).spellings.short.items():
+        for prefix, written in wing(track).reader.spellings.short.items():
             spelling = spelling.replace(prefix, written)
     return spelling
 

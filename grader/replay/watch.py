@@ -2,7 +2,7 @@
 
 The CPU backends (Triton's interpreter, the cuTile simulator) run each memory operation of
 a kernel in Python. For the length of one launch of the replay, and only then, the
-language's wing wraps them (grader.tracks.Wing.watch): the wrapper passes the addresses and
+language's CPU runner part wraps them (grader.tracks.contract.CpuRunner.watch): the wrapper passes the addresses and
 the mask of the batch on, with the program that made it and the line of the student's
 kernel it comes from (the nearest frame in the file, `Watch.line`).
 """
@@ -24,7 +24,7 @@ from grader.tracks import TRACKS, wing
 
 
 class Note(NamedTuple):
-    """A finding a language's hooks count over a launch (grader.tracks.Wing.watch): its words
+    """A finding a language's hooks count over a launch (grader.tracks.contract.CpuRunner.watch): its words
     are `template` with {where} (the line, quoted), {name} (the tensor) and {count} ("once",
     "N times") filled in; the student's line is a value there, never part of the template."""
 
@@ -73,7 +73,7 @@ class Watch:
         words = TRACKS[language].words_for(grid)
         launch = LaunchWatch(regions, programs, self.source, words, index)
         notes: dict[Note, int] = {}  # what the wing noted -> how many accesses made it
-        with wing(language).watch(self, launch, grid, notes):
+        with wing(language).cpu.watch(self, launch, grid, notes):
             yield
         launch.close(self.traffic, output)
         self.traffic.findings += [

@@ -7,7 +7,7 @@ The seeds the child is given are masked by a key that never leaves the grader: t
 can read them (in the frames that call it), and the replay's own seeds, the ones that
 `--seed` reproduces, must not follow from them.
 The child also captures a language's launches for `grade compile` (`compile`), which the
-language's wing builds without a GPU.
+language's recorder part builds without a GPU.
 
 `ChildWorker` is the child's side of each request, `ChildProcess` the grader's; the shape of
 each reply sits between them.
@@ -60,7 +60,7 @@ class ChildWorker(Worker):
 
     def compile(self, problem_id: str, cases: list, archs: list):
         """Capture the launches of every case, then build each kernel for `archs`, without a
-        GPU (the language's wing builds them)."""
+        GPU (the language's recorder part builds them)."""
         from grader.problems import PROBLEMS
         from grader.tracks import wing
 
@@ -69,7 +69,7 @@ class ChildWorker(Worker):
         for params, dtype, seed in cases:
             call = problem.draw(params, dtype, seed)
             launches += self.submission.capture(call.args, call.kwargs)
-        return wing(self.track).build_offline(launches, tuple(archs))
+        return wing(self.track).recorder.build_offline(launches, tuple(archs))
 
 
 # The shape of `record`'s reply (grader.protocol.check): a reply of another shape is a crash

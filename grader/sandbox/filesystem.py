@@ -116,7 +116,7 @@ def _python_paths() -> list[str]:
     for name in _PATH_LISTS:
         paths += [p for p in os.environ.get(name, "").split(os.pathsep) if p]
     paths += [os.environ[name] for name in _PATH_VALUES if os.environ.get(name)]
-    paths += [p for track in TRACKS.values() for p in wing(track).readable()]
+    paths += [p for track in TRACKS.values() for p in wing(track).backends.readable()]
     return [p for p in paths if os.path.isabs(p)]
 
 

@@ -18,7 +18,7 @@ check of where every tensor came from:
 
 Inside a launch (grader.sandbox.launches) the watch is paused: there, the kernel language's own
 machinery runs (and, on a CPU, the interpreter or the simulator executing the kernel body,
-which the language's front end checks the way a real compiler would: grader.tracks.Wing).
+which the language's front end checks the way a real compiler would: grader.tracks.contract.CpuRunner).
 """
 
 from __future__ import annotations

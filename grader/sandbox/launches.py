@@ -1,7 +1,7 @@
 """The kernel launches a submission's wrapper makes: intercepted in the child, written down.
 
 The hooks are installed once in the grading child, before the submission is imported
-(`install`): each kernel language's wing hooks its own launch paths (Triton's launchers,
+(`install`): each kernel language's recorder part hooks its own launch paths (Triton's launchers,
 cuTile's launch function), which ask `current` for the session. Outside a session they only
 launch. During one (`recording`):
 
@@ -76,8 +76,8 @@ def current() -> Session | None:
 
 def install() -> None:
     """Hook the launch paths of the kernel languages imported so far (idempotent): each
-    language's wing hooks its own (grader.tracks.Wing.hook_launches)."""
+    language's recorder part hooks its own (grader.tracks.contract.Recorder.hook_launches)."""
     for name, track in TRACKS.items():
         if track.module in sys.modules and name not in _installed:
-            wing(track).hook_launches()
+            wing(track).recorder.hook_launches()
             _installed.add(name)

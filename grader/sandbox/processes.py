@@ -12,6 +12,7 @@ import signal
 import socket
 
 from grader.sandbox import linux
+from grader.tracks import found
 
 # How a worker starts (grader.sandbox.worker.main), and the bytes that carry its output
 # file's descriptor to a spare: here, so that the grader's side needs nothing of the worker.
@@ -38,7 +39,7 @@ def child_env(scratch: str) -> dict[str, str]:
     # imported it in its template, where HOME names no folder yet; it reads TRITON_HOME
     # whenever it looks for its cache.
     env.update(HOME=scratch, TMPDIR=scratch, TRITON_HOME=scratch, USER="submission",
-               LOGNAME="submission")
+               LOGNAME="submission", **{found.ENV: found.told()})
     return env
 
 

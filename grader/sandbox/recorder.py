@@ -166,7 +166,7 @@ class Recorder:
         if isinstance(value, torch.dtype):
             return DType("torch", str(value).removeprefix("torch."))
         for track in TRACKS.values():  # a dtype of a kernel language, kept by its name
-            name = wing(track).dtype_name(value)
+            name = wing(track).recorder.dtype_name(value)
             if name is not None:
                 return DType(track.name, name)
         if isinstance(value, numbers.Integral):

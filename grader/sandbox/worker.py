@@ -23,7 +23,7 @@ from grader.tracks import TRACKS, wing
 
 # What every worker imports, whatever its role and plan (a spare, while it waits). A role's
 # own module is not among them: once the rest is warm it takes a few milliseconds to import.
-WARM_IMPORTS = ("torch", *(m for t in TRACKS.values() for m in wing(t).preload),
+WARM_IMPORTS = ("torch", *(m for t in TRACKS.values() for m in t.preload),
                 "grader.problems", "grader.timing", "grader.replay.poison",
                 "grader.replay.execute", "grader.sandbox.launches", "grader.sandbox.submission")
 # Each role's class, by the module that holds it (grader.sandbox.serve lists them).
@@ -40,7 +40,7 @@ def _warm() -> None:
             pass
     for track in TRACKS:
         try:
-            wing(track).warm()
+            wing(track).worker.warm()
         except Exception:  # noqa: BLE001 - each worker then does the work itself
             pass
 
@@ -60,7 +60,7 @@ def _cuda_initialised() -> bool:
 
 def _bind_before_student_code(track: str, role: str, device: str) -> None:
     """Import what grading relies on, and the kernel language with its hooks, before the
-    submission can touch them (the language's wing says what it binds, by role and device)."""
+    submission can touch them (the language's worker part says what it binds, by role and device)."""
     import torch  # noqa: F401
 
     from grader import problems, timing  # noqa: F401
@@ -68,7 +68,7 @@ def _bind_before_student_code(track: str, role: str, device: str) -> None:
     from grader.sandbox import launches, submission  # noqa: F401
 
     if track in TRACKS:
-        wing(track).bind(role, device)
+        wing(track).worker.bind(role, device)
     if role == "child":
         launches.install()  # the replay runs kernels; the child only proposes launches
     elif device != "cpu":

@@ -52,7 +52,7 @@ def test_the_cutile_track_on_a_cpu_goes_to_the_simulator(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     selection = backends.select("auto", track="cutile")
     assert selection.backend.name == "cutile-sim"
-    assert selection.reason.startswith("no CUDA GPU, so the grader's simulator runs")
+    assert selection.reason.startswith("no usable CUDA GPU, so the grader's simulator runs")
     with pytest.raises(BackendUnavailable, match="grades the cutile track, not triton"):
         backends.select("cutile-sim", track="triton")
 

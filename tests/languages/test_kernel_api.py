@@ -22,7 +22,7 @@ COURSE_FILES = sorted([*ROOT.glob("solutions/*/stage*.py"), *ROOT.glob("exercise
 
 
 def _table(track: str):
-    return wing(track).spellings
+    return wing(track).reader.spellings
 
 
 def _spellings(path: Path, track: str) -> set[str]:

@@ -1,8 +1,8 @@
-"""A new tile language touches only its own files: its record, its wing, its extra.
+"""A new tile language touches only its own files: its package and pyproject.toml.
 
-A copy of the grader gets a third track, "toy": a record in grader/tracks.py (and its entry in
-TRACKS), a wing in grader/languages/toy/, and an extra in pyproject.toml; nothing else of the
-grader changes. The toy language is a pure-Python module, toytile, that stands for what the
+A copy of the grader gets a third track, "toy": a package grader/languages/toy/ (its record,
+one module for all its parts, its spellings), and in pyproject.toml its entry point of
+`tilecourse.tracks`, its extra and its package; nothing else of the grader changes. The toy language is a pure-Python module, toytile, that stands for what the
 extra would install. A temporary course teaches stage 1 (vector add) in all three languages.
 `grade skeletons` makes the toy exercise, the untouched exercise grades NOT STARTED, and the
 toy solution grades PASS, every case, on the toy language's CPU backend.
@@ -76,153 +76,85 @@ def store(array, offsets, value, mask):
     flat[offsets[mask]] = value[mask].to(flat.dtype)
 '''
 
-WING = '''
-"""The toy language's wing (grader.tracks.Wing): toytile kernels, run on the CPU one program
-at a time. The toy language has no GPU backend, no compiler and no dtypes of its own, so its
-GPU members refuse and its front-end check is not made."""
+PARTS = '''
+"""The toy language's code: one module for every part it has (grader.tracks.contract).
+The toy language has no GPU backend (its record names no gpu part) and so no compiler
+whose front end would check a launch, and no dtypes of its own: no front_end, dtype_name
+or dtype here, the contracts' defaults answer."""
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import inspect
 
-from grader.tracks import Wing
-
-_NO_GPU = "the toy language has no GPU backend: use --backend toy-cpu"
+from grader.languages.toy.spellings import TOY as spellings  # noqa: F401
 
 
-class Toy(Wing):
-    name = "toy"
+# --- the backends: the grading process ------------------------------------------------------
 
-    # --- the grading process ------------------------------------------------------------
+def probe(device):
+    if importlib.util.find_spec("toytile") is None:
+        return "the toy language is not installed: `pip install tilecourse[toy]`"
+    return None
 
-    summaries = {"cuda": "the toy language has no GPU backend",
-                 "cpu": "toytile kernels run as Python on the CPU, one program at a time"}
 
-    def summary(self, device):
-        return self.summaries[device]
+# --- a worker's bootstrap -------------------------------------------------------------------
 
-    def probe(self, device):
-        if device == "cuda":
-            return _NO_GPU
-        if importlib.util.find_spec("toytile") is None:
-            return "the toy language is not installed: `pip install tilecourse[toy]`"
+def bind(role, device):
+    try:
+        import toytile  # noqa: F401
+    except ImportError:
+        pass  # the submission's own import then says what is missing
+
+
+# --- the recorder: the child ----------------------------------------------------------------
+
+def hook_launches():
+    import toytile
+
+    from grader.sandbox import launches
+
+    original = toytile.Kernel.run
+
+    def run(kernel, grid, args):
+        session = launches.current()
+        if session is None:
+            return original(kernel, grid, args)
+        session.propose("toy", kernel, grid, args, {})
         return None
 
-    def prepare(self, backend):
-        pass
-
-    def note(self, backend):
-        return None
-
-    def reason(self, device):
-        return "the toy language runs on the CPU only"
-
-    def forced(self):
-        return None
-
-    def unavailable(self, missing):
-        return f"The toy track cannot be graded here: {missing}"
-
-    def versions(self):
-        return {}
-
-    def readable(self):
-        # toytile is a Python module on Python's path (PYTHONPATH here, site-packages once
-        # installed), which a worker's view shows already: no toolchain of its own.
-        return []
-
-    # --- a worker's bootstrap -----------------------------------------------------------
-
-    preload = ()
-
-    def bind(self, role, device):
-        try:
-            import toytile  # noqa: F401
-        except ImportError:
-            pass  # the submission's own import then says what is missing
-
-    # --- the child ------------------------------------------------------------------------
-
-    def hook_launches(self):
-        import toytile
-
-        from grader.sandbox import launches
-
-        original = toytile.Kernel.run
-
-        def run(kernel, grid, args):
-            session = launches.current()
-            if session is None:
-                return original(kernel, grid, args)
-            session.propose("toy", kernel, grid, args, {})
-            return None
-
-        toytile.Kernel.run = run
-
-    def dtype_name(self, value):
-        return None  # the toy language has no dtypes of its own
-
-    def build_offline(self, launches, archs):
-        raise NotImplementedError("the toy language builds no binaries")
-
-    # --- a kernel file --------------------------------------------------------------------
-
-    @property
-    def spellings(self):
-        from grader.languages.toy.spellings import TOY
-
-        return TOY
-
-    helpers_are_tile_code = False
-
-    def decorate(self, function, spelling, options, node, interpreted):
-        import toytile
-
-        return toytile.kernel(function)
-
-    constructors = {}
-
-    def dtype(self, name):
-        return None
-
-    def parameters(self, kernel):
-        return list(inspect.signature(kernel.fn).parameters)
-
-    def optional(self, kernel):
-        return {n for n, p in inspect.signature(kernel.fn).parameters.items()
-                if p.default is not p.empty}
-
-    # --- the replay on a CPU --------------------------------------------------------------
-
-    def front_end(self, step, kernel, args, kwargs, path):
-        return None  # the toy language has no compiler whose front end could check a launch
-
-    def launch(self, step, kernel, args, kwargs):
-        import toytile
-
-        toytile.run_programs(step.grid, kernel.fn, args)
-
-    def watch(self, watch, launch, grid, notes):
-        return contextlib.nullcontext()  # the toy language reports no loads and stores
-
-    def runtime(self, filename):
-        return "toy language" if filename.endswith("toytile.py") else None
-
-    # --- on a GPU -------------------------------------------------------------------------
-
-    def build(self, kernel, args, kwargs, grid):
-        raise NotImplementedError(_NO_GPU)
-
-    def load_binary(self, record, files, folder, kept, name):
-        raise NotImplementedError(_NO_GPU)
-
-    skipped = ()
+    toytile.Kernel.run = run
 
 
-WING = Toy()
+# --- the reader: a kernel file --------------------------------------------------------------
+
+def decorate(function, spelling, options, node, interpreted):
+    import toytile
+
+    return toytile.kernel(function)
+
+
+def parameters(kernel):
+    return list(inspect.signature(kernel.fn).parameters)
+
+
+def optional(kernel):
+    return {n for n, p in inspect.signature(kernel.fn).parameters.items()
+            if p.default is not p.empty}
+
+
+# --- the CPU runner -------------------------------------------------------------------------
+
+def launch(step, kernel, args, kwargs):
+    import toytile
+
+    toytile.run_programs(step.grid, kernel.fn, args)
+
+
+def runtime(filename):
+    return "toy language" if filename.endswith("toytile.py") else None
 '''
+
 
 SPELLINGS = '''
 """What a toy kernel file may spell where the replay reads it."""
@@ -246,6 +178,12 @@ TOY = Spellings(
 '''
 
 RECORD = '''
+"""The toy track's record (the `toy` entry point of `tilecourse.tracks`)."""
+
+import re
+
+from grader.tracks.record import Parts, Track, Words
+
 TOY = Track(
     name="toy", title="Toy", module="toytile",
     imports=re.compile(r"^\\s*(import|from)\\s+toytile\\b", re.M),
@@ -255,7 +193,12 @@ TOY = Track(
                 "give the tt.store a mask that keeps every lane inside the tensor", "mask"),
     nan_fix="give that `tt.load` a mask: masked lanes read 0",
     extra="toy", gpu_backend="toy-gpu", cpu_backend="toy-cpu",
-    wing="grader.languages.toy",
+    parts=Parts(backends="grader.languages.toy.parts", worker="grader.languages.toy.parts",
+                recorder="grader.languages.toy.parts", reader="grader.languages.toy.parts",
+                cpu="grader.languages.toy.parts"),
+    gpu_summary="the toy language has no GPU backend",
+    cpu_summary="toytile kernels run as Python on the CPU, one program at a time",
+    cpu_runner="toytile",
 )
 '''
 
@@ -315,21 +258,20 @@ def test_a_third_language_is_a_record_a_wing_and_an_extra(tmp_path):
                     ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", package / "pyproject.toml")
 
-    tracks = package / "grader/tracks.py"
-    text = tracks.read_text()
-    listed = "TRACKS: dict[str, Track] = {t.name: t for t in (TRITON, CUTILE)}"
-    assert listed in text
-    text = text.replace(listed, RECORD.lstrip() + listed.replace("CUTILE)", "CUTILE, TOY)"))
-    tracks.write_text(text)
     toy = package / "grader/languages/toy"
     toy.mkdir()
-    (toy / "__init__.py").write_text(WING.lstrip())
+    (toy / "__init__.py").write_text('"""The toy track: its record and its parts."""\n')
+    (toy / "track.py").write_text(RECORD.lstrip())
+    (toy / "parts.py").write_text(PARTS.lstrip())
     (toy / "spellings.py").write_text(SPELLINGS.lstrip())
     project = package / "pyproject.toml"
     extras = "[project.optional-dependencies]\n"
+    points = '[project.entry-points."tilecourse.tracks"]\n'
     packaged = '"grader.languages.triton", '
-    assert extras in project.read_text() and packaged in project.read_text()
-    project.write_text(project.read_text().replace(extras, extras + "toy = []\n")
+    text = project.read_text()
+    assert extras in text and points in text and packaged in text
+    project.write_text(text.replace(extras, extras + "toy = []\n")
+                       .replace(points, points + 'toy = "grader.languages.toy.track:TOY"\n')
                        .replace(packaged, packaged + '"grader.languages.toy", '))
 
     site = tmp_path / "site"  # what the extra would install
@@ -379,5 +321,5 @@ def test_a_third_language_is_a_record_a_wing_and_an_extra(tmp_path):
     assert stage["cases"] and all(c["passed"] for c in stage["cases"])
 
     assert changed(ROOT, package) == sorted([
-        "grader/tracks.py", "pyproject.toml",
-        "grader/languages/toy/__init__.py", "grader/languages/toy/spellings.py"])
+        "pyproject.toml", "grader/languages/toy/__init__.py", "grader/languages/toy/track.py",
+        "grader/languages/toy/parts.py", "grader/languages/toy/spellings.py"])

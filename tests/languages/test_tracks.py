@@ -1,27 +1,41 @@
-"""Each tile language is one record (grader.tracks.TRACKS) and one wing, the package its
-record names, whose `WING` keeps the contract (grader.tracks.Wing): every member, with the
-contract's own parameters. Below the wings (the backends, the replay, the sandbox, the
-judge), nothing names a language: a third language is its record, its wing and its content
+"""Each tile language is one record (grader.tracks.Track), found through the
+`tilecourse.tracks` entry point its package declares, and a module per part of its code
+(the record's `Parts`), each keeping one contract of grader.tracks.contract: every member it
+defines with the contract's own parameters, the optional ones answered by the contract's
+defaults. Below the languages (the backends, the replay, the sandbox, the judge), nothing
+names a language: a third language is its package, its entry point and its content
 (docs/architecture.md, "add a tile language"), with no table to extend elsewhere."""
 
 import ast
-import importlib
+import dataclasses
 import importlib.util
-import inspect
 import json
 import re
 import sys
+import types
 from pathlib import Path
 
 import pytest
 from conftest import ROOT
 
-from grader.backends.selection import BACKENDS
-from grader.tracks import TRACKS, Wing, wing
+from grader.backends.selection import BACKENDS, select
+from grader.tracks import TRACKS, NotSupported, Parts, wing
+from grader.tracks import contract as contracts
+from grader.tracks.found import BrokenTrack, declared, load
 
-MEMBERS = sorted(Wing.__abstractmethods__)
+CONTRACTS = {c.role: c for c in (contracts.Backends, contracts.Worker, contracts.Recorder,
+                                 contracts.Reader, contracts.CpuRunner, contracts.GpuBuilder)}
+MEMBERS = sorted((role, m) for role, c in CONTRACTS.items() for m in c._members())
 MACHINE = json.loads((ROOT / "grader/result.schema.json").read_text())["properties"][
     "machine"]["required"]
+
+
+def _project() -> dict:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 
 
 @pytest.mark.parametrize("name", list(TRACKS))
@@ -30,59 +44,72 @@ def test_a_track_has_its_backends_its_extra_and_its_corpora(name):
     gpu, cpu = BACKENDS[track.gpu_backend], BACKENDS[track.cpu_backend]
     assert (gpu.track, gpu.device, gpu.interpret) == (name, "cuda", False)
     assert (cpu.track, cpu.device, cpu.interpret) == (name, "cpu", True)
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    extras = project["optional-dependencies"]
-    assert track.extra is None or track.extra in extras
+    assert track.extra is None or track.extra in _project()["optional-dependencies"]
     for corpus in ("faults", "attacks"):
         assert list((ROOT / "tests" / corpus / name).glob("stage*.py")), (corpus, name)
 
 
-@pytest.mark.parametrize("name", list(TRACKS))
-def test_a_track_loads_its_wing_by_the_path_its_record_holds(name):
-    track = TRACKS[name]
-    found = wing(track)
-    assert track.wing == f"grader.languages.{name}"
-    assert importlib.import_module(track.wing).WING is found is wing(name)  # loaded once
-    assert isinstance(found, Wing) and found.name == name
-    assert not type(found).__abstractmethods__
+def test_the_tracks_are_the_entry_points_the_project_declares():
+    points = _project()["entry-points"]["tilecourse.tracks"]
+    assert {n: v for n, v, _ in declared()} == points
+    assert sorted(TRACKS) == sorted(points) and list(TRACKS)[0] == "triton"  # no extra: first
+    for name, value in points.items():
+        module = value.partition(":")[0]
+        assert module == f"grader.languages.{name}.track", value  # its record in its package
+        assert all(p.startswith(f"grader.languages.{name}.")
+                   for p in dataclasses.astuple(TRACKS[name].parts) if p)
 
 
-def test_a_record_whose_module_holds_no_wing_is_refused(monkeypatch):
-    from dataclasses import replace
-
-    odd = replace(TRACKS["triton"], name="odd", wing="grader.tracks")  # a module without WING
-    with pytest.raises(AttributeError, match="WING"):
-        wing(odd)
-    impostor = replace(TRACKS["triton"], name="cutile", wing="grader.languages.triton")
-    monkeypatch.setitem(TRACKS, "cutile", impostor)
-    monkeypatch.setattr("grader.tracks._loaded", {})
-    with pytest.raises(TypeError, match="is not the Wing of the cutile track"):
-        wing("cutile")
-
-
-def _kind(owner: type, member: str) -> str:
-    value = inspect.getattr_static(owner, member)
-    return "method" if inspect.isfunction(value) else "value"
-
-
-def _parameters(owner: type, member: str) -> list[str]:
-    return list(inspect.signature(getattr(owner, member)).parameters)
+def test_an_entry_point_that_names_no_record_is_refused():
+    with pytest.raises(BrokenTrack, match="cannot be loaded"):
+        load("odd", "grader.languages.odd.track:ODD", "a test")
+    with pytest.raises(BrokenTrack, match="is not the record"):
+        load("odd", "grader.tracks.record:Words", "a test")  # a class, not a record
+    with pytest.raises(BrokenTrack, match="is not the record"):
+        load("cutile", "grader.languages.triton.track:TRITON", "a test")  # another's record
 
 
 @pytest.mark.parametrize("name", list(TRACKS))
-@pytest.mark.parametrize("member", MEMBERS)
-def test_a_wing_implements_each_member_as_the_contract_says(name, member):
-    """A method takes the contract's parameters, by the contract's names (the machinery
-    calls some by keyword); a property may be a plain attribute of the class."""
-    cls = type(wing(name))
-    assert member in vars(cls), f"{cls.__name__} inherits {member} unimplemented"
-    assert _kind(cls, member) == _kind(Wing, member), (name, member)
-    if _kind(Wing, member) == "method":
-        assert _parameters(cls, member) == _parameters(Wing, member), (name, member)
+@pytest.mark.parametrize("role", list(CONTRACTS))
+def test_a_part_gives_every_member_of_its_contract_loaded_once(name, role):
+    part = getattr(wing(name), role)
+    assert sorted(vars(part)) == sorted(CONTRACTS[role]._members())
+    assert getattr(wing(name), role) is part and wing(TRACKS[name]) is wing(name)
+
+
+def _module(**members) -> types.ModuleType:
+    module = types.ModuleType("grader.languages.odd.reader")
+    vars(module).update(members)
+    return module
+
+
+def test_a_part_that_breaks_its_contract_is_refused_with_the_member_named():
+    track = TRACKS["triton"]
+    good = dict(spellings=object(), decorate=lambda function, spelling, options, node,
+                interpreted: None, parameters=lambda kernel: [], optional=lambda kernel: set())
+    part = contracts.Reader._part(track, _module(**good))
+    assert part.dtype("float32") is None and part.helpers_are_tile_code is False  # defaults
+    missing = {k: v for k, v in good.items() if k != "parameters"}
+    with pytest.raises(TypeError, match="defines no `parameters`, which the reader contract"):
+        contracts.Reader._part(track, _module(**missing))
+    renamed = {**good, "optional": lambda k: set()}
+    with pytest.raises(TypeError, match=r"reader.optional takes \(k\); the contract's takes "
+                                        r"\(kernel\)"):
+        contracts.Reader._part(track, _module(**renamed))
+
+
+def test_a_language_without_a_gpu_part_says_so_where_it_is_asked():
+    toy = dataclasses.replace(TRACKS["triton"], parts=dataclasses.replace(
+        TRACKS["triton"].parts, gpu=None))
+    with pytest.raises(NotSupported, match="has no gpu part"):
+        wing(toy).gpu.build(None, (), {}, (1,))
+    assert wing(toy).gpu.skipped == () and wing(toy).gpu.disassemblers() == []
+    assert "has no GPU backend" in BACKENDS["triton"].probe.func(toy, "cuda")
+    # its one program is the one the CPU runs: no front end to check it against
+    assert contracts.CpuRunner(toy).front_end(None, None, (), {}, None) is None
+    with pytest.raises(contracts.Unavailable, match="no compiler front end"):
+        contracts.CpuRunner(TRACKS["triton"]).front_end(None, None, (), {}, None)
+    assert isinstance(Parts("a", "b", "c", "d", "e").gpu, type(None))
 
 
 def _backends(track):
@@ -97,52 +124,68 @@ def _text_or_none(value) -> bool:
 # without running a kernel (the grading tests run the rest, per track: test_grading,
 # test_replay, test_cutile_sim, test_traffic and the attack and fault corpora).
 CHECKS = {
-    "name": lambda w, t: w.name == t.name,
-    "summary": lambda w, t: all(b.summary == w.summary(d) != "" for d, b in _backends(t).items()),
-    "probe": lambda w, t: all(_text_or_none(w.probe(d)) for d in ("cuda", "cpu"))
-    and BACKENDS[t.cpu_backend].probe() == w.probe("cpu"),
-    "prepare": lambda w, t: w.prepare(BACKENDS[t.cpu_backend]) is None,
-    "note": lambda w, t: _text_or_none(w.note(BACKENDS[t.cpu_backend])),
-    "reason": lambda w, t: isinstance(w.reason("cpu"), str) and w.reason("cpu") != "",
-    "forced": lambda w, t: _text_or_none(w.forced()),
-    "unavailable": lambda w, t: "MISSING" in w.unavailable("MISSING"),
-    "versions": lambda w, t: w.versions() and set(w.versions()) <= set(MACHINE)
-    and all(_text_or_none(v) for v in w.versions().values()),
-    "readable": lambda w, t: all(Path(p).is_absolute() and Path(p).is_dir() for p in w.readable()),
-    "preload": lambda w, t: all(importlib.util.find_spec(m) for m in w.preload),
-    "bind": lambda w, t: w.bind("child", "cuda") is None and t.module in sys.modules,
-    "hook_launches": lambda w, t: callable(w.hook_launches),
-    "dtype_name": lambda w, t: w.dtype_name(3) is None and w.dtype_name("float32") is None,
-    "build_offline": lambda w, t: callable(w.build_offline),
-    "spellings": lambda w, t: w.spellings.track == t.name and w.spellings.package == t.module
-    and t.decorator.split("(")[0] in w.spellings.shown
-    and all(kind in w.spellings.options or kind in w.spellings.refused
-            for kind in w.spellings.decorators.values()),
-    "helpers_are_tile_code": lambda w, t: isinstance(w.helpers_are_tile_code, bool),
-    "decorate": lambda w, t: callable(w.decorate),
-    "constructors": lambda w, t: all(s.startswith(t.module + ".") and callable(c)
-                                     for s, c in w.constructors.items()),
-    "dtype": lambda w, t: w.dtype("no_such_dtype") is None,
-    "parameters": lambda w, t: callable(w.parameters),
-    "optional": lambda w, t: callable(w.optional),
-    "front_end": lambda w, t: callable(w.front_end),
-    "launch": lambda w, t: callable(w.launch),
-    "watch": lambda w, t: callable(w.watch),
-    "runtime": lambda w, t: w.runtime(str(ROOT / "solutions" / "x.py")) is None,
-    "build": lambda w, t: callable(w.build),
-    "load_binary": lambda w, t: callable(w.load_binary),
-    "skipped": lambda w, t: all(isinstance(s, str) for s in w.skipped),
+    ("backends", "probe"): lambda p, t: all(_text_or_none(p.probe(d)) for d in ("cuda", "cpu"))
+    and BACKENDS[t.cpu_backend].probe() == p.probe("cpu"),
+    ("backends", "prepare"): lambda p, t: p.prepare(BACKENDS[t.cpu_backend]) is None,
+    ("backends", "gpu_facts"): lambda p, t: callable(p.gpu_facts),
+    ("backends", "versions"): lambda p, t: p.versions() and set(p.versions()) <= set(MACHINE)
+    and all(_text_or_none(v) for v in p.versions().values()),
+    ("backends", "readable"): lambda p, t: all(Path(f).is_absolute() and Path(f).is_dir()
+                                               for f in p.readable()),
+    ("worker", "bind"): lambda p, t: p.bind("child", "cuda") is None and t.module in sys.modules,
+    ("worker", "warm"): lambda p, t: callable(p.warm),
+    ("recorder", "hook_launches"): lambda p, t: callable(p.hook_launches),
+    ("recorder", "dtype_name"): lambda p, t: p.dtype_name(3) is None
+    and p.dtype_name("float32") is None,
+    ("recorder", "build_offline"): lambda p, t: callable(p.build_offline),
+    ("reader", "spellings"): lambda p, t: p.spellings.track == t.name
+    and p.spellings.package == t.module and t.decorator.split("(")[0] in p.spellings.shown
+    and all(kind in p.spellings.options or kind in p.spellings.refused
+            for kind in p.spellings.decorators.values()),
+    ("reader", "helpers_are_tile_code"): lambda p, t: isinstance(p.helpers_are_tile_code, bool),
+    ("reader", "decorate"): lambda p, t: callable(p.decorate),
+    ("reader", "constructors"): lambda p, t: all(s.startswith(t.module + ".") and callable(c)
+                                                 for s, c in p.constructors.items()),
+    ("reader", "dtype"): lambda p, t: p.dtype("no_such_dtype") is None,
+    ("reader", "parameters"): lambda p, t: callable(p.parameters),
+    ("reader", "optional"): lambda p, t: callable(p.optional),
+    ("cpu", "front_end"): lambda p, t: callable(p.front_end),
+    ("cpu", "launch"): lambda p, t: callable(p.launch),
+    ("cpu", "watch"): lambda p, t: callable(p.watch),
+    ("cpu", "runtime"): lambda p, t: p.runtime(str(ROOT / "solutions" / "x.py")) is None,
+    ("gpu", "build"): lambda p, t: callable(p.build),
+    ("gpu", "load_binary"): lambda p, t: callable(p.load_binary),
+    ("gpu", "disassemblers"): lambda p, t: all(isinstance(d, str) for d in p.disassemblers()),
+    ("gpu", "skipped"): lambda p, t: all(isinstance(s, str) for s in p.skipped),
 }
 
 
-def test_every_member_of_the_contract_is_checked():
+def test_every_member_of_every_contract_is_checked():
     assert sorted(CHECKS) == MEMBERS
 
 
 @pytest.mark.parametrize("name", list(TRACKS))
-@pytest.mark.parametrize("member", MEMBERS)
-def test_each_member_answers_as_the_contract_says(name, member):
-    assert CHECKS[member](wing(name), TRACKS[name]), (name, member)
+@pytest.mark.parametrize("role,member", MEMBERS)
+def test_each_member_answers_as_the_contract_says(name, role, member):
+    assert CHECKS[role, member](getattr(wing(name), role), TRACKS[name]), (name, role, member)
+
+
+@pytest.mark.parametrize("name", list(TRACKS))
+def test_the_backends_are_worded_from_the_record(name, monkeypatch):
+    track = TRACKS[name]
+    assert BACKENDS[track.cpu_backend].summary == track.cpu_summary != ""
+    assert BACKENDS[track.gpu_backend].summary == track.gpu_summary != ""
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    chosen = select("auto", name)
+    assert chosen.backend.name == track.cpu_backend  # no GPU here
+    assert chosen.reason.endswith(f"so {track.cpu_runner} runs the {track.title} kernels on "
+                                  "the CPU"), chosen.reason
+    if track.forced_by:
+        variable, value = track.forced_by
+        monkeypatch.setenv(variable, value)
+        forced = select("auto")
+        assert forced.backend.name == track.cpu_backend
+        assert forced.reason == f"{variable}={value} is set in the environment"
 
 
 @pytest.mark.parametrize("name", list(TRACKS))
@@ -154,7 +197,7 @@ def test_a_wing_rebuilds_its_own_solutions_kernels(course, name):
     path = ROOT / "solutions" / course.stages[0].modules[name]
     file = kernels.load(path, name, interpreted=True)
     found = [v for v in file.namespace.values() if TRACKS[name].owns(type(v).__module__)]
-    assert found and all(wing(name).parameters(k) for k in found)
+    assert found and all(wing(name).reader.parameters(k) for k in found)
 
 
 def test_a_stage_file_shows_its_own_track_and_no_other(course):
@@ -172,8 +215,10 @@ _DOTTED = re.compile(r"[A-Za-z_][\w.]*")
 
 
 def language_names() -> set[str]:
-    """What names a language: its track's name, its module, its wing's module."""
-    return {n for t in TRACKS.values() for n in (t.name, t.module, t.wing)} | {"grader.languages"}
+    """What names a language: its track's name, its module, its package's modules."""
+    return {n for t in TRACKS.values()
+            for n in (t.name, t.module, *filter(None, dataclasses.astuple(t.parts)))} \
+        | {"grader.languages"}
 
 
 def naming(source: str) -> list[str]:
@@ -200,12 +245,12 @@ def test_the_check_finds_a_language_named_below_the_wings():
     # The check must be able to fail: each way lower code could name a language.
     for code in ('if track == "cutile":\n    pass\n', 'HOOKS = {"triton": None}\n',
                  "import triton.language as tl\n", "from cuda.tile import launch\n",
-                 "from grader.languages.triton import WING\n",
+                 "from grader.languages.triton import reader\n",
                  'importlib.import_module("grader.languages.cutile")\n',
                  'spelling == "cuda.tile.ByTarget"\n'):
         assert naming(code), code
     assert not naming('message = "a Triton kernel: write tl.load(x, mask=...)"\n'
-                      "wing(track).spellings\n")
+                      "wing(track).reader.spellings\n")
 
 
 @pytest.mark.parametrize("part", BELOW)

@@ -74,5 +74,5 @@ def test_a_triton_kernel_may_be_launched_without_a_default_or_what_every_config_
     def kernel(a_ptr, n, BLOCK: tl.constexpr, EXTRA: tl.constexpr, D: tl.constexpr = 2):
         pass
 
-    assert wing("triton").optional(kernel) == {"BLOCK", "D"}  # EXTRA: one config only
-    assert wing("triton").parameters(kernel) == ["a_ptr", "n", "BLOCK", "EXTRA", "D"]
+    assert wing("triton").reader.optional(kernel) == {"BLOCK", "D"}  # EXTRA: one config only
+    assert wing("triton").reader.parameters(kernel) == ["a_ptr", "n", "BLOCK", "EXTRA", "D"]

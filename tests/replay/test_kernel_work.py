@@ -1,5 +1,5 @@
 """Points only for work the student's kernel did: the corpus of grader/sandbox/host.py,
-grader/sandbox/screening.py and the languages' front ends (grader.tracks.Wing.front_end).
+grader/sandbox/screening.py and the languages' front ends (grader.tracks.contract.CpuRunner.front_end).
 
 Each submission below earns its output some other way than by its kernel, usually next to a
 kernel launched as cover, and must fail with a message that names what it did; the

@@ -178,7 +178,7 @@ def _launch(n: int) -> dict:
 def _build(tmp_path, monkeypatch, made: bytes):
     """The builder's reply for one launch of the solution's vector add, its compiler
     stood in for by one that makes `made`."""
-    monkeypatch.setattr(wing("triton"), "build", lambda kernel, args, kwargs, grid: (
+    monkeypatch.setattr(wing("triton").gpu, "build", lambda kernel, args, kwargs, grid: (
         [{"files": ["0/k.cubin"], "params": []}], {"0/k.json": b"{}", "0/k.cubin": made}))
     path = tmp_path / "submission.py"
     path.write_text(VECTOR_ADD)

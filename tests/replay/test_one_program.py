@@ -45,7 +45,7 @@ def with_constant(assignment: str, body_line: str) -> str:
 def test_what_a_kernel_may_see_of_a_constant_cannot_change(value, why):
     import triton  # noqa: F401 - the spellings below name it
 
-    table = wing("triton").spellings
+    table = wing("triton").reader.spellings
     aliases = kernels.Aliases({"triton": "triton", "tl": "triton.language"})
     read = Reader(aliases, {}, table).constant(ast.parse(value, mode="eval").body)
     assert changeable(read, table) == why

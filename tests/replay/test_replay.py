@@ -115,7 +115,7 @@ def literal(text: str, track: str = "triton", constants=None):
     header = HEADER if track == "triton" else "import math\nimport cuda.tile as ct\n"
     for node in ast.parse(header).body:
         aliases.add(node)
-    reader = Reader(aliases, dict(constants or {}), wing(track).spellings)
+    reader = Reader(aliases, dict(constants or {}), wing(track).reader.spellings)
     return reader.constant(ast.parse(text, mode="eval").body)
 
 
@@ -166,7 +166,7 @@ def test_what_is_not_data_is_refused_with_what_to_write(text, said):
 ])
 def test_a_refused_constant_says_what_to_write_in_the_files_own_language(track, named,
                                                                          not_named):
-    """The calls a constant may hold are the graded language's own constructors (its wing's),
+    """The calls a constant may hold are the graded language's own constructors (its reader part's),
     each once, as the file spells them; never another language's."""
     for text in ("sorted((3, 1))", "[x for x in (1, 2)]"):
         with pytest.raises(NotData) as refused:
@@ -409,7 +409,7 @@ def test_what_the_builder_makes_is_installed_and_launched_by_its_record(tmp_path
         built.append(kernel.fn.__name__)
         return [{"files": ["0/k.cubin"], "params": []}], {"0/k.cubin": b"cubin"}
 
-    monkeypatch.setattr(wing("triton"), "build", fake_build)
+    monkeypatch.setattr(wing("triton").gpu, "build", fake_build)
     monkeypatch.setattr(binary, "TritonBinary", _FakeBinary)
     # The stand-in's cubin is no machine code: its read is tests/replay/test_machine_code.py's.
     monkeypatch.setattr(binaries.machine_code, "check", lambda files, source, api: None)

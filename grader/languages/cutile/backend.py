@@ -1,11 +1,11 @@
-"""Where cuTile runs, as the grading process sees it (grader.backends.selection): on a CUDA GPU
-its kernels are compiled by tileiras, on the CPU the grader's simulator runs them; the probe
-of each, the repair of the environment before a compile, and the words `auto` says when it
-picks one."""
+"""Where cuTile runs, as the grading process sees it (the backends part of the cuTile track,
+grader.tracks.contract.Backends): on a CUDA GPU its kernels are compiled by tileiras, on the
+CPU the grader's simulator runs them; the probe of each, the repair of the environment
+before a compile, and the facts the GPU backend's reason adds."""
 
 from __future__ import annotations
 
-from grader.backends.selection import cuda_available, gpu_arch, gpu_name, no_gpu
+from grader.backends.selection import gpu_arch, gpu_name, no_gpu
 from grader.languages.cutile import toolchain
 
 MAJORS = (8, 9, 10, 11, 12)  # compute capabilities cuTile compiles for
@@ -58,17 +58,23 @@ def prepare(backend) -> None:
         toolchain.apply(toolchain.probe(gpu_arch()))
 
 
-def note() -> str:
-    """Why cuTile grades, and any repair the grader made to the environment."""
-    found = f"cuda-tile {toolchain.cuda_tile_version()} compiles for {gpu_arch()}"
+def gpu_facts() -> list[str]:
+    """The compiler and its target, and any repair the grader made to the environment."""
+    found = [f"cuda-tile {toolchain.cuda_tile_version()} compiles for {gpu_arch()}"]
     if toolchain.probe(gpu_arch()).drop_cuda_home:
-        found += "; CUDA_HOME is ignored for cuTile compiles: its toolkit is too old for tileiras"
+        found.append("CUDA_HOME is ignored for cuTile compiles: its toolkit is too old for "
+                     "tileiras")
     return found
 
 
-def reason(device: str) -> str:
-    if device == "cuda":
-        return f"{note()} on {gpu_name()}"
-    cause = ("no CUDA GPU" if not cuda_available()
-             else "cuTile cannot run on this GPU; `grade doctor` says why")
-    return f"{cause}, so the grader's simulator runs the cuTile kernels on the CPU"
+def versions() -> dict[str, str | None]:
+    return {"cuda_tile": toolchain.cuda_tile_version()}
+
+
+def readable() -> list[str]:
+    import os
+    import shutil
+
+    tileiras = shutil.which("tileiras")
+    # Its toolchain's folder: tileiras finds ptxas and libnvvm beside its bin/.
+    return [os.path.dirname(os.path.dirname(os.path.realpath(tileiras)))] if tileiras else []

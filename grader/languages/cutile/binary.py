@@ -1,4 +1,5 @@
-"""cuTile kernels built in one process and launched in another.
+"""cuTile kernels built in one process and launched in another (the GPU part of the cuTile
+track, grader.tracks.contract.GpuBuilder).
 
 On a GPU, `ct.launch` compiles a kernel on its first launch with each signature: cuTile's
 front end reads the kernel's Python (its `static_eval` evaluates Python; grader.replay.bodies
@@ -29,7 +30,7 @@ class _Captured(Exception):
 _built: dict[tuple[int, str], tuple[bytes, str]] = {}
 
 
-def build(kernel, args: tuple, grid: tuple) -> tuple[list[dict], dict[str, bytes]]:
+def build(kernel, args: tuple, kwargs: dict, grid: tuple) -> tuple[list[dict], dict[str, bytes]]:
     """Compile one launch as cuTile's dispatcher would for these arguments: one record (the
     signature's spelling, the symbol, the parameters' annotations), and the cubin."""
     import cuda.tile as ct
@@ -125,6 +126,19 @@ def prebuilt_class():
             return cubin, symbol, None, ()
 
     return PrebuiltKernel
+
+
+def load_binary(record: dict, files: dict, folder, kept: dict, name: str) -> "CutileBinary":
+    return CutileBinary(record, files, kept, name)
+
+
+def disassemblers() -> list[str]:
+    import os
+
+    from grader.languages.cutile.backend import readable
+
+    # tileiras's toolkit, where it has NVIDIA's other tools beside it.
+    return [os.path.join(folder, "bin", "nvdisasm") for folder in readable()]
 
 
 class CutileBinary:

@@ -21,12 +21,6 @@ def cutile_parameters(kernel) -> list[tuple[str, bool]]:
     return [(n, a.constant) for n, a in zip(names, function.parameter_annotations)]
 
 
-def cutile_defaults(kernel) -> set[str]:
-    """The parameters of a @ct.kernel that have a default."""
-    signature = kernel._annotated_function.pysig
-    return {n for n, p in signature.parameters.items() if p.default is not p.empty}
-
-
 def cutile_name(kernel) -> str:
     return kernel._annotated_function.pyfunc.__name__
 

@@ -5,10 +5,17 @@ a launch is proposed (or, for `grade compile`, captured) and not run."""
 
 from __future__ import annotations
 
-from grader.sandbox import launches
+from grader.sandbox import launches as recording
 
 
-def install() -> None:
+def build_offline(launches: list, archs: tuple[str, ...]) -> tuple[dict, dict]:
+    """`grade compile`: the captured launches built for each architecture, no GPU needed."""
+    from grader.languages.cutile.build import build_kernels
+
+    return build_kernels(launches, archs)
+
+
+def hook_launches() -> None:
     import cuda.tile as ct
     import cuda.tile._cext as cext
 
@@ -18,7 +25,7 @@ def install() -> None:
 
 def _hooked(original):
     def launch(stream, grid, kernel, kernel_args, *more, **options):
-        session = launches.current()
+        session = recording.current()
         if session is None:
             return original(stream, grid, kernel, kernel_args, *more, **options)
         if session.capture:

@@ -1,6 +1,6 @@
-"""Where Triton runs, as the grading process sees it (grader.backends.selection): on a CUDA
-GPU, or in its interpreter on the CPU; the probe of each, the interpreter's mode set before a
-kernel is loaded, and the words `auto` says when it picks one."""
+"""Where Triton runs, as the grading process sees it (the backends part of the Triton track,
+grader.tracks.contract.Backends): on a CUDA GPU, or in its interpreter on the CPU; the probe
+of each, and the interpreter's mode set before a kernel is loaded."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def probe(device: str) -> str | None:
     return missing() or (cuda_missing() if device == "cuda" else None)
 
 
-def set_mode(backend) -> None:
+def prepare(backend) -> None:
     # Triton reads TRITON_INTERPRET when a kernel is decorated, so it must be set before a
     # submission is imported, and set to 0 for the GPU so a stray export cannot slow it.
     wanted = "1" if backend.interpret else "0"
@@ -59,19 +59,11 @@ def set_mode(backend) -> None:
     os.environ["TRITON_INTERPRET"] = wanted
 
 
-def reason(device: str) -> str:
-    if device == "cuda":
-        return f"CUDA GPU found: {gpu_name()}"
-    return "no usable CUDA GPU, so Triton's interpreter runs on the CPU"
+def versions() -> dict[str, str | None]:
+    return {"triton": _version()}
 
 
-def forced() -> str | None:
-    if os.environ.get("TRITON_INTERPRET") == "1":
-        return "TRITON_INTERPRET=1 is set in the environment"
-    return None
-
-
-def version() -> str | None:
+def _version() -> str | None:
     try:
         # Read from the metadata: importing triton here would fix its interpreter mode.
         return importlib.metadata.version("triton")

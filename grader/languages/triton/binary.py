@@ -1,4 +1,5 @@
-"""Triton kernels built in one process and launched in another (grader.replay.binaries).
+"""Triton kernels built in one process and launched in another (grader.replay.binaries; the
+GPU part of the Triton track, grader.tracks.contract.GpuBuilder).
 
 On a GPU, compiling a Triton kernel runs Triton's code generator, which calls the Python a
 kernel names (grader.replay.bodies keeps that to Triton's own). So the kernels are compiled
@@ -37,12 +38,12 @@ _SAFE_TYPE = re.compile(r"constexpr|nvTmaDesc|\*{0,2}k?[a-z0-9]{1,12}"
                         r"[A-Za-z0-9_,.=\[\]() -]{0,200}>")
 # What makes Triton's own autotuner pass over a configuration rather than fail the launch:
 # one that does not fit this GPU (shared memory, registers) or that its compiler refuses.
-SKIPPED = ("OutOfResources", "CompileTimeAssertionFailure", "PTXASError")
+skipped = ("OutOfResources", "CompileTimeAssertionFailure", "PTXASError")
 
 
-def build(kernel, args: tuple, kwargs: dict) -> tuple[list[dict], dict[str, bytes]]:
+def build(kernel, args: tuple, kwargs: dict, grid: tuple) -> tuple[list[dict], dict[str, bytes]]:
     """Compile one launch: one record per configuration of an autotuner (one for a plain
-    kernel), and the files they need, by name."""
+    kernel), and the files they need, by name. (A Triton binary takes its grid at launch.)"""
     jit, configs = unwrap(kernel)
     records, files = [], {}
     for index, config in enumerate(configs or [None]):
@@ -50,7 +51,7 @@ def build(kernel, args: tuple, kwargs: dict) -> tuple[list[dict], dict[str, byte
         try:
             compiled = jit.warmup(*args, grid=(1,), **kwargs, **chosen)
         except Exception as exc:
-            if configs is None or type(exc).__name__ not in SKIPPED:
+            if configs is None or type(exc).__name__ not in skipped:
                 raise
             records.append({"skipped": f"{type(exc).__name__}: {str(exc)[:500]}"})
             continue
@@ -87,6 +88,20 @@ def _sources(jit, args: tuple, kwargs: dict, config: dict) -> list:
         else:
             sources.append(["value", constant_json(defaults[name].default)])
     return sources
+
+
+def load_binary(record: dict, files: dict, folder: Path, kept: dict, name: str) -> "TritonBinary":
+    return TritonBinary(record, files, folder)
+
+
+def disassemblers() -> list[str]:
+    import importlib.util
+    import os
+
+    # Triton ships NVIDIA's tools beside its own ptxas, the one its cubins were made by.
+    spec = importlib.util.find_spec("triton")
+    folders = (spec.submodule_search_locations or []) if spec else []
+    return [os.path.join(f, "backends", "nvidia", "bin", "nvdisasm") for f in folders]
 
 
 class TritonBinary:

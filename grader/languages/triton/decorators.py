@@ -11,16 +11,16 @@ from grader.languages.triton.spellings import TRITON
 from grader.replay.literals import NotData
 
 
-def decorate(function: Any, spelling: str, given: dict, node: ast.expr,
+def decorate(function: Any, spelling: str, options: dict, node: ast.expr,
              interpreted: bool) -> Any:
     if TRITON.decorators[spelling] == "jit":
-        return _jit_class(interpreted)(function, **given)
+        return _jit_class(interpreted)(function, **options)
     import triton
 
-    given["configs"] = list(given.get("configs", ()))
+    options["configs"] = list(options.get("configs", ()))
     inner = getattr(function, "fn", function)  # the JIT function's Python function
     parameters = inner.__code__.co_varnames[:inner.__code__.co_argcount]
-    for config in given["configs"]:
+    for config in options["configs"]:
         strange = sorted(set(getattr(config, "kwargs", {})) - set(parameters))
         if not isinstance(config, triton.Config) or strange:
             raise NotData(node, "each of the autotuner's configurations is a triton.Config "
@@ -29,7 +29,7 @@ def decorate(function: Any, spelling: str, given: dict, node: ast.expr,
     # The autotuner holds the configurations; it never tunes in the replay: on a CPU each
     # configuration is run in turn (grader.replay.variants), on a GPU the replay times the
     # builder's binaries itself (grader.replay.binaries).
-    return triton.autotune(**given)(function)
+    return triton.autotune(**options)(function)
 
 
 def _jit_class(interpreted: bool) -> Callable:

@@ -1,33 +1,21 @@
-"""Triton kernels built from source, as the replay runs them on a CPU (grader.replay.source):
-each launch checked by the front end with its very arguments, then run by the interpreter."""
+"""Triton kernels built from source, as the replay runs them on a CPU (the CPU runner part of
+the Triton track, grader.tracks.contract.CpuRunner): each launch checked by the front end
+with its very arguments, then run by the interpreter under the grader's watch."""
 
 from __future__ import annotations
 
-import inspect
 from pathlib import Path
+
 from grader.languages.triton.fidelity import gpu_arithmetic
 from grader.languages.triton.frontend import check, unwrap
 from grader.languages.triton.program_order import programs_in_case_order
 from grader.languages.triton.spellings import TRITON
 
 
-def parameters(kernel) -> list[str]:
-    return list(unwrap(kernel)[0].arg_names)
-
-
-def optional(kernel) -> set[str]:
-    """The parameters with a default, and those every autotuner configuration sets."""
-    jit, configs = unwrap(kernel)
-    found = {name for name, p in inspect.signature(jit.fn).parameters.items()
-             if p.default is not inspect.Parameter.empty}
-    if configs:
-        found |= set.intersection(*(set(c.kwargs) for c in configs))
-    return found
-
-
-def front_end(name: str, kernel, args: tuple, kwargs: dict, path: Path) -> str | None:
+def front_end(step, kernel, args: tuple, kwargs: dict, path: Path) -> str | None:
     """The launch compiled by Triton's compiler with its own options, under each of an
     autotuner's configurations (each is graded: grader.replay.variants)."""
+    name = step.kernel
     jit, configs = unwrap(kernel)
     bound = dict(zip(jit.arg_names, args))
     bound.update({k: v for k, v in kwargs.items() if k in jit.arg_names})
@@ -70,3 +58,14 @@ def launch(step, kernel, args: tuple, kwargs: dict) -> None:
     # a float16 accumulator rounded as a GPU rounds it; the programs in the case's order
     with gpu_arithmetic(), programs_in_case_order():
         jit[grid](*args, **kwargs, **chosen)
+
+
+def watch(watch, launch, grid: tuple[int, int, int], notes: dict):
+    from grader.languages.triton.watch import hooks
+
+    return hooks(watch, launch, grid, notes)
+
+
+def runtime(filename: str) -> str | None:
+    # Its interpreter's own failures are named as the language's.
+    return "kernel language" if filename.endswith("triton/runtime/interpreter.py") else None

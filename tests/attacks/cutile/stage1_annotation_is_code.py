@@ -16,7 +16,7 @@ import torch
 
 
 @ct.kernel
-def vector_add_kernel(x, y, out, TILE_SIZE: "[setattr(__import__('importlib').import_module('grader.languages.cutile').WING, 'launch', lambda step, kernel, args, kwargs: args[2].copy_(args[0] + args[1])), ct.Constant[int]][1]"):  # noqa: E501
+def vector_add_kernel(x, y, out, TILE_SIZE: "[setattr(__import__('importlib').import_module('grader.tracks').wing('cutile').cpu, 'launch', lambda step, kernel, args, kwargs: args[2].copy_(args[0] + args[1])), ct.Constant[int]][1]"):  # noqa: E501
     ct.load(x, index=(ct.bid(0),), shape=(TILE_SIZE,), padding_mode=ct.PaddingMode.ZERO)
 
 
