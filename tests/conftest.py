@@ -134,6 +134,17 @@ def failure_text(result, details: bool = True) -> str:
     return "\n".join(case_text(c, details) for c in failing(result))
 
 
+def schema_errors(value, schema: dict) -> list[str]:
+    """Every place where `value` breaks `schema`, as 'path: problem' strings, by the draft of
+    JSON Schema that the schema declares (`$schema`), the schema checked against it first."""
+    from jsonschema.validators import validator_for
+
+    validator = validator_for(schema)
+    validator.check_schema(schema)
+    return [f"{error.json_path}: {error.message}"
+            for error in sorted(validator(schema).iter_errors(value), key=lambda e: e.json_path)]
+
+
 def copy_course(dest: Path, parts=COURSE_PARTS) -> Path:
     """Copy this course (the `parts` of it) into `dest`; returns the copy's course.toml."""
     dest.mkdir(parents=True, exist_ok=True)

@@ -206,6 +206,33 @@ def test_every_subpackage_is_in_the_distribution():
     assert found == listed
 
 
+def test_every_file_the_grader_reads_is_in_the_distribution():
+    """pyproject.toml's package-data lists the files besides the modules that a wheel
+    carries (the result's schema, the pages' templates): one left out installs a grader that
+    fails when it reads it."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+    from fnmatch import fnmatch
+
+    data = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"]
+    files = [p for p in PACKAGE.rglob("*") if p.is_file() and p.suffix not in (".py", ".pyc")
+             and "__pycache__" not in p.parts]
+    assert any(p.suffix == ".j2" for p in files)
+    left_out = []
+    for path in files:
+        package = path.parent
+        while not (package / "__init__.py").is_file():
+            package = package.parent
+        name = ".".join(package.relative_to(PACKAGE.parent).parts)
+        inside = path.relative_to(package).as_posix()
+        if not any(fnmatch(inside, pattern) for pattern in data.get(name, [])):
+            left_out.append(f"{path.relative_to(PACKAGE.parent)} (package {name})")
+    assert not left_out, "not in package-data: " + ", ".join(left_out)
+
+
 MOST_PARAMETERS = 8  # more, and the values belong together in a typed record
 # Functions that stand for a tile language's own API take that API's parameters.
 API_MIRRORS = ("grader.languages.cutile.simulator",)

@@ -3,12 +3,12 @@ show without a script, and nothing of them is fetched.
 
 A chart counts values into bins of equal width (on a log scale for speed-ups, which spread
 over orders of magnitude) and may mark values on its axis with a line (a speed threshold).
-Every text in it is escaped; the values are numbers.
+A chart here is its shapes and words, placed; templates/chart.svg.j2 draws it as SVG, escaping
+every text in it as every template does.
 """
 
 from __future__ import annotations
 
-import html
 import math
 from dataclasses import dataclass
 from typing import Callable
@@ -63,13 +63,52 @@ def counts(values: list[float], edges: list[float]) -> list[int]:
     return found
 
 
-def points_chart(points: list[float], maximum: float, label: str) -> str:
+@dataclass(frozen=True)
+class Text:
+    """A word on a chart, at (x, y): a tick's number, the axis's unit or a mark's label."""
+
+    x: float
+    y: float
+    text: str
+    anchor: str  # SVG's text-anchor: "end", "middle"
+    kind: str = "tick"  # its class
+
+
+@dataclass(frozen=True)
+class Bar:
+    """One bin's bar, and the text that says what it holds."""
+
+    x: float
+    y: float
+    width: float
+    height: float
+    tip: str
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A histogram, placed: what templates/chart.svg.j2 draws, in the order it draws it."""
+
+    label: str
+    y_ticks: list[Text]
+    bars: list[Bar]
+    x_ticks: list[Text]  # and the axis's unit
+    marks: list[Text]  # each marked value's label, above its line
+    width: int = WIDTH
+    height: int = HEIGHT
+    left: int = LEFT
+    top: int = TOP
+    right: int = WIDTH - RIGHT  # where the x axis ends
+    bottom: int = HEIGHT - BOTTOM  # where the y axis ends
+
+
+def points_chart(points: list[float], maximum: float, label: str) -> Chart:
     """The distribution of a stage's points, from 0 to its maximum."""
     axis = Axis(0.0, maximum if maximum > 0 else 1.0)
     return _chart(points, axis, POINT_BINS, label, [], "{:g}".format, "points")
 
 
-def speedup_chart(speedups: list[float], marks: list[Mark], label: str) -> str:
+def speedup_chart(speedups: list[float], marks: list[Mark], label: str) -> Chart:
     """The distribution of speed-ups over their baseline, on a log scale that takes in every
     value and every marked threshold."""
     shown = [v for v in speedups if v > 0] + [m.value for m in marks if m.value > 0]
@@ -79,41 +118,22 @@ def speedup_chart(speedups: list[float], marks: list[Mark], label: str) -> str:
 
 
 def _chart(values: list[float], axis: Axis, bins: int, label: str, marks: list[Mark],
-           fmt: Callable[[float], str], unit: str) -> str:
+           fmt: Callable[[float], str], unit: str) -> Chart:
     edges = axis.edges(bins)
     found = counts(values, edges)
     tallest = max(found, default=0) or 1
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
-    parts = [f"<svg xmlns='http://www.w3.org/2000/svg' class='chart' width='{WIDTH}' "
-             f"height='{HEIGHT}' viewBox='0 0 {WIDTH} {HEIGHT}' role='img' "
-             f"aria-label='{html.escape(label)}'>",
-             f"<title>{html.escape(label)}</title>",
-             f"<line class='axis' x1='{LEFT}' y1='{TOP + plot_h}' x2='{LEFT + plot_w}' "
-             f"y2='{TOP + plot_h}'/>",
-             f"<line class='axis' x1='{LEFT}' y1='{TOP}' x2='{LEFT}' y2='{TOP + plot_h}'/>",
-             _text(LEFT - 4, TOP + 4, str(tallest), "end"),
-             _text(LEFT - 4, TOP + plot_h, "0", "end")]
+    bars = []
     for i, count in enumerate(found):
         x0 = LEFT + axis.place(edges[i]) * plot_w
         x1 = LEFT + axis.place(edges[i + 1]) * plot_w
         height = plot_h * count / tallest
-        tip = f"{fmt(edges[i])} to {fmt(edges[i + 1])} {unit}: {count}"
-        parts.append(f"<rect class='bar' x='{x0 + 1:.1f}' y='{TOP + plot_h - height:.1f}' "
-                     f"width='{max(x1 - x0 - 2, 1):.1f}' height='{height:.1f}'>"
-                     f"<title>{html.escape(tip)}</title></rect>")
-    for value in (edges[0], edges[len(edges) // 2], edges[-1]):
-        parts.append(_text(LEFT + axis.place(value) * plot_w, HEIGHT - BOTTOM + 14, fmt(value),
-                           "middle"))
-    parts.append(_text(LEFT + plot_w / 2, HEIGHT - 4, unit, "middle"))
-    for mark in marks:
-        x = LEFT + axis.place(mark.value) * plot_w
-        parts.append(f"<line class='mark' x1='{x:.1f}' y1='{TOP - 4}' x2='{x:.1f}' "
-                     f"y2='{TOP + plot_h}'><title>{html.escape(mark.label)}</title></line>")
-        parts.append(_text(x, TOP - 8, mark.label, "middle", "mark"))
-    parts.append("</svg>")
-    return "".join(parts)
-
-
-def _text(x: float, y: float, text: str, anchor: str, kind: str = "tick") -> str:
-    return (f"<text class='{kind}' x='{x:.1f}' y='{y:.1f}' text-anchor='{anchor}'>"
-            f"{html.escape(text)}</text>")
+        bars.append(Bar(x0 + 1, TOP + plot_h - height, max(x1 - x0 - 2, 1), height,
+                        f"{fmt(edges[i])} to {fmt(edges[i + 1])} {unit}: {count}"))
+    x_ticks = [Text(LEFT + axis.place(value) * plot_w, HEIGHT - BOTTOM + 14, fmt(value), "middle")
+               for value in (edges[0], edges[len(edges) // 2], edges[-1])]
+    x_ticks.append(Text(LEFT + plot_w / 2, HEIGHT - 4, unit, "middle"))
+    return Chart(label, [Text(LEFT - 4, TOP + 4, str(tallest), "end"),
+                         Text(LEFT - 4, TOP + plot_h, "0", "end")], bars, x_ticks,
+                 [Text(LEFT + axis.place(mark.value) * plot_w, TOP - 8, mark.label, "middle",
+                       "mark") for mark in marks])

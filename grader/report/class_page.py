@@ -9,23 +9,20 @@ any, the pairs of students' files that are unusually alike (grader.report.class_
 
 Nothing is fetched: the style, the one script and the charts (grader.report.charts) are in
 the page, and its Content-Security-Policy (grader.report.content_policy) allows only that
-script and that style (by their hashes), no connection, no image, no font. Every string from
-a submission (a student's name, a message, the code it quotes) is escaped, and the script
-reads only the table.
+script and that style (by their hashes), no connection, no image, no font. The page is
+templates/class.html.j2's, which escapes every string from a submission (a student's name, a
+message, the code it quotes) as it does every value; the script reads only the table.
 """
 
 from __future__ import annotations
 
-import html
 from collections import Counter
-from urllib.parse import quote as url_quote
+from dataclasses import dataclass
 
 from grader.report import class_sections as sections
-from grader.report import quoted_html
-from grader.report.class_similar import STYLE as SIMILAR_STYLE
-from grader.report.class_similar import similar_section
-from grader.report.content_policy import policy_meta
+from grader.report import class_similar, quoted_html
 from grader.report.class_view import ClassView, Student
+from grader.report.pages import page as drawn_page
 from grader.results import Status
 
 # A cause's example (blockquote) is the judge's own sentence, on one line; the text a
@@ -50,7 +47,7 @@ svg text{font-size:11px;fill:#333}svg text.mark{stroke:none}
 blockquote{margin:.2em 0;white-space:pre-wrap;font-family:monospace;font-size:.9em;
 background:#f4f4f4;padding:.3em}
 .note{color:#555;font-size:.9em}
-""" + quoted_html.STYLE + SIMILAR_STYLE
+""" + quoted_html.STYLE + class_similar.STYLE
 
 # Sorts a table by the column whose header button was pressed: by each cell's data-sort
 # number where it has one, else by its text; pressing again reverses the order.
@@ -89,74 +86,61 @@ def page(view: ClassView) -> str:
              f"{len(view.students) - len(graded)} without a result. "
              "Every figure here is read from each student's result file in students/, beside "
              "this page.")
-    body = [f"<h1>{html.escape(view.course)}: class report</h1>",
-            f"<p class='note'>{html.escape(intro)}</p>",
-            "<h2 id='gradebook'>Gradebook</h2>", gradebook(view),
-            "<h2 id='points'>Points per stage</h2>", sections.points_section(view),
-            "<h2 id='speed'>Speed-ups per speed case</h2>", sections.speed_section(view),
-            "<h2 id='causes'>Confirmed causes</h2>", sections.causes_section(view),
-            "<h2 id='not-started'>Not started</h2>", sections.not_started_section(view),
-            similar_section(view.alike, view.alike_more)]
-    return ("<!doctype html>\n<html lang='en'><head><meta charset='utf-8'>"
-            f"{policy_meta(SCRIPT, STYLE)}"
-            "<meta name='viewport' content='width=device-width, initial-scale=1'>"
-            f"<title>{html.escape(view.course)}: class report</title>"
-            f"<style>{STYLE}</style></head><body>{''.join(body)}"
-            f"<script>{SCRIPT}</script></body></html>\n")
+    causes, more_causes = sections.causes(view)
+    return drawn_page(
+        "class.html.j2", SCRIPT, STYLE, course=view.course, intro=intro,
+        heads=["student", "track", *(f"{s.number}. {s.id}" for s in view.stages), "total",
+               "of", "late %", "final", "result"],
+        rows=[_row(view, student) for student in view.students],
+        points=sections.points_figures(view), speed=sections.speed_figures(view),
+        causes=causes, more_causes=more_causes, not_started=sections.not_started(view),
+        errors=sections.errors(view), missing=[s for s in view.students if s.report is None],
+        alike=class_similar.shown(view.alike), alike_more=view.alike_more)
 
 
-def gradebook(view: ClassView) -> str:
-    heads = ["student", "track", *(f"{s.number}. {s.id}" for s in view.stages), "total",
-             "of", "late %", "final", "result"]
-    numeric = set(range(2, 2 + len(view.stages) + 4))
-    head = "".join(f"<th scope='col'{' class=num' if i in numeric else ''}>"
-                   f"<button type='button'>{html.escape(h)}</button></th>"
-                   for i, h in enumerate(heads))
-    rows = "".join(_row(view, student) for student in view.students)
-    return (f"<table class='sortable' id='gradebook-table'><thead><tr>{head}</tr></thead>"
-            f"<tbody>{rows}</tbody></table>"
-            "<p class='note'>Press a column's header to sort by it (again to reverse). A "
-            "stage's cell is its points, correctness and speed together; its colour is its "
-            "status. <em>late %</em> is the late penalty taken off the total, <em>final</em> "
-            "the score after it and any adjustment by hand (adjustments.csv), as the "
-            "gradebook has them.</p>")
+@dataclass(frozen=True)
+class StageCell:
+    """A stage's cell of the gradebook: its points, its status's name (the cell's class) and
+    the status as said."""
+
+    points: float
+    kind: str
+    status: str
 
 
-def _row(view: ClassView, student: Student) -> str:
-    name = sections.student_name(student.name)
-    if student.people:  # a bulk export names results by SID: the people first
-        name = f"{sections.student_name(student.people)} ({name})"
-    if student.feedback:
-        name = f"<a href='{html.escape(url_quote(student.feedback))}'>{name}</a>"
-    cells = [f"<th scope='row'>{name}</th>", f"<td>{html.escape(student.track)}</td>"]
+@dataclass(frozen=True)
+class Row:
+    """A student's row of the gradebook. `error` is why they have no result ("" when they
+    have one), and then `points`, `out_of` and `result` are None."""
+
+    name: str
+    people: str  # who the submission is, where the class knows ("" where not)
+    feedback: str  # the feedback page, relative to the report ("" where there is none)
+    track: str
+    stages: list[StageCell | None]  # None: no result of that stage
+    points: float | None
+    out_of: float | None
+    late: float | None
+    final: float | None
+    result: str | None
+    error: str
+
+
+def _row(view: ClassView, student: Student) -> Row:
     report = student.report
     stages = {s.id: s for s in report.stages} if report else {}
+    cells: list[StageCell | None] = []
     for column in view.stages:
         stage = stages.get(column.id)
-        if stage is None:
-            cells.append("<td class='num' data-sort='-1'></td>")
-            continue
-        kind = stage.status.name
-        cells.append(f"<td class='num {kind}' data-sort='{stage.total_points:g}' "
-                     f"title='{html.escape(stage.status.value)}'>{stage.total_points:g}</td>")
-    late = _number_cell(student.late_percent)
-    final = _number_cell(student.final)
+        cells.append(None if stage is None else
+                     StageCell(stage.total_points, stage.status.name, stage.status.value))
     if report is None:
-        cells += ["<td class='num' data-sort='-1'></td>", "<td class='num' data-sort='-1'></td>",
-                  late, final, f"<td>not graded: {quoted_html.headline(student.error, 200)}</td>"]
-    else:
-        counted = Counter(s.status for s in report.stages)
-        result = ", ".join(f"{n} {status.value}" for status, n in counted.items()
-                           if status is not Status.PASS)
-        result = "passed" if report.passed else (result or "speed below threshold")
-        out_of = report.max_points if student.out_of is None else student.out_of
-        cells += [f"<td class='num' data-sort='{report.points:g}'>{report.points:g}</td>",
-                  f"<td class='num' data-sort='{out_of:g}'>{out_of:g}</td>", late, final,
-                  f"<td>{html.escape(result)}</td>"]
-    return "<tr>" + "".join(cells) + "</tr>"
-
-
-def _number_cell(value: float | None) -> str:
-    if value is None:
-        return "<td class='num' data-sort='-1'></td>"
-    return f"<td class='num' data-sort='{value:g}'>{value:g}</td>"
+        return Row(student.name, student.people, student.feedback, student.track, cells, None,
+                   None, student.late_percent, student.final, None, student.error)
+    counted = Counter(s.status for s in report.stages)
+    result = ", ".join(f"{n} {status.value}" for status, n in counted.items()
+                       if status is not Status.PASS)
+    result = "passed" if report.passed else (result or "speed below threshold")
+    out_of = report.max_points if student.out_of is None else student.out_of
+    return Row(student.name, student.people, student.feedback, student.track, cells,
+               report.points, out_of, student.late_percent, student.final, result, "")

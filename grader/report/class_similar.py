@@ -6,15 +6,14 @@ It is evidence for a person to read, and the page says so: two honest students c
 short kernel alike, and a student who rewrote what they took is not found. Every line of a
 file is escaped, with its control characters and bidi overrides spelled out
 (grader.quoting.visible), so that what the page shows is what the file holds. Only class
-names style it: the page's Content-Security-Policy lets no style attribute apply.
+names style it: the page's Content-Security-Policy lets no style attribute apply. The pairs
+are put here as the page shows them, and templates/similar.html.j2 draws them.
 """
 
 from __future__ import annotations
 
-import html
+from dataclasses import dataclass
 
-from grader.quoting import visible
-from grader.report.class_sections import student_name
 from grader.report.class_view import AlikeFile, AlikePair
 
 LINES_SHOWN = 400  # of each file
@@ -31,51 +30,39 @@ STYLE = (".sbs{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);ga
          "details.alike{margin:.4em 0}details.alike>summary{cursor:pointer}")
 
 
-def similar_section(pairs: list[AlikePair], more: int) -> str:
-    """The section ("" where no pair is unusual: the page then has none)."""
-    if not pairs:
-        return ""
-    items = "".join(_pair(p) for p in pairs)
-    rest = (f"<p class='note'>{more} more pairs are as unusual; the {len(pairs)} most alike "
-            "are shown.</p>" if more else "")
-    return ("<h2 id='similar'>Similar submissions</h2>"
-            "<p class='note'>Pairs of students whose files of a stage are far more alike than "
-            "the class's pairs of that file usually are, compared with the handout's skeleton "
-            "taken out, and with comments, layout and the names of variables set aside. This "
-            "is evidence for a person to read, not a finding: short kernels can be written "
-            "alike by students who worked alone, and what two students share may have a "
-            "common source. The score is the share of the two files' fingerprints they "
-            "have in common; open a pair to read both files, the lines in common marked.</p>"
-            f"{items}{rest}")
+@dataclass(frozen=True)
+class ShownFile:
+    """One file of a pair as the page shows it: its first LINES_SHOWN lines, each cut to
+    LINE_CHARS (number, text, in common with the other file), and how many more it has."""
+
+    student: str
+    share: str  # "40%"
+    lines: list[tuple[int, str, bool]]
+    more: int
 
 
-def _pair(found: AlikePair) -> str:
-    a, b = found.first, found.second
-    summary = (f"<code>{html.escape(found.path)}</code>: {student_name(a.student)} and "
-               f"{student_name(b.student)}, {_percent(found.score)} alike "
-               f"(this file's median pair: {_percent(found.typical)}); "
-               f"in common: {_percent(a.share)} of {student_name(a.student)}'s own code, "
-               f"{_percent(b.share)} of {student_name(b.student)}'s")
-    return (f"<details class='alike'><summary>{summary}</summary>"
-            f"<div class='sbs'>{_file(a)}{_file(b)}</div></details>")
+@dataclass(frozen=True)
+class ShownPair:
+    """A pair as the page shows it (grader.report.class_view.AlikePair), its scores in %."""
+
+    path: str
+    score: str
+    typical: str
+    first: ShownFile
+    second: ShownFile
 
 
-def _file(file: AlikeFile) -> str:
-    shown = file.lines[:LINES_SHOWN]
-    rows = "".join(_line(i, text, i in file.marked) for i, text in enumerate(shown))
-    cut = (f"<p class='note'>{len(file.lines) - LINES_SHOWN} more lines are not shown.</p>"
-           if len(file.lines) > LINES_SHOWN else "")
-    return (f"<div><p><strong>{student_name(file.student)}</strong> "
-            f"({_percent(file.share)} of their own code in common)</p>"
-            f"<pre class='src'>{rows}</pre>{cut}</div>")
+def shown(pairs: list[AlikePair]) -> list[ShownPair]:
+    """The pairs as the section shows them; none, and the page has no such section."""
+    return [ShownPair(p.path, _percent(p.score), _percent(p.typical), _file(p.first),
+                      _file(p.second)) for p in pairs]
 
 
-def _line(index: int, text: str, marked: bool) -> str:
-    if len(text) > LINE_CHARS:
-        text = text[:LINE_CHARS] + "…"
-    kind = " class='m'" if marked else ""
-    return (f"<span{kind}><span class='ln'>{index + 1}</span>"
-            f"{html.escape(visible(text))}</span>")
+def _file(file: AlikeFile) -> ShownFile:
+    lines = [(i + 1, text[:LINE_CHARS] + "…" if len(text) > LINE_CHARS else text,
+              i in file.marked) for i, text in enumerate(file.lines[:LINES_SHOWN])]
+    return ShownFile(file.student, _percent(file.share), lines,
+                     max(len(file.lines) - LINES_SHOWN, 0))
 
 
 def _percent(value: float) -> str:

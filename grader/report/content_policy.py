@@ -1,8 +1,9 @@
 """The Content-Security-Policy of the grader's self-contained pages (the class report, the
-picture of failing cases): nothing may load or connect, and only the page's own inline script
-and style may run or apply, each allowed by its hash. A page that has them verbatim in one
-<script> and one <style> element, and no style attribute, works as it is; anything else a
-string from a submission could slip in does not run.
+picture of failing cases, a student's feedback page): nothing may load or connect, and only
+the page's own inline script and style may run or apply, each allowed by its hash. A page
+that has them verbatim in one <script> and one <style> element, and no style attribute,
+works as it is; anything else a string from a submission could slip in does not run. A
+<meta> element sets it, first in the <head> (grader/report/templates/layout.html.j2).
 """
 
 from __future__ import annotations
@@ -21,7 +22,3 @@ def policy(script: str, style: str) -> str:
     return ("default-src 'none'; base-uri 'none'; form-action 'none'; "
             f"script-src '{digest(script)}'; style-src '{digest(style)}'")
 
-
-def policy_meta(script: str, style: str) -> str:
-    """The <meta> element that sets it (it goes first in the <head>, before the style)."""
-    return f"<meta http-equiv='Content-Security-Policy' content=\"{policy(script, style)}\">"

@@ -6,17 +6,17 @@ CommonMark with tables, with raw HTML off: whatever a submission's text holds is
 text, never markup. What a submission said stands in fenced blocks, drawn as <pre> that does
 not wrap (it scrolls), so no piece of a quoted line can begin a visual line of its own. The
 page loads nothing and runs nothing: no script, and its one style allowed by its hash
-(grader.report.content_policy).
+(grader.report.content_policy). Around markdown-it's HTML, the page is
+templates/feedback.html.j2's, which escapes the title as it does every value.
 """
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 
 from markdown_it import MarkdownIt
 
-from grader.report.content_policy import policy_meta
+from grader.report.pages import page as drawn_page
 from grader.results import write_file
 
 STYLE = ("body{font-family:sans-serif;margin:2em;max-width:60em;color:#111}"
@@ -30,10 +30,11 @@ _RENDERER = MarkdownIt("commonmark", {"html": False}).enable("table")
 
 def page(markdown: str, title: str) -> str:
     """The page of one feedback file's Markdown."""
-    return ("<!doctype html><html lang='en'><head><meta charset='utf-8'>"
-            f"{policy_meta('', STYLE)}<meta name='viewport' content='width=device-width'>"
-            f"<title>{html.escape(title)}</title><style>{STYLE}</style></head>"
-            f"<body><main>{_RENDERER.render(markdown)}</main></body></html>")
+    from markupsafe import Markup
+
+    # markdown-it escapes the text itself (raw HTML off): its HTML is markup to keep as it is
+    return drawn_page("feedback.html.j2", "", STYLE, title=title,
+                      drawn=Markup(_RENDERER.render(markdown)))
 
 
 def write_feedback_page(markdown_file: Path) -> Path:

@@ -7,19 +7,20 @@ Hovering over a cell, or focusing it (the grid takes the keyboard focus; the arr
 it), shows which program stored it, its index, and the value got against the one expected
 (or the block's counts). Nothing comes from the network; the one script and the one style
 are inline, and the page's Content-Security-Policy (grader.report.content_policy) lets
-nothing else run, apply or load; every string from a submission is escaped, and the
-quoted lines of a case's report keep their mark on every visual line they take
+nothing else run, apply or load. The page is templates/picture.html.j2's, drawn from the
+records here: every string from a submission is escaped, as every value a template prints
+is, and the quoted lines of a case's report keep their mark on every visual line they take
 (grader.report.quoted_html).
 """
 
 from __future__ import annotations
 
-import html
+from dataclasses import dataclass
 from pathlib import Path
 
 from grader.report import quoted_html
+from grader.report.pages import page as drawn_page
 from grader.report.picture_programs import edges_of, labels, owners, owners_said, stored
-from grader.report.content_policy import policy_meta
 from grader.results import CaseResult, Report
 
 # mark -> (CSS class, colour, what it means, said short in a cell's text); in the judge's
@@ -89,81 +90,70 @@ document.querySelectorAll('table.pic').forEach(function (grid) {
 """
 
 
+@dataclass(frozen=True)
+class Cell:
+    """One cell of a grid: its classes; its text (None: no element of the output is here,
+    a cell of a wrapped vector's last row past its end); whether it takes the Tab key; the
+    name of the program drawn on it, if any."""
+
+    classes: str
+    label: str | None = None
+    tab: bool = False
+    who: str | None = None
+
+
+@dataclass(frozen=True)
+class DrawnCase:
+    """A failing case as the page draws it (templates/picture.html.j2)."""
+
+    number: int  # its place on the page, from 1: the grid's and its text's ids
+    id: str
+    said: str  # the verdict's sentence, and the line it introduces
+    relation: str  # how the values are wrong ("" where no relation holds)
+    about: str  # what the grid is, in words
+    present: list[tuple[str, str, str]]  # each kind drawn: its class, name, how many cells
+    scale: list[tuple[int, str]]  # the shades of the wrong cells drawn, and what each means
+    owners: str  # what the names on the grid are
+    size: int  # a cell's side, in CSS pixels
+    rows: list[list[Cell]]
+    report: str  # the case's whole report
+
+
 def page(report: Report) -> str:
-    parts = [f"<h1>{html.escape(report.course)}: failures, drawn</h1>", _key()]
-    number = 0
+    stages, number = [], 0
     for stage in report.stages:
         failed = stage.failures
         if not failed:
             continue
-        parts.append(f"<h2>stage {stage.number}: {html.escape(stage.title)}</h2>")
+        drawn = []
         for case in failed:
             if case.picture:
                 number += 1
-                parts.append(_case(case, number))
-        if undrawn := [c for c in failed if not c.picture]:
-            # no output came back to draw (it raised, timed out, returned something else)
-            parts.append("<p>Failed with no output to draw:</p><ul>" + "".join(
-                f"<li>{html.escape(c.id)}: {html.escape(c.summary)}</li>" for c in undrawn)
-                + "</ul>")
-    if not number:
-        parts.append("<p>No failing case has a picture.</p>")
-    return ("<!doctype html><html lang='en'><head><meta charset='utf-8'>"
-            f"{policy_meta(SCRIPT, STYLE)}"
-            "<meta name='viewport' content='width=device-width'>"
-            "<title>failures, drawn</title>"
-            f"<style>{STYLE}</style></head><body><main>{''.join(parts)}</main>"
-            f"<script>{SCRIPT}</script></body></html>")
+                drawn.append(_case(case, number))
+        # the undrawn: no output came back to draw (it raised, timed out, returned
+        # something else)
+        stages.append({"number": stage.number, "title": stage.title, "drawn": drawn,
+                       "undrawn": [c for c in failed if not c.picture]})
+    return drawn_page("picture.html.j2", SCRIPT, STYLE, course=report.course, stages=stages,
+                      drawn=number, kinds=KINDS.values())
 
 
-def _key() -> str:
-    return ("<p class='key'>" + "".join(
-        f"<span class='{c}'></span>{html.escape(name)}" for c, _, name, _ in KINDS.values())
-        + "</p><p>Hover over a cell, or focus a grid with Tab and move with the arrow keys: "
-        "the text under the grid says which program stored the cell, where it is in the "
-        "output, and what it holds. Thick lines outline the stage's tiles.</p>")
-
-
-def _case(case: CaseResult, number: int) -> str:
+def _case(case: CaseResult, number: int) -> DrawnCase:
     picture = case.picture
-    info = f"info-{number}"
-    about = _about(picture)
-    return (f"<section aria-labelledby='case-{number}'>"
-            f"<h3 id='case-{number}'>{html.escape(case.id)}</h3>"
-            f"{quoted_html.block(_said(case))}{_relation(picture)}"
-            f"<p>{html.escape(about)}</p>{_present(picture)}{_scale_key(picture)}"
-            f"{owners_said(picture)}"
-            f"<div class='scroll'>{_grid(picture, info, about)}</div>"
-            f"<p class='info' id='{info}' aria-live='polite'>Hover over or focus a cell.</p>"
-            "<details><summary>the case's report</summary>"
-            + quoted_html.block("\n".join([case.summary, *case.details]))
-            + "</details></section>")
+    marks, cols = picture["marks"], picture["grid"][1]
+    return DrawnCase(
+        number, case.id, _said(case), picture.get("relation") or "", _about(picture),
+        [(css, name, _many(marks.count(m), "cell")) for m, (css, _, name, _) in KINDS.items()
+         if m in marks],
+        [(d, SCALE_WORDS[d]) for d in _shades(picture)], owners_said(picture),
+        max(CELL_PX[0], min(CELL_PX[1], WIDTH_PX // max(cols, 1))), _grid(picture),
+        "\n".join([case.summary, *case.details]))
 
 
-def _present(picture: dict) -> str:
-    """The key of one grid: the kinds drawn there, with how many cells each."""
-    marks = picture["marks"]
-    return ("<p class='key'>" + "".join(
-        f"<span class='{c}'></span>{html.escape(name)}: {_many(marks.count(m), 'cell')}"
-        for m, (c, _, name, _) in KINDS.items() if m in marks) + "</p>")
-
-
-def _relation(picture: dict) -> str:
-    """How the values are wrong (grader.judge.relation), above the grid: the pattern the
-    grid shows, said."""
-    said = picture.get("relation")
-    return f"<p class='rel'>How the values are wrong: {html.escape(said)}.</p>" if said else ""
-
-
-def _scale_key(picture: dict) -> str:
+def _shades(picture: dict) -> list[int]:
     """The shades of the wrong cells drawn here: how far off each is."""
     scale, marks = picture.get("scale") or "", picture["marks"]
-    used = sorted({int(d) for d, m in zip(scale, marks) if m == "X" and d != "0"})
-    if not used:
-        return ""
-    return ("<p class='key'>wrong cells by their worst element's error, against the output's "
-            "size (its root mean square):" + "".join(f"<span class='e{d}'></span>{html.escape(SCALE_WORDS[d])}"
-                                   for d in used) + "</p>")
+    return sorted({int(d) for d, m in zip(scale, marks) if m == "X" and d != "0"})
 
 
 def _about(picture: dict) -> str:
@@ -193,15 +183,15 @@ def _said(case: CaseResult) -> str:
     return "\n".join(lines)
 
 
-def _grid(picture: dict, info: str, about: str) -> str:
+def _grid(picture: dict) -> list[list[Cell]]:
     rows, cols = picture["grid"]
-    size = max(CELL_PX[0], min(CELL_PX[1], WIDTH_PX // max(cols, 1)))
     marks, edges = picture["marks"], picture.get("edges") or ""
     scale = picture.get("scale") or ""
     owner = owners(picture)
     named = (labels(picture, owner) if owner else None) or {}
+    # only one cell at a time takes the Tab key (the script moves it with the arrow keys)
     focus = next((i for i, m in enumerate(marks) if m != " "), -1)
-    body = []
+    grid = []
     for r in range(rows):
         cells = []
         for c in range(cols):
@@ -212,20 +202,10 @@ def _grid(picture: dict, info: str, about: str) -> str:
             shade = [f"e{scale[i]}"] if mark == "X" and i < len(scale) and scale[i] != "0" else []
             classes = " ".join([kind] + shade + edges_of(owner, i, cols)
                                + ["l"] * (edge & 1) + ["t"] * (edge >> 1 & 1))
-            if mark not in KINDS:
-                cells.append(f"<td class='{classes}'></td>")
-                continue
-            label = html.escape(_label(picture, i), quote=True)
-            # a td of a grid is a gridcell; only one cell at a time takes the Tab key (the
-            # script moves it with the arrow keys), the others are reached by the arrows
-            tab = " tabindex='0'" if i == focus else ""
-            # the name is seen on the grid; the cell's label (read by screen readers) has it
-            who = (f"<span class='who' aria-hidden='true'>{html.escape(named[i])}</span>"
-                   if i in named else "")
-            cells.append(f"<td class='{classes}'{tab} aria-label='{label}'>{who}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    return (f"<table class='pic' role='grid' data-info='{info}' data-cell='{size}' "
-            f"aria-label='{html.escape(about, quote=True)}'>{''.join(body)}</table>")
+            cells.append(Cell(classes, _label(picture, i), i == focus, named.get(i))
+                         if mark in KINDS else Cell(classes))
+        grid.append(cells)
+    return grid
 
 
 def _label(picture: dict, i: int) -> str:

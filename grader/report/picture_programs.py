@@ -6,15 +6,14 @@ tensor is on the grid, not only under the pointer."""
 
 from __future__ import annotations
 
-import html
-
 # Programs named on the grid itself, at the first cell of each region one program stored:
 # more would cover the cells they name (hover tells every cell's).
 MAX_LABELS = 48
 
 
 def owners_said(picture: dict) -> str:
-    """What the names on the grid are, or why there are none."""
+    """What the names on the grid are, or why there are none ("" where there is nothing to
+    say)."""
     found = owners(picture)
     if found is None:
         return ""
@@ -23,10 +22,10 @@ def owners_said(picture: dict) -> str:
     if not named and named is not None:
         return ""  # no cell stored by one program alone: nothing named
     if named is None:
-        return (f"<p>Too many regions to name on the grid; hover over a cell for the {word} "
-                "that stored it.</p>")
-    return (f"<p>Each region one {word} stored is named at its first cell, as in your "
-            f"launch's grid; dashed lines part regions stored by different {word}s.</p>")
+        return (f"Too many regions to name on the grid; hover over a cell for the {word} "
+                "that stored it.")
+    return (f"Each region one {word} stored is named at its first cell, as in your launch's "
+            f"grid; dashed lines part regions stored by different {word}s.")
 
 
 def owners(picture: dict) -> list[int | None] | None:

@@ -15,15 +15,10 @@ first indented past where the gutter begins, a place where no line of the grader
 A word with no space in it breaks anywhere, so that no line runs off the page.
 tests/report/test_quoted_lines_browser.py measures both pages in Chromium.
 
-Only class names and the page's own style are used: the pages' Content-Security-Policy
-(grader.report.content_policy) lets no style attribute apply. Every line is escaped.
+The macros of templates/quoted.html.j2 draw the lines (escaped, as every value of a page's
+template is) with class names only, which the style here gives their look: the pages'
+Content-Security-Policy (grader.report.content_policy) lets no style attribute apply.
 """
-
-from __future__ import annotations
-
-import html
-
-from grader.quoting import headline_parts, is_quoted
 
 # A page adds this to its own style. `.said` is a message of several lines, each a block;
 # `.q` is one quoted line, wherever it stands: its first visual line pulled back by the
@@ -34,20 +29,3 @@ STYLE = (".said{font-family:monospace;white-space:pre-wrap;overflow-wrap:anywher
          ".q{display:block;font-family:monospace;white-space:pre-wrap;overflow-wrap:anywhere;"
          "border-left:2px solid #888;padding-left:calc(2ch + .4em);text-indent:-2ch}")
 
-
-def block(text: str) -> str:
-    """A message of lines, the grader's and quoted ones, as one block of the page."""
-    return "<div class='said'>" + "".join(map(line, text.split("\n"))) + "</div>"
-
-
-def line(text: str) -> str:
-    """One line of a message: a quoted one drawn with its mark on every visual line."""
-    kind = " class='q'" if is_quoted(text) else ""
-    return f"<span{kind}>{html.escape(text)}</span>"
-
-
-def headline(text: str, chars: int) -> str:
-    """A message's headline (grader.quoting.headline) for a one-line place of a page: the
-    grader's line as text, and the quoted line it introduces, if any, as a block below it."""
-    own, quote = headline_parts(text, chars)
-    return html.escape(own) + (line(quote) if quote else "")

@@ -1,9 +1,10 @@
 """What `grade` answers without grading comes without what grading loads.
 
 `grade --help`, `grade list`, the help of a command and a stage that is NOT STARTED import
-neither PyTorch nor pytest nor pydantic (1-2 s on a laptop before the first line): each runs
-in a fresh process (`python -X importtime`), which lists the modules it holds at its end. A
-failure names the imports that brought one in, from -X importtime's record.
+neither PyTorch nor pytest nor pydantic (1-2 s on a laptop before the first line), nor Jinja2,
+which only an HTML page drawn needs: each runs in a fresh process (`python -X importtime`),
+which lists the modules it holds at its end. A failure names the imports that brought one
+in, from -X importtime's record.
 """
 
 import json
@@ -23,7 +24,7 @@ from grader.course import outline as outlines
 from grader.grading.unstarted import unstarted_report
 from tests.conftest import ROOT, copy_course
 
-HEAVY = ("torch", "pytest", "pydantic")
+HEAVY = ("torch", "pytest", "pydantic", "jinja2")
 # Runs the command line as `grade` does, then says which modules the process holds.
 WRAPPER = textwrap.dedent("""
     import json, sys

@@ -15,8 +15,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import json_schema
-from conftest import ROOT
+from conftest import ROOT, schema_errors
 
 from scripts.corpus_files import (ATTACKS, ONE_CASE, RULES, RUN_SEED, hidden_text, read_attack,
                                   vector_add_course, write_submission)
@@ -66,7 +65,7 @@ def graded(attack_file: Path, hidden: str, folder: Path, run_grade) -> Shown:
         "--gradescope", str(files["gs.json"]), "--markdown", str(files["feedback.md"]))
     assert code in (0, 1), out + err
     result = json.loads(files["r.json"].read_text())
-    assert not json_schema.errors(result, SCHEMA)
+    assert not schema_errors(result, SCHEMA)
     return Shown(out + err, result, ET.parse(files["junit.xml"]).getroot(),
                  json.loads(files["gs.json"].read_text()), files["feedback.md"].read_text())
 

@@ -9,11 +9,10 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-import json_schema
 import pytest
 from class_fixture import (ERROR_TEXT, HOSTILE, IDLE, MARKUP_MESSAGE, NO_RESULT, SCRIPT,
                            write_class)
-from conftest import ROOT
+from conftest import ROOT, schema_errors
 
 from grader.instructor.class_report import REPORT, students_in, write_report
 from grader.instructor.gradebook import class_gradebook, read_row, speed_points
@@ -94,7 +93,7 @@ def test_the_fixture_class_follows_the_result_schema(graded):
     schema = json.loads((ROOT / "grader/result.schema.json").read_text())
     out = graded[0]
     for name, data in _results(out).items():
-        assert not json_schema.errors(data, schema), name
+        assert not schema_errors(data, schema), name
 
 
 def test_the_page_is_one_file_that_fetches_nothing(graded):

@@ -202,7 +202,7 @@ def test_every_string_on_the_page_is_escaped():
     case.details = ["┆ '\"><svg onload=alert(1)>"]
     html = page(report_of(case))
     assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
-    assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;&#x27;" in html
+    assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;&#39;" in html
     assert "<svg" not in html and "<b>" not in html and "Fused &lt;GELU&gt;" in html
     assert "http" not in html.replace("http-equiv=", "") and "src=" not in html.replace("src=x", "")
     assert html.count("<script>") == 1  # the page's own, inline
