@@ -61,7 +61,7 @@ class NotShared(ProtocolError):
     the tensors through host memory."""
 
 
-class Late(TimeoutError):
+class LateReply(TimeoutError):
     """The whole message did not arrive before the deadline."""
 
 
@@ -182,7 +182,7 @@ def _read_prefix(sock: socket.socket, deadline: float | None) -> tuple[bytes, in
     try:
         data, fds, _, _ = socket.recv_fds(sock, _PREFIX.size, 1)
     except (TimeoutError, socket.timeout):
-        raise Late("the reply did not arrive in time") from None
+        raise LateReply("the reply did not arrive in time") from None
     except ConnectionError:
         raise Closed("the other process closed the connection") from None
     if not data:
@@ -205,7 +205,7 @@ def _settimeout(sock: socket.socket, deadline: float | None) -> None:
         return
     left = deadline - time.monotonic()
     if left <= 0:
-        raise Late("the reply did not arrive in time")
+        raise LateReply("the reply did not arrive in time")
     sock.settimeout(left)
 
 
@@ -218,7 +218,7 @@ def _read(sock: socket.socket, n: int, deadline: float | None) -> bytearray:
         try:
             got = sock.recv_into(view[filled:], min(n - filled, 16 << 20))
         except (TimeoutError, socket.timeout):
-            raise Late("the reply did not arrive in time") from None
+            raise LateReply("the reply did not arrive in time") from None
         except ConnectionError:
             raise Closed("the other process closed the connection") from None
         if got == 0:

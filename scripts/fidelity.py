@@ -55,7 +55,7 @@ from grader.errors import BackendUnavailable
 from grader.grading.request import GradingRequest
 from grader.grading.stages import grade_stage
 from grader.results import StageResult
-from grader.sandbox import memory
+from grader.sandbox import memory_ceiling
 from grader.tracks import TRACKS
 from scripts import common, corpus_files
 from scripts.common import ROOT
@@ -142,12 +142,12 @@ def course_of(path: Path, folder: Path) -> tuple[Course, Stage, str]:
 @contextmanager
 def memory_ceiling(mib: str) -> Iterator[None]:
     """The ceiling a file's header names, in this worker for one grading."""
-    kept = memory.LIMIT
-    memory.LIMIT = int(mib) << 20 if mib else kept
+    kept = memory_ceiling.LIMIT
+    memory_ceiling.LIMIT = int(mib) << 20 if mib else kept
     try:
         yield
     finally:
-        memory.LIMIT = kept
+        memory_ceiling.LIMIT = kept
 
 
 def grade_file(path: Path, backend: str, seed: int) -> StageResult:

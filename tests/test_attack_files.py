@@ -38,7 +38,7 @@ import pytest
 from conftest import ROOT
 
 from grader.course import load_course
-from grader.sandbox import memory
+from grader.sandbox import memory_ceiling
 from scripts.corpus_files import (ATTACKS, HONEST, ONE_CASE, RUN_SEED, files, read_attack,
                                   vector_add_course, write_course, write_submission)
 
@@ -74,7 +74,7 @@ def test_attack_file(path, tmp_path, run_grade, monkeypatch):
     attack = read_attack(path)
     monkeypatch.setenv("COLUMNS", "400")  # few wrapped lines to look through
     if attack.memory:  # a ceiling this machine can reach without hurting the other tests
-        monkeypatch.setattr(memory, "LIMIT", int(attack.memory) << 20)
+        monkeypatch.setattr(memory_ceiling, "LIMIT", int(attack.memory) << 20)
     course_file = write_course(attack, tmp_path / "course")
     stage = next(s for s in load_course(course_file).stages if s.number == attack.stage)
     submission = write_submission(path, stage.modules[attack.track], tmp_path / "student")

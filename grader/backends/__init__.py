@@ -1,5 +1,5 @@
 """Where a stage's kernels run: the backends and how one is picked (each language's wing
-probes and prepares its own: grader.tracks.contract.Backends).
+probes and prepares its own: grader.tracks.contract.BackendProbe).
 
     selection.py     the backends (track, device, probe), `auto`, the machine's versions
 """

@@ -172,7 +172,7 @@ def batch_command(ctx, submissions, **options) -> int:
     return _finish(course, out, found, graded, console)
 
 
-def _on_slurm(found, plan: regrade.Plan, request: GradingRequest, out: Path, limit: float,
+def _on_slurm(found, plan: regrade.RegradePlan, request: GradingRequest, out: Path, limit: float,
               force: bool, options: slurm.Options, console) -> int:
     backend, course = request.backend, request.course
     on_cpu = backend in backends.BACKENDS and backends.BACKENDS[backend].device != "cuda"

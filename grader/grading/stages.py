@@ -32,7 +32,7 @@ from grader.grading.pytest_run import (PYTEST_OWN, CaseProgress, CorrectnessPlug
 from grader.grading.request import Grading
 from grader.grading.session import NEEDS_CORRECTNESS, START, StageSession, grader_threads
 from grader.intake import NotRun
-from grader.judge.memory import memory_check
+from grader.judge.memory_growth import memory_check
 from grader.results import Report, SpeedResult, StageResult, Status
 from grader.sandbox import keep_warm
 from grader.sandbox.submission import SubmissionError

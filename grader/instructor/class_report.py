@@ -15,7 +15,7 @@ from pathlib import Path
 from grader.course import Course, Stage
 from grader.errors import GradeError
 from grader.instructor import similarity
-from grader.instructor.gradebook import (Row, class_gradebook, class_names, read_row,
+from grader.instructor.gradebook import (GradebookRow, class_gradebook, class_names, read_row,
                                          speed_points, total_max)
 from grader.instructor.submissions import Entry
 from grader.report.class_page import page
@@ -70,7 +70,7 @@ def students_in(out: Path, listed: list[Entry] = ()) -> list[str]:
     return class_names(out, list(listed))
 
 
-def student(out: Path, name: str) -> tuple[Student, Row | None]:
+def student(out: Path, name: str) -> tuple[Student, GradebookRow | None]:
     """One student as the report shows them, and their gradebook row; a result file that
     cannot be read is said so, in the place of the result, rather than ending the report."""
     # the feedback as a page, else (a class graded before there were pages) as Markdown

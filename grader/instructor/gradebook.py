@@ -74,7 +74,7 @@ def no_result(error: str) -> bool:
 
 
 @dataclass
-class Row:
+class GradebookRow:
     """What the gradebook and the feedback know of one student."""
 
     name: str
@@ -102,7 +102,7 @@ class Row:
         return (self.intake.versions or None), "changed files graded"
 
 
-def read_row(out: Path, name: str, who: Who | None = None) -> Row:
+def read_row(out: Path, name: str, who: Who | None = None) -> GradebookRow:
     """One student's row from OUT/students/: the result, or why there is none."""
     result = out / "students" / f"{name}.json"
     error_file = out / "students" / f"{name}.error"
@@ -112,15 +112,15 @@ def read_row(out: Path, name: str, who: Who | None = None) -> Row:
         try:
             data = json.loads(result.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:  # cut short, or edited by hand: said, not a stop
-            return Row(name, NOT_GRADED, intake, error=f"its result file could not be read "
+            return GradebookRow(name, NOT_GRADED, intake, error=f"its result file could not be read "
                        f"({exc})", who=who)
-        return Row(name, GRADED, intake, data, who=who)
+        return GradebookRow(name, GRADED, intake, data, who=who)
     if not error_file.is_file() and not (out / "students" / f"{name}.intake.json").is_file():
-        return Row(name, NO_SUBMISSION, intake, error="no submission: on the class list, "
+        return GradebookRow(name, NO_SUBMISSION, intake, error="no submission: on the class list, "
                    "nothing handed in", who=who)
     error = error_file.read_text().strip() if error_file.is_file() else NOT_GRADED
     status = NOT_GRADED if no_result(error) else NOT_A_SUBMISSION
-    return Row(name, status, intake, error=error, who=who)
+    return GradebookRow(name, status, intake, error=error, who=who)
 
 
 def class_names(out: Path, students: list[Entry]) -> list[str]:
@@ -137,13 +137,13 @@ def class_names(out: Path, students: list[Entry]) -> list[str]:
     return sorted(names)
 
 
-def class_rows(out: Path, students: list[Entry]) -> list[Row]:
+def class_rows(out: Path, students: list[Entry]) -> list[GradebookRow]:
     """A row for every submission of the class (what the gradebook and reports show)."""
     roster = read_roster(out)
     return [read_row(out, name, roster.get(name)) for name in class_names(out, students)]
 
 
-def speed_points(course: Course, rows: list[Row]) -> dict[str, float | None]:
+def speed_points(course: Course, rows: list[GradebookRow]) -> dict[str, float | None]:
     """Per machine, the speed points its gradebook is out of (None: speed not timed there):
     those of every stage whose speed some result on that machine graded or would have once
     correct (the reason is the machine's, not the student's)."""
@@ -174,7 +174,7 @@ class Gradebook:
     """The class's gradebook as a table: what gradebook.csv holds, for any other view of it."""
 
     columns: list[str]  # COLUMNS, with a column per stage after "track"
-    rows: list[Row]
+    rows: list[GradebookRow]
     cells: list[list]  # per row, in the columns' order: numbers as numbers, text as text
 
 
@@ -228,7 +228,7 @@ COLUMNS = ["student", "name", "email", "sid", "status", "track",  # then a colum
            "not started", "error"]
 
 
-def _cells(row: Row, course: Course, speed_max: float | None) -> dict:
+def _cells(row: GradebookRow, course: Course, speed_max: float | None) -> dict:
     who = row.who
     count, counted = row.submissions
     limit = course.policy.max_submissions

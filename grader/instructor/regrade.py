@@ -25,7 +25,7 @@ from grader.results import Report, StageResult, Status, write_file
 
 
 @dataclass
-class Plan:
+class RegradePlan:
     todo: list[Entry] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)  # graded again: their files changed
     held: list[str] = field(default_factory=list)  # changed past the resubmission limit
@@ -48,10 +48,10 @@ def only(found: list[Entry], names: tuple[str, ...]) -> list[Entry]:
     return [e for e in found if e.name in names]
 
 
-def plan(course: Course, found: list[Entry], out: Path, force: bool) -> Plan:
+def plan(course: Course, found: list[Entry], out: Path, force: bool) -> RegradePlan:
     """What to grade of `found` on this run (everything with `force`). A change held back by
     the resubmission limit is noted in the submission's intake, for the gradebook."""
-    result = Plan()
+    result = RegradePlan()
     limit = course.policy.max_submissions
     for entry in found:
         if not (out / "students" / f"{entry.name}.json").is_file():

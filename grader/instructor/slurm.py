@@ -200,7 +200,7 @@ def watch(course: Course, runs: list[Run], out: Path, seed: int, options: Option
           on_update: Callable[[dict[str, int]], None]) -> list[batch.Graded]:
     """Follow the arrays until every task has ended; collect each task's students as it
     ends, and submit once more the tasks that Slurm killed. Returns what became of each."""
-    states = slurm_state.Reader()
+    states = slurm_state.SlurmStateReader()
     gpus = {g for g in (_gpu(p) for p in (out / "students").glob("*.json")) if g}
     graded: list[batch.Graded] = []
     while any(r.open for r in runs):

@@ -72,7 +72,7 @@ def parse_squeue(text: str) -> dict[str, TaskState]:
     return states
 
 
-class Reader:
+class SlurmStateReader:
     """Reads the tasks' states; counts the looks that missed a task."""
 
     def __init__(self):

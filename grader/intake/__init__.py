@@ -10,7 +10,7 @@ from grader.course import Stage
 from grader.course.todos import TodoState, todo_state
 from grader.results import Status
 from grader.sandbox.screening import describe as describe_findings
-from grader.sandbox.screening import Endless, Unreadable, screen
+from grader.sandbox.screening import Endless, SourceUnreadable, screen
 from grader.tracks import TRACKS
 
 
@@ -67,7 +67,7 @@ def read_submission(path: Path, shown: str, rules) -> TodoState:
         raise unstarted
     try:
         findings = screen(source, path.name, rules)
-    except Unreadable as exc:
+    except SourceUnreadable as exc:
         raise NotRun(Status.ERROR, f"not graded: {exc}") from None
     except Endless as exc:
         raise NotRun(Status.FAIL, str(exc)) from None

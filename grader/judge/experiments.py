@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping, Sequence
 
 from grader.course import FromLaunch
-from grader.problems.evidence import Cause, Evidence, Finding, experiment
+from grader.problems.evidence import Cause, Evidence, EvidenceFinding, experiment
 
 # Given a probe's parameter changes: the parameters of the replay, in words, where it passed;
 # None where it failed or was not run.
@@ -30,7 +30,7 @@ def confirmed(ev: Evidence, hypotheses: Sequence, experiments: Mapping[str, Any]
     """The first hypothesis whose experiments all hold, as a Cause in its words with the
     facts its experiment found filled in; else nothing."""
     for hypothesis in hypotheses:
-        finding, done = Finding(), []
+        finding, done = EvidenceFinding(), []
         if hypothesis.experiment:
             declared = experiments.get(hypothesis.experiment)
             found = experiment(declared).findings(ev) if declared is not None else []

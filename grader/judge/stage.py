@@ -5,7 +5,7 @@ as data); the replay runs that proposal on fresh inputs drawn from another seed,
 its output is judged, against the reference computed here. The replay's other traces
 (compile errors, out-of-bounds writes, modified inputs) decide before the numbers do; the
 host watch's findings explain a failure, never make one. Hidden cases keep only whether
-they passed, and none of their time. (The memory check is grader.judge.memory.)
+they passed, and none of their time. (The memory check is grader.judge.memory_growth.)
 
 Every text that comes from the submission's processes (what a call raised, a compiler's
 message, the host watch's and the replay's findings, a returned type's name) is quoted in

@@ -77,7 +77,7 @@ ROW_RATIO = "divided your output by the reference: each row's ratio is one const
 
 
 @dataclass(frozen=True)
-class Finding:
+class EvidenceFinding:
     """What an experiment finds in a failing case: the output it predicts under a mistake
     (None: the experiment read the evidence itself, and it holds), the facts that the
     hypothesis's words name (`{tile}` in its `says`), and how it was confirmed, in words."""
@@ -93,21 +93,21 @@ class Finding:
 @dataclass(frozen=True)
 class Experiment:
     """One of a problem's experiments (course.toml's hypotheses name it): `run(ev)` gives
-    a predicted output, a Finding, several Findings tried in order, or None where the case
+    a predicted output, an EvidenceFinding, several of them tried in order, or None where the case
     cannot tell the mistake (its K fits one tile, it is not causal, ...); `facts` are the
     names its findings fill in a hypothesis's words (checked when the course loads)."""
 
     run: Callable[[Evidence], Any]
     facts: tuple[str, ...] = ()
 
-    def findings(self, ev: Evidence) -> Iterable[Finding]:
+    def findings(self, ev: Evidence) -> Iterable[EvidenceFinding]:
         """Its findings in order (a generator's are computed as they are tried)."""
         found = self.run(ev)
         if found is None:
             return ()
         if isinstance(found, torch.Tensor):
-            return (Finding(found),)
-        return (found,) if isinstance(found, Finding) else found
+            return (EvidenceFinding(found),)
+        return (found,) if isinstance(found, EvidenceFinding) else found
 
 
 def experiment(value: Experiment | Callable[[Evidence], Any]) -> Experiment:
@@ -118,7 +118,7 @@ def experiment(value: Experiment | Callable[[Evidence], Any]) -> Experiment:
 Explain = Callable[[Evidence], list[Cause]]
 
 
-def across_tiles(ev: Evidence, size: int, names: tuple[str, ...], what: str) -> Finding | None:
+def across_tiles(ev: Evidence, size: int, names: tuple[str, ...], what: str) -> EvidenceFinding | None:
     """The experiment behind a probe that replays the kernel on one tile where the case has
     several (a size within one tile of the launch's constant `names`, course.toml's
     `probe = { N = { launch = [...], minus = 1 } }`): it holds where the case's `size` spans
@@ -136,12 +136,12 @@ def across_tiles(ev: Evidence, size: int, names: tuple[str, ...], what: str) -> 
     if bool(((got == 0).all(-1) & ev.bad.reshape(got.shape).any(-1)).any()):
         return None
     tiles = -(-size // tile)
-    return Finding(facts={"tile": tile, "tiles": tiles},
+    return EvidenceFinding(facts={"tile": tile, "tiles": tiles},
                    how=f"this case's {what} spans {tiles} tiles of {tile}, and most of its "
                        "elements are wrong")
 
 
-def first_only(ev: Evidence, dims: int) -> Finding | None:
+def first_only(ev: Evidence, dims: int) -> EvidenceFinding | None:
     """Only the output's first index along its leading `dims` dimensions holds numbers, and
     they are right; the rest hold none (never written), while the watch saw programs that
     stored nothing (its `idle` finding): the programs that stored all worked on the first."""
@@ -151,7 +151,7 @@ def first_only(ev: Evidence, dims: int) -> Finding | None:
     expected = torch.full_like(ev.want, torch.nan)
     first = (0,) * dims
     expected[first] = ev.want[first]
-    return Finding(expected, {"others": int(torch.tensor(lead).prod()) - 1},
+    return EvidenceFinding(expected, {"others": int(torch.tensor(lead).prod()) - 1},
                    "the output's first slice matches the reference and no other holds a "
                    "number (never written), while some programs stored nothing (the watch)")
 

@@ -9,7 +9,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from grader.problems.evidence import (Cause, Evidence, Experiment, Finding, across_tiles,
+from grader.problems.evidence import (Cause, Evidence, Experiment, EvidenceFinding, across_tiles,
                                       first_only, observed, row_factor)
 from grader.problems.base import (Call, Param, Problem, Work, element_size, in_f32,
                                   misread_strides, randn)
@@ -183,7 +183,7 @@ def _inputs_misread(ev: Evidence):
         if all(strides in _misread(t) for t in (k, v)):
             seen = [t.as_strided(t.shape, strides, t.storage_offset()).float() for t in (q, k, v)]
             _, _, _, scale, causal = _inputs(ev)
-            yield Finding(_attention(*seen, scale, causal),
+            yield EvidenceFinding(_attention(*seen, scale, causal),
                           {"strides": strides, "own": tuple(q.stride())})
 
 
@@ -254,7 +254,7 @@ def _causal_variant(ev: Evidence, kept) -> torch.Tensor | None:
     return out.masked_fill(lost[:, None], torch.nan)
 
 
-def _last_key_tile(ev: Evidence) -> Finding | None:
+def _last_key_tile(ev: Evidence) -> EvidenceFinding | None:
     """Each query's last key tile alone (the keys it may see there): what the earlier key
     tiles added to the running sum and the accumulator is lost. A query that may see no key
     of its last tile is NaN: its running maximum is -inf, and -inf - (-inf) is NaN."""
@@ -265,7 +265,7 @@ def _last_key_tile(ev: Evidence) -> Finding | None:
     n = k.shape[-2]
     kept = (j >= (end.clamp_max(n) - 1) // cols * cols) & (j <= i if causal else j < n)
     s = ((q @ k.transpose(-1, -2)) * scale).masked_fill(~kept, -torch.inf)
-    return Finding(torch.softmax(s, -1) @ v, {"tile": cols})
+    return EvidenceFinding(torch.softmax(s, -1) @ v, {"tile": cols})
 
 
 def _masked_scores_zero(ev: Evidence) -> torch.Tensor | None:
@@ -285,7 +285,7 @@ def _masked_scores_zero(ev: Evidence) -> torch.Tensor | None:
     return torch.softmax(s, -1) @ torch.cat([v, v.new_zeros(*v.shape[:-2], pad, v.shape[-1])], -2)
 
 
-def _several_key_tiles(ev: Evidence) -> Finding | None:
+def _several_key_tiles(ev: Evidence) -> EvidenceFinding | None:
     """The experiment behind the probe that replays the kernel on one key tile (N within
     the launch's BLOCK_N): the case spans several (evidence.across_tiles). Without a causal
     mask only (with one, a shorter N also moves the diagonal through the tiles), and where

@@ -9,7 +9,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from grader.problems.evidence import Evidence, Experiment, Finding, observed
+from grader.problems.evidence import Evidence, Experiment, EvidenceFinding, observed
 from grader.problems.base import (Call, Param, Problem, Work, compiled, element_size, in_f32,
                                   layout_check, layout_param, misread_strides, randn, randn_2d)
 
@@ -59,7 +59,7 @@ def _x_misread(ev: Evidence):
     x, w, b = ev.call.args
     for strides in _misread(x):
         seen = x.as_strided(x.shape, strides, x.storage_offset()).float()
-        yield Finding(_gelu_bias(seen, w.float(), b.float()),
+        yield EvidenceFinding(_gelu_bias(seen, w.float(), b.float()),
                       {"strides": strides, "own": tuple(x.stride())})
 
 

@@ -4,7 +4,7 @@ B so."""
 
 import torch
 
-from grader.problems.evidence import Evidence, Experiment, Finding, across_tiles, observed
+from grader.problems.evidence import Evidence, Experiment, EvidenceFinding, across_tiles, observed
 from grader.problems.base import (Call, Param, Problem, Work, element_size, f32, layout_check,
                                   layout_param, randn_2d)
 
@@ -78,14 +78,14 @@ def _last_k_tile(ev: Evidence) -> torch.Tensor | None:
     return a[:, last:] @ b[last:]
 
 
-def _first_k_tile_repeated(ev: Evidence) -> Finding | None:
+def _first_k_tile_repeated(ev: Evidence) -> EvidenceFinding | None:
     """The loop over K loads the first K tile at every step: its product, once per K tile."""
     tiles = _k_tiles(ev)
     if tiles is None:
         return None
     a, b, tile = tiles
     count = -(-a.shape[1] // tile)
-    return Finding(a[:, :tile] @ b[:tile] * count, {"tile": tile, "tiles": count})
+    return EvidenceFinding(a[:, :tile] @ b[:tile] * count, {"tile": tile, "tiles": count})
 
 
 def _k_loop_short(ev: Evidence):
@@ -97,7 +97,7 @@ def _k_loop_short(ev: Evidence):
     a, b, tile = tiles
     count = -(-a.shape[1] // tile)
     for done in range(1, count):
-        yield Finding(a[:, :done * tile] @ b[:done * tile],
+        yield EvidenceFinding(a[:, :done * tile] @ b[:done * tile],
                       {"done": done, "tiles": count, "tile": tile})
 
 
@@ -123,7 +123,7 @@ def _k_step_in_elements(ev: Evidence):
         along = " and ".join(f"{tile} {unit}" for name, unit in (("A", "columns of A"),
                                                                  ("B", "rows of B"))
                              if name in shifted)
-        yield Finding(out.float(), {"tile": tile, "inputs": shifted, "along": along})
+        yield EvidenceFinding(out.float(), {"tile": tile, "inputs": shifted, "along": along})
 
 
 def _tile_read(x: torch.Tensor, axis: int, start: int, tile: int, shifted: bool):
@@ -165,20 +165,20 @@ def _half_accumulated(ev: Evidence):
     tried = [(tile, "exact"), (tile, "once"), (tile, "in steps")]
     tried += [(MMA_K, "exact")] if tile > MMA_K else []
     for step, product in tried:
-        yield Finding(_half_accumulator(a, b, step, ev.dtype, product),
+        yield EvidenceFinding(_half_accumulator(a, b, step, ev.dtype, product),
                       {"dtype": str(ev.dtype).removeprefix("torch.")})
 
 
-def _inputs_misread(ev: Evidence) -> Finding | None:
+def _inputs_misread(ev: Evidence) -> EvidenceFinding | None:
     """The watch saw the loads miss parts of the inputs, and every element is wrong."""
     if ev.call is None or not any(f.get("kind") in MISREAD for f in ev.traffic) \
             or not bool(ev.bad.all()):
         return None
-    return Finding(how="the watch of the loads saw them miss parts of the inputs (its "
+    return EvidenceFinding(how="the watch of the loads saw them miss parts of the inputs (its "
                        "findings above), and every element is wrong")
 
 
-def _several_k_tiles(ev: Evidence) -> Finding | None:
+def _several_k_tiles(ev: Evidence) -> EvidenceFinding | None:
     """The experiment behind the probe that replays the kernel on one K tile (K within the
     launch's BLOCK_K): the case spans several (evidence.across_tiles). A shorter K changes
     nothing else: M and N, and so every tile of C, stay."""

@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from grader.problems.evidence import (ROW_RATIO, Cause, Evidence, Experiment, Finding,
+from grader.problems.evidence import (ROW_RATIO, Cause, Evidence, Experiment, EvidenceFinding,
                                      across_tiles, observed, row_factor)
 from grader.problems.base import (Call, Param, Problem, Work, compiled, element_size, in_f32,
                                   laid_out, layout_check, layout_param, misread_strides,
@@ -63,34 +63,34 @@ def _no_max_found(ev: Evidence) -> torch.Tensor | None:
     return _no_max(x) if x is not None and torch.isnan(ev.got).any() else None
 
 
-def _all_ones(ev: Evidence) -> Finding | None:
+def _all_ones(ev: Evidence) -> EvidenceFinding | None:
     """Every element exactly 1: each divided by itself."""
     if bool((ev.got == 1).all()) and ev.got.shape[-1] > 1:
-        return Finding(how="read the output: every element is exactly 1")
+        return EvidenceFinding(how="read the output: every element is exactly 1")
     return None
 
 
-def _sum_not_rescaled_found(ev: Evidence) -> Finding | None:
+def _sum_not_rescaled_found(ev: Evidence) -> EvidenceFinding | None:
     tiled = _column_tile(ev)
-    return Finding(_sum_not_rescaled(*tiled), {"tile": tiled[1]}) if tiled else None
+    return EvidenceFinding(_sum_not_rescaled(*tiled), {"tile": tiled[1]}) if tiled else None
 
 
-def _block_max_found(ev: Evidence) -> Finding | None:
+def _block_max_found(ev: Evidence) -> EvidenceFinding | None:
     tiled = _column_tile(ev)
     if tiled is None or not torch.isnan(ev.got).any():
         return None
-    return Finding(_block_max(*tiled), {"tile": tiled[1]})
+    return EvidenceFinding(_block_max(*tiled), {"tile": tiled[1]})
 
 
-def _sum_against_old_max_found(ev: Evidence) -> Finding | None:
+def _sum_against_old_max_found(ev: Evidence) -> EvidenceFinding | None:
     x, tile = _x(ev), ev.constant("BLOCK_N", "TILE_N", "BLOCK_SIZE")
-    return Finding(_sum_against_old_max(x, tile), {"tile": tile}) if x is not None and tile \
+    return EvidenceFinding(_sum_against_old_max(x, tile), {"tile": tile}) if x is not None and tile \
         else None
 
 
-def _zero_padded_found(ev: Evidence) -> Finding | None:
+def _zero_padded_found(ev: Evidence) -> EvidenceFinding | None:
     x, tile = _x(ev), ev.constant("BLOCK_N", "TILE_N", "BLOCK_SIZE")
-    return Finding(_zero_padded(x, tile), {"tile": tile}) if x is not None and tile else None
+    return EvidenceFinding(_zero_padded(x, tile), {"tile": tile}) if x is not None and tile else None
 
 
 def _rows_one_apart(ev: Evidence) -> torch.Tensor | None:
@@ -107,17 +107,17 @@ def _rows_of_n_found(ev: Evidence):
     """x read with rows N elements apart (stepped by the number of columns)."""
     raw = ev.call.args[0] if ev.call is not None else None
     for strides in _rows_of_n(raw):
-        yield Finding(_softmax_last(raw.as_strided(raw.shape, strides,
+        yield EvidenceFinding(_softmax_last(raw.as_strided(raw.shape, strides,
                                                    raw.storage_offset()).float()),
                       {"strides": strides, "apart": strides[0], "own": tuple(raw.stride())})
 
 
-def _row_factor_found(ev: Evidence) -> Finding | None:
+def _row_factor_found(ev: Evidence) -> EvidenceFinding | None:
     factor = row_factor(ev)
-    return None if factor is None else Finding(facts={"factor": factor}, how=ROW_RATIO)
+    return None if factor is None else EvidenceFinding(facts={"factor": factor}, how=ROW_RATIO)
 
 
-def _several_column_blocks(ev: Evidence) -> Finding | None:
+def _several_column_blocks(ev: Evidence) -> EvidenceFinding | None:
     """The experiment behind the probe that replays the kernel on one column block (N within
     the launch's BLOCK_N): the case's rows span several (evidence.across_tiles)."""
     return across_tiles(ev, ev.want.shape[-1], ("BLOCK_N", "TILE_N"), "N")

@@ -8,7 +8,7 @@ given twice, at the line of the file that launches the kernel (found in the sour
 the launch itself arrives as data, without a line).
 
 A parameter may be left out where the kernel supplies it: a default, or (Triton) a value
-every configuration of its autotuner sets (grader.tracks.contract.Reader.optional).
+every configuration of its autotuner sets (grader.tracks.contract.KernelReader.optional).
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def _launches(call: ast.Call, kernel: str) -> bool:
 
 def check(path: Path, name: str, language, kernel, positional: int, keywords: dict) -> str | None:
     """The launch of `kernel` (named `name` in `path`; `language`: its language's reader
-    part, grader.tracks.contract.Reader) with `positional` arguments and `keywords` (launch
+    part, grader.tracks.contract.KernelReader) with `positional` arguments and `keywords` (launch
     options among them) checked against the kernel's parameters: the message at the launch's
     line, or None."""
     parameters = language.parameters(kernel)

@@ -94,7 +94,7 @@ def build(file: KernelFile, proposal: Proposal, inputs: dict[str, torch.Tensor]
             break
         try:
             refused = machine_code.check(made, file.path, language.reader.spellings.api)
-        except machine_code.Unreadable as exc:  # the grader's own failing: not graded
+        except machine_code.CubinUnreadable as exc:  # the grader's own failing: not graded
             launches.append({"step": index, "names": names, "unchecked": str(exc)})
             break
         if refused:  # it reads the clock, or where it runs: refused as if it did not compile

@@ -42,7 +42,7 @@ _STATEMENTS_REFUSED = {
 }
 
 
-class Refused(Exception):
+class BodyRefused(Exception):
     """What a kernel body may not do; `str()` is the message, at `line`."""
 
     def __init__(self, line: int, why: str):
@@ -65,7 +65,7 @@ class FileNames:
 
 def check(function: ast.FunctionDef, names: FileNames, aliases: Aliases,
           table: Spellings, helpers_allowed: bool) -> set[str]:
-    """Raise Refused at the first thing `function`'s body may not name; else the file's
+    """Raise BodyRefused at the first thing `function`'s body may not name; else the file's
     undecorated helpers it calls (allowed only with `helpers_allowed`: where the language
     compiles them as tile code, not where it would call them as Python while compiling)."""
     walker = _Walker(names, aliases, table, _locals(function), helpers_allowed)
@@ -97,7 +97,7 @@ class _Walker(ast.NodeVisitor):
     def generic_visit(self, node: ast.AST) -> None:
         refused = _STATEMENTS_REFUSED.get(type(node))
         if refused:
-            raise Refused(node.lineno, f"{refused} inside a kernel: a kernel body holds tile "
+            raise BodyRefused(node.lineno, f"{refused} inside a kernel: a kernel body holds tile "
                                        "code only (imports, classes and helper functions "
                                        "belong at the top level of the file)")
         super().generic_visit(node)
@@ -113,10 +113,10 @@ class _Walker(ast.NodeVisitor):
         kind = self.name(node)
         if kind == "module" and isinstance(self.api(self.aliases.spelled[node.id], node),
                                            types.ModuleType):
-            raise Refused(node.lineno, f"`{node.id}` is a module: a kernel uses what it holds "
+            raise BodyRefused(node.lineno, f"`{node.id}` is a module: a kernel uses what it holds "
                                        f"(`{node.id}.name`), never the module itself as a value")
         if kind == "kernel":
-            raise Refused(node.lineno, f"`{node.id}`: a kernel of this file is called (or "
+            raise BodyRefused(node.lineno, f"`{node.id}`: a kernel of this file is called (or "
                                        "passed to a call, as a combine function), never kept "
                                        "as a value")
 
@@ -126,7 +126,7 @@ class _Walker(ast.NodeVisitor):
         constant = self.constant_under(node.func) if isinstance(node.func, ast.Attribute) \
             else None
         if constant:
-            raise Refused(node.lineno, f"`{shown(node)}` calls a method of the constant "
+            raise BodyRefused(node.lineno, f"`{shown(node)}` calls a method of the constant "
                                        f"`{constant}`: a kernel reads a constant's value and "
                                        "never calls anything on it (a call could change it "
                                        "while kernels run); compute what you need in the "
@@ -146,7 +146,7 @@ class _Walker(ast.NodeVisitor):
             return "constant"
         if name in names.changeable:
             line, why = names.changeable[name]
-            raise Refused(node.lineno, f"`{name}` (line {line}) holds {why}, which a kernel could "
+            raise BodyRefused(node.lineno, f"`{name}` (line {line}) holds {why}, which a kernel could "
                                        f"change while it runs: {FROZEN}; write `{name}` as one of "
                                        "these, or pass the value to the kernel as an argument")
         if name in names.kernels:
@@ -154,7 +154,7 @@ class _Walker(ast.NodeVisitor):
         if name in names.helpers:
             if not self.helpers_allowed:
                 marked = TRACKS[self.table.track].decorator
-                raise Refused(node.lineno, f"`{name}` is a function of this file without "
+                raise BodyRefused(node.lineno, f"`{name}` is a function of this file without "
                                            f"{marked}: a kernel may call only kernels and "
                                            f"{marked} helpers (decorate `{name}` with "
                                            f"{marked})")
@@ -167,15 +167,15 @@ class _Walker(ast.NodeVisitor):
         if name in self.table.builtins:
             return "builtin"
         if name in names.not_data:
-            raise Refused(names.skipped[name], f"`{name}` is used by a kernel, so it must be a "
+            raise BodyRefused(names.skipped[name], f"`{name}` is used by a kernel, so it must be a "
                                                f"constant written as data: {names.not_data[name]}")
         if name in names.skipped:
-            raise Refused(node.lineno, f"`{name}` is bound at line {names.skipped[name]} by "
+            raise BodyRefused(node.lineno, f"`{name}` is bound at line {names.skipped[name]} by "
                                        "top-level code the grader does not run: a kernel may "
                                        "use only top-level constants written as data (numbers, "
                                        "strings, tl.constexpr(...)), other kernels and helper "
                                        "functions")
-        raise Refused(node.lineno, f"`{name}` is not something a kernel may use: a kernel may "
+        raise BodyRefused(node.lineno, f"`{name}` is not something a kernel may use: a kernel may "
                                    "use its parameters and variables, "
                                    f"{self.table.api} and math, the "
                                    "file's kernels and constants, and the built-ins "
@@ -187,17 +187,17 @@ class _Walker(ast.NodeVisitor):
         try:
             value = lookup(spelling, self.table)
         except Unknown as exc:
-            raise Refused(node.lineno, f"`{short(spelling)}` cannot be used in a kernel: "
+            raise BodyRefused(node.lineno, f"`{short(spelling)}` cannot be used in a kernel: "
                                        f"{exc}; a kernel may use {self.table.api} (the kernel "
                                        "language's own functions, types and dtypes) and "
                                        f"{self.table.math}") from None
         listed = self.table.kernel_api
         if listed is not None and spelling.split(".")[0] != "math" \
                 and not listed.allows(spelling):
-            raise Refused(node.lineno, f"`{short(spelling)}` cannot be used in a kernel: "
+            raise BodyRefused(node.lineno, f"`{short(spelling)}` cannot be used in a kernel: "
                                        f"{listed.refusal(spelling)}")
         if not part_of_language(value, spelling, self.table):
-            raise Refused(node.lineno, f"`{short(spelling)}` cannot be used in a kernel: it is "
+            raise BodyRefused(node.lineno, f"`{short(spelling)}` cannot be used in a kernel: it is "
                                        f"not part of {self.table.package}'s kernel API; a kernel "
                                        f"may use {self.table.api} (the kernel language's own "
                                        f"functions, types and dtypes) and {self.table.math}")
@@ -207,7 +207,7 @@ class _Walker(ast.NodeVisitor):
         """An element of a constant is read, never stored."""
         constant = self.constant_under(node) if not isinstance(node.ctx, ast.Load) else None
         if constant:
-            raise Refused(node.lineno, f"`{shown(node)}` is stored into the constant "
+            raise BodyRefused(node.lineno, f"`{shown(node)}` is stored into the constant "
                                        f"`{constant}`: a kernel never changes a constant; store "
                                        "results in a tensor the kernel is given")
         self.generic_visit(node)
@@ -225,7 +225,7 @@ class _Walker(ast.NodeVisitor):
 
     def visit_Attribute(self, node: ast.Attribute) -> None:  # noqa: N802
         if not isinstance(node.ctx, ast.Load):
-            raise Refused(node.lineno, f"`{ast.unparse(node)}` is assigned inside a kernel: a "
+            raise BodyRefused(node.lineno, f"`{ast.unparse(node)}` is assigned inside a kernel: a "
                                        "kernel changes no attribute of anything")
         chain, base = [], node
         while isinstance(base, ast.Attribute):
@@ -236,16 +236,16 @@ class _Walker(ast.NodeVisitor):
             kind = self.name(base)
             if kind == "module":
                 if isinstance(self.api(self.aliases.spelling(node), node), types.ModuleType):
-                    raise Refused(node.lineno, f"`{ast.unparse(node)}` is a module: a kernel uses "
+                    raise BodyRefused(node.lineno, f"`{ast.unparse(node)}` is a module: a kernel uses "
                                                "what it holds, never the module itself as a "
                                                "value")
                 return
             if kind == "kernel":
-                raise Refused(node.lineno, f"`{ast.unparse(node)}`: a kernel of this file is "
+                raise BodyRefused(node.lineno, f"`{ast.unparse(node)}`: a kernel of this file is "
                                            "called, never read as an object")
         for attr in chain:
             if attr.startswith("_") or attr in HIDDEN_ATTRIBUTES | self.table.hidden:
-                raise Refused(node.lineno, f"`.{attr}` cannot be used in a kernel: a kernel "
+                raise BodyRefused(node.lineno, f"`.{attr}` cannot be used in a kernel: a kernel "
                                            "reads only the public attributes of tiles, arrays "
                                            "and dtypes (a tensor's data is not reachable "
                                            "from a kernel as a host object)")

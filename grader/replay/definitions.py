@@ -10,11 +10,11 @@ import types
 from typing import Any
 
 from grader import syntax
-from grader.replay.literals import NotData, Reader, frozen
+from grader.replay.literals import NotData, LiteralReader, frozen
 from grader.tracks import TRACKS, wing
 
 
-def options(call: ast.Call, allowed: frozenset[str], reader: Reader) -> dict[str, Any]:
+def options(call: ast.Call, allowed: frozenset[str], reader: LiteralReader) -> dict[str, Any]:
     """A decorator's (or replace_hints') keywords, each an option the grader knows and its
     value data."""
     found = {}
@@ -27,7 +27,7 @@ def options(call: ast.Call, allowed: frozenset[str], reader: Reader) -> dict[str
     return found
 
 
-def bare_function(node: ast.FunctionDef, reader: Reader, module: types.ModuleType,
+def bare_function(node: ast.FunctionDef, reader: LiteralReader, module: types.ModuleType,
                   flags: int) -> types.FunctionType:
     """The function of `node`, its globals `module`'s namespace, with its annotations and
     defaults read as data (a default frozen: grader.replay.literals.changeable), compiled without decorators, defaults or annotations: defining
@@ -58,7 +58,7 @@ def bare_function(node: ast.FunctionDef, reader: Reader, module: types.ModuleTyp
     return function
 
 
-def decorate(node: ast.expr, function: Any, reader: Reader, interpreted: bool) -> Any:
+def decorate(node: ast.expr, function: Any, reader: LiteralReader, interpreted: bool) -> Any:
     """`function` under the decorator `node`, applied by the grader (by the language's wing);
     `interpreted`: the kernel as the CPU backend runs it."""
     table = reader.table

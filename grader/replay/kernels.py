@@ -37,7 +37,7 @@ from typing import Any
 
 from grader import syntax
 from grader.replay import bodies, definitions
-from grader.replay.literals import NotData, Reader, changeable
+from grader.replay.literals import NotData, LiteralReader, changeable
 from grader.replay.spellings import Aliases, Spellings, Unknown, lookup, part_of_language
 from grader.tracks import TRACKS, wing
 
@@ -84,7 +84,7 @@ def load(path: Path, track: str, interpreted: bool = False) -> KernelFile:
     builder = _Builder(path, track, interpreted)
     try:
         builder.build(tree)
-    except (NotData, bodies.Refused) as exc:
+    except (NotData, bodies.BodyRefused) as exc:
         raise SourceError(f"line {exc.line} of {path.name}: {exc}") from None
     return KernelFile(path, builder.ns, dict(builder.names.skipped))
 
@@ -108,7 +108,7 @@ class _Builder:
         self.lines: dict[str, int] = {}  # a constant's line
         self.names = bodies.FileNames()
         self.kernels: dict[str, ast.FunctionDef] = {}  # decorated functions, to check
-        self.steps: list[tuple[str, ast.AST, Reader]] = []  # what to build, in order
+        self.steps: list[tuple[str, ast.AST, LiteralReader]] = []  # what to build, in order
 
     def build(self, tree: ast.Module) -> None:
         sys.modules[self.module.__name__] = self.module  # Triton looks kernels' modules up
@@ -141,9 +141,9 @@ class _Builder:
         self.kernels.pop(name, None)
         self.steps = [s for s in self.steps if _step_name(s) != name]
 
-    def reader(self) -> Reader:
+    def reader(self) -> LiteralReader:
         """A reader of data as the file stands here (later constants and imports unseen)."""
-        return Reader(Aliases(self.aliases.spelled), dict(self.constants), self.table)
+        return LiteralReader(Aliases(self.aliases.spelled), dict(self.constants), self.table)
 
     def statement(self, node: ast.stmt) -> None:
         if isinstance(node, ast.ImportFrom) and node.module == "__future__":
@@ -203,7 +203,7 @@ class _Builder:
             else:
                 self.names.constants.add(name)
 
-    def copy_of_kernel(self, node: ast.expr, reader: Reader) -> Any:
+    def copy_of_kernel(self, node: ast.expr, reader: LiteralReader) -> Any:
         """`name = kernel` (another name for a kernel of the file) or, for cuTile,
         `name = kernel.replace_hints(...)` with hints read as data."""
         source = node.id if isinstance(node, ast.Name) else node.func.value.id
@@ -217,18 +217,18 @@ class _Builder:
         hints = self.options(node, "replace_hints", reader)
         return self.ns[source].replace_hints(**hints)
 
-    def options(self, call: ast.Call, kind: str, reader: Reader) -> dict[str, Any]:
+    def options(self, call: ast.Call, kind: str, reader: LiteralReader) -> dict[str, Any]:
         return definitions.options(call, self.table.options.get(kind, frozenset()), reader)
 
     # --- kernels --------------------------------------------------------------------------
 
-    def kernel(self, node: ast.FunctionDef, reader: Reader) -> Any:
+    def kernel(self, node: ast.FunctionDef, reader: LiteralReader) -> Any:
         function = self.bare_function(node, reader)
         for decorator in reversed(node.decorator_list):
             function = definitions.decorate(decorator, function, reader, self.interpreted)
         return function
 
-    def bare_function(self, node: ast.FunctionDef, reader: Reader) -> types.FunctionType:
+    def bare_function(self, node: ast.FunctionDef, reader: LiteralReader) -> types.FunctionType:
         return definitions.bare_function(node, reader, self.module, self.flags)
 
     # --- bodies ---------------------------------------------------------------------------
@@ -266,7 +266,7 @@ def _copies_a_kernel(node: ast.expr, kernels: set[str]) -> bool:
             and node.func.value.id in kernels)
 
 
-def _step_name(step: tuple[str, ast.AST, Reader]) -> str:
+def _step_name(step: tuple[str, ast.AST, LiteralReader]) -> str:
     kind, node, _ = step
     return node.name if kind == "kernel" else node.targets[0].id
 

@@ -1,7 +1,7 @@
 """A submission's constants, read as data: never evaluated, nothing of the file called.
 
 The replay takes a file's top-level constants, its kernels' annotations and defaults, and
-its decorators' options only when they are written as data (`Reader.constant`):
+its decorators' options only when they are written as data (`LiteralReader.constant`):
 
 - a number, bool, string or None; a tuple, list or dict of data (a list is read as a
   tuple: a constant cannot change while kernels run);
@@ -91,7 +91,7 @@ def costly(tree: ast.AST) -> TooCostly | None:
     return None
 
 
-class Reader:
+class LiteralReader:
     """Reads the data of one file: `aliases` its imports, `constants` the top-level
     constants read so far (name -> value), `table` its language's spellings (None: numbers
     only, as `costly` reads them)."""
@@ -286,7 +286,7 @@ def is_dtype(value: Any, table: Spellings) -> bool:
         return False
 
 
-class _Remembering(Reader):
+class _Remembering(LiteralReader):
     """A reader of numbers alone that reads each node once, and remembers what came of it."""
 
     def __init__(self):

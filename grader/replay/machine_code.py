@@ -19,7 +19,7 @@ whatever its opcode.
 The disassembler is NVIDIA's nvdisasm: a language's toolchain may ship one (its GPU part's
 `disassemblers`: Triton's, in triton/backends/nvidia/bin), and the CUDA toolkit has another
 (on PATH, or under CUDA_HOME); each is tried until one reads the binary. A binary that none of them can
-read is not passed: `Unreadable` makes the launch "not graded" (grader.replay.binaries),
+read is not passed: `CubinUnreadable` makes the launch "not graded" (grader.replay.binaries),
 since the student did nothing wrong, and a binary no one read must earn nothing.
 """
 
@@ -52,7 +52,7 @@ _ELF = b"\x7fELF"
 DISASSEMBLY_SECONDS = 120
 
 
-class Unreadable(Exception):
+class CubinUnreadable(Exception):
     """A binary whose machine code could not be read; the message says why."""
 
 
@@ -85,14 +85,14 @@ def disassemblers() -> list[str]:
 
 
 def disassemble(blob: bytes) -> str:
-    """The code sections of a cubin, disassembled with line information; raises Unreadable
+    """The code sections of a cubin, disassembled with line information; raises CubinUnreadable
     where no nvdisasm is found, or none reads it."""
     if blob[:4] != _ELF:
-        raise Unreadable("a built binary is not a cubin (no ELF header), so its machine code "
+        raise CubinUnreadable("a built binary is not a cubin (no ELF header), so its machine code "
                          "cannot be read")
     programs = disassemblers()
     if not programs:
-        raise Unreadable("nvdisasm, NVIDIA's disassembler, was not found (a kernel language's "
+        raise CubinUnreadable("nvdisasm, NVIDIA's disassembler, was not found (a kernel language's "
                          "toolchain may ship one; the CUDA toolkit has one), so the grader "
                          "cannot read the machine code its compiler made")
     said = ""
@@ -110,7 +110,7 @@ def disassemble(blob: bytes) -> str:
             if done.returncode == 0:
                 return done.stdout
             said = done.stderr.strip()[-500:]
-    raise Unreadable(f"nvdisasm could not read a built binary ({said}), so the grader cannot "
+    raise CubinUnreadable(f"nvdisasm could not read a built binary ({said}), so the grader cannot "
                      "read the machine code its compiler made")
 
 
@@ -136,7 +136,7 @@ def check(files: dict[str, bytes], source: Path, api: str) -> str | None:
     """Why the binaries of one launch (`files`: name -> bytes, as the builder made them) may
     not run, for the student (`source`: the kernel file, `api`: its language's functions as
     a student writes them, "tl.*"); None where none reads what it may not. Raises
-    Unreadable."""
+    CubinUnreadable."""
     for name, blob in sorted(files.items()):
         if not is_machine_code(name, blob):
             continue

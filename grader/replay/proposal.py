@@ -164,7 +164,7 @@ def _step_json(step) -> dict:
 @dataclass(frozen=True)
 class DType:
     """A dtype argument: a torch dtype ("torch"), or a dtype of a kernel language (its
-    track's name: grader.tracks.contract.Recorder.dtype_name and Reader.dtype)."""
+    track's name: grader.tracks.contract.LaunchRecorder.dtype_name and KernelReader.dtype)."""
 
     kind: str
     name: str

@@ -38,7 +38,7 @@ SHOW = 3  # programs or elements named in one finding
 
 
 @dataclass(frozen=True)
-class Finding:
+class TrafficFinding:
     """One fact about the traffic, for the student: `kind` is what checks key on."""
 
     # load_out_of_bounds, load_between_rows, store_out_of_bounds, store_to_input, race, overlap,
@@ -66,7 +66,7 @@ class _Access:
 class Traffic:
     """The findings of one replayed call and the output's map."""
 
-    findings: list[Finding] = field(default_factory=list)
+    findings: list[TrafficFinding] = field(default_factory=list)
     output_map: torch.Tensor | None = None  # uint8, the output's shape
     # int32, the output's shape: the program (numbered as in the launch's grid, x fastest)
     # that stored each element, NOBODY or SEVERAL; None where several launches stored to it
@@ -179,15 +179,15 @@ class LaunchWatch:
             found += self._store_findings(line, self.regions[index], access)
         for (line, store), lanes in self.unknown.items():
             kind = "store_out_of_bounds" if store else "load_out_of_bounds"
-            found.append(Finding(kind, f"{self.source.at(line)}: {lanes} accesses "
+            found.append(TrafficFinding(kind, f"{self.source.at(line)}: {lanes} accesses "
                                  "reach an address in no tensor the kernel was given: check how "
                                  "the pointers are computed", line, fails=True))
         for line, name in self.input_stores:
-            found.append(Finding("store_to_input", f"{self.source.at(line)}: stores into the "
+            found.append(TrafficFinding("store_to_input", f"{self.source.at(line)}: stores into the "
                                  f"input {name}: a kernel reads its inputs and writes only the "
                                  "output", line, fails=True))
         if race := self.races.first:  # grader.replay.races
-            found.append(Finding("race", race.text(self.source, self.words), race.line,
+            found.append(TrafficFinding("race", race.text(self.source, self.words), race.line,
                                  fails=True))
         found += self._idle()
         if output is not None:
@@ -196,14 +196,14 @@ class LaunchWatch:
             if read.size and not read.all():
                 found.append(self._unread(index, read))
 
-    def _unread(self, index: int, read: np.ndarray) -> Finding:
+    def _unread(self, index: int, read: np.ndarray) -> TrafficFinding:
         """Elements of an input no program read, at the line of the load that read the rest
         (where one line did: the addresses it computed are the ones that miss)."""
         missing = int((~read).sum())
         readers = sorted({line for line, i in self.loads if i == index and line is not None})
         where = (f"{self.source.at(readers[0])}, its only load: " if len(readers) == 1 else
                  f"its loads at lines {', '.join(map(str, readers[:SHOW]))}: " if readers else "")
-        return Finding("never_read" if missing == read.size else "unread",
+        return TrafficFinding("never_read" if missing == read.size else "unread",
                        f"{where}{missing} of the {read.size} elements of "
                        f"{self.regions[index].name} were never read by any {self.words.program} "
                        f"(first: flat index {int(np.nonzero(~read)[0][0])}): the addresses do "
@@ -211,18 +211,18 @@ class LaunchWatch:
                        "and where each loop over the input stops)",
                        readers[0] if len(readers) == 1 else None)
 
-    def _load_findings(self, line, region: Region, access: _Access) -> list[Finding]:
+    def _load_findings(self, line, region: Region, access: _Access) -> list[TrafficFinding]:
         out = []
         if access.outside:
             program, past = access.first or (0, 0)
-            out.append(Finding("load_out_of_bounds", f"{self.source.at(line)}: reads "
+            out.append(TrafficFinding("load_out_of_bounds", f"{self.source.at(line)}: reads "
                                f"{_count(access.outside)} past the end of {region.name} "
                                f"({self.words.program} {self.words.name(program)} reaches "
                                f"{past} past its last element). On a GPU that reads memory that "
                                "belongs to something else, even where the value is later "
                                f"discarded: {self._fix(line, self.words.bound_load)}", line, fails=True))
         if access.hole:
-            out.append(Finding("load_between_rows", f"{self.source.at(line)}: reads "
+            out.append(TrafficFinding("load_between_rows", f"{self.source.at(line)}: reads "
                                f"{access.hole} elements of the memory under {region.name} that "
                                "are not elements of it (the view skips them): the addresses "
                                "ignore the tensor's strides", line))
@@ -240,24 +240,24 @@ class LaunchWatch:
                 "to the bound of its own dimension, or the addresses are not the tensor's (a "
                 "stride or an offset of another tensor)")
 
-    def _store_findings(self, line, region: Region, access: _Access) -> list[Finding]:
+    def _store_findings(self, line, region: Region, access: _Access) -> list[TrafficFinding]:
         if not access.outside:
             return []
-        return [Finding("store_out_of_bounds", f"{self.source.at(line)}: writes "
+        return [TrafficFinding("store_out_of_bounds", f"{self.source.at(line)}: writes "
                         f"{_count(access.outside)} past the end of {region.name}: "
                         f"{self._fix(line, self.words.bound_store)}", line, fails=True)]
 
-    def _idle(self) -> list[Finding]:
+    def _idle(self) -> list[TrafficFinding]:
         idle = np.nonzero(~self.stored_any)[0]
         if not idle.size or idle.size == self.programs:
             return []
         names = ", ".join(self.words.name(int(p)) for p in idle[:SHOW])
         more = f" and {idle.size - SHOW} more" if idle.size > SHOW else ""
-        return [Finding("idle", f"{idle.size} of the {self.programs} {self.words.programs} "
+        return [TrafficFinding("idle", f"{idle.size} of the {self.programs} {self.words.programs} "
                         f"stored nothing ({names}{more}): the grid is larger than the work, or "
                         f"their {self.words.bound_store_word} switches every lane off")]
 
-    def _output(self, traffic: Traffic, output: torch.Tensor) -> list[Finding]:
+    def _output(self, traffic: Traffic, output: torch.Tensor) -> list[TrafficFinding]:
         if not self.out_writes:
             return []
         numel = output.numel()
@@ -302,13 +302,13 @@ class LaunchWatch:
         traffic.shared = torch.from_numpy(rows.astype(np.int32))
         traffic.writer_launch = self.index
 
-    def _sharing(self, writers: np.ndarray, pairs: np.ndarray) -> list[Finding]:
+    def _sharing(self, writers: np.ndarray, pairs: np.ndarray) -> list[TrafficFinding]:
         shared = np.nonzero(writers > 1)[0]
         if not shared.size:
             return []
         writing = np.unique(pairs % self.programs)
         if writing.size > 1 and (writers[writers > 0] == writing.size).all():
-            return [Finding("same_elements", f"{self.source.at(self.out_line)}: all {writing.size}"
+            return [TrafficFinding("same_elements", f"{self.source.at(self.out_line)}: all {writing.size}"
                             f" {self.words.programs} that stored to the output stored to the same "
                             f"{int((writers > 0).sum())} elements: the {self.words.offsets} do not "
                             f"change with {self.words.pid} as they must (each "
@@ -316,7 +316,7 @@ class LaunchWatch:
         first = int(shared[0])
         who = pairs[pairs // self.programs == first] % self.programs
         names = " and ".join(self.words.name(int(p)) for p in who[:2])
-        return [Finding("overlap", f"{self.source.at(self.out_line)}: {shared.size} output "
+        return [TrafficFinding("overlap", f"{self.source.at(self.out_line)}: {shared.size} output "
                         "elements were stored by more than one "
                         f"{self.words.program} (flat index {first} by {names}): on a GPU they "
                         "race, and which value stays is undefined; each element belongs to "

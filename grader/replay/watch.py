@@ -19,7 +19,7 @@ import torch
 
 from grader.replay.locate import Source
 from grader.replay.regions import Region
-from grader.replay.traffic import Finding, LaunchWatch, Traffic
+from grader.replay.traffic import TrafficFinding, LaunchWatch, Traffic
 from grader.tracks import TRACKS, wing
 
 
@@ -32,7 +32,7 @@ class Note(NamedTuple):
     line: int | None
     template: str
     name: str
-    fails: bool = False  # a fault on a GPU whatever the output (grader.replay.traffic.Finding)
+    fails: bool = False  # a fault on a GPU whatever the output (grader.replay.traffic.TrafficFinding)
 
 
 class Watch:
@@ -77,7 +77,7 @@ class Watch:
             yield
         launch.close(self.traffic, output)
         self.traffic.findings += [
-            Finding(note.kind, note.template.format(where=self.source.at(note.line),
+            TrafficFinding(note.kind, note.template.format(where=self.source.at(note.line),
                                                     name=note.name, count=_times(count)),
                     note.line, note.fails)
             for note, count in notes.items()]

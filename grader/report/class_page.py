@@ -109,7 +109,7 @@ class StageCell:
 
 
 @dataclass(frozen=True)
-class Row:
+class ReportRow:
     """A student's row of the gradebook. `error` is why they have no result ("" when they
     have one), and then `points`, `out_of` and `result` are None."""
 
@@ -126,7 +126,7 @@ class Row:
     error: str
 
 
-def _row(view: ClassView, student: Student) -> Row:
+def _row(view: ClassView, student: Student) -> ReportRow:
     report = student.report
     stages = {s.id: s for s in report.stages} if report else {}
     cells: list[StageCell | None] = []
@@ -135,12 +135,12 @@ def _row(view: ClassView, student: Student) -> Row:
         cells.append(None if stage is None else
                      StageCell(stage.total_points, stage.status.name, stage.status.value))
     if report is None:
-        return Row(student.name, student.people, student.feedback, student.track, cells, None,
+        return ReportRow(student.name, student.people, student.feedback, student.track, cells, None,
                    None, student.late_percent, student.final, None, student.error)
     counted = Counter(s.status for s in report.stages)
     result = ", ".join(f"{n} {status.value}" for status, n in counted.items()
                        if status is not Status.PASS)
     result = "passed" if report.passed else (result or "speed below threshold")
     out_of = report.max_points if student.out_of is None else student.out_of
-    return Row(student.name, student.people, student.feedback, student.track, cells,
+    return ReportRow(student.name, student.people, student.feedback, student.track, cells,
                report.points, out_of, student.late_percent, student.final, result, "")

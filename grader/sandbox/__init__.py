@@ -1,6 +1,6 @@
 """The trust boundary: student code runs in a confined child; the grader only reads evidence.
 
-    process.py     the grader's side of one confined process: start, ask, check, end it
+    confined.py    the grader's side of one confined process: start, ask, check, end it
     spares.py      workers ready at once: forks of a template whose imports are done
     child.py       the child: the submission's wrapper, its launches recorded, none run
     replayer.py    the replay: the submission's kernels run on the recorded launches
@@ -9,7 +9,7 @@
                    side, and the shape of each reply between them)
     outcomes.py    the records the grader makes of the processes' replies
     worker.py      a process's start: confine itself, then answer requests one at a time
-    serve.py       what every process's side shares
+    roles.py       what every role of worker shares (its process's side)
     privileges.py  the least privilege the OS gives: namespaces, user, limits, process tree
     processes.py   the child's environment; waiting for, reaping and killing processes
     filesystem.py  what the child sees: a read-only view of the system, no course secrets
@@ -53,7 +53,7 @@ def __getattr__(name: str):
 
         return keep_warm
     if name == "probe":
-        from grader.sandbox.process import probe
+        from grader.sandbox.confined import probe
 
         return probe
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

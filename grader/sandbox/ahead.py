@@ -30,7 +30,7 @@ from concurrent.futures import Future, wait
 from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from grader.replay.binaries import proposal_key
-from grader.sandbox.process import STARTUP_SECONDS
+from grader.sandbox.confined import STARTUP_SECONDS
 
 if TYPE_CHECKING:
     from grader import protocol

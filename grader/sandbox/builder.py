@@ -14,8 +14,8 @@ shape of the reply sits between them.
 from __future__ import annotations
 
 from grader import protocol
-from grader.sandbox.process import Process
-from grader.sandbox.serve import KernelWorker
+from grader.sandbox.confined import Process
+from grader.sandbox.roles import KernelWorker
 
 
 class BuilderWorker(KernelWorker):
@@ -52,7 +52,7 @@ class BuilderProcess(Process):
     def build(self, problem_id: str, params: dict, dtype: str, seed: int,
               proposal: dict) -> protocol.Message:
         """The binaries of every launch of `proposal`, on buffers laid out as the case's
-        inputs drawn from `seed`; raises grader.sandbox.process.Failed or SubmissionError."""
+        inputs drawn from `seed`; raises grader.sandbox.confined.Failed or SubmissionError."""
         reply = self._ask("build", MAX_BUILD_BYTES, problem_id=problem_id, params=params,
                           dtype=dtype, seed=seed, proposal=proposal)
         self._check(reply.header["value"], BUILD_REPLY, "the build")

@@ -20,9 +20,9 @@ import secrets
 
 from grader import protocol
 from grader.sandbox.outcomes import Proposed
-from grader.sandbox.process import Failed, Process, failed_call
+from grader.sandbox.confined import Failed, Process, failed_call
 from grader.sandbox.replayer import ReplayProcess
-from grader.sandbox.serve import Worker
+from grader.sandbox.roles import Worker
 from grader.sandbox.submission import SubmissionError
 
 

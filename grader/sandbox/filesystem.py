@@ -65,7 +65,7 @@ class View:
         return cls(**{**data, "links": [tuple(link) for link in data["links"]]})
 
 
-class Refused(Exception):
+class ViewRefused(Exception):
     """The submission's path leads where submissions may not go."""
 
 
@@ -73,13 +73,13 @@ def submission_source(path: Path, hidden: list[Path]) -> bytes:
     """The submission's text, read by the parent; never through a link into a hidden place
     (grading a reference solution on purpose names it by its own path)."""
     if path.is_symlink():
-        raise Refused(f"{path.name} is a symbolic link; submit the file itself.")
+        raise ViewRefused(f"{path.name} is a symbolic link; submit the file itself.")
     if not path.is_file():
-        raise Refused(f"{path} does not exist.")
+        raise ViewRefused(f"{path} does not exist.")
     named, real = Path(os.path.abspath(path)), path.resolve()
     for secret in hidden:
         if real.is_relative_to(secret.resolve()) and not named.is_relative_to(secret):
-            raise Refused(f"{path} leads into {secret}, which submissions may not use.")
+            raise ViewRefused(f"{path} leads into {secret}, which submissions may not use.")
     return real.read_bytes()
 
 

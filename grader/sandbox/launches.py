@@ -76,7 +76,7 @@ def current() -> Session | None:
 
 def install() -> None:
     """Hook the launch paths of the kernel languages imported so far (idempotent): each
-    language's recorder part hooks its own (grader.tracks.contract.Recorder.hook_launches)."""
+    language's recorder part hooks its own (grader.tracks.contract.LaunchRecorder.hook_launches)."""
     for name, track in TRACKS.items():
         if track.module in sys.modules and name not in _installed:
             wing(track).recorder.hook_launches()

@@ -56,7 +56,7 @@ class Protection:
 
 
 @dataclass
-class Plan:
+class PrivilegePlan:
     """What the parent asks of the child: its view, and where its folders are."""
 
     view: filesystem.View
@@ -66,7 +66,7 @@ class Plan:
         return {"view": self.view.to_json(), "essential": self.essential}
 
     @classmethod
-    def from_json(cls, data: dict) -> "Plan":
+    def from_json(cls, data: dict) -> "PrivilegePlan":
         return cls(filesystem.View.from_json(data["view"]), data["essential"])
 
 
@@ -79,7 +79,7 @@ def essential_paths() -> list[str]:
 
 
 class _Confinement:
-    def __init__(self, plan: Plan):
+    def __init__(self, plan: PrivilegePlan):
         self.plan = plan
         self.root = os.geteuid() == 0
         self.flags = 0  # the namespaces this child lives in
@@ -250,7 +250,7 @@ class _Confinement:
                      "its grading or reaches another")
 
 
-def confine(plan: Plan) -> list[Protection]:
+def confine(plan: PrivilegePlan) -> list[Protection]:
     """Confine this process (see the module docstring); returns only in the worker."""
     c = _Confinement(plan)
     linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)

@@ -28,8 +28,8 @@ from grader.sandbox.ahead import Build, StageBuilds
 from grader.sandbox.builder import BuilderProcess
 from grader.sandbox.outcomes import (CALL_REPLY, RETURNED, TIMING_REPLY, WARM_REPLY, Batch,
                                      Outcome, TimingFailed, call_outcome)
-from grader.sandbox.process import STARTUP_SECONDS, Failed, Process, failed_call
-from grader.sandbox.serve import KernelWorker, describe_output
+from grader.sandbox.confined import STARTUP_SECONDS, Failed, Process, failed_call
+from grader.sandbox.roles import KernelWorker, describe_output
 from grader.sandbox.submission import SubmissionError
 
 

@@ -25,26 +25,26 @@ class Endless(Exception):
     the file fails before any of it runs; `str()` names the line and why."""
 
 
-class Unreadable(Exception):
+class SourceUnreadable(Exception):
     """A source Python itself cannot parse in the grader (nested too deeply, too large):
     not graded, since nothing can check it before it runs."""
 
 
 def screen(source: str, filename: str, rules: SubmissionRules) -> list[str]:
     """What the source does that the rules forbid, one line each ("line N: ..."); a source
-    that does not parse gives none (loading it reports the syntax error). Raises Unreadable
+    that does not parse gives none (loading it reports the syntax error). Raises SourceUnreadable
     for a source whose parse exhausts the parser itself, or that holds a null byte, and
     Endless for one whose literals would take without end to compute."""
     if "\0" in source:  # no Python reads it (a SyntaxError or a ValueError, by version)
         line = source.count("\n", 0, source.index("\0")) + 1
-        raise Unreadable(f"line {line} of {filename} holds a null byte, which Python cannot "
+        raise SourceUnreadable(f"line {line} of {filename} holds a null byte, which Python cannot "
                          "read; save the file as plain text.")
     try:
         tree = syntax.parse(source, filename)
     except SyntaxError:
         return []
     except (RecursionError, MemoryError, ValueError) as exc:
-        raise Unreadable(_unreadable(source, filename, exc)) from None
+        raise SourceUnreadable(_unreadable(source, filename, exc)) from None
     lines = source.splitlines()
     endless = costly(tree)
     if endless:

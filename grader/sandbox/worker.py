@@ -1,4 +1,4 @@
-"""The processes that run student code (started by grader.sandbox.process, never by hand).
+"""The processes that run student code (started by grader.sandbox.confined, never by hand).
 
 Each takes its output file and its plan from the grader, confines itself
 (grader.sandbox.privileges), binds what it relies on, says which protections are in force,
@@ -6,7 +6,7 @@ and only then answers requests, one at a time. A spare (grader.sandbox.spares) i
 a template that imported what every worker needs (WARM_IMPORTS) and ran nothing else.
 Nothing of the submission is read before the plan. Its role decides which requests it
 answers: each role is one class, kept with the grader's side of the same process
-(grader.sandbox.serve lists them).
+(grader.sandbox.roles lists them).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from grader.tracks import TRACKS, wing
 WARM_IMPORTS = ("torch", *(m for t in TRACKS.values() for m in t.preload),
                 "grader.problems", "grader.timing", "grader.replay.poison",
                 "grader.replay.execute", "grader.sandbox.launches", "grader.sandbox.submission")
-# Each role's class, by the module that holds it (grader.sandbox.serve lists them).
+# Each role's class, by the module that holds it (grader.sandbox.roles lists them).
 ROLES = {"child": ("grader.sandbox.child", "ChildWorker"),
          "replay": ("grader.sandbox.replayer", "ReplayWorker"),
          "builder": ("grader.sandbox.builder", "BuilderWorker")}
@@ -117,7 +117,7 @@ def main(fd: int, start: str = "cold") -> None:
     os.chdir(plan["cwd"])
     processes.single_threaded(sock)
     try:
-        protections = privileges.confine(privileges.Plan.from_json(plan["plan"]))
+        protections = privileges.confine(privileges.PrivilegePlan.from_json(plan["plan"]))
     except privileges.StartRefused as exc:  # before any student code: the grader's words
         protocol.send(sock, {"id": 0, "status": "refused", "value": str(exc)})
         return

@@ -36,7 +36,7 @@ from typing import Callable
 import torch
 
 from grader import placement, shown_clock, timing
-from grader.sandbox import memory
+from grader.sandbox import memory_ceiling
 from grader.speed import allowance
 from grader.course import Tolerance
 from grader.judge.compare import Expected, compare
@@ -322,7 +322,7 @@ def _undisturbed():
     """Around either side's batch, in the grader: nothing else of this process competes with
     the thread that keeps the clock: the collector held off (timing.collector_paused), the
     interpreter handed back at once (timing.quick_switches), no memory measured
-    (grader.sandbox.memory.held_off). On the H200 honest references were rejected, now and
+    (grader.sandbox.memory_ceiling.held_off). On the H200 honest references were rejected, now and
     then, for 5-9 ms their batches showed beyond the baseline's (BENCHMARKS.md)."""
-    with timing.collector_paused(), timing.quick_switches(), memory.held_off():
+    with timing.collector_paused(), timing.quick_switches(), memory_ceiling.held_off():
         yield

@@ -19,8 +19,9 @@ import importlib
 from functools import cached_property
 from types import SimpleNamespace
 
-from grader.tracks.contract import (Backends, CpuRunner, GpuBuilder, NotSupported, Reader,
-                                    Recorder, Unavailable, Worker)
+from grader.tracks.contract import (BackendProbe, CpuRunner, GpuBuilder, KernelReader,
+                                    LaunchRecorder, NotSupported, Unavailable,
+                                    WorkerBootstrap)
 from grader.tracks.record import Parts, Track, Words
 
 __all__ = ["AUTO_ORDER", "TRACKS", "NotSupported", "Parts", "Track", "Unavailable", "Wing",
@@ -42,20 +43,20 @@ class Wing:
         return contract._part(self.track, importlib.import_module(where))
 
     @cached_property
-    def backends(self) -> Backends:
-        return self._part(Backends)
+    def backends(self) -> BackendProbe:
+        return self._part(BackendProbe)
 
     @cached_property
-    def worker(self) -> Worker:
-        return self._part(Worker)
+    def worker(self) -> WorkerBootstrap:
+        return self._part(WorkerBootstrap)
 
     @cached_property
-    def recorder(self) -> Recorder:
-        return self._part(Recorder)
+    def recorder(self) -> LaunchRecorder:
+        return self._part(LaunchRecorder)
 
     @cached_property
-    def reader(self) -> Reader:
-        return self._part(Reader)
+    def reader(self) -> KernelReader:
+        return self._part(KernelReader)
 
     @cached_property
     def cpu(self) -> CpuRunner:

@@ -95,7 +95,7 @@ def _parameters(function: Any) -> list[str]:
         return ["<not a function>"]
 
 
-class Backends(Contract):
+class BackendProbe(Contract):
     """The grading process: whether the language's backends can run on this machine."""
 
     role = "backends"
@@ -125,7 +125,7 @@ class Backends(Contract):
         return []
 
 
-class Worker(Contract):
+class WorkerBootstrap(Contract):
     """Every worker (the child, the replay, the builder), before the submission."""
 
     role = "worker"
@@ -142,7 +142,7 @@ class Worker(Contract):
         here, and no submission is near."""
 
 
-class Recorder(Contract):
+class LaunchRecorder(Contract):
     """The child, which records the launches the student's wrapper proposes."""
 
     role = "recorder"
@@ -165,7 +165,7 @@ class Recorder(Contract):
         raise NotSupported(f"{self.track.title} kernels are built on the GPU that runs them")
 
 
-class Reader(Contract):
+class KernelReader(Contract):
     """A kernel file read and its kernels rebuilt, in the replay and the builder."""
 
     role = "reader"
@@ -177,7 +177,7 @@ class Reader(Contract):
     helpers_are_tile_code: bool = False
     # The calls a constant may be written with, by spelling (`tl.constexpr(64)`): each takes
     # (reader, call node, spelling), reads the arguments as data
-    # (grader.replay.literals.Reader) and makes the value.
+    # (grader.replay.literals.LiteralReader) and makes the value.
     constructors: Mapping[str, Callable[..., Any]] = MappingProxyType({})
 
     @required
@@ -263,5 +263,5 @@ class GpuBuilder(Contract):
         return []
 
 
-CONTRACTS: tuple[type[Contract], ...] = (Backends, Worker, Recorder, Reader, CpuRunner,
+CONTRACTS: tuple[type[Contract], ...] = (BackendProbe, WorkerBootstrap, LaunchRecorder, KernelReader, CpuRunner,
                                          GpuBuilder)

@@ -44,10 +44,10 @@ class Parts:
     grader.tracks.contract's), each imported when first asked for, so that naming a
     language imports neither it nor PyTorch. `gpu` None: the language has no GPU backend."""
 
-    backends: str  # the grading process: can its backends run here (contract.Backends)
-    worker: str  # every worker, before the submission (contract.Worker)
-    recorder: str  # the child, which records the wrapper's launches (contract.Recorder)
-    reader: str  # a kernel file read and rebuilt (contract.Reader)
+    backends: str  # the grading process: can its backends run here (contract.BackendProbe)
+    worker: str  # every worker, before the submission (contract.WorkerBootstrap)
+    recorder: str  # the child, which records the wrapper's launches (contract.LaunchRecorder)
+    reader: str  # a kernel file read and rebuilt (contract.KernelReader)
     cpu: str  # the replay on a CPU: kernels run from source (contract.CpuRunner)
     gpu: str | None = None  # the builder and the replay on a GPU (contract.GpuBuilder)
 

@@ -195,7 +195,7 @@ def test_array_task_states_are_read_from_sacct_and_squeue():
     queue = slurm_state.parse_squeue("7_0|RUNNING|None\n7_1|TIMEOUT|TimeLimit\n")
     assert queue["7_1"].text == "TIMEOUT (TimeLimit)" and queue["7_0"].text == "RUNNING"
     # A task neither names for FORGET_AFTER looks in a row is reported, not waited for.
-    reader = slurm_state.Reader()
+    reader = slurm_state.SlurmStateReader()
     assert [reader.state({}, "7_9") for _ in range(slurm_state.FORGET_AFTER)][-1] is \
         slurm_state.FORGOTTEN
     assert reader.state(queue, "7_0").name == "RUNNING"

@@ -23,8 +23,8 @@ from grader.tracks import TRACKS, NotSupported, Parts, wing
 from grader.tracks import contract as contracts
 from grader.tracks.found import BrokenTrack, declared, load
 
-CONTRACTS = {c.role: c for c in (contracts.Backends, contracts.Worker, contracts.Recorder,
-                                 contracts.Reader, contracts.CpuRunner, contracts.GpuBuilder)}
+CONTRACTS = {c.role: c for c in (contracts.BackendProbe, contracts.WorkerBootstrap, contracts.LaunchRecorder,
+                                 contracts.KernelReader, contracts.CpuRunner, contracts.GpuBuilder)}
 MEMBERS = sorted((role, m) for role, c in CONTRACTS.items() for m in c._members())
 MACHINE = json.loads((ROOT / "grader/result.schema.json").read_text())["properties"][
     "machine"]["required"]
@@ -87,15 +87,15 @@ def test_a_part_that_breaks_its_contract_is_refused_with_the_member_named():
     track = TRACKS["triton"]
     good = dict(spellings=object(), decorate=lambda function, spelling, options, node,
                 interpreted: None, parameters=lambda kernel: [], optional=lambda kernel: set())
-    part = contracts.Reader._part(track, _module(**good))
+    part = contracts.KernelReader._part(track, _module(**good))
     assert part.dtype("float32") is None and part.helpers_are_tile_code is False  # defaults
     missing = {k: v for k, v in good.items() if k != "parameters"}
     with pytest.raises(TypeError, match="defines no `parameters`, which the reader contract"):
-        contracts.Reader._part(track, _module(**missing))
+        contracts.KernelReader._part(track, _module(**missing))
     renamed = {**good, "optional": lambda k: set()}
     with pytest.raises(TypeError, match=r"reader.optional takes \(k\); the contract's takes "
                                         r"\(kernel\)"):
-        contracts.Reader._part(track, _module(**renamed))
+        contracts.KernelReader._part(track, _module(**renamed))
 
 
 def test_a_language_without_a_gpu_part_says_so_where_it_is_asked():

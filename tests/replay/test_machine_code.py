@@ -142,17 +142,17 @@ def test_a_triton_kernel_that_reads_the_clock_or_its_sm_is_refused_at_its_line(t
 
 def test_a_binary_no_disassembler_reads_is_never_passed(monkeypatch):
     monkeypatch.setattr(machine_code, "disassemblers", lambda: [])
-    with pytest.raises(machine_code.Unreadable, match="nvdisasm, NVIDIA's disassembler, was "
+    with pytest.raises(machine_code.CubinUnreadable, match="nvdisasm, NVIDIA's disassembler, was "
                                                       "not found"):
         machine_code.check({"cubin": b"\x7fELF" + bytes(60)}, Path("submission.py"), "ct.*")
-    with pytest.raises(machine_code.Unreadable, match="not a cubin"):
+    with pytest.raises(machine_code.CubinUnreadable, match="not a cubin"):
         machine_code.check({"0/k.cubin": b"// PTX text"}, Path("submission.py"), "tl.*")
     assert machine_code.check({"0/k.json": b"{}"}, Path("submission.py"), "tl.*") is None
 
 
 @needs_toolchain
 def test_a_cubin_nvdisasm_cannot_read_is_not_passed():
-    with pytest.raises(machine_code.Unreadable, match="nvdisasm could not read a built binary"):
+    with pytest.raises(machine_code.CubinUnreadable, match="nvdisasm could not read a built binary"):
         machine_code.disassemble(b"\x7fELF" + bytes(60))
 
 

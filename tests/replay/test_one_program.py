@@ -15,7 +15,7 @@ from conftest import ROOT
 from grader.languages.triton.frontend import check
 from grader.replay import kernels, proposal, variants
 from grader.replay.execute import Executor
-from grader.replay.literals import Reader, changeable, costly
+from grader.replay.literals import LiteralReader, changeable, costly
 from grader.replay.source import SourceKernels
 from grader.tracks import wing
 
@@ -47,7 +47,7 @@ def test_what_a_kernel_may_see_of_a_constant_cannot_change(value, why):
 
     table = wing("triton").reader.spellings
     aliases = kernels.Aliases({"triton": "triton", "tl": "triton.language"})
-    read = Reader(aliases, {}, table).constant(ast.parse(value, mode="eval").body)
+    read = LiteralReader(aliases, {}, table).constant(ast.parse(value, mode="eval").body)
     assert changeable(read, table) == why
 
 

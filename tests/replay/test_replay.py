@@ -17,7 +17,7 @@ from grader.replay import kernels, proposal
 from grader.replay.execute import Executor
 from grader.replay.source import SourceKernels
 from grader.replay.kernels import _is_kernel
-from grader.replay.literals import NotData, Reader
+from grader.replay.literals import NotData, LiteralReader
 from grader.replay.spellings import Aliases
 from grader.tracks import wing
 
@@ -115,7 +115,7 @@ def literal(text: str, track: str = "triton", constants=None):
     header = HEADER if track == "triton" else "import math\nimport cuda.tile as ct\n"
     for node in ast.parse(header).body:
         aliases.add(node)
-    reader = Reader(aliases, dict(constants or {}), wing(track).reader.spellings)
+    reader = LiteralReader(aliases, dict(constants or {}), wing(track).reader.spellings)
     return reader.constant(ast.parse(text, mode="eval").body)
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from grader.replay.binaries import proposal_key
 from grader.sandbox import ahead, replayer
-from grader.sandbox.process import Failed
+from grader.sandbox.confined import Failed
 from grader.results import Failure
 
 
@@ -413,7 +413,7 @@ def test_a_builder_ended_by_its_thread_and_by_its_stage_at_once_ends_once(tmp_pa
     """A builder's own thread closes it as the stage stops its builders: both end the same
     process at once, one does, the other waits and finds it ended (it once raised in the
     stage's thread, failing the stage)."""
-    from grader.sandbox import process as processes_module
+    from grader.sandbox import confined as processes_module
     from grader.sandbox.builder import BuilderProcess
 
     class SlowToDie:

@@ -753,7 +753,7 @@ def test_the_wire_carries_plain_tensors_and_nothing_else():
     # A deadline for the whole message: a frame that stops half way is late, not a hang.
     a.sendall(b"TCW1" + (100).to_bytes(4, "big") + (0).to_bytes(8, "big") + b'{"id"')
     start = time.monotonic()
-    with pytest.raises(protocol.Late):
+    with pytest.raises(protocol.LateReply):
         protocol.receive(b, time.monotonic() + 0.5)
     assert time.monotonic() - start < 2
     # Data nobody asked for, and a peer that is gone, are told apart.

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from grader.sandbox import spares
-from grader.sandbox.process import probe
+from grader.sandbox.confined import probe
 
 
 @pytest.fixture

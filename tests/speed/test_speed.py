@@ -25,7 +25,7 @@ from grader.grading.request import GradingRequest, Outputs
 from grader.grading.pytest_run import PYTEST_OWN
 from grader.problems import PROBLEMS
 from grader.results import CaseResult, CheckResult, Failure, Report, Status
-from grader.sandbox import ChildProcess, memory
+from grader.sandbox import ChildProcess, memory_ceiling
 from grader.sandbox.replayer import ReplayProcess
 from grader.sandbox.outcomes import Batch
 from grader.speed import ceilings
@@ -538,7 +538,7 @@ def test_both_sides_batches_are_timed_with_the_garbage_collector_held_off(grade,
     def watched(self, *args):
         seen.append(gc.isenabled())
         switches.append(sys.getswitchinterval())
-        measuring.append(memory._steady.is_set())
+        measuring.append(memory_ceiling._steady.is_set())
         return fake(self, *args)
 
     switches, measuring = [], []
@@ -550,7 +550,7 @@ def test_both_sides_batches_are_timed_with_the_garbage_collector_held_off(grade,
     # ceiling measuring nothing until the batch is done
     assert switches == pytest.approx([timing.QUICK_SWITCH_SECONDS] * len(switches))
     assert not any(measuring)
-    assert sys.getswitchinterval() == pytest.approx(0.005) and memory._steady.is_set()
+    assert sys.getswitchinterval() == pytest.approx(0.005) and memory_ceiling._steady.is_set()
     with timing.collector_paused():
         assert not gc.isenabled()
         with timing.collector_paused():  # nested: the outer one turns it back on
@@ -574,14 +574,14 @@ def test_quick_switches_give_the_interval_back_after_the_batch():
 
 def test_the_memory_ceiling_measures_nothing_while_a_batch_is_timed(monkeypatch):
     measured = []
-    monkeypatch.setattr(memory, "PERIOD", 0.02)
-    monkeypatch.setattr(memory, "tree_bytes", lambda root, parents=None, shares=False:
+    monkeypatch.setattr(memory_ceiling, "PERIOD", 0.02)
+    monkeypatch.setattr(memory_ceiling, "tree_bytes", lambda root, parents=None, shares=False:
                         measured.append(root) or 0)
-    memory.watch(os.getpid())
+    memory_ceiling.watch(os.getpid())
     try:
         time.sleep(0.2)
         assert measured  # it measures, every PERIOD
-        with memory.held_off():
+        with memory_ceiling.held_off():
             time.sleep(0.1)  # one measurement under way may finish
             count = len(measured)
             time.sleep(0.3)
@@ -589,7 +589,7 @@ def test_the_memory_ceiling_measures_nothing_while_a_batch_is_timed(monkeypatch)
         time.sleep(0.3)
         assert len(measured) > count  # and again once the batch is done
     finally:
-        memory.forget(os.getpid())
+        memory_ceiling.forget(os.getpid())
 
 
 def test_the_baseline_batch_runs_with_the_garbage_collector_held_off(monkeypatch):

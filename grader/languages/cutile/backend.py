@@ -1,5 +1,5 @@
 """Where cuTile runs, as the grading process sees it (the backends part of the cuTile track,
-grader.tracks.contract.Backends): on a CUDA GPU its kernels are compiled by tileiras, on the
+grader.tracks.contract.BackendProbe): on a CUDA GPU its kernels are compiled by tileiras, on the
 CPU the grader's simulator runs them; the probe of each, the repair of the environment
 before a compile, and the facts the GPU backend's reason adds."""
 

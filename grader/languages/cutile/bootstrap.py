@@ -1,5 +1,5 @@
 """cuTile in a worker, before the submission is loaded (the worker part of the cuTile track,
-grader.tracks.contract.Worker)."""
+grader.tracks.contract.WorkerBootstrap)."""
 
 from __future__ import annotations
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import ast
 
-from grader.replay.literals import Reader
+from grader.replay.literals import LiteralReader
 
 
-def by_target(reader: Reader, node: ast.Call, spelling: str):
+def by_target(reader: LiteralReader, node: ast.Call, spelling: str):
     import cuda.tile as ct
 
     return ct.ByTarget(*reader.positional(node, None, spelling), **reader.keywords(node))

@@ -1,5 +1,5 @@
 """A cuTile kernel file read and its kernels rebuilt, in the replay and the builder (the
-reader part of the cuTile track, grader.tracks.contract.Reader). Light on purpose: the
+reader part of the cuTile track, grader.tracks.contract.KernelReader). Light on purpose: the
 grading process reads `spellings` to word its messages, and imports neither cuda.tile nor
 PyTorch for it."""
 

@@ -30,7 +30,7 @@ UNDETERMINED_EDGE = ("{where}: takes a tile that hangs over the edge of {name} w
                      "UNDETERMINED, the default ({count}): the elements past the edge are "
                      "undefined, on a GPU anything; say what they read as with padding_mode")
 # An access whose bounds the kernel told cuTile not to check, past the edge: a fault on a GPU
-# (grader.replay.traffic.Finding.fails), under the kind of a Triton access without its mask.
+# (grader.replay.traffic.TrafficFinding.fails), under the kind of a Triton access without its mask.
 UNCHECKED = {
     "load": ("load_out_of_bounds", "{where}: takes, with check_bounds=False, a tile that hangs "
              "over the edge of {name} ({count}): without the bounds check a GPU reads whatever "

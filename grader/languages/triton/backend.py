@@ -1,5 +1,5 @@
 """Where Triton runs, as the grading process sees it (the backends part of the Triton track,
-grader.tracks.contract.Backends): on a CUDA GPU, or in its interpreter on the CPU; the probe
+grader.tracks.contract.BackendProbe): on a CUDA GPU, or in its interpreter on the CPU; the probe
 of each, and the interpreter's mode set before a kernel is loaded."""
 
 from __future__ import annotations

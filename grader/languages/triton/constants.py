@@ -5,20 +5,20 @@ from __future__ import annotations
 
 import ast
 
-from grader.replay.literals import FROZEN, NotData, Reader, changeable
+from grader.replay.literals import FROZEN, NotData, LiteralReader, changeable
 
 _CONFIG_POSITIONS = ("kwargs", "num_warps", "num_stages", "num_ctas")
 _CONFIG_OPTIONS = frozenset({"num_warps", "num_stages", "num_ctas", "maxnreg"})
 
 
-def constexpr(reader: Reader, node: ast.Call, spelling: str):
+def constexpr(reader: LiteralReader, node: ast.Call, spelling: str):
     import triton.language as tl
 
     (value,) = reader.positional(node, 1, spelling)
     return tl.constexpr(value)
 
 
-def config(reader: Reader, node: ast.Call, spelling: str):
+def config(reader: LiteralReader, node: ast.Call, spelling: str):
     import triton
 
     if len(node.args) > len(_CONFIG_POSITIONS):

@@ -1,5 +1,5 @@
 """A Triton kernel file read and its kernels rebuilt, in the replay and the builder (the
-reader part of the Triton track, grader.tracks.contract.Reader). Light on purpose: the
+reader part of the Triton track, grader.tracks.contract.KernelReader). Light on purpose: the
 grading process reads `spellings` to word its messages, and imports neither Triton nor
 PyTorch for it."""
 

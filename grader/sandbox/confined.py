@@ -35,7 +35,7 @@ from typing import Any
 from grader.results import Failure
 from grader import protocol
 from grader.quoting import inline, said, single_line
-from grader.sandbox import filesystem, memory, privileges, processes, spares
+from grader.sandbox import filesystem, memory_ceiling, privileges, processes, spares
 from grader.sandbox.outcomes import Outcome
 from grader.sandbox.output_log import OutputLog
 from grader.sandbox.privileges import Protection, StartRefused
@@ -105,7 +105,7 @@ class Process:
         needs meanwhile (`load` waits); raises SubmissionError."""
         try:
             source = filesystem.submission_source(self.path, self.hidden)
-        except filesystem.Refused as exc:
+        except filesystem.ViewRefused as exc:
             raise SubmissionError(str(exc)) from None
         self.end()
         self._start(source)
@@ -142,11 +142,11 @@ class Process:
         module.write_bytes(source)
         module.chmod(0o644)
         self._module = str(module)
-        plan = privileges.Plan(filesystem.plan(self._base, self.hidden),
+        plan = privileges.PrivilegePlan(filesystem.plan(self._base, self.hidden),
                                privileges.essential_paths())
         spare = spares.take()  # started, its imports done or under way
         self._process, self._sock = spare.process, spare.sock
-        memory.watch(self._process.pid)
+        memory_ceiling.watch(self._process.pid)
         try:
             spare.hand_over(self._log.file)
             protocol.send(self._sock, {
@@ -166,7 +166,7 @@ class Process:
                           f"crashed: the sandbox did not start ({_text(ready.header)})")
         found = self._check(ready.header.get("protections"),
                             [{"name": str, "in_force": bool, "detail": str}], "ready")
-        self.protections = [Protection(**p) for p in found] + [memory.PROTECTION]
+        self.protections = [Protection(**p) for p in found] + [memory_ceiling.PROTECTION]
 
     @property
     def seen_at(self) -> str:
@@ -197,7 +197,7 @@ class Process:
         if self._sock is not None:
             self._sock.close()
         if self._process is not None:
-            memory.forget(self._process.pid)  # before it is reaped: its pid may be reused
+            memory_ceiling.forget(self._process.pid)  # before it is reaped: its pid may be reused
             if self._process.poll() is None:
                 self._process.send_signal(signal.SIGTERM)  # the bootstrap ends the namespace
                 try:
@@ -274,7 +274,7 @@ class Process:
                  on_device: bool = False) -> protocol.Message:
         try:
             reply = protocol.receive(self._sock, deadline, max_bytes, on_device)
-        except protocol.Late:
+        except protocol.LateReply:
             self.end()
             raise Failed(Failure.TIMED_OUT, f"timed out after {self.timeout:g} s (an endless "
                                              "loop, or a kernel that never finishes?)") from None
@@ -297,10 +297,10 @@ class Process:
 
     def _died(self) -> Failed:
         code = self._process.wait()
-        held = memory.exceeded(self._process.pid)
+        held = memory_ceiling.exceeded(self._process.pid)
         self.end()
         if held is not None:
-            return Failed(Failure.CRASHED, f"crashed: {memory.describe(held)}")
+            return Failed(Failure.CRASHED, f"crashed: {memory_ceiling.describe(held)}")
         return Failed(Failure.CRASHED,
                        f"crashed: the process running it died ({processes.exit_reason(code)})")
 
