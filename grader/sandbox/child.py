@@ -51,12 +51,9 @@ class ChildWorker(Worker):
 
         problem = PROBLEMS[problem_id]
         call = problem.draw(params, dtype, seed, device=self.device)
-        recorded = self.submission.record(call.args, call.kwargs, self.rules,
+        proposed = self.submission.record(call.args, call.kwargs, self.rules,
                                           problem.tensor_names(call))
-        return {"error": recorded.error, "refused": recorded.refused,
-                "refused_launch": recorded.refused_launch,
-                "launches": recorded.launches, "host": recorded.host,
-                "proposal": recorded.proposal.to_json()}, {}
+        return proposed.reply(), {}
 
     def compile(self, problem_id: str, cases: list, archs: list):
         """Capture the launches of every case, then build each kernel for `archs`, without a
@@ -152,10 +149,7 @@ class ChildProcess(Process):
         except (Failed, SubmissionError) as exc:
             failed = failed_call(exc)
             return Proposed(error=failed.error, failure=failed.failure)
-        return Proposed(proposal=value["proposal"], error=value["error"],
-                        refused=value["refused"], refused_launch=value["refused_launch"],
-                        launches=value["launches"],
-                        host=value["host"])
+        return Proposed.from_reply(value)
 
     def compile(self, problem_id: str, cases: list, archs: tuple[str, ...]) -> protocol.Message:
         """Capture the launches of `cases` and build them for `archs` without a GPU; the

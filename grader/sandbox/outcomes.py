@@ -56,16 +56,30 @@ class Outcome:
 
 @dataclass
 class Proposed:
-    """What one recorded call of the wrapper proposed, as the child reported it: the proposal
-    is data the replay checks before it runs any of it."""
+    """What one recorded call of the wrapper proposed: made by the child
+    (grader.sandbox.submission), sent as its reply, and read back by the grader, one record
+    at both ends. The proposal is data the replay checks before it runs any of it."""
 
-    proposal: dict | None = None
+    proposal: dict | None = None  # grader.replay.proposal.Proposal, as JSON
     error: str | None = None  # what the wrapper raised, timed out or crashed
     failure: Failure | None = None  # set by the grader when the call timed out or crashed
     refused: str | None = None  # why its launches cannot be replayed
     refused_launch: bool = False  # the reason is one of its launches, not its host code
-    launches: int = 0
+    launches: int = 0  # launches the wrapper made
     host: list[str] = field(default_factory=list)  # the host watch's findings
+
+    def reply(self) -> dict:
+        """The child's reply (grader.sandbox.child.RECORD_REPLY): all but `failure`, which
+        only the grader sets."""
+        return {"proposal": self.proposal, "error": self.error, "refused": self.refused,
+                "refused_launch": self.refused_launch, "launches": self.launches,
+                "host": self.host}
+
+    @classmethod
+    def from_reply(cls, value: dict) -> "Proposed":
+        """A reply read back, its shape already checked."""
+        return cls(**{k: value[k] for k in ("proposal", "error", "refused", "refused_launch",
+                                             "launches", "host")})
 
 
 @dataclass

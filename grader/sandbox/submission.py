@@ -11,7 +11,6 @@ import importlib.util
 import itertools
 import sys
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -20,8 +19,8 @@ import torch
 from grader.course import SubmissionRules
 from grader.sandbox import launches
 from grader.replay.locate import describe
-from grader.replay.proposal import Proposal
 from grader.sandbox.host import HostWatch
+from grader.sandbox.outcomes import Proposed
 from grader.sandbox.recorder import Recorder
 
 _serial = itertools.count()
@@ -29,18 +28,6 @@ _serial = itertools.count()
 
 class SubmissionError(Exception):
     """The submission cannot be loaded; the message is meant for its author."""
-
-
-@dataclass
-class Recorded:
-    """What one recorded call of the wrapper proposed, and what the host watch saw."""
-
-    proposal: Proposal | None = None
-    error: str | None = None  # what the call raised, described for the student
-    refused: str | None = None  # why the launches it made cannot be replayed
-    refused_launch: bool = False  # the reason is one of its launches
-    launches: int = 0  # launches the wrapper made
-    host: list[str] = field(default_factory=list)  # what the host code did that it may not
 
 
 class Submission:
@@ -77,11 +64,11 @@ class Submission:
         self._module = module
 
     def record(self, args: tuple, kwargs: dict, rules: SubmissionRules,
-               names: list[str]) -> Recorded:
+               names: list[str]) -> Proposed:
         """Call the wrapper under the host watch (grader.sandbox.host) with its launches
         written down, not run (grader.sandbox.recorder); `names` name the tensor arguments,
         in order."""
-        outcome = Recorded()
+        outcome = Proposed()
         tensors = [v for v in [*args, *kwargs.values()] if isinstance(v, torch.Tensor)]
         recorder = Recorder(vars(self._module), list(zip(names, tensors)))
         host = HostWatch(rules, list(zip(names, tensors)), recorder)
@@ -94,7 +81,7 @@ class Submission:
             except Exception as exc:  # noqa: BLE001 - a failing call is a graded outcome
                 outcome.error = describe(exc, self.path)
             host.finish(output)
-        outcome.proposal = recorder.finish(output)
+        outcome.proposal = recorder.finish(output).to_json()
         outcome.refused, outcome.refused_launch = recorder.refused, recorder.refused_launch
         outcome.launches = session.count
         outcome.host = host.violations
