@@ -40,7 +40,7 @@ class Wing:
         where = getattr(self.track.parts, contract.role)
         if where is None:  # a part the language has not: every member says so
             return _absent(self.track, contract)
-        return contract._part(self.track, importlib.import_module(where))
+        return contract.answered_by(self.track, importlib.import_module(where))
 
     @cached_property
     def backends(self) -> BackendProbe:
@@ -73,7 +73,7 @@ def _absent(track: Track, contract: type) -> SimpleNamespace:
 
     defaults = contract(track)
     return SimpleNamespace(**{n: getattr(defaults, n) if not getattr(
-        getattr(contract, n), "required", False) else refuse for n in contract._members()})
+        getattr(contract, n), "required", False) else refuse for n in contract.members()})
 
 
 _wings: dict[str, Wing] = {}

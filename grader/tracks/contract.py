@@ -50,6 +50,9 @@ class _Required:
 REQUIRED: Any = _Required()
 
 
+_MACHINERY = ("role", "members", "answered_by")
+
+
 class Contract:
     """A part's contract. Subclasses list members: methods (`self` is the contract, given the
     track for defaults that word an answer) and plain values."""
@@ -60,15 +63,16 @@ class Contract:
         self.track = track
 
     @classmethod
-    def _members(cls) -> list[str]:
+    def members(cls) -> list[str]:
+        """The contract's members, by name (not the contract's own machinery)."""
         return [n for c in reversed(cls.__mro__[:-2]) for n in vars(c)
-                if not n.startswith("_") and n != "role"]
+                if not n.startswith("_") and n not in _MACHINERY]
 
     @classmethod
-    def _part(cls, track: Track, module: ModuleType) -> SimpleNamespace:
+    def answered_by(cls, track: Track, module: ModuleType) -> SimpleNamespace:
         """The part: each member from `module`, checked, or this contract's default."""
         defaults, found, wrong = cls(track), {}, []
-        for name in cls._members():
+        for name in cls.members():
             spec = inspect.getattr_static(cls, name)
             if hasattr(module, name):
                 value = getattr(module, name)

@@ -25,7 +25,7 @@ from grader.tracks.found import BrokenTrack, declared, load
 
 CONTRACTS = {c.role: c for c in (contracts.BackendProbe, contracts.WorkerBootstrap, contracts.LaunchRecorder,
                                  contracts.KernelReader, contracts.CpuRunner, contracts.GpuBuilder)}
-MEMBERS = sorted((role, m) for role, c in CONTRACTS.items() for m in c._members())
+MEMBERS = sorted((role, m) for role, c in CONTRACTS.items() for m in c.members())
 MACHINE = json.loads((ROOT / "grader/result.schema.json").read_text())["properties"][
     "machine"]["required"]
 
@@ -73,7 +73,7 @@ def test_an_entry_point_that_names_no_record_is_refused():
 @pytest.mark.parametrize("role", list(CONTRACTS))
 def test_a_part_gives_every_member_of_its_contract_loaded_once(name, role):
     part = getattr(wing(name), role)
-    assert sorted(vars(part)) == sorted(CONTRACTS[role]._members())
+    assert sorted(vars(part)) == sorted(CONTRACTS[role].members())
     assert getattr(wing(name), role) is part and wing(TRACKS[name]) is wing(name)
 
 
@@ -87,15 +87,15 @@ def test_a_part_that_breaks_its_contract_is_refused_with_the_member_named():
     track = TRACKS["triton"]
     good = dict(spellings=object(), decorate=lambda function, spelling, options, node,
                 interpreted: None, parameters=lambda kernel: [], optional=lambda kernel: set())
-    part = contracts.KernelReader._part(track, _module(**good))
+    part = contracts.KernelReader.answered_by(track, _module(**good))
     assert part.dtype("float32") is None and part.helpers_are_tile_code is False  # defaults
     missing = {k: v for k, v in good.items() if k != "parameters"}
     with pytest.raises(TypeError, match="defines no `parameters`, which the reader contract"):
-        contracts.KernelReader._part(track, _module(**missing))
+        contracts.KernelReader.answered_by(track, _module(**missing))
     renamed = {**good, "optional": lambda k: set()}
     with pytest.raises(TypeError, match=r"reader.optional takes \(k\); the contract's takes "
                                         r"\(kernel\)"):
-        contracts.KernelReader._part(track, _module(**renamed))
+        contracts.KernelReader.answered_by(track, _module(**renamed))
 
 
 def test_a_language_without_a_gpu_part_says_so_where_it_is_asked():
