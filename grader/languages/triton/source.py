@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from grader.languages.triton.fidelity import gpu_arithmetic
+from grader.languages.triton.libdevice import libdevice_on_the_cpu
 from grader.languages.triton.frontend import check, unwrap
 from grader.languages.triton.program_order import programs_in_case_order
 from grader.languages.triton.spellings import TRITON
@@ -56,7 +57,7 @@ def launch(step, kernel, args: tuple, kwargs: dict) -> None:
         index = step.configuration or 0
         grid, chosen = step.grids[index], configs[index].all_kwargs()
     # a float16 accumulator rounded as a GPU rounds it; the programs in the case's order
-    with gpu_arithmetic(), programs_in_case_order():
+    with gpu_arithmetic(), libdevice_on_the_cpu(), programs_in_case_order():
         jit[grid](*args, **kwargs, **chosen)
 
 
