@@ -45,12 +45,17 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
                                 "points, ", (verdict.value, STYLES[verdict])))
 
 
+def _folder(target: str) -> str:
+    """What was graded as the student names it: a folder with its slash, a file as it is."""
+    return target if target.endswith((".py", ".zip")) else target + "/"
+
+
 def _footer(report: Report, console: Console, verbose: bool) -> None:
     """Which backend graded and the seed that reproduces the inputs; with --verbose also the
     versions and the sandbox's protections, which a student rarely needs (the JSON has them)."""
     console.print(Text.assemble(
         "backend: ", (report.backend, "bold"),
-        f" ({report.backend_reason}); graded {visible(report.target, lines=False)}/ in "
+        f" ({report.backend_reason}); graded {visible(_folder(report.target), lines=False)} in "
         f"{report.seconds:.1f} s "
         f"with seed {report.seed} (--seed {report.seed} reproduces the inputs)"
         + (f"; {versions(report.machine)}" if verbose else "")),

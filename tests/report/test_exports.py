@@ -454,3 +454,13 @@ def test_the_leaderboard_is_opt_in_and_holds_only_timed_stages(report, tmp_path)
     gradescope_export.write_gradescope(report, path, HIDDEN_DEFAULT, leaderboard=True)
     board = json.loads(path.read_text())["leaderboard"]
     assert board == [{"name": "stage5 layernorm speed-up", "value": 2.0, "order": "desc"}]
+
+
+@pytest.mark.parametrize("target,shown", [("exercises", "graded exercises/ in"),
+                                          ("stage2_fused_gelu.py", "graded stage2_fused_gelu.py in"),
+                                          ("hw3.zip", "graded hw3.zip in")])
+def test_the_scorecard_names_what_it_graded_as_the_student_named_it(report, target, shown):
+    report.target = target
+    console = Console(file=io.StringIO(), record=True, width=300)
+    render(report, console)
+    assert shown in console.export_text()
