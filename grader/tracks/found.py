@@ -7,22 +7,29 @@ grader runs from a checkout (pyproject.toml beside the package, as on a machine 
 `python -m grader` from the repository), that file is read for this project's own entry
 points, since installed metadata may be older than it or absent; every other distribution's
 come from their installed metadata. The processes the grader starts may see neither (a
-sandbox shows no checkout): the grading process tells them what it found (`ENV`).
+sandbox shows no checkout): the grading process tells them what it found (`ENV`). Reading
+every distribution's metadata takes longer than the rest of `grade --help`, so the answer
+is kept on the machine (grader.cache) under a stamp of sys.path's folders and the
+checkout's pyproject.toml: installing or removing a distribution changes its folder.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import os
+import sys
 from pathlib import Path
 
+from grader import cache
 from grader.tracks.record import Track
 
 GROUP = "tilecourse.tracks"
 PROJECT = "tilecourse"
 CHECKOUT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 ENV = "TILECOURSE_TRACKS"  # what the grading process found, in the processes it starts
+CACHE_FILE = cache.ROOT / "tracks.json"
 
 
 class BrokenTrack(Exception):
@@ -34,6 +41,28 @@ def declared() -> list[tuple[str, str, str]]:
     project's first; a name declared twice keeps its first."""
     if os.environ.get(ENV):
         return [tuple(point) for point in json.loads(os.environ[ENV])]
+    stamp = _stamp()
+    kept = cache.lookup(CACHE_FILE, stamp)
+    if kept is not None:
+        return [tuple(point) for point in kept["points"]]
+    found = _read()
+    cache.remember(CACHE_FILE, stamp, {"points": found}, keep=8)
+    return found
+
+
+def _stamp() -> str:
+    """What the entry points depend on: each folder on sys.path as it stands (a distribution
+    installed or removed changes its folder's time) and the checkout's pyproject.toml."""
+    stood = []
+    for path in [*sys.path, str(CHECKOUT)]:
+        try:
+            stood.append(f"{path}\t{os.stat(path or '.').st_mtime_ns}")
+        except OSError:
+            stood.append(f"{path}\t-")
+    return hashlib.sha256("\n".join(stood).encode()).hexdigest()
+
+
+def _read() -> list[tuple[str, str, str]]:
     own = _checkout_points()
     found = [(name, value, str(CHECKOUT)) for name, value in (own or {}).items()]
     from importlib.metadata import entry_points

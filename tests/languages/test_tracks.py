@@ -259,3 +259,22 @@ def test_no_language_is_named_below_the_wings(part):
              for path in sorted((ROOT / "grader" / part).rglob("*.py"))
              for where in naming(path.read_text(encoding="utf-8"))]
     assert not found, "\n".join(found)
+
+
+def test_the_entry_points_are_read_once_per_state_of_the_installation(tmp_path, monkeypatch):
+    from grader.tracks import found
+
+    monkeypatch.delenv(found.ENV, raising=False)
+    monkeypatch.setattr(found, "CACHE_FILE", tmp_path / "tracks.json")
+    reads = []
+    monkeypatch.setattr(found, "_read", lambda: reads.append(1) or [("t", "m:T", "here")])
+    assert found.declared() == found.declared() == [("t", "m:T", "here")] and len(reads) == 1
+    folder = tmp_path / "site"  # a folder on sys.path whose contents change: read again
+    folder.mkdir()
+    monkeypatch.setattr(found.sys, "path", [*found.sys.path, str(folder)])
+    found.declared()
+    (folder / "new.dist-info").mkdir()
+    found.declared()
+    assert len(reads) == 3
+    monkeypatch.setenv(found.ENV, '[["told", "m:T", "the grading process"]]')
+    assert found.declared() == [("told", "m:T", "the grading process")] and len(reads) == 3
