@@ -140,7 +140,7 @@ def course_of(path: Path, folder: Path) -> tuple[Course, Stage, str]:
 
 
 @contextmanager
-def memory_ceiling(mib: str) -> Iterator[None]:
+def ceiling_of(mib: str) -> Iterator[None]:
     """The ceiling a file's header names, in this worker for one grading."""
     kept = memory_ceiling.LIMIT
     memory_ceiling.LIMIT = int(mib) << 20 if mib else kept
@@ -157,7 +157,7 @@ def grade_file(path: Path, backend: str, seed: int) -> StageResult:
         folder = corpus_files.write_submission(path, stage.modules[path.parent.name],
                                                Path(tmp) / "student")
         request = GradingRequest(course, (stage,), backend, submission=folder, seed=seed)
-        with memory_ceiling(ceiling):
+        with ceiling_of(ceiling):
             return grade_stage(request.resolve(), stage)
 
 

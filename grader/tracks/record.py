@@ -51,6 +51,13 @@ class Parts:
     cpu: str  # the replay on a CPU: kernels run from source (contract.CpuRunner)
     gpu: str | None = None  # the builder and the replay on a GPU (contract.GpuBuilder)
 
+    @classmethod
+    def named_in(cls, package: str) -> "Parts":
+        """The parts of a package that names its modules as the course's own languages do:
+        backend.py, bootstrap.py, launches.py, reader.py, source.py and binary.py."""
+        return cls(*(f"{package}.{module}" for module in
+                     ("backend", "bootstrap", "launches", "reader", "source", "binary")))
+
 
 @dataclass(frozen=True)
 class Track:

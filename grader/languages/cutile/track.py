@@ -16,12 +16,7 @@ CUTILE = Track(
     nan_fix=("load with `padding_mode=ct.PaddingMode.ZERO` (or NEG_INF before a max), not "
              "UNDETERMINED"),
     extra="cutile", gpu_backend="cutile", cpu_backend="cutile-sim",
-    parts=Parts(backends="grader.languages.cutile.backend",
-                worker="grader.languages.cutile.bootstrap",
-                recorder="grader.languages.cutile.launches",
-                reader="grader.languages.cutile.reader",
-                cpu="grader.languages.cutile.source",
-                gpu="grader.languages.cutile.binary"),
+    parts=Parts.named_in("grader.languages.cutile"),
     gpu_summary="cuTile kernels compiled by tileiras for the GPU",
     cpu_summary="cuTile kernels run by the grader's simulator on the CPU, block by block",
     cpu_runner="the grader's simulator",

@@ -19,12 +19,7 @@ TRITON = Track(
     nan_fix=("give that `tl.load` a `mask=` and `other=` a value that changes nothing (0 for a "
              "sum, -inf for a max)"),
     extra=None, gpu_backend="triton", cpu_backend="triton-interpret",
-    parts=Parts(backends="grader.languages.triton.backend",
-                worker="grader.languages.triton.bootstrap",
-                recorder="grader.languages.triton.launches",
-                reader="grader.languages.triton.reader",
-                cpu="grader.languages.triton.source",
-                gpu="grader.languages.triton.binary"),
+    parts=Parts.named_in("grader.languages.triton"),
     gpu_summary="Triton kernels compiled for the GPU",
     cpu_summary="Triton's interpreter: kernels run on the CPU, one program instance at a time",
     cpu_runner="Triton's interpreter",
