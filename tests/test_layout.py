@@ -23,7 +23,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "grader"
 # parts of lower layers.
 LAYERS = {
     "grader": 0,  # the package itself holds only __version__
-    "grader.errors": 0,
+    "grader.errors": -1,  # errors written for people: below the other leaves (tracks raises one)
     "grader.cache": -1,  # small JSON caches on the machine, below the other leaves (tracks keeps one)
     "grader.timing": 0,  # the one timed loop, run on both sides of the trust boundary
     "grader.shown_clock": 0,  # the clock of every time a student sees: hidden work left out

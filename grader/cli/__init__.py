@@ -44,8 +44,13 @@ from grader import __version__
 from grader.cli.context import (EXIT_CODES_HELP, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE,
                                  stop_on_sigterm)
 from grader.cli.lazy import Lazy
-from grader.cli.parsing import GradeGroup
 from grader.errors import GradeError
+
+try:  # the grading options name the backends, so the tile languages are found here
+    from grader.cli.parsing import GradeGroup
+except GradeError as exc:  # an installation that declares none: said, not a traceback
+    click.echo(f"error: {exc}", err=True)
+    raise SystemExit(exc.exit_code) from None
 
 # Each command: where it is, and its short help as `grade --help` lists it (the first
 # sentence of its docstring; tests/grading/test_light_start.py checks they agree). None: hidden.

@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 from grader import cache
+from grader.errors import GradeError
 from grader.tracks.record import Track
 
 GROUP = "tilecourse.tracks"
@@ -32,8 +33,8 @@ ENV = "TILECOURSE_TRACKS"  # what the grading process found, in the processes it
 CACHE_FILE = cache.ROOT / "tracks.json"
 
 
-class BrokenTrack(Exception):
-    """An entry point of the group that does not name a track's record."""
+class BrokenTrack(GradeError):
+    """An entry point of the group that does not name a track's record, or none at all."""
 
 
 def declared() -> list[tuple[str, str, str]]:
@@ -115,4 +116,9 @@ def installed() -> dict[str, Track]:
     name. Metadata lists entry points in an order of its own, and every listing of the tracks
     (messages, choices) keeps this one."""
     records = [load(name, value, owner) for name, value, owner in declared()]
+    if not records:
+        raise BrokenTrack(
+            f"No tile language is declared: no `{GROUP}` entry point was found in this "
+            "grader's metadata, which is older than its pyproject.toml. Install the grader "
+            "again: `python -m grader.install` in its checkout (or `pip install -e .`).")
     return {t.name: t for t in sorted(records, key=lambda t: (t.extra is not None, t.name))}

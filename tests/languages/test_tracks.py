@@ -278,3 +278,18 @@ def test_the_entry_points_are_read_once_per_state_of_the_installation(tmp_path, 
     assert len(reads) == 3
     monkeypatch.setenv(found.ENV, '[["told", "m:T", "the grading process"]]')
     assert found.declared() == [("told", "m:T", "the grading process")] and len(reads) == 3
+
+
+@pytest.mark.parametrize("told,said", [
+    ("[]", "No tile language is declared: no `tilecourse.tracks` entry point"),
+    ('[["odd", "no_such_module:ODD", "a test"]]',
+     "The tile language 'odd', declared by a test as 'no_such_module:ODD', cannot be loaded")])
+def test_an_installation_without_its_languages_says_so_without_a_traceback(told, said):
+    import os
+    import subprocess
+
+    from grader.tracks import found
+
+    run = subprocess.run([sys.executable, "-m", "grader", "--help"], cwd=ROOT, text=True,
+                         capture_output=True, env={**os.environ, found.ENV: told}, timeout=60)
+    assert run.returncode == 2 and said in run.stderr and "Traceback" not in run.stderr, run
