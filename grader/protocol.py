@@ -245,7 +245,7 @@ def unasked(sock: socket.socket) -> bool:
 # --- checking a reply's shape -----------------------------------------------------------
 
 
-def check(value: Any, shape: Any, where: str = "reply") -> Any:
+def check_shape(value: Any, shape: Any, where: str = "reply") -> Any:
     """`value` if it has `shape`, else raise ProtocolError naming the first difference.
 
     A shape is a type or a tuple of types (int never matches a JSON boolean, float accepts
@@ -257,12 +257,12 @@ def check(value: Any, shape: Any, where: str = "reply") -> Any:
         if not isinstance(value, list):
             raise ProtocolError(f"{where} must be a list")
         for i, item in enumerate(value):
-            check(item, shape[0], f"{where}[{i}]")
+            check_shape(item, shape[0], f"{where}[{i}]")
     elif isinstance(shape, dict) and list(shape) == [str]:
         if not isinstance(value, dict):
             raise ProtocolError(f"{where} must be an object")
         for key, item in value.items():
-            check(item, shape[str], f"{where}.{key}")
+            check_shape(item, shape[str], f"{where}.{key}")
     elif isinstance(shape, dict):
         if not isinstance(value, dict):
             raise ProtocolError(f"{where} must be an object")
@@ -275,7 +275,7 @@ def check(value: Any, shape: Any, where: str = "reply") -> Any:
                 if not optional:
                     raise ProtocolError(f"{where} lacks {key}")
                 continue
-            check(value[key], shape[key + "?" if optional else key], f"{where}.{key}")
+            check_shape(value[key], shape[key + "?" if optional else key], f"{where}.{key}")
     elif not _is(value, shape if isinstance(shape, tuple) else (shape,)):
         raise ProtocolError(f"{where} has the wrong type ({type(value).__name__})")
     return value

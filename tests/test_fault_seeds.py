@@ -101,7 +101,7 @@ def test_a_classic_fault_fails_on_every_seed(course, tmp_path, track, fault):
         check = StageCheck(stage, selection, child)
         for seed in SEEDS:
             check.run_seed = seed
-            verdicts = [check.check(case) for case in cases]
+            verdicts = [check.judge(case) for case in cases]
             if all(v.passed for v in verdicts):
                 passed_on.append(seed)
             kinds |= {v.kind for v in verdicts if not v.passed}

@@ -11,5 +11,5 @@ grader, only the call itself goes into the submission. The check keeps each case
 
 
 def test_case(grading, case):
-    verdict = grading.check(case)
+    verdict = grading.judge(case)
     assert verdict.passed, verdict.report

@@ -106,7 +106,7 @@ class StageCheck:
                                 proposed.proposal))
         self.child.replay_process.build_ahead(builds)
 
-    def check(self, case: Case) -> Verdict:
+    def judge(self, case: Case) -> Verdict:
         if not case.hidden:  # after a hidden one (cases run in another order): new processes
             self.forget_hidden()
             return self._checked(case)

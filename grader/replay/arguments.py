@@ -82,7 +82,7 @@ def _launches(call: ast.Call, kernel: str) -> bool:
     return any(named(a) for a in call.args)
 
 
-def check(path: Path, name: str, language, kernel, positional: int, keywords: dict) -> str | None:
+def check_arguments(path: Path, name: str, language, kernel, positional: int, keywords: dict) -> str | None:
     """The launch of `kernel` (named `name` in `path`; `language`: its language's reader
     part, grader.tracks.contract.KernelReader) with `positional` arguments and `keywords` (launch
     options among them) checked against the kernel's parameters: the message at the launch's

@@ -72,7 +72,7 @@ def build(file: KernelFile, proposal: Proposal, inputs: dict[str, torch.Tensor]
             args = tuple(argument(v, buffers) for v in step.args)
             kwargs = {k: argument(v, buffers) for k, v in step.kwargs.items()}
             check_launch(names, kwargs, language.reader.spellings)
-            wrong = arguments.check(file.path, step.kernel, language.reader, kernel, len(args),
+            wrong = arguments.check_arguments(file.path, step.kernel, language.reader, kernel, len(args),
                                     kwargs)
             if wrong:
                 raise ValueError(wrong)
@@ -93,7 +93,7 @@ def build(file: KernelFile, proposal: Proposal, inputs: dict[str, torch.Tensor]
             launches.append({"step": index, "names": names, "error": wrong})
             break
         try:
-            refused = machine_code.check(made, file.path, language.reader.spellings.api)
+            refused = machine_code.check_cubins(made, file.path, language.reader.spellings.api)
         except machine_code.CubinUnreadable as exc:  # the grader's own failing: not graded
             launches.append({"step": index, "names": names, "unchecked": str(exc)})
             break
@@ -211,7 +211,7 @@ class BuiltKernels:
     def parameters(self, index: int, step: Launch) -> list[str]:
         return self.binaries.parameters[self.key].get(index, [])
 
-    def check(self, index: int, step: Launch, args: tuple, kwargs: dict) -> str | None:
+    def rejection(self, index: int, step: Launch, args: tuple, kwargs: dict) -> str | None:
         built = self.steps.get(index)
         if built is None:
             return "the kernel was not built (an earlier launch does not compile)"

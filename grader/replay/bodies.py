@@ -63,7 +63,7 @@ class FileNames:
     changeable: dict[str, tuple[int, str]] = field(default_factory=dict)
 
 
-def check(function: ast.FunctionDef, names: FileNames, aliases: Aliases,
+def check_body(function: ast.FunctionDef, names: FileNames, aliases: Aliases,
           table: Spellings, helpers_allowed: bool) -> set[str]:
     """Raise BodyRefused at the first thing `function`'s body may not name; else the file's
     undecorated helpers it calls (allowed only with `helpers_allowed`: where the language

@@ -54,7 +54,7 @@ class Kernels(Protocol):
     def parameters(self, index: int, step: Launch) -> list[str]:
         """The names of the parameters of the kernel launch step `index` launches."""
 
-    def check(self, index: int, step: Launch, args: tuple, kwargs: dict) -> str | None:
+    def rejection(self, index: int, step: Launch, args: tuple, kwargs: dict) -> str | None:
         """The compiler's rejection of this launch, or None; raises Unavailable when it
         could not be checked."""
 
@@ -147,7 +147,7 @@ class Executor:
             raise ProposalError(str(exc)) from None
         done.launches.append(_record(step, names, args, kwargs))
         try:
-            error = self.kernels.check(index, step, args, kwargs)
+            error = self.kernels.rejection(index, step, args, kwargs)
         except Unavailable as exc:
             done.unchecked = str(exc)
             return  # a kernel no front end checked does not run: it could run host code

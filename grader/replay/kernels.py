@@ -242,7 +242,7 @@ class _Builder:
             if node.name in done:
                 continue
             done.add(node.name)
-            used = bodies.check(node, self.names, self.aliases, self.table,
+            used = bodies.check_body(node, self.names, self.aliases, self.table,
                                 helpers_allowed=self.helpers_are_tile_code)
             pending += [self.names.helpers[h] for h in used - done]
         return [name for name in self.names.helpers if name in done]

@@ -132,7 +132,7 @@ def reads(sass: str) -> list[Read]:
     return found
 
 
-def check(files: dict[str, bytes], source: Path, api: str) -> str | None:
+def check_cubins(files: dict[str, bytes], source: Path, api: str) -> str | None:
     """Why the binaries of one launch (`files`: name -> bytes, as the builder made them) may
     not run, for the student (`source`: the kernel file, `api`: its language's functions as
     a student writes them, "tl.*"); None where none reads what it may not. Raises

@@ -33,8 +33,8 @@ class SourceKernels:
     def parameters(self, index: int, step: Launch) -> list[str]:
         return wing(step.language).reader.parameters(self.kernel(step))
 
-    def check(self, index: int, step: Launch, args: tuple, kwargs: dict) -> str | None:
-        wrong = arguments.check(self.file.path, step.kernel, wing(step.language).reader,
+    def rejection(self, index: int, step: Launch, args: tuple, kwargs: dict) -> str | None:
+        wrong = arguments.check_arguments(self.file.path, step.kernel, wing(step.language).reader,
                                 self.kernel(step), len(args), kwargs)
         if wrong:
             raise ProposalError(wrong)

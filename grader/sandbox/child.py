@@ -69,7 +69,7 @@ class ChildWorker(Worker):
         return wing(self.track).recorder.build_offline(launches, tuple(archs))
 
 
-# The shape of `record`'s reply (grader.protocol.check): a reply of another shape is a crash
+# The shape of `record`'s reply (grader.protocol.check_shape): a reply of another shape is a crash
 # of its case. `compile`'s reply is checked by the language's compile check.
 RECORD_REPLY = {"error": (str, None), "refused": (str, None), "refused_launch": bool,
                 "launches": int, "host": [str],

@@ -291,7 +291,7 @@ class Process:
     def _check(self, value: Any, shape: Any, where: str) -> Any:
         """`value` if the reply has the shape the request expects; else the child is ended."""
         try:
-            return protocol.check(value, shape, where)
+            return protocol.check_shape(value, shape, where)
         except protocol.ProtocolError as exc:
             raise self._broken(str(exc)) from None
 

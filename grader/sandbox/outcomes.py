@@ -148,7 +148,7 @@ def call_outcome(value: dict, tensors: dict, inputs: list) -> Outcome:
         launches=[LaunchRecord(**la) for la in value["launches"]], inputs_after=after)
 
 
-# The shapes of the replay's replies (grader.protocol.check): a reply of another shape is a
+# The shapes of the replay's replies (grader.protocol.check_shape): a reply of another shape is a
 # crash of its case.
 RETURNED = {"device?": str, "type?": str}  # describe_output's: a tensor's device, or a type
 LAUNCH = {"kernel": str, "grid": [int], "constants": {str: (int, bool)}, "language": str}

@@ -34,10 +34,10 @@ def test_a_hidden_cases_replay_and_the_end_of_its_processes_take_no_shown_time(c
     hidden = dataclasses.replace(stage.cases[0], hidden=1)
     child = SlowToEnd([correct, _sleeping])
     check = StageCheck(stage, interpret, child)
-    check.check(stage.cases[0])
+    check.judge(stage.cases[0])
     shown_before, withheld_before = dict(check.phases), shown_clock.withheld_seconds()
     start = shown_clock.now()
-    assert check.check(hidden).passed
+    assert check.judge(hidden).passed
     check.forget_hidden()
     assert child.closed_before == [2]
     assert shown_clock.now() - start < SLEPT / 2  # two sleeps, neither shown

@@ -427,7 +427,7 @@ def test_the_simulator_takes_the_branch_the_compiler_kept(condition, tmp_path):
     built = kernels.load(path, "cutile").namespace
     x, out = torch.ones(16), torch.zeros(16)
     # the compiler drops the branch it folds to False: only there does `out.copy_` compile
-    rejects = [frontend.check(built[name], (x, out, 16)) is not None
+    rejects = [frontend.front_end_check(built[name], (x, out, 16)) is not None
                for name in ("taken", "not_taken")]
     assert rejects.count(True) == 1, f"the compiler does not fold {condition}"
     kept = rejects == [True, False]

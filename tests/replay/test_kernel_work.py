@@ -248,7 +248,7 @@ def test_the_attention_references_path_for_gpus_before_hopper_compiles_for_sm_80
     strides = {f"stride_{t}{d}": s for t in "qkvo" for d, s in zip("bhnd", x.stride())}
     bound = dict(q_ptr=x, k_ptr=x, v_ptr=x, o_ptr=x, H=1, N_CTX=200, qk_scale=0.1, **strides,
                  HEAD_DIM=128, BLOCK_M=64, BLOCK_N=64, IS_CAUSAL=causal, KV_DESCRIPTORS=False)
-    assert frontend.check("flash_attention_kernel", module.flash_attention_kernel.fn, bound,
+    assert frontend.front_end_check("flash_attention_kernel", module.flash_attention_kernel.fn, bound,
                           path) is None
 
 
@@ -372,7 +372,7 @@ def test_a_front_end_the_grader_cannot_call_leaves_the_case_not_graded(course, i
 
     stage = course.select("vector_add")
     check = StageCheck(stage, interpret, ScriptedChild([unchecked]))
-    verdict = check.check(stage.cases[0])
+    verdict = check.judge(stage.cases[0])
     assert not verdict.passed and verdict.kind is Failure.NOT_GRADED
     assert "could not be checked" in verdict.summary
     assert check.unchecked == "this Triton's front end takes other arguments"

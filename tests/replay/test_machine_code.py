@@ -74,7 +74,7 @@ def test_each_special_register_that_tells_time_or_place_is_found(tmp_path, regis
         assert found == []
         return
     assert found and found[0].reveals.startswith(reveals)
-    said = machine_code.check({"0/k.cubin": cubin(tmp_path, register)}, Path("submission.py"),
+    said = machine_code.check_cubins({"0/k.cubin": cubin(tmp_path, register)}, Path("submission.py"),
                               "tl.*")
     assert said.startswith(f"a kernel reads {reveals}") and found[0].register in said
 
@@ -135,7 +135,7 @@ def triton_cubin(tmp_path: Path, name: str) -> bytes:
 ])
 def test_a_triton_kernel_that_reads_the_clock_or_its_sm_is_refused_at_its_line(tmp_path, name,
                                                                                said):
-    found = machine_code.check({"0/k.json": b"{}", "0/k.cubin": triton_cubin(tmp_path, name)},
+    found = machine_code.check_cubins({"0/k.json": b"{}", "0/k.cubin": triton_cubin(tmp_path, name)},
                                tmp_path / "submission.py", "tl.*")
     assert found == said if said is None else found.startswith(said)
 
@@ -144,10 +144,10 @@ def test_a_binary_no_disassembler_reads_is_never_passed(monkeypatch):
     monkeypatch.setattr(machine_code, "disassemblers", lambda: [])
     with pytest.raises(machine_code.CubinUnreadable, match="nvdisasm, NVIDIA's disassembler, was "
                                                       "not found"):
-        machine_code.check({"cubin": b"\x7fELF" + bytes(60)}, Path("submission.py"), "ct.*")
+        machine_code.check_cubins({"cubin": b"\x7fELF" + bytes(60)}, Path("submission.py"), "ct.*")
     with pytest.raises(machine_code.CubinUnreadable, match="not a cubin"):
-        machine_code.check({"0/k.cubin": b"// PTX text"}, Path("submission.py"), "tl.*")
-    assert machine_code.check({"0/k.json": b"{}"}, Path("submission.py"), "tl.*") is None
+        machine_code.check_cubins({"0/k.cubin": b"// PTX text"}, Path("submission.py"), "tl.*")
+    assert machine_code.check_cubins({"0/k.json": b"{}"}, Path("submission.py"), "tl.*") is None
 
 
 @needs_toolchain

@@ -12,7 +12,7 @@ import pytest
 import torch
 from conftest import ROOT
 
-from grader.languages.triton.frontend import check
+from grader.languages.triton.frontend import front_end_check
 from grader.replay import kernels, proposal, variants
 from grader.replay.execute import Executor
 from grader.replay.literals import LiteralReader, changeable, costly
@@ -116,8 +116,8 @@ def test_the_compiler_is_given_the_launchs_own_options(tmp_path):
     names = list(fn.__code__.co_varnames[:fn.__code__.co_argcount])
     bound = dict(zip(names, [x, x, x, 16, 16]))
     sub = tmp_path / "submission.py"
-    assert check("vector_add_kernel", fn, bound, sub, options={"num_warps": 4}) is None
-    refused = check("vector_add_kernel", fn, bound, sub, options={"num_warps": 3})
+    assert front_end_check("vector_add_kernel", fn, bound, sub, options={"num_warps": 4}) is None
+    refused = front_end_check("vector_add_kernel", fn, bound, sub, options={"num_warps": 3})
     launch = next(n for n, text in enumerate(VECTOR_ADD.splitlines(), 1)
                   if "vector_add_kernel[" in text)
     assert refused.startswith(f"line {launch} (")

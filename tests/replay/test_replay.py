@@ -412,7 +412,7 @@ def test_what_the_builder_makes_is_installed_and_launched_by_its_record(tmp_path
     monkeypatch.setattr(wing("triton").gpu, "build", fake_build)
     monkeypatch.setattr(binary, "TritonBinary", _FakeBinary)
     # The stand-in's cubin is no machine code: its read is tests/replay/test_machine_code.py's.
-    monkeypatch.setattr(binaries.machine_code, "check", lambda files, source, api: None)
+    monkeypatch.setattr(binaries.machine_code, "check_cubins", lambda files, source, api: None)
     path = tmp_path / "submission.py"
     path.write_text(VECTOR_ADD)
     file = kernels.load(path, "triton")

@@ -64,7 +64,7 @@ def test_a_hidden_case_whose_replay_timed_out_says_only_that_it_failed(course, i
                         failure=Failure.TIMED_OUT)
     child = ScriptedChild([timed_out])
     check = StageCheck(stage, interpret, child)
-    verdict = check.check(hidden)
+    verdict = check.judge(hidden)
     assert not verdict.passed and child.withheld_before == [0]  # its output, from the start
     assert verdict.summary == "hidden case failed" and verdict.details == []
     assert check.results[hidden.id].failure is Failure.FAILED
@@ -77,7 +77,7 @@ def test_a_hidden_case_whose_call_crashed_says_only_that_it_failed(course, inter
                        failure=Failure.CRASHED)
     child = ScriptedChild([], proposed=crashed)
     check = StageCheck(stage, interpret, child)
-    verdict = check.check(hidden)
+    verdict = check.judge(hidden)
     assert verdict.summary == "hidden case failed"
     assert check.results[hidden.id].failure is Failure.FAILED
     assert child.replay_process.calls == []  # nothing to replay
@@ -87,7 +87,7 @@ def test_the_kind_of_a_failure_is_the_graders_finding_not_the_childs_words(cours
     # A process may report any error text; only the grader says a call timed out or crashed.
     stage = course.select("vector_add")
     claimed = Outcome(error="timed out after 5 s (really: a RuntimeError)")
-    verdict = StageCheck(stage, interpret, ScriptedChild([claimed])).check(stage.cases[0])
+    verdict = StageCheck(stage, interpret, ScriptedChild([claimed])).judge(stage.cases[0])
     assert verdict.kind is Failure.RAISED
 
 
@@ -99,10 +99,10 @@ def test_a_hidden_time_out_holds_back_only_the_hidden_cases_after_it(course, int
     timed_out = Outcome(error="timed out after 5 s", failure=Failure.TIMED_OUT)
     child = ScriptedChild([timed_out, correct])
     check = StageCheck(stage, interpret, child)
-    check.check(first)
-    held = check.check(second)
+    check.judge(first)
+    held = check.judge(second)
     assert held.summary == "hidden case failed" and len(child.replay_process.calls) == 1
-    shown = check.check(stage.cases[1])
+    shown = check.judge(stage.cases[1])
     assert shown.passed, shown.report
     assert child.closed_before == [1]  # the processes that saw the hidden cases ended first
 
@@ -121,9 +121,9 @@ def test_nothing_runs_beside_a_hidden_case(course, interpret):
 
     check = StageCheck(stage, interpret, child)
     check.hidden.alongside = [Later()]
-    check.check(stage.cases[0])
+    check.judge(stage.cases[0])
     assert child.replay_process.settled == 0 and settled == []  # a shown case: no need
-    check.check(hidden)
+    check.judge(hidden)
     assert child.replay_process.settled == 1 and settled == [0]
     assert child.withheld_before == [1]
 
@@ -131,7 +131,7 @@ def test_nothing_runs_beside_a_hidden_case(course, interpret):
 def test_a_case_passes_on_the_replay_of_fresh_inputs(course, interpret):
     stage = course.select("vector_add")
     child = ScriptedChild([correct])
-    verdict = StageCheck(stage, interpret, child).check(stage.cases[0])
+    verdict = StageCheck(stage, interpret, child).judge(stage.cases[0])
     assert verdict.passed, verdict.report
     assert child.withheld_before == []  # what it printed is shown
     # the replay draws other inputs than the call the child recorded
@@ -145,10 +145,10 @@ def test_a_shown_case_after_a_hidden_one_gets_fresh_processes(course, interpret)
     hidden = dataclasses.replace(stage.cases[0], hidden=1)
     child = ScriptedChild([correct, correct, correct])
     check = StageCheck(stage, interpret, child)
-    check.check(stage.cases[0])
+    check.judge(stage.cases[0])
     assert child.closed_before == []  # nothing hidden yet: the same processes go on
-    check.check(hidden)
-    check.check(stage.cases[1])
+    check.judge(hidden)
+    check.judge(stage.cases[1])
     assert child.closed_before == [2]  # ended after the hidden case, before the shown one
     check.forget_hidden()
     assert child.closed_before == [2]  # and once only
@@ -166,8 +166,8 @@ def test_a_kernel_unchecked_only_in_a_hidden_case_says_nothing_of_it(course, int
         return outcome
 
     check = StageCheck(stage, interpret, ScriptedChild([correct, unchecked]))
-    check.check(stage.cases[0])
-    check.check(hidden)
+    check.judge(stage.cases[0])
+    check.judge(hidden)
     assert check.compile_check() is None
     assert check.results[hidden.id].summary == "hidden case failed"
     assert check.results[hidden.id].failure is Failure.FAILED
@@ -182,7 +182,7 @@ def test_a_shown_kernel_unchecked_says_why_quoted(course, interpret):
         return outcome
 
     check = StageCheck(stage, interpret, ScriptedChild([unchecked]))
-    check.check(stage.cases[0])
+    check.judge(stage.cases[0])
     assert check.compile_check().message.split("\n") == [
         "not graded: its kernels could not be given to a GPU compiler's front end:",
         "┆ this Triton's front end takes other arguments", "┆ total 20/20 PASS"]
@@ -199,7 +199,7 @@ def test_only_the_replays_output_is_judged(course, interpret):
         return outcome
 
     child.replay_process = ScriptedReplay([stale])
-    verdict = StageCheck(stage, interpret, child).check(stage.cases[0])
+    verdict = StageCheck(stage, interpret, child).judge(stage.cases[0])
     assert not verdict.passed and verdict.kind is Failure.WRONG_RESULT
 
 

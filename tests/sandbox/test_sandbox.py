@@ -780,10 +780,10 @@ def test_reply_shapes_are_checked_field_by_field(value, shape, problem):
     from grader import protocol
 
     if problem is None:
-        assert protocol.check(value, shape) == value
+        assert protocol.check_shape(value, shape) == value
     else:
         with pytest.raises(protocol.ProtocolError, match=re.escape(problem)):
-            protocol.check(value, shape)
+            protocol.check_shape(value, shape)
 
 
 def test_a_compile_check_is_believed_only_with_its_cubins(tmp_path):

@@ -17,7 +17,7 @@ from grader.course import Course, Stage
 from grader.course.todos import todo_state
 from grader.languages.cutile.toolchain import ARCHS
 from grader.sandbox import ChildProcess
-from grader.protocol import ProtocolError, check
+from grader.protocol import ProtocolError, check_shape
 from grader.quoting import said, single_line
 from grader.sandbox.screening import describe, screen
 from grader.sandbox.submission import SubmissionError
@@ -69,7 +69,7 @@ def compile_stage(course: Course, stage: Stage, solutions: bool,
     try:
         child.load()
         reply = child.compile(stage.problem.id, cases, archs)
-        value = check(reply.header["value"], {"kernels": [str], "signatures": int,
+        value = check_shape(reply.header["value"], {"kernels": [str], "signatures": int,
                                               "builds": [_BUILD]}, "the compile reply")
         # The compiler names the file by its path in the sandbox, a temporary folder the
         # student never saw: shown as the file they wrote.

@@ -21,7 +21,7 @@ from grader.tracks import Unavailable
 _checked: dict[tuple, str | None] = {}
 
 
-def check(kernel, args: tuple) -> str | None:
+def front_end_check(kernel, args: tuple) -> str | None:
     """Lower a simulated cuTile kernel to Tile IR bytecode with the arguments of a launch."""
     try:
         from cuda.tile.compilation import export_kernel

@@ -19,9 +19,9 @@ def launch(step, kernel, args: tuple, kwargs: dict) -> None:
 
 
 def front_end(step, kernel, args: tuple, kwargs: dict, path: Path) -> str | None:
-    from grader.languages.cutile.frontend import check
+    from grader.languages.cutile.frontend import front_end_check
 
-    return check(kernel, args)
+    return front_end_check(kernel, args)
 
 
 def watch(watch, launch, grid: tuple[int, int, int], notes: dict):

@@ -54,7 +54,7 @@ _checked: dict[tuple, str | None] = {}
 _helper = None
 
 
-def check(name: str, fn, bound: dict, path: Path, unspecialized=(), options: dict | None = None,
+def front_end_check(name: str, fn, bound: dict, path: Path, unspecialized=(), options: dict | None = None,
           arch: int = TARGET[1]) -> str | None:
     """Compile the top-level Triton kernel `name` of `path` (whose Python function is `fn`)
     for sm_`arch`, with the arguments of one launch (`bound`: name -> value) and its compile

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from grader.languages.triton.fidelity import gpu_arithmetic
 from grader.languages.triton.libdevice import libdevice_on_the_cpu
-from grader.languages.triton.frontend import check, unwrap
+from grader.languages.triton.frontend import front_end_check, unwrap
 from grader.languages.triton.program_order import programs_in_case_order
 from grader.languages.triton.spellings import TRITON
 
@@ -27,7 +27,7 @@ def front_end(step, kernel, args: tuple, kwargs: dict, path: Path) -> str | None
             merged.update(config.kwargs)
             chosen.update({k: v for k, v in config.all_kwargs().items()
                            if k not in config.kwargs})
-        error = check(name, jit.fn, merged, path, getattr(jit, "do_not_specialize", ()),
+        error = front_end_check(name, jit.fn, merged, path, getattr(jit, "do_not_specialize", ()),
                       chosen)
         if error:
             return (f"under the autotuner's configuration {configuration(config, index, configs)}: "
