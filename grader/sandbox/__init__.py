@@ -11,8 +11,8 @@
     worker.py      a process's start: confine itself, then answer requests one at a time
     roles.py       what every role of worker shares (its process's side)
     privileges.py  the least privilege the OS gives: namespaces, user, limits, process tree
-    processes.py   the child's environment; waiting for, reaping and killing processes
-    filesystem.py  what the child sees: a read-only view of the system, no course secrets
+    processes.py   a worker's environment; waiting for, reaping and killing processes
+    filesystem.py  what a worker sees: a read-only view of the system, no course secrets
     linux.py       the system calls behind them
 
 and, loaded in the child around the submission (the instrumentation):

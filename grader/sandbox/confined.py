@@ -152,7 +152,7 @@ class Process:
             protocol.send(self._sock, {
                 "plan": plan.to_json(), "track": self.track, "role": self.role,
                 "device": self.device,
-                "env": processes.child_env(plan.view.scratch), "cwd": str(self._base),
+                "env": processes.worker_env(plan.view.scratch), "cwd": str(self._base),
                 "sys_path": [p for p in sys.path if os.path.isabs(p)]})
         except OSError:
             pass  # it died: the wait for it to be ready says so

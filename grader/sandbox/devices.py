@@ -2,7 +2,7 @@
 
 The host's /dev holds more than the devices a grading needs. On Docker's containers, on
 systemd hosts and on CI runners, /dev/mqueue is mounted there: the POSIX message queues of
-the host's IPC namespace (the child's own IPC namespace does not cover a mount it can see),
+the host's IPC namespace (the worker's own IPC namespace does not cover a mount it can see),
 where any process may create a name. Bound whole into every sandbox, it let one child leave
 a queue named after a hidden case's size for a later stage to read, and one student's
 grading fail a classmate's case in `grade batch` (tests/sandbox/test_classmates.py). So the
@@ -37,7 +37,7 @@ _NO_EXEC = linux.MS_NOSUID | linux.MS_NOEXEC
 
 
 def wanted(host: str = "/dev") -> list[str]:
-    """The names of the host's /dev that the child's holds: the nodes, the GPU's entries."""
+    """The names of the host's /dev that the worker's holds: the nodes, the GPU's entries."""
     try:
         names = os.listdir(host)
     except OSError:
@@ -74,7 +74,7 @@ def _bind(source: str, target: str) -> None:
 
 def _own_terminals(dev: str) -> bool:
     """A devpts instance of this child's own at dev/pts; False where the kernel refuses one
-    (the child then has no terminals, which grading does not use)."""
+    (the worker then has no terminals, which grading does not use)."""
     os.mkdir(f"{dev}/pts")
     try:
         linux.mount("devpts", f"{dev}/pts", "devpts", _NO_EXEC,

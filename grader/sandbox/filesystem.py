@@ -1,6 +1,6 @@
-"""What the child sees of the file system: a new root made of read-only windows on the host.
+"""What the worker sees of the file system: a new root made of read-only windows on the host.
 
-The parent plans the view (`plan`), the child builds it inside its own mount namespace
+The parent plans the view (`plan`), the worker builds it inside its own mount namespace
 (`build`) before any student code runs:
 
 - an empty tmpfs becomes the root; on it, read-only bind mounts of the system folders
@@ -8,10 +8,10 @@ The parent plans the view (`plan`), the child builds it inside its own mount nam
   grader package, each at its own path; the folders above them are created on the tmpfs,
   so a Python under a private home (/root is 0700) is still reachable;
 - a /dev of its own (grader.sandbox.devices: the few device nodes a grading uses, the
-  GPU's, its own terminals and /dev/shm), a private /tmp, a fresh /proc for the child's
+  GPU's, its own terminals and /dev/shm), a private /tmp, a fresh /proc for the worker's
   own PID namespace;
 - the folder holding the copy of the submission, read-only, and a private scratch tmpfs,
-  the only place the child can write;
+  the only place the worker can write;
 - nothing else: the course folder itself is not there (only its grader/ and a .venv that
   Python needs), so solutions/, course.hidden.toml, other submissions and results are not
   in the view. Of sys.path, only what Python installed (below its prefixes) and what
@@ -20,8 +20,8 @@ The parent plans the view (`plan`), the child builds it inside its own mount nam
   should a window hold one.
 
 The old root is then detached (pivot_root), so nothing outside the view can be reached, and
-the mount table the child sees is read back and sealed (grader.sandbox.mounts): no mount but
-the child's own tmpfs folders is writable, or the sandbox refuses to start.
+the mount table the worker sees is read back and sealed (grader.sandbox.mounts): no mount but
+the worker's own tmpfs folders is writable, or the sandbox refuses to start.
 """
 
 from __future__ import annotations
@@ -39,9 +39,9 @@ _PATH_LISTS = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH")
 COURSE_FILE = "course.toml"  # a folder holding one is a course, with its solutions
 _PATH_VALUES = ("CUDA_HOME", "CUDA_PATH")
 _OWN = ("/proc", "/dev")  # made fresh in the view, never windows on the host
-# The child's tmpfs mounts live in RAM, so they are part of its memory: at most 16 MiB (the
+# The worker's tmpfs mounts live in RAM, so they are part of its memory: at most 16 MiB (the
 # root) + SCRATCH_SIZE + TMP_SIZE + SHM_SIZE, 848 MiB in all (and /dev's 64 KiB) (it was 4 GiB, counted nowhere),
-# which `grade batch --jobs N` must afford N times over. The scratch folder holds the child's
+# which `grade batch --jobs N` must afford N times over. The scratch folder holds the worker's
 # HOME and compile caches (a few MiB per kernel); /tmp and /dev/shm are rarely used.
 SCRATCH_SIZE = "512m"
 TMP_SIZE = "256m"
@@ -51,7 +51,7 @@ SHM_SIZE = "64m"
 @dataclass
 class View:
     root: str  # an empty folder the new root is mounted on
-    scratch: str  # the child's only writable folder
+    scratch: str  # the worker's only writable folder
     submission: str  # holds the copy of the submission, read-only
     readable: list[str] = field(default_factory=list)  # host folders shown read-only
     links: list[tuple[str, str]] = field(default_factory=list)  # (path, target) symlinks
@@ -153,7 +153,7 @@ def _outermost(paths: list[str]) -> list[str]:
     return kept
 
 
-# --- in the child ------------------------------------------------------------------------
+# --- in the worker ------------------------------------------------------------------------
 
 
 def build(view: View, owner: int) -> None:

@@ -1,6 +1,6 @@
-"""The child's mount table, read once its root is switched: sealed, or the start refused.
+"""The worker's mount table, read once its root is switched: sealed, or the start refused.
 
-The view (grader.sandbox.filesystem) is built so that the child can write only in its own
+The view (grader.sandbox.filesystem) is built so that the worker can write only in its own
 tmpfs mounts (OWN) and sees no file system of a kernel object that other processes share.
 `seal` reads what the kernel says the view is (/proc/self/mountinfo) rather than trust
 that it was built as meant: a writable mount anywhere else (a kernel older than 5.12
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from grader.sandbox import linux
 
-# Where the child may write, and the file system each must be.
+# Where the worker may write, and the file system each must be.
 OWN = {"/tmp": "tmpfs", "/dev/shm": "tmpfs", "/dev/pts": "devpts", "/proc": "proc"}
 # File systems that show kernel objects other namespaces share: the host's POSIX message
 # queues (a name made there is seen by every process that sees the mount).
@@ -26,7 +26,7 @@ _ESCAPE = re.compile(r"\\([0-7]{3})")  # mountinfo writes a space as \040
 
 
 class Unsealed(Exception):
-    """The view holds a place that is not the child's own and could not be closed."""
+    """The view holds a place that is not the worker's own and could not be closed."""
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ def table(path: str = "/proc/self/mountinfo") -> list[Mount]:
 
 
 def own(mount: Mount, scratch: str) -> bool:
-    """A mount the child may write: its tmpfs folders, its terminals, its /proc (whose
+    """A mount the worker may write: its tmpfs folders, its terminals, its /proc (whose
     files are its own processes' or need privileges it gave up)."""
     if mount.point == scratch:
         return mount.kind == "tmpfs"
@@ -62,7 +62,7 @@ def own(mount: Mount, scratch: str) -> bool:
 
 
 def seal(scratch: str) -> None:
-    """Make every mount but the child's own read-only; raises Unsealed where one cannot be,
+    """Make every mount but the worker's own read-only; raises Unsealed where one cannot be,
     or where a shared kind is mounted."""
     for mount in table():
         if mount.kind in SHARED_KINDS:

@@ -1,11 +1,11 @@
-"""The least privilege the operating system can give the child, and what it says it gave.
+"""The least privilege the operating system can give the worker, and what it says it gave.
 
-The child process confines itself before any student code is imported (`confine`), in
+The worker process confines itself before any student code is imported (`confine`), in
 three processes:
 
     bootstrap   started by the grader; makes the namespaces, then waits. Killing it (the
       |         grader's close) ends everything below it.
-    init        PID 1 of the child's own PID namespace: builds the file system view
+    init        PID 1 of the worker's own PID namespace: builds the file system view
       |         (grader.sandbox.filesystem), reaps, and ends the namespace when the worker
       |         ends; the kernel then kills every process the submission started.
     worker      drops to an unprivileged user (or, for an ordinary user, drops the
@@ -57,7 +57,7 @@ class Protection:
 
 @dataclass
 class PrivilegePlan:
-    """What the parent asks of the child: its view, and where its folders are."""
+    """What the parent asks of the worker: its view, and where its folders are."""
 
     view: filesystem.View
     essential: list[str] = field(default_factory=list)  # must stay readable after the drop

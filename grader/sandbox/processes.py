@@ -1,8 +1,8 @@
-"""Processes on both sides of the boundary: the child's environment, waiting, reaping, killing,
+"""Processes on both sides of the boundary: the worker's environment, waiting, reaping, killing,
 and going on in a fork of one thread.
 
 No import here may pull in torch: the grader's side of a process uses this module, and so do
-the child's init and bootstrap, which must have one thread to make a user namespace.
+the worker's init and bootstrap, which must have one thread to make a user namespace.
 """
 
 from __future__ import annotations
@@ -25,13 +25,13 @@ TEMPLATE_DECLINED = 3
 _ENV_KEPT = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ",
              "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 _ENV_PREFIXES = ("TRITON_", "CUDA_", "NVIDIA_", "TORCH", "PYTORCH_")
-# Caches live in the child's scratch folder (its HOME): none is shared with later runs.
+# Caches live in the worker's scratch folder (its HOME): none is shared with later runs.
 _ENV_DROPPED = ("TRITON_CACHE_DIR", "TRITON_HOME", "TRITON_DUMP_DIR", "TRITON_OVERRIDE_DIR",
                 "CUDA_CACHE_PATH", "CUDA_TILE_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR")
 
 
-def child_env(scratch: str) -> dict[str, str]:
-    """The environment of the child: what kernels need, none of the grader's secrets (CI
+def worker_env(scratch: str) -> dict[str, str]:
+    """The environment of the worker: what kernels need, none of the grader's secrets (CI
     tokens, API keys), and a home in its scratch folder."""
     env = {k: v for k, v in os.environ.items()
            if (k in _ENV_KEPT or k.startswith(_ENV_PREFIXES)) and k not in _ENV_DROPPED}

@@ -190,7 +190,7 @@ def _environment() -> dict[str, str]:
     """The environment a template starts with. Changed, it no longer fits: what it imported
     may have read it. (The backend is not in it: the plan names the worker's track and
     device.)"""
-    return processes.child_env(_PLACEHOLDER)
+    return processes.worker_env(_PLACEHOLDER)
 
 
 

@@ -201,7 +201,7 @@ def test_a_spares_triton_cache_is_in_its_scratch_folder(tmp_path):
     script = ("import os, sys; from grader.sandbox import processes, spares; "
               "os.environ.clear(); os.environ.update(spares._environment()); "
               "import triton; "
-              "os.environ.clear(); os.environ.update(processes.child_env(sys.argv[1])); "
+              "os.environ.clear(); os.environ.update(processes.worker_env(sys.argv[1])); "
               "print(triton.knobs.cache.dir)")
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     found = subprocess.run([sys.executable, "-c", script, str(tmp_path)], check=True, cwd=root,
