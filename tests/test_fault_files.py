@@ -215,9 +215,9 @@ def test_the_corpus_reports_name_the_line_or_the_cause_and_only_confirmed_causes
     assert not {k: v for k, v in wrong.items() if v}, wrong
     for fault in faults:  # and so does every hint shown under the stage
         stage = course.select(str(fault.stage))
-        hints = {h.text: h for h in stage.hints}
+        hints = {h.hint: h for h in stage.hints}
         for text in results[fault.id].hints:
-            cause = hints[text].cause
+            cause = hints[text].when.cause
             assert cause is None or cause in confirmed(results[fault.id]), (fault.id, text)
 
 

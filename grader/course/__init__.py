@@ -1,21 +1,26 @@
-"""The course: course.toml loaded into typed dataclasses, checked, with the hidden cases.
+"""The course: course.toml read into typed records, checked, with the hidden cases.
 
-    model.py     the dataclasses: Course, Stage, Case, Speed, tolerances, submission rules,
-                 hints (the common mistakes, matched against a stage's failures)
+    model.py     the records, each defined once: Course, Stage, Case, Speed, tolerances,
+                 thresholds, submission rules, hints (the common mistakes, matched against
+                 a stage's failures), hypotheses; a record's fields are its table's keys
+    bounds.py    the bounds a record's field holds a value to (above 0, a non-empty string)
+    policy.py    the class's policy: due date, late penalty, resubmission limit, hidden cases
     naming.py    the course's file names (and finding course.toml); a stage's name, and
                  the stages a command names
     outline.py   what `grade list` shows, kept from the course's last check
-    schema.py    the file's shape as pydantic models, per problem
-    checker.py   validation: every error names the file, the key path and what to fix
+    schema.py    the file's tables, made from the records (and per problem, what a record
+                 cannot say: a case's parameters), validated straight into the records
+    wording.py   pydantic's errors as sentences: the key path and what was expected
+    checker.py   what the values mean together, and a stage made of its records; every
+                 error names the file, the key path and what to fix
     loading.py   reading course.toml and course.hidden.toml
-    policy.py    the class's policy: due date, late penalty, resubmission limit, hidden cases
     todos.py     which TODO blocks of a stage file still hold their placeholder
 
 course.toml, exercises/ and solutions/ are the course; this package only reads them.
 
 Its names are loaded when first asked for: checking course.toml needs pydantic and every
-problem (PyTorch), which a module that only reads a stage file's TODOs (todos.py) or the
-dataclasses has no use for.
+problem (PyTorch), which a module that only reads a stage file's TODOs (todos.py) or uses
+the records has no use for. The records themselves import neither.
 """
 
 _LOADING = ("load_course",)
@@ -24,8 +29,8 @@ _POLICY = ("HIDDEN_DEFAULT", "HIDDEN_VISIBILITY", "LatePenalty", "Lateness", "Po
 
 __all__ = ["COURSE_FILE", "HIDDEN_DEFAULT", "HIDDEN_FILE", "HIDDEN_VISIBILITY", "WHOLE_DIM",
            "Case", "Course", "FromLaunch", "Hint", "Hypothesis", "LatePenalty", "Lateness", "Policy",
-           "MemoryGrowth", "Speed", "Stage", "SubmissionRules", "Threshold", "TimeLimit", "Tolerance",
-           "find_course_file", "load_course", "matching_hints"]
+           "MemoryGrowth", "Signature", "Speed", "Stage", "SubmissionRules", "Threshold",
+           "TimeLimit", "Tolerance", "find_course_file", "load_course", "matching_hints"]
 
 
 def __getattr__(name: str):

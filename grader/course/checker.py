@@ -1,7 +1,8 @@
 """Validation of course.toml, strict on purpose: a typo in an instructor's course.toml must
-not silently drop a case or a tolerance. The shape of the file (keys, types, what is
-required) is the pydantic models of grader.course.schema; what the values mean together is
-checked here. Every error names the file and the key path (for example
+not silently drop a case or a tolerance. The file's shape (keys, types, bounds, what is
+required) is the records' own, validated straight into them (grader.course.schema); what the
+values mean together is checked here, and a stage is made of its records, its place in the
+file and its problem. Every error names the file and the key path (for example
 `stages[3].cases[1].N`) and says what was expected, and all of them are listed at once."""
 
 from __future__ import annotations
@@ -11,13 +12,13 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from grader.backends.selection import BACKENDS
 from grader.course import schema
-from grader.course.policy import LatePenalty, Policy
-from grader.course.model import (WHOLE_DIM, Case, Course, FromLaunch, Hint, Hypothesis, MemoryGrowth,
-                                 Speed, Stage, SubmissionRules, Threshold, TimeLimit, Tolerance)
+from grader.course.model import (WHOLE_DIM, Case, Course, FromLaunch, MemoryGrowth, Speed, Stage)
+from grader.course.policy import Policy
+from grader.course.wording import describe, kind_of
 from grader.errors import CourseError
 from grader.problems import DTYPES, PROBLEMS, Problem
 from grader.problems.evidence import experiment
@@ -40,37 +41,34 @@ class Checker:
             listed = "\n".join(f"  - {e}" for e in self.errors)
             raise CourseError(f"{self.path} is invalid:\n{listed}")
 
-    def validate(self, raw: Any, model: type[BaseModel], where: str = ""):
-        """`raw` as an instance of `model`, or None with its errors recorded."""
+    def validate(self, raw: Any, kind: Any, where: str = ""):
+        """`raw` read as the table `kind` (grader.course.schema), or None with its errors
+        recorded."""
         try:
-            return model.model_validate(raw)
+            return schema.validator(kind).validate_python(raw)
         except ValidationError as exc:
-            self.errors += [schema.describe(e, model, where) for e in exc.errors()]
+            self.errors += [describe(e, kind, where) for e in exc.errors()]
             return None
 
     def course(self, raw: dict) -> Course:
         top = self.validate(raw, schema.CourseFile)
         if top is None:
             return Course(path=self.path.resolve(), title="", stages=(), rules=None)
-        rules = None
-        if top.submissions is not None:
-            rules = SubmissionRules(**{key: tuple(v) for key, v in top.submissions})
-        stages = tuple(s for i, entry in enumerate(top.stages)
+        stages = tuple(s for i, entry in enumerate(top["stages"])
                        if (s := self.stage(entry, i)) is not None)
-        if not top.stages:
+        if not top["stages"]:
             self.error("stages", "the course has no stages")
         ids = [s.id for s in stages]
         for dup in sorted({i for i in ids if ids.count(i) > 1}):
             self.error("stages", f"stage id '{dup}' appears more than once")
-        return Course(path=self.path.resolve(), title=top.course.title, stages=stages,
-                      rules=rules, handout=top.course.handout,
-                      policy=self.policy(top.policy, ids))
+        head = top["course"]
+        return Course(path=self.path.resolve(), title=head["title"], stages=stages,
+                      rules=top.get("submissions"), handout=head.get("handout", ""),
+                      policy=self.policy(top.get("policy", Policy()), ids))
 
-    def policy(self, p, stage_ids: list[str]) -> Policy:
+    def policy(self, p: Policy, stage_ids: list[str]) -> Policy:
         """[policy], whose values must make sense together: a late penalty counts from a
         due date, and a due date names its time zone (a class spans several)."""
-        if p is None:
-            return Policy()
         if p.due is not None and p.due.utcoffset() is None:
             self.error("policy.due", f"{p.due.isoformat()} has no time zone; add the offset "
                        f"of the class's own time, as in {p.due.isoformat()}-08:00 (or Z for UTC)")
@@ -91,86 +89,73 @@ class Checker:
         for stage in sorted(set(p.stage_due) - set(stage_ids)):
             self.error(f"policy.stage_due.{stage}", f"no stage has the id '{stage}' (the "
                        f"course's: {', '.join(stage_ids)})")
-        late = LatePenalty(**p.late.model_dump()) if p.late else LatePenalty()
-        return Policy(due=p.due, late=late, max_submissions=p.max_submissions,
-                      hidden_cases=p.hidden_cases, extensions=tuple(p.extensions.items()),
-                      stage_due=tuple(p.stage_due.items()), leaderboard=p.leaderboard)
+        return p
 
     def stage(self, raw, index: int) -> Stage | None:
+        """The stage of a [[stages]] entry: its records as the file gives them, its number,
+        its problem, and a case per dtype of each case entry (None: errors recorded)."""
         where = f"stages[{index}]"
         problem = self.problem(raw, where)
-        s = problem and self.validate(raw, schema.stage_model(problem, GPU_BACKENDS), where)
+        s = problem and self.validate(raw, schema.stage_table(problem, GPU_BACKENDS), where)
         if not s:
             return None
-        tiles = {track: tuple(spec) for track, spec in (s.tiles or {}) if spec is not None}
-        for track, spec in tiles.items():
+        for track, spec in s.get("tiles", {}).items():
             for j, dim in enumerate(spec):
                 positive = type(dim) is int and dim >= 1  # noqa: E721 - TOML booleans are ints
                 if not positive and not (isinstance(dim, str) and dim):
                     self.error(f"{where}.tiles.{track}[{j}]",
                                f"expected a constexpr name, '{WHOLE_DIM}' or a positive integer")
-        tolerance = {dtype: Tolerance(t.atol, t.rtol) for dtype, t in s.tolerance if t is not None}
-        cases = self.cases(s.cases, f"{where}.cases", problem, tolerance, s.id)
-        if not s.cases:
+        tolerance = s["tolerance"]
+        cases = self.cases(s["cases"], f"{where}.cases", problem, tolerance, s["id"])
+        if not s["cases"]:
             self.error(f"{where}.cases", "a stage needs at least one case")
         self.claims(s, where)
-        speed = self.speed(s.speed, f"{where}.speed", problem, tolerance, s.id) if s.speed else None
-        growth = self.memory_growth(s.memory_growth, f"{where}.memory_growth", tolerance,
-                                    s.id) if s.memory_growth else None
-        hints = tuple(self.hint(h, f"{where}.hints[{j}]", tolerance) for j, h in enumerate(s.hints))
-        hypotheses = tuple(self.hypothesis(h, f"{where}.hypotheses[{j}]", problem, cases, s.id)
-                           for j, h in enumerate(s.hypotheses))
-        return Stage(number=index + 1, id=s.id, title=s.title, points=s.points, problem=problem,
-                     modules=dict(s.modules), tiles=tiles, tolerance=tolerance,
-                     cases=tuple(cases), speed=speed, memory_growth=growth, hints=hints,
-                     hypotheses=hypotheses, time_limit=_time_limit(s.time_limit),
-                     claims=dict(s.claims))
+        speed = s.get("speed") and self.speed(s["speed"], f"{where}.speed", problem, tolerance,
+                                              s["id"])
+        growth = s.get("memory_growth") and self.memory_growth(
+            s["memory_growth"], f"{where}.memory_growth", problem, tolerance, s["id"])
+        for j, h in enumerate(s.get("hints", ())):
+            self.dtypes(h.when.dtypes, f"{where}.hints[{j}].when.dtypes", tolerance)
+        for j, h in enumerate(s.get("hypotheses", ())):
+            self.hypothesis(h, f"{where}.hypotheses[{j}]", problem, cases, s["id"])
+        return Stage(**{**s, "number": index + 1, "problem": problem, "cases": tuple(cases),
+                        "speed": speed, "memory_growth": growth})
 
-    def claims(self, s, where: str) -> None:
+    def claims(self, s: dict, where: str) -> None:
         """A stage with a `claims` table: every case names the claims it tests, each one of
         the table's, and every claim has a case (a claim no case tests is a promise the
         grader does not hold a kernel to)."""
-        known = ", ".join(s.claims) or "none"
-        for j, case in enumerate(s.cases):
+        claims, stage_id = s.get("claims", {}), s["id"]
+        known = ", ".join(claims) or "none"
+        for j, case in enumerate(s["cases"]):
             at = f"{where}.cases[{j}]"
-            if s.claims and not case.claims:
-                self.error(at, f"stage '{s.id}': the case names no claim; say which of the "
+            if claims and not case.get("claims"):
+                self.error(at, f"stage '{stage_id}': the case names no claim; say which of the "
                            f"lesson's claims it tests (claims = [\"...\"]; known: {known})")
-            for name in case.claims or ():
-                if name not in s.claims:
-                    self.error(f"{at}.claims", f"stage '{s.id}': unknown claim {name!r}; "
+            for name in case.get("claims", ()):
+                if name not in claims:
+                    self.error(f"{at}.claims", f"stage '{stage_id}': unknown claim {name!r}; "
                                f"known: {known} (a claim is added to the stage's claims "
                                "table with the lesson's words for it)")
-        named = {name for case in s.cases for name in case.claims or ()}
-        for name in s.claims:
+        named = {name for case in s["cases"] for name in case.get("claims", ())}
+        for name in claims:
             if name not in named:
-                self.error(f"{where}.claims.{name}", f"stage '{s.id}': no case tests the claim "
-                           f"{name!r} ({s.claims[name]}); add a case with "
+                self.error(f"{where}.claims.{name}", f"stage '{stage_id}': no case tests the "
+                           f"claim {name!r} ({claims[name]}); add a case with "
                            f"claims = [\"{name}\"] or remove the claim")
 
-    def hint(self, h, where: str, tolerance) -> Hint:
-        when = h.when
-        self.dtypes(when.dtypes or [], f"{where}.when.dtypes", tolerance)
-        return Hint(text=h.hint, failures=tuple(when.failure or ()),
-                    stats=tuple(k for k in ("never_written", "nan", "inf") if getattr(when, k)),
-                    params=_given(when.params), larger=_given(when.larger),
-                    dtypes=tuple(when.dtypes or ()), cause=when.cause)
-
-    def hypothesis(self, h, where: str, problem: Problem, cases, stage_id: str) -> Hypothesis:
-        probe = tuple((k, FromLaunch(tuple(v.launch), v.minus) if isinstance(v, schema.Launch)
-                       else v) for k, v in _given(h.probe))
-        self.probe(probe, f"{where}.probe", problem, cases, f"stage '{stage_id}', hypothesis "
+    def hypothesis(self, h, where: str, problem: Problem, cases, stage_id: str) -> None:
+        self.probe(h.probe, f"{where}.probe", problem, cases, f"stage '{stage_id}', hypothesis "
                    f"{h.cause!r}")
         if h.experiment is not None and h.experiment not in problem.experiments:
             known = ", ".join(problem.experiments) or \
                 f"none (the problem {problem.id} defines no recompute; give a probe)"
             self.error(f"{where}.experiment", f"unknown experiment {h.experiment!r}; known: {known}")
-        elif h.experiment is None and not probe:
+        elif h.experiment is None and not h.probe:
             self.error(where, "give an `experiment` or a `probe` (or both): a hypothesis is "
                        "named only when an experiment confirms it")
         else:
             self.says(h, f"{where}.says", problem)
-        return Hypothesis(cause=h.cause, says=h.says, experiment=h.experiment, probe=probe)
 
     def says(self, h, where: str, problem: Problem) -> None:
         """A hypothesis's words may name, in braces, only the facts its experiment finds
@@ -204,7 +189,8 @@ class Checker:
             return
         seen = set()
         for case in cases:
-            params = {**case.params, **{k: v for k, v in probe if not isinstance(v, FromLaunch)}}
+            params = {**case.params, **{k: v for k, v in probe.items()
+                                        if not isinstance(v, FromLaunch)}}
             key = tuple(params.items())
             if key in seen:  # one case's dtypes, or cases the probe makes alike
                 continue
@@ -219,11 +205,11 @@ class Checker:
         grader knows, or with `known`, one of the stages of `course_file`."""
         known = PROBLEMS if known is None else known
         if not isinstance(raw, dict):
-            self.error(where, f"expected a table, found {schema.kind_of(raw)}")
+            self.error(where, f"expected a table, found {kind_of(raw)}")
         elif "id" not in raw:
             self.error(f"{where}.id", "missing")
         elif not isinstance(raw["id"], str):
-            self.error(f"{where}.id", f"expected a string, found {schema.kind_of(raw['id'])}")
+            self.error(f"{where}.id", f"expected a string, found {kind_of(raw['id'])}")
         elif raw["id"] not in known:
             unknown = f"no stage '{raw['id']}' in {course_file}" if course_file else \
                 f"unknown stage id '{raw['id']}'"
@@ -232,48 +218,48 @@ class Checker:
             return known[raw["id"]]
         return None
 
-    def speed(self, s, where: str, problem: Problem, tolerance, stage_id: str) -> Speed:
-        thresholds = {arch: {backend: Threshold(t.min_speedup, t.min_fraction, t.copied_from,
-                                                t.baseline)
-                             for backend, t in per_backend if t is not None}
-                      for arch, per_backend in s.thresholds.items()}
+    def speed(self, s: dict, where: str, problem: Problem, tolerance, stage_id: str) -> Speed:
+        thresholds = s["thresholds"]
         for arch, per_backend in thresholds.items():
             for backend, t in per_backend.items():
+                at = f"{where}.thresholds.{arch}.{backend}"
+                if t.min_speedup is None and t.min_fraction is None:
+                    self.error(at, "give min_speedup, min_fraction or both")
                 if t.copied_from is not None and t.copied_from not in thresholds:
-                    self.error(f"{where}.thresholds.{arch}.{backend}.copied_from",
-                               f"names {t.copied_from!r}, which has no thresholds of its own "
-                               f"here; known: {', '.join(thresholds)}")
+                    self.error(f"{at}.copied_from", f"names {t.copied_from!r}, which has no "
+                               f"thresholds of its own here; known: {', '.join(thresholds)}")
                 if t.baseline is not None and t.baseline not in problem.baselines:
-                    self.error(f"{where}.thresholds.{arch}.{backend}.baseline",
-                               f"names {t.baseline!r}, which is not a baseline of "
-                               f"{problem.id}; its baselines: {', '.join(problem.baselines)}")
-        cases = self.cases(s.cases, f"{where}.cases", problem, tolerance, f"{stage_id}/speed")
-        if not s.cases:
+                    self.error(f"{at}.baseline", f"names {t.baseline!r}, which is not a baseline "
+                               f"of {problem.id}; its baselines: {', '.join(problem.baselines)}")
+        cases = self.cases(s["cases"], f"{where}.cases", problem, tolerance, f"{stage_id}/speed")
+        if not s["cases"]:
             self.error(f"{where}.cases", "a speed table needs at least one case")
-        return Speed(points=s.points, baseline=s.baseline, seconds=s.seconds, cases=tuple(cases),
-                     thresholds=thresholds, plain_at_limit=s.plain_at_limit)
+        return Speed(**{**s, "cases": tuple(cases)})
 
-    def memory_growth(self, m, where: str, tolerance, stage_id: str) -> MemoryGrowth:
-        self.dtypes([m.dtype], f"{where}.dtype", tolerance)
+    def memory_growth(self, m: dict, where: str, problem: Problem, tolerance,
+                      stage_id: str) -> MemoryGrowth:
+        """The rule's two cases: its sizes (the problem's defaults where it gives none), in
+        its dtype, with one seed."""
+        self.dtypes([m["dtype"]], f"{where}.dtype", tolerance)
         seed = zlib.crc32(f"{stage_id}/memory/0".encode())
-        small, large = (Case(dict(sizes), m.dtype, seed) for sizes in (m.small, m.large))
-        return MemoryGrowth(small, large, m.max_growth)
+        small, large = (Case(_params(problem, m[size]), m["dtype"], seed)
+                        for size in ("small", "large"))
+        return MemoryGrowth(small, large, m["max_growth"])
 
     def cases(self, cases, where: str, problem: Problem, tolerance, stage_id: str) -> list[Case]:
-        """Each validated case once per dtype; a stable default seed per case: the same
+        """Each validated case entry once per dtype; a stable default seed per entry: the same
         case draws the same inputs on every machine."""
         out = []
         for j, c in enumerate(cases):
-            self.dtypes(c.dtypes, f"{where}[{j}].dtypes", tolerance)
-            if not c.dtypes:
+            self.dtypes(c["dtypes"], f"{where}[{j}].dtypes", tolerance)
+            if not c["dtypes"]:
                 self.error(f"{where}[{j}].dtypes", "list at least one dtype")
-            values = {p.name: getattr(c, p.name) for p in problem.params}
+            values = _params(problem, c)
             for message in (problem.check(values) if problem.check else []):
                 self.error(f"{where}[{j}]", message)
-            seed = c.seed if c.seed is not None else zlib.crc32(f"{stage_id}/{j}".encode())
-            claims = tuple(getattr(c, "claims", None) or ())
-            out += [Case(params=values, dtype=d, seed=seed, claims=claims)
-                    for d in c.dtypes if d in DTYPES]
+            seed = c.get("seed", zlib.crc32(f"{stage_id}/{j}".encode()))
+            out += [Case(params=values, dtype=d, seed=seed, claims=c.get("claims", ()))
+                    for d in c["dtypes"] if d in DTYPES]
         ids = [c.id for c in out]
         for dup in sorted({i for i in ids if ids.count(i) > 1}):
             self.error(where, f"case {dup} appears more than once")
@@ -288,11 +274,6 @@ class Checker:
                            "to this stage")
 
 
-def _time_limit(table) -> TimeLimit:
-    """The stage's time limits; a place it does not name keeps the grader's default."""
-    return TimeLimit(**dict(_given(table)))
-
-
-def _given(table) -> tuple[tuple[str, Any], ...]:
-    """The keys of an optional table of optional values that were given."""
-    return tuple((k, v) for k, v in (table or {}) if v is not None)
+def _params(problem: Problem, entry: dict) -> dict[str, Any]:
+    """A case entry's parameters in the problem's order, its defaults where it gives none."""
+    return {p.name: entry.get(p.name, p.default) for p in problem.params}

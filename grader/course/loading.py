@@ -61,16 +61,16 @@ def with_hidden_cases(course: Course, path: Path) -> Course:
     extra: dict[str, list[Case]] = {}
     by_id = {s.id: s for s in course.stages}
     problems = {s.id: s.problem for s in course.stages}
-    for i, entry in enumerate(top.stages if top else []):
+    for i, entry in enumerate(top["stages"] if top else []):
         where = f"stages[{i}]"
         problem = checker.problem(entry, where, problems, COURSE_FILE)
         hidden = problem and checker.validate(entry, schema.hidden_stage(problem), where)
         if hidden:
-            stage = by_id[hidden.id]
+            stage = by_id[hidden["id"]]
             extra.setdefault(stage.id, []).extend(checker.cases(
-                hidden.cases, f"{where}.cases", problem, stage.tolerance, f"hidden/{stage.id}"))
+                hidden["cases"], f"{where}.cases", problem, stage.tolerance, f"hidden/{stage.id}"))
     checker.raise_if_errors()
-    secret = top.seed
+    secret = top.get("seed", 0)
     stages = []
     for stage in course.stages:
         hidden = [Case(c.params, c.dtype, c.seed_in_run(secret), hidden=n)

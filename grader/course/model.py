@@ -1,11 +1,19 @@
-"""The course as typed dataclasses: what course.toml says, checked (grader.course.checker)."""
+"""The course as typed records: what course.toml says, checked (grader.course.checker).
+
+Each record is defined here once. Where a table of course.toml is a record, its keys are the
+record's fields, with their types and bounds (grader.course.bounds), and grader.course.schema
+validates the table straight into it; a stage and its cases are made of such records and of
+what their place in the file says (the stage's number and problem, a case per dtype). Plain
+frozen dataclasses: the grader's front door imports them, and no pydantic with them.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
+from grader.course.bounds import NAME, NOT_NEGATIVE, ONE_OR_MORE, POSITIVE, TEXT, Bound
 from grader.course.naming import HIDDEN_FILE, named, select, stage_name
 from grader.course.policy import Policy
 from grader.results import Failure
@@ -14,6 +22,8 @@ if TYPE_CHECKING:  # the problems import PyTorch, which the dataclasses need not
     from grader.problems import Problem
 
 WHOLE_DIM = "*"  # tile spec entry: one program owns the whole dimension
+FailureKind = Literal[tuple(kind.value for kind in Failure)]  # as the result records say it
+Text = Annotated[str, TEXT]
 
 
 @dataclass(frozen=True)
@@ -49,14 +59,15 @@ class Case:
 class Threshold:
     """What a kernel must reach on the GPU for its speed points (None: not required)."""
 
-    min_speedup: float | None = None  # baseline time / kernel time
-    min_fraction: float | None = None  # the fraction of the case's roofline limit
+    min_speedup: Annotated[float, POSITIVE] | None = None  # baseline time / kernel time
+    # the fraction of the case's roofline limit
+    min_fraction: Annotated[float, POSITIVE] | None = None
     # Another architecture's figures, not measured on this one (`grade calibrate --write`
     # on such a GPU replaces them): the verdict says so.
-    copied_from: str | None = None
+    copied_from: Text | None = None
     # The baseline timed on this architecture instead of the stage's (one of the problem's
     # baselines): SDPA's FlashAttention backend, say, does not run on a T4.
-    baseline: str | None = None
+    baseline: Text | None = None
 
     def missed(self, speedup: float, fraction: float, baseline: str) -> list[str]:
         """What figures of a case fall short of, in the verdict's words (empty: met)."""
@@ -75,9 +86,9 @@ class Speed:
 
     points: float
     baseline: str
-    seconds: float  # timing budget per case
     cases: tuple[Case, ...]
     thresholds: dict[str, dict[str, Threshold]]  # "sm_90" -> backend name -> threshold
+    seconds: float = 3.0  # timing budget per case
     # Why the plain (untuned) kernel may earn these points too (empty: it must not): the
     # stage's work is at the GPU's limit without tuning (scripts/untuned_check.py).
     plain_at_limit: str = ""
@@ -94,68 +105,84 @@ class MemoryGrowth:
 
     small: Case
     large: Case
-    max_growth: float
+    max_growth: Annotated[float, Bound(gt=1)]
 
 
 @dataclass(frozen=True)
 class SubmissionRules:
     """What a kernel submission may do besides launching kernels ([submissions] in course.toml)."""
 
-    forbidden_imports: tuple[str, ...]  # modules; a submodule of one is forbidden too
-    forbidden_calls: tuple[str, ...]  # built-in functions called by name
-    allowed_dunders: tuple[str, ...]  # the only __names__ a submission may use
-    host_functions: tuple[str, ...]  # torch functions and Tensor methods, by resolve_name
-    host_ops: tuple[str, ...]  # ATen operators (overload packet names)
+    forbidden_imports: tuple[Text, ...]  # modules; a submodule of one is forbidden too
+    forbidden_calls: tuple[Text, ...]  # built-in functions called by name
+    allowed_dunders: tuple[Text, ...]  # the only __names__ a submission may use
+    host_functions: tuple[Text, ...]  # torch functions and Tensor methods, by resolve_name
+    host_ops: tuple[Text, ...]  # ATen operators (overload packet names)
 
 
 @dataclass(frozen=True)
-class Hint:
-    """A common mistake and how it shows: printed under a stage whose every failing case
-    (of those whose inputs are shown) matches `when`. Course content: it names the cause,
-    never the code that fixes it."""
+class Signature:
+    """How a common mistake shows on a failing case ([[stages.hints]] `when`): every part
+    given must hold."""
 
-    text: str
-    failures: tuple[str, ...] = ()  # failure kinds, as the result records them: any one
-    stats: tuple[str, ...] = ()  # diagnostics that must be present: never_written, nan, inf
-    params: tuple[tuple[str, Any], ...] = ()  # parameters that must have these values
-    larger: tuple[tuple[str, float], ...] = ()  # parameters that must exceed these
+    failure: tuple[FailureKind, ...] = ()  # failure kinds, as the result records them: any one
+    # diagnostics that must be present
+    never_written: bool = False
+    nan: bool = False
+    inf: bool = False
+    params: dict[str, Any] = field(default_factory=dict)  # parameters with these values
+    larger: dict[str, float] = field(default_factory=dict)  # parameters above these
     dtypes: tuple[str, ...] = ()  # the case's dtype is one of these
     # A cause the case's own output confirmed (grader.problems.evidence): a hint that names
     # a cause needs it, since other mistakes fail the same cases.
     cause: str | None = None
 
+    @property
+    def stats(self) -> tuple[str, ...]:
+        """The diagnostics a case's stats must hold."""
+        return tuple(name for name in ("never_written", "nan", "inf") if getattr(self, name))
+
     def covers(self, case) -> bool:
         """Whether a case's inputs are of the kind this mistake shows on."""
-        return (all(case.params.get(k) == v for k, v in self.params)
-                and all((case.params.get(k) or 0) > v for k, v in self.larger)
+        return (all(case.params.get(k) == v for k, v in self.params.items())
+                and all((case.params.get(k) or 0) > v for k, v in self.larger.items())
                 and (not self.dtypes or case.dtype in self.dtypes))
 
     def matches(self, case) -> bool:
         """Whether a failed CaseResult shows this mistake's signature."""
-        return ((not self.failures or (case.failure is not None
-                                       and case.failure.value in self.failures))
+        return ((not self.failure or (case.failure is not None
+                                      and case.failure.value in self.failure))
                 and all(case.stats.get(name) for name in self.stats) and self.covers(case)
                 and (self.cause is None or self.cause in case.stats.get("causes", ())))
+
+
+@dataclass(frozen=True)
+class Hint:
+    """A common mistake and how it shows: `hint` is printed under a stage whose every failing
+    case (of those whose inputs are shown) matches `when`. Course content: it names the
+    cause, never the code that fixes it."""
+
+    when: Signature
+    hint: Text
 
 
 @dataclass(frozen=True)
 class FromLaunch:
     """A probe's value that the failing case's own launches give ([[stages.hypotheses]]
     `probe = { N = { launch = ["BLOCK_N", "TILE_N"], minus = 1 } }`): the int the kernels
-    were launched with under the first of `names` they were given, less `minus`. A tile's
+    were launched with under the first of `launch` they were given, less `minus`. A tile's
     size is the kernel's own choice, known only once it ran: N = BLOCK_N - 1 replays the
     kernel on one key tile (its last lane past the end, as a ragged tile has) where the case
     has several, which tells a fault the loop across tiles carries from one that any tile
     shows."""
 
-    names: tuple[str, ...]
-    minus: int = 0
+    launch: Annotated[tuple[Annotated[str, NAME], ...], ONE_OR_MORE]
+    minus: Annotated[int, NOT_NEGATIVE] = 0
 
     def of(self, constants: dict[str, Any]) -> tuple[int, str] | None:
         """The value for a case launched with `constants`, and where it came from in words
         (`BLOCK_N - 1`); None where none of the names was given an int, or the value is
         below 1."""
-        name = next((n for n in self.names if type(constants.get(n)) is int), None)
+        name = next((n for n in self.launch if type(constants.get(n)) is int), None)
         if name is None or constants[name] - self.minus < 1:
             return None
         return constants[name] - self.minus, name + (f" - {self.minus}" if self.minus else "")
@@ -171,9 +198,10 @@ class Hypothesis:
     `probe` passes (a value of the probe may be a FromLaunch, resolved per case)."""
 
     cause: str
-    says: str
+    says: Text
     experiment: str | None = None
-    probe: tuple[tuple[str, Any], ...] = ()
+    # parameter -> the value the failing case is replayed with (a FromLaunch: the launch's)
+    probe: dict[str, Any] = field(default_factory=dict)
 
 
 def matching_hints(hints, cases) -> list[str]:
@@ -184,9 +212,9 @@ def matching_hints(hints, cases) -> list[str]:
     failed = [c for c in shown if not c.passed and c.failure is not Failure.NOT_GRADED]
     if not failed:
         return []
-    fitting = [h for h in hints if all(h.matches(c) for c in failed)]
-    reach = {h: sum(h.covers(c) for c in shown) for h in fitting}
-    return [h.text for h in fitting if reach[h] == min(reach.values())]
+    fitting = [h for h in hints if all(h.when.matches(c) for c in failed)]
+    reach = [sum(h.when.covers(c) for c in shown) for h in fitting]
+    return [h.hint for h, covered in zip(fitting, reach) if covered == min(reach)]
 
 
 @dataclass(frozen=True)
@@ -194,8 +222,8 @@ class TimeLimit:
     """Seconds one call of a submission may take, by where it runs ([[stages]] time_limit).
     The first call of a stage includes compiling its kernels."""
 
-    cpu: float = 60.0  # Triton's interpreter, the cuTile simulator
-    gpu: float = 120.0
+    cpu: Annotated[float, POSITIVE] = 60.0  # Triton's interpreter, the cuTile simulator
+    gpu: Annotated[float, POSITIVE] = 120.0
 
     def seconds(self, device: str) -> float:
         return self.gpu if device == "cuda" else self.cpu
@@ -203,23 +231,24 @@ class TimeLimit:
 
 @dataclass(frozen=True)
 class Stage:
-    number: int
+    number: int  # its place in course.toml, from 1
     id: str
     title: str
-    points: float
-    problem: Problem
+    points: Annotated[float, NOT_NEGATIVE]
+    problem: Problem  # the problem of its id
     modules: dict[str, str]  # track -> path below exercises/ and solutions/
-    tiles: dict[str, tuple]  # track -> per output dimension: constexpr name, int, or "*"
     tolerance: dict[str, Tolerance]  # dtype name -> tolerance
     cases: tuple[Case, ...]
+    # What the stage's lesson promises a kernel handles (name -> the claim in the lesson's
+    # words): each case names the claims it tests, and each claim has a case.
+    claims: dict[str, Text] = field(default_factory=dict)
+    # track -> per output dimension: constexpr name, int, or "*"
+    tiles: dict[str, tuple] = field(default_factory=dict)
     speed: Speed | None = None
     memory_growth: MemoryGrowth | None = None
     hints: tuple[Hint, ...] = ()
     hypotheses: tuple[Hypothesis, ...] = ()
     time_limit: TimeLimit = TimeLimit()
-    # What the stage's lesson promises a kernel handles (name -> the claim in the lesson's
-    # words): each case names the claims it tests, and each claim has a case.
-    claims: dict[str, str] = field(default_factory=dict)
 
     @property
     def name(self) -> str:

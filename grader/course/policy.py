@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
+from typing import Annotated, Literal
+
+from grader.course.bounds import AT_LEAST_ONE, NOT_NEGATIVE, PERCENT
 
 # When a student sees the result of a hidden case, as Gradescope names it.
 HIDDEN_VISIBILITY = ("after_due_date", "after_published", "hidden")
@@ -23,9 +26,9 @@ class LatePenalty:
     """What lateness costs: `percent_per_day` of the total for each day (or part of one)
     past the due date, at most `max_percent`; nothing within `grace_minutes` of it."""
 
-    percent_per_day: float = 0.0
-    max_percent: float = 100.0
-    grace_minutes: float = 0.0
+    percent_per_day: Annotated[float, PERCENT] = 0.0
+    max_percent: Annotated[float, PERCENT] = 100.0
+    grace_minutes: Annotated[float, NOT_NEGATIVE] = 0.0
 
 
 @dataclass(frozen=True)
@@ -48,23 +51,29 @@ class Penalty:
     after: float  # the points left
 
 
+NO_PENALTY = LatePenalty()
+
+
 @dataclass(frozen=True)
 class Policy:
+    """[policy]: the class's due date, late penalty, resubmission limit and when students
+    see the hidden cases."""
+
     due: datetime | None = None  # with its time zone; None: no due date, nothing is late
-    late: LatePenalty = LatePenalty()
-    max_submissions: int | None = None  # None: any number
-    hidden_cases: str = HIDDEN_DEFAULT  # one of HIDDEN_VISIBILITY
-    # (student, their own due date): extensions, by the student's name in the gradebook
-    extensions: tuple[tuple[str, datetime], ...] = ()
-    # (stage id, its own due date): a stage due before or after the class's date
-    stage_due: tuple[tuple[str, datetime], ...] = ()
+    late: LatePenalty | None = None  # None: lateness costs nothing
+    max_submissions: Annotated[int, AT_LEAST_ONE] | None = None  # None: any number
+    hidden_cases: Literal[HIDDEN_VISIBILITY] = HIDDEN_DEFAULT
+    # a student's own due date (an extension), by their name in the gradebook
+    extensions: dict[str, datetime] = field(default_factory=dict)
+    # a stage's own due date (before or after the class's), by the stage's id
+    stage_due: dict[str, datetime] = field(default_factory=dict)
     leaderboard: bool = False  # Gradescope's leaderboard of speed-ups, where speed is timed
 
     def due_for(self, student: str | None = None, stage: str | None = None) -> datetime | None:
         """The due date that counts for `student`'s `stage`: the stage's own, else the
         class's; a student's extension where it is later."""
-        due = dict(self.stage_due).get(stage, self.due) if stage else self.due
-        extended = dict(self.extensions).get(student) if student else None
+        due = self.stage_due.get(stage, self.due) if stage else self.due
+        extended = self.extensions.get(student) if student else None
         if extended is None or due is None:
             return due
         return max(due, extended)
@@ -72,7 +81,7 @@ class Policy:
     def shifted(self, by: timedelta) -> "Policy":
         """The policy with every due date later by `by` (an extension a platform granted)."""
         return replace(self, due=self.due and self.due + by,
-                       stage_due=tuple((s, d + by) for s, d in self.stage_due))
+                       stage_due={s: d + by for s, d in self.stage_due.items()})
 
     def stage_lateness(self, submitted: datetime | None, student: str | None,
                        stages: list[str]) -> dict[str, Lateness]:
@@ -98,12 +107,12 @@ class Policy:
         due = self.due_for(student, stage)
         if due is None or submitted is None:
             return ON_TIME
-        past = submitted - due
-        if past <= timedelta(minutes=self.late.grace_minutes):
+        past, late = submitted - due, self.late or NO_PENALTY
+        if past <= timedelta(minutes=late.grace_minutes):
             return ON_TIME
         # A day begun is a day late: one minute past the grace period costs a whole day.
         days = math.ceil(past / DAY)
-        return Lateness(days, min(days * self.late.percent_per_day, self.late.max_percent))
+        return Lateness(days, min(days * late.percent_per_day, late.max_percent))
 
 
 def parse_time(value) -> datetime | None:

@@ -58,13 +58,13 @@ def _said(says: str, facts: Mapping[str, Any]) -> str:
         return says
 
 
-def resolved(changes: Sequence[tuple[str, Any]],
+def resolved(changes: Mapping[str, Any],
              constants: Mapping[str, Any]) -> tuple[dict | None, dict[str, str]]:
     """A probe's parameter changes for one case, and where each value the launch gives
     (FromLaunch) came from, in words: it is taken from the constants the case's kernels
     were launched with. No changes (None) where one of those is missing."""
     found, words = {}, {}
-    for name, value in changes:
+    for name, value in changes.items():
         if isinstance(value, FromLaunch):
             given = value.of(constants)
             if given is None:

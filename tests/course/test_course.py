@@ -4,7 +4,7 @@ import pytest
 from conftest import RULES
 from mini_courses import matmul_course
 
-from grader.course import Tolerance, load_course
+from grader.course import Threshold, TimeLimit, Tolerance, load_course
 from grader.errors import CourseError
 from grader.results import CaseResult, Failure
 
@@ -165,6 +165,41 @@ thresholds.sm_90.triton = { min_speedup = 1.0 }
     assert "stages[0].speed.cases: a speed table needs at least one case" in message
 
 
+def test_a_threshold_is_named_by_its_key_path_with_the_keys_it_may_give(tmp_path):
+    """A threshold table is read straight into the Threshold record (its keys are the
+    record's fields); that it gives a figure at all is the checker's, at the same path."""
+    speed = """
+[stages.speed]
+points = 5
+baseline = "torch"
+cases = [ { n = 1024, dtypes = ["float32"] } ]
+thresholds.sm_90.triton = { min_fraction = 0.5 }
+"""
+    assert load_text(tmp_path, MINIMAL + speed).stages[0].speed.threshold("sm_90", "triton") \
+        == Threshold(min_fraction=0.5)
+    for old, new, expected in (
+            ("{ min_fraction = 0.5 }", "{ }",
+             "stages[0].speed.thresholds.sm_90.triton: give min_speedup, min_fraction or both"),
+            ("{ min_fraction = 0.5 }", "{ min_fraction = 0 }",
+             "stages[0].speed.thresholds.sm_90.triton.min_fraction: must be positive"),
+            ("{ min_fraction = 0.5 }", '{ min_fraction = 0.5, baseline = "" }',
+             "stages[0].speed.thresholds.sm_90.triton.baseline: expected a non-empty string"),
+            ("{ min_fraction = 0.5 }", "{ min_fraction = 0.5, fraction = 1 }",
+             "stages[0].speed.thresholds.sm_90.triton.fraction: unknown key; expected one of: "
+             "min_speedup, min_fraction, copied_from, baseline"),
+            ("sm_90.triton", "sm_90.tritn",
+             "stages[0].speed.thresholds.sm_90.tritn: unknown key; expected one of: triton, cutile")):
+        assert expected in error_for(tmp_path, MINIMAL + speed.replace(old, new))
+
+
+def test_a_time_limit_is_read_with_the_grader_s_default_where_it_gives_none(tmp_path):
+    (stage,) = load_text(tmp_path, MINIMAL + "time_limit = { cpu = 5 }\n").stages
+    assert stage.time_limit == TimeLimit(cpu=5.0) and stage.time_limit.seconds("cuda") == 120.0
+    message = error_for(tmp_path, MINIMAL + "time_limit = { cpu = 0, tpu = 1 }\n")
+    assert "stages[0].time_limit.cpu: must be positive" in message
+    assert "stages[0].time_limit.tpu: unknown key; expected one of: cpu, gpu" in message
+
+
 def test_a_hidden_stage_without_an_id_is_named_not_a_traceback(tmp_path):
     (tmp_path / "course.hidden.toml").write_text('[[stages]]\ncases = [ { n = 7, dtypes = ["float32"] } ]\n')
     message = error_for(tmp_path, MINIMAL)
@@ -199,12 +234,12 @@ hint = "either"
 '''
     (tmp_path / "course.toml").write_text(text)
     one, either = load_course(tmp_path / "course.toml").stages[0].hints
-    assert one.failures == ("wrong result",)
-    assert either.failures == ("read out of bounds", "wrote out of bounds")
+    assert one.when.failure == ("wrong result",) and one.hint == "one"
+    assert either.when.failure == ("read out of bounds", "wrote out of bounds")
     read, wrote = (CaseResult("c", "float32", {}, 0, False, "", failure=kind)
                    for kind in (Failure.READ_OUT_OF_BOUNDS, Failure.OUT_OF_BOUNDS))
-    assert either.matches(read) and either.matches(wrote)
-    assert not one.matches(read)
+    assert either.when.matches(read) and either.when.matches(wrote)
+    assert not one.when.matches(read)
 
 
 def test_a_hypothesis_names_an_experiment_of_its_problem_or_a_probe(tmp_path):
@@ -240,7 +275,7 @@ def test_a_probe_the_problem_would_refuse_on_a_case_is_named_at_load(tmp_path):
     """A probe is replayed on a failing case's parameters: where the problem refuses what it
     makes of one of the stage's cases, the hypothesis could never be named for that case."""
     (stage,) = load_text(tmp_path, MATMUL).stages
-    assert stage.hypotheses[0].probe == (("K", 1), ("layout", "contiguous"))
+    assert stage.hypotheses[0].probe == {"K": 1, "layout": "contiguous"}
     message = error_for(tmp_path, MATMUL.replace('probe = { K = 1, layout = "contiguous" }',
                                                  "probe = { K = 1 }"))
     assert ("stages[0].hypotheses[0].probe: stage 'matmul', hypothesis "

@@ -21,10 +21,10 @@ def loaded(tmp_path, probe: str):
 def test_a_probe_value_may_name_the_launch_constant_it_is_taken_from(tmp_path):
     (stage,) = loaded(tmp_path, 'K = { launch = ["BLOCK_K", "TILE_K"], minus = 1 }').stages
     (hypothesis,) = stage.hypotheses
-    assert hypothesis.probe == (("K", FromLaunch(("BLOCK_K", "TILE_K"), 1)),)
+    assert hypothesis.probe == {"K": FromLaunch(("BLOCK_K", "TILE_K"), 1)}
     # (the sliced case is not refused: what the launch gives is known once a case ran)
     (plain,) = loaded(tmp_path, 'K = { launch = ["BLOCK_K"] }').stages[0].hypotheses
-    assert plain.probe == (("K", FromLaunch(("BLOCK_K",), 0)),)
+    assert plain.probe == {"K": FromLaunch(("BLOCK_K",), 0)}
 
 
 @pytest.mark.parametrize("probe, says", [

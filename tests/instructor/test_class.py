@@ -551,7 +551,7 @@ def test_every_student_on_one_gpu_has_the_same_denominators(tmp_path):
 def _speed(points: float):
     from grader.course import Speed
 
-    return Speed(points, "torch", 0.1, (), {})
+    return Speed(points, "torch", (), {}, seconds=0.1)
 
 
 # --- class policy ---------------------------------------------------------------------------
@@ -577,6 +577,8 @@ def test_lateness_counts_begun_days_after_the_grace_period_up_to_the_cap():
     ('[policy]\nhidden_cases = "never"\n', "policy.hidden_cases: unknown hidden_cases 'never'; "
                                            "known: 'after_due_date', 'after_published', 'hidden'"),
     ("[policy]\nmax_submissions = 0\n", "policy.max_submissions: must be at least 1"),
+    ("[policy]\ndue = 2026-12-18T23:59:00Z\n[policy.late]\npercent_per_day = 120\n",
+     "policy.late.percent_per_day: must be at most 100"),
     ("[policy]\ndue = 2026-12-18T23:59:00Z\n[policy.late]\npercent = 5\n",
      "policy.late.percent: unknown key; expected one of: percent_per_day"),
 ])

@@ -248,7 +248,7 @@ def test_hints_name_causes_not_code(course):
     for stage in course.stages:
         assert stage.hints, stage.id
         for h in stage.hints:
-            assert not re.search(r"\b(tl|ct|torch)\.\w+\(|=\s*\w+\(", h.text), (stage.id, h.text)
+            assert not re.search(r"\b(tl|ct|torch)\.\w+\(|=\s*\w+\(", h.hint), (stage.id, h.hint)
 
 
 def test_a_load_whose_mask_lets_lanes_past_the_end_is_not_told_to_get_a_mask(grade_source):

@@ -14,7 +14,7 @@ def evidence(got, want, call=None, traffic=()) -> Evidence:
 
 
 WANT = torch.arange(1.0, 9.0)
-TWICE = Hypothesis("twice", "doubled", experiment="double", probe=(("K", 1),))
+TWICE = Hypothesis("twice", "doubled", experiment="double", probe={"K": 1})
 RECOMPUTES = {"double": lambda ev: 2 * ev.want}
 
 

@@ -13,7 +13,7 @@ from grader.problems import PROBLEMS, Call
 from grader.problems.evidence import Evidence, across_tiles, experiment, first_only
 
 ONE_TILE = Hypothesis("across_tiles", "{tiles} tiles of {tile}", experiment="several",
-                      probe=(("K", FromLaunch(("BLOCK_K", "TILE_K"), 1)),))
+                      probe={"K": FromLaunch(("BLOCK_K", "TILE_K"), 1)})
 SEVERAL = {"several": lambda ev: across_tiles(ev, ev.call.args[0].shape[1],
                                               ("BLOCK_K", "TILE_K"), "K")}
 

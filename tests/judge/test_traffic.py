@@ -322,10 +322,10 @@ def test_rows_of_zeros_are_no_factor_and_are_said_to_be_zeros():
 
 
 def test_a_hint_that_names_a_cause_needs_the_case_to_confirm_it():
-    from grader.course.model import Hint
+    from grader.course.model import Signature
     from grader.results import CaseResult, Failure
 
-    hint = Hint("the grid rounds down", stats=("never_written",), cause="grid_short")
+    hint = Signature(never_written=True, cause="grid_short")  # "the grid rounds down"
     case = CaseResult("n=4097", "float32", {"n": 4097}, 0, False, "", failure=Failure.WRONG_RESULT,
                       stats={"never_written": 1, "causes": ["no_program_id"]})
     assert not hint.matches(case)
