@@ -2,14 +2,17 @@
 
 expect: FAIL
 message: a kernel does not compile; the compiler said
-message: line 25
-message: unsupported operand type(s) for **
-message: called from line 50
-line: 25
+message: line 28
+message: z ** 3
+message: called from line 53
+line: 28
 
 Triton's tensors have no `**`; the compiler rejects the helper's line, and wraps that error
 in one at the kernel's call of the helper, which says nothing of why. The message must show
 the helper's line with the compiler's reason, and the call below it. The fix is z * z * z.
+The reason is Triton's own words, which change with its version (3.9: "unsupported operand
+type(s) for **"; 3.6: "'tensor' object has no attribute '__pow__'"), so the header asks for
+the line as quoted.
 """
 
 import torch
