@@ -267,5 +267,6 @@ class GpuBuilder(Contract):
         return []
 
 
-CONTRACTS: tuple[type[Contract], ...] = (BackendProbe, WorkerBootstrap, LaunchRecorder, KernelReader, CpuRunner,
-                                         GpuBuilder)
+# Every contract, one per field of Parts, in its order.
+CONTRACTS: tuple[type[Contract], ...] = (BackendProbe, WorkerBootstrap, LaunchRecorder,
+                                         KernelReader, CpuRunner, GpuBuilder)

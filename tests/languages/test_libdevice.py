@@ -61,3 +61,10 @@ def test_the_modules_are_tritons_own_again_after_a_launch():
     with libdevice_on_the_cpu():
         assert (neutral.tanh, cuda.tanh) != before
     assert (neutral.tanh, cuda.tanh) == before
+
+
+def test_the_fast_approximations_have_no_cpu_form():
+    """A GPU's fast_expf is far less exact than numpy's exp: computed exactly here, a kernel
+    could pass on the CPU and fail on a GPU. It fails at its line instead."""
+    assert named("__nv_fast_expf") == "fast_expf"
+    assert not [name for name in NUMPY if name.startswith("fast_")]
